@@ -1,0 +1,1 @@
+"""Cycle-level PTX simulator: front end, functional model, timing model."""
