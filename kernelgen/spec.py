@@ -1,0 +1,344 @@
+"""GEMM spec: D = epilogue(alpha * A @ B + beta * C), from YAML or the ``--gemm MxNxK`` shorthand.
+
+YAML form (every key optional except M, N, K)::
+
+    version: 1
+    op: gemm
+    M: 4096                      # a value, [lo, hi], or {range: [lo, hi], multiple_of: 8}
+    N: [1, 8192]
+    K: {range: [16, 4096], multiple_of: 16}
+    dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"
+    layout: {a: row, b: col, c: row}
+    alpha: 1.0
+    beta: 0.0                    # nonzero adds a C input buffer
+    epilogue: [bias, relu, cast] # bias (per column), relu | gelu, cast (to dtype.out)
+    constraints:
+      - registers_per_thread <= 128        # hard
+      - shared_memory_per_block <= 49152
+      - alu_utilization >= 0.5
+      - occupancy ~ 0.5                    # soft: penalised, not pruned
+    tiling:
+      - TILE_K in [16, 128], TILE_K % 16 == 0
+      - TILE_M in [32, 128]
+
+A malformed spec raises ``sim.errors.UsageError`` with one line naming the key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim.errors import UsageError
+
+DTYPES_IN = ("f32", "f16", "bf16")
+DTYPES_OUT = ("f32", "f16", "bf16")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+LAYOUTS = ("row", "col")
+EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
+CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
+TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS")
+TOP_KEYS = ("version", "op", "M", "N", "K", "dtype", "layout", "alpha", "beta", "epilogue",
+            "constraints", "tiling", "name")
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A problem extent: a value (lo == hi) or a range; ``multiple_of`` is a guaranteed divisor."""
+
+    lo: int
+    hi: int
+    multiple_of: int = 1
+
+    @property
+    def fixed(self) -> bool:
+        return self.lo == self.hi
+
+    def align(self, cap: int = 8) -> int:
+        """Largest power of two <= cap that divides every value of the extent."""
+        base = self.lo if self.fixed else self.multiple_of
+        a = 1
+        while a < cap and base % (a * 2) == 0:
+            a *= 2
+        return a
+
+
+@dataclass(frozen=True)
+class Constraint:
+    key: str
+    op: str  # "<=", ">=", "~"
+    value: float
+
+    @property
+    def hard(self) -> bool:
+        return self.op != "~"
+
+    def text(self) -> str:
+        return f"{self.key} {self.op} {self.value:g}"
+
+
+@dataclass(frozen=True)
+class TileRange:
+    key: str
+    lo: int
+    hi: int
+    multiple_of: int = 1
+
+    def allows(self, v: int) -> bool:
+        return self.lo <= v <= self.hi and v % self.multiple_of == 0
+
+    def text(self) -> str:
+        s = f"{self.key} in [{self.lo}, {self.hi}]"
+        return s + (f", {self.key} % {self.multiple_of} == 0" if self.multiple_of > 1 else "")
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    M: Dim
+    N: Dim
+    K: Dim
+    dtype_a: str = "f16"
+    dtype_b: str = "f16"
+    dtype_acc: str = "f32"
+    dtype_out: str = "f32"
+    layout_a: str = "row"
+    layout_b: str = "col"
+    layout_c: str = "row"
+    alpha: float = 1.0
+    beta: float = 0.0
+    epilogue: tuple[str, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    tiling: tuple[TileRange, ...] = ()
+    name: str = "gemm"
+    source: str = "<spec>"
+
+    @property
+    def has_c(self) -> bool:
+        return self.beta != 0.0
+
+    @property
+    def has_bias(self) -> bool:
+        return "bias" in self.epilogue
+
+    @property
+    def activation(self) -> str | None:
+        for a in ("relu", "gelu"):
+            if a in self.epilogue:
+                return a
+        return None
+
+    def tile_range(self, key: str) -> TileRange | None:
+        for t in self.tiling:
+            if t.key == key:
+                return t
+        return None
+
+    def nominal(self) -> tuple[int, int, int]:
+        """The shape used for the launch metadata and the prediction: the upper end of each range."""
+        return self.M.hi, self.N.hi, self.K.hi
+
+    def to_json(self) -> dict[str, Any]:
+        def d(x: Dim) -> Any:
+            return x.lo if x.fixed else {"range": [x.lo, x.hi], "multiple_of": x.multiple_of}
+
+        return {
+            "M": d(self.M), "N": d(self.N), "K": d(self.K),
+            "dtype": {"a": self.dtype_a, "b": self.dtype_b, "acc": self.dtype_acc, "out": self.dtype_out},
+            "layout": {"a": self.layout_a, "b": self.layout_b, "c": self.layout_c},
+            "alpha": self.alpha, "beta": self.beta, "epilogue": list(self.epilogue),
+            "constraints": [c.text() for c in self.constraints],
+            "tiling": [t.text() for t in self.tiling],
+        }
+
+
+def _err(src: str, key: str, msg: str) -> UsageError:
+    return UsageError(f"spec key {key!r}: {msg}", file=src)
+
+
+def _int(src: str, key: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _err(src, key, f"expected an integer, got {v!r}")
+    return v
+
+
+def _dim(src: str, key: str, v: Any) -> Dim:
+    mult = 1
+    if isinstance(v, dict):
+        unknown = set(v) - {"range", "multiple_of", "value"}
+        if unknown:
+            raise _err(src, f"{key}.{sorted(unknown)[0]}", "unknown key (use range, multiple_of, value)")
+        mult = _int(src, f"{key}.multiple_of", v.get("multiple_of", 1))
+        v = v.get("range", v.get("value"))
+    if isinstance(v, list | tuple):
+        if len(v) != 2:
+            raise _err(src, key, f"a range is [lo, hi], got {v!r}")
+        lo, hi = _int(src, key, v[0]), _int(src, key, v[1])
+    else:
+        lo = hi = _int(src, key, v)
+    if lo < 1 or hi < lo:
+        raise _err(src, key, f"need 1 <= lo <= hi, got [{lo}, {hi}]")
+    if hi >= 1 << 20:
+        raise _err(src, key, f"extent {hi} too large (at most {(1 << 20) - 1}: 32-bit element indices)")
+    if mult < 1 or (lo == hi and lo % mult):
+        raise _err(src, key, f"multiple_of {mult} does not divide {lo}")
+    return Dim(lo, hi, mult)
+
+
+def _choice(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
+    if v not in allowed:
+        raise _err(src, key, f"{v!r} is not one of {', '.join(allowed)}")
+    return str(v)
+
+
+_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(<=|>=|~)\s*([0-9.eE+-]+)\s*$")
+_TILE_MOD_RE = re.compile(r"^\s*([A-Z_]+)\s*%\s*(\d+)\s*==\s*0\s*$")
+
+
+def _constraint(src: str, i: int, v: Any) -> Constraint:
+    key = f"constraints[{i}]"
+    m = _CONSTRAINT_RE.match(str(v)) if isinstance(v, str) else None
+    if not m:
+        raise _err(src, key, f"expected 'NAME <=|>=|~ VALUE', got {v!r}")
+    name, op, val = m.groups()
+    if name not in CONSTRAINT_KEYS:
+        raise _err(src, key, f"unknown constraint {name!r} (one of {', '.join(CONSTRAINT_KEYS)})")
+    try:
+        value = float(val)
+    except ValueError:
+        raise _err(src, key, f"value {val!r} is not a number") from None
+    return Constraint(name, op, value)
+
+
+def _tiling(src: str, v: Any) -> tuple[TileRange, ...]:
+    items = v if isinstance(v, list) else [v]
+    found: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        key = f"tiling[{i}]"
+        if not isinstance(item, str):
+            raise _err(src, key, f"expected 'TILE_K in [16, 128], TILE_K % 16 == 0', got {item!r}")
+        # parse the whole clause: 'X in [a, b]' possibly followed by ', X % m == 0'
+        m_in = re.match(r"^\s*([A-Z_]+)\s+in\s+\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*(?:,\s*(.*))?$", item)
+        rest = item
+        if m_in:
+            name, lo, hi, rest = m_in.group(1), int(m_in.group(2)), int(m_in.group(3)), m_in.group(4) or ""
+            if name not in TILE_KEYS:
+                raise _err(src, key, f"unknown tiling name {name!r} (one of {', '.join(TILE_KEYS)})")
+            if lo < 1 or hi < lo:
+                raise _err(src, key, f"need 1 <= lo <= hi in {item!r}")
+            ent = found.setdefault(name, [1, 1 << 30, 1])
+            ent[0], ent[1] = lo, hi
+        if rest.strip():
+            m_mod = _TILE_MOD_RE.match(rest)
+            if not m_mod:
+                raise _err(src, key, f"cannot read {rest.strip()!r} (expected 'NAME % M == 0')")
+            name, mult = m_mod.group(1), int(m_mod.group(2))
+            if name not in TILE_KEYS:
+                raise _err(src, key, f"unknown tiling name {name!r} (one of {', '.join(TILE_KEYS)})")
+            if mult < 1:
+                raise _err(src, key, "divisor must be >= 1")
+            ent = found.setdefault(name, [1, 1 << 30, 1])
+            ent[2] = mult
+    return tuple(TileRange(k, lo, hi, m) for k, (lo, hi, m) in found.items())
+
+
+def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
+    if not isinstance(data, dict):
+        raise UsageError("a GEMM spec is a YAML mapping with at least M, N, K", file=src)
+    unknown = set(data) - set(TOP_KEYS)
+    if unknown:
+        raise _err(src, sorted(unknown)[0], f"unknown key (known: {', '.join(TOP_KEYS)})")
+    if data.get("version", 1) != 1:
+        raise _err(src, "version", f"only version 1 is known, got {data.get('version')!r}")
+    if data.get("op", "gemm") != "gemm":
+        raise _err(src, "op", f"only 'gemm' is supported, got {data.get('op')!r}")
+    for k in ("M", "N", "K"):
+        if k not in data:
+            raise _err(src, k, "missing (a value or [lo, hi])")
+    M, N, K = (_dim(src, k, data[k]) for k in ("M", "N", "K"))
+
+    dt = data.get("dtype", "f16")
+    if isinstance(dt, str):
+        dt = {"a": dt, "b": dt}
+    if not isinstance(dt, dict):
+        raise _err(src, "dtype", f"expected a string or {{a, b, acc, out}}, got {dt!r}")
+    bad = set(dt) - {"a", "b", "acc", "out"}
+    if bad:
+        raise _err(src, f"dtype.{sorted(bad)[0]}", "unknown key (a, b, acc, out)")
+    da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
+    db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
+    dacc = _choice(src, "dtype.acc", dt.get("acc", "f32"), ("f32",))
+    dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
+    if da != db:
+        raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
+
+    lay = data.get("layout", {})
+    if not isinstance(lay, dict):
+        raise _err(src, "layout", f"expected {{a, b, c}}, got {lay!r}")
+    bad = set(lay) - {"a", "b", "c"}
+    if bad:
+        raise _err(src, f"layout.{sorted(bad)[0]}", "unknown key (a, b, c)")
+    la = _choice(src, "layout.a", lay.get("a", "row"), LAYOUTS)
+    lb = _choice(src, "layout.b", lay.get("b", "col"), LAYOUTS)
+    lc = _choice(src, "layout.c", lay.get("c", "row"), LAYOUTS)
+
+    scal = {}
+    for k, dflt in (("alpha", 1.0), ("beta", 0.0)):
+        v = data.get(k, dflt)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise _err(src, k, f"expected a number, got {v!r}")
+        scal[k] = float(v)
+
+    ep = data.get("epilogue", [])
+    if isinstance(ep, str):
+        ep = [ep]
+    if not isinstance(ep, list):
+        raise _err(src, "epilogue", f"expected a list of {', '.join(EPILOGUE_OPS)}")
+    for i, e in enumerate(ep):
+        _choice(src, f"epilogue[{i}]", e, EPILOGUE_OPS)
+    if "relu" in ep and "gelu" in ep:
+        raise _err(src, "epilogue", "relu and gelu are exclusive")
+
+    cons = data.get("constraints", [])
+    if isinstance(cons, dict):  # {key: "<= 128"} form
+        cons = [f"{k} {v}" for k, v in cons.items()]
+    if not isinstance(cons, list):
+        raise _err(src, "constraints", "expected a list of 'NAME <=|>=|~ VALUE'")
+    constraints = tuple(_constraint(src, i, c) for i, c in enumerate(cons))
+    tiling = _tiling(src, data["tiling"]) if "tiling" in data else ()
+    name = str(data.get("name", "gemm"))
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise _err(src, "name", f"{name!r} is not a PTX identifier")
+    return GemmSpec(M, N, K, da, db, dacc, dout, la, lb, lc, scal["alpha"], scal["beta"], tuple(ep),
+                    constraints, tiling, name, src)
+
+
+def load_spec(path: str | Path) -> GemmSpec:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read spec: {e.strerror}", file=str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", None)
+        raise UsageError(f"YAML syntax error: {getattr(e, 'problem', e)}", file=str(p),
+                         line=None if line is None else line + 1) from None
+    return parse_spec(data, str(p))
+
+
+def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
+    """``--gemm MxNxK --dtype f16``: row A, col B, row C, alpha 1, beta 0, no epilogue."""
+    parts = gemm.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--gemm expects MxNxK (e.g. 4096x4096x4096), got {gemm!r}")
+    m, n, k = (int(p) for p in parts)
+    return parse_spec({"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}, "--gemm")
+
+
+__all__ = ["Dim", "Constraint", "TileRange", "GemmSpec", "parse_spec", "load_spec", "shorthand",
+           "DTYPE_BYTES"]
