@@ -8,7 +8,19 @@ unknown keys, missing keys, wrong types and impossible values are errors that na
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import os
+import pathlib
+import types
+import typing
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from sim.errors import HwConfigError
 
 SCHEMA_VERSION = 1
 
@@ -20,10 +32,12 @@ PIPE_CLASSES = ("alu", "fma", "fp64", "sfu", "tensor", "lsu", "branch", "sync")
 class Pipe:
     name: str
     classes: tuple[str, ...]  # pipe classes (PIPE_CLASSES) this pipe executes
-    lanes: int  # lane-operations per cycle per core (a 32-lane FMA is 32, an m16n8k16 mma is 2048)
+    # lane-operations one pipe unit completes per cycle (a warp FMA is 32 lane-operations,
+    # an m16n8k16 mma is 2048 MACs); a core has `count` units, so count * lanes per core
+    lanes: int
     latency: int  # cycles from issue to result
     interval: int  # initiation interval: cycles between issues into one pipe unit
-    count: int = 1  # pipe units per core (e.g. one per scheduler)
+    count: int = 1  # pipe units per core (e.g. one per scheduler); optional in YAML
 
 
 @dataclass(frozen=True)
@@ -115,3 +129,368 @@ class HwConfig:
     def dram_bytes_per_cycle(self) -> float:
         """global.bandwidth_gbps / clock_mhz: bytes per core-clock cycle, whole device."""
         return self.dram.bandwidth_gbps * 1e9 / (self.clock_mhz * 1e6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loader: schema derived from the dataclasses above, values checked, errors as file:line key.path
+# ---------------------------------------------------------------------------------------------
+
+# Fields the loader fills in itself; never written in YAML.
+_INTERNAL_FIELDS = {("HwConfig", "path")}
+
+# Allowed values of the string fields that are enumerations.
+_CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Core", "policy"): ("lrr", "gto"),
+    ("Cache", "policy"): ("lru",),
+    ("Branch", "predictor"): ("none", "not_taken", "backward_taken"),
+}
+
+# Integer fields that may be 0 (latencies and penalties); every other integer must be >= 1.
+_NON_NEGATIVE: dict[str, set[str]] = {
+    "RegisterFile": {"latency"},
+    "SharedMemory": {"latency", "pass_cycles"},
+    "Cache": {"hit_latency"},
+    "GlobalMemory": {"latency"},
+    "Branch": {"frontend_depth", "flush_penalty"},
+}
+
+# Integer fields that must be a power of two (bank counts and widths, line and sector sizes).
+_POWER_OF_TWO: dict[str, set[str]] = {
+    "HwConfig": {"warp_size"},
+    "RegisterFile": {"banks"},
+    "SharedMemory": {"banks", "bank_width"},
+    "Cache": {"line", "sector"},
+    "GlobalMemory": {"banks", "burst"},
+}
+
+
+class HwConfigKeyError(HwConfigError):
+    """A HwConfigError whose one line reads ``FILE:LINE key.path: what is wrong (got VALUE); what to do``."""
+
+    def __init__(self, file: str, line: int, key_path: str, message: str):
+        self.key_path = key_path
+        super().__init__(message, file, line)
+
+    def one_line(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else f"{self.file}"
+        return f"{where} {self.key_path}: {self.message}".replace("\n", " ")
+
+
+@dataclass
+class _Node:
+    """A YAML value (dict of _Node, list of _Node, or scalar) with the 1-based line it starts on."""
+
+    value: Any
+    line: int
+    key_line: int  # line of the key that introduced it (the item line for list items)
+
+
+class _Raw(str):
+    """Text shown as is after "got" (not quoted)."""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, _Raw):
+        return str(value)
+    if isinstance(value, _Node):
+        value = value.value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return repr(value)
+    return str(value)
+
+
+class _HwLoader(yaml.SafeLoader):
+    """SafeLoader that composes nodes, so every key and value keeps its start line."""
+
+
+class _Ctx:
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, line: int, path: str, what: str, got: Any, todo: str) -> HwConfigKeyError:
+        return HwConfigKeyError(self.file, line, path or "<top>", f"{what} (got {_fmt(got)}); {todo}")
+
+
+def _compose(text: str, ctx: _Ctx) -> _Node:
+    loader = _HwLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise ctx.fail(1, "<top>", "the file is empty", _Raw("nothing"),
+                           "write the mapping (docs/hwconfig.md)")
+        return _to_node(root, loader, ctx, "", root.start_mark.line + 1)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = (e.problem or str(e)).replace("\n", " ")
+        lines = text.splitlines()
+        got = repr(lines[line - 1].strip()) if 0 < line <= len(lines) else "the end of the file"
+        raise HwConfigKeyError(
+            ctx.file, line, "<yaml>", f"malformed YAML: {problem} (got {got}); fix the YAML syntax"
+        ) from None
+    except yaml.YAMLError as e:
+        raise HwConfigKeyError(
+            ctx.file, 1, "<yaml>", f"malformed YAML: {e} (got the file); fix the YAML syntax"
+        ) from None
+    finally:
+        loader.dispose()
+
+
+def _to_node(node: yaml.Node, loader: _HwLoader, ctx: _Ctx, path: str, key_line: int) -> _Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, _Node] = {}
+        for k, v in node.value:
+            kline = k.start_mark.line + 1
+            if not isinstance(k, yaml.ScalarNode) or k.tag != "tag:yaml.org,2002:str":
+                got = k.value if isinstance(k, yaml.ScalarNode) else "a collection"
+                raise ctx.fail(kline, path, "keys must be plain names", got, "use a lower_case name as key")
+            sub = f"{path}.{k.value}" if path else k.value
+            if k.value in out:
+                raise ctx.fail(
+                    kline, sub, f"duplicate key (first at line {out[k.value].key_line})", k.value,
+                    "keep one of them",
+                )
+            out[k.value] = _to_node(v, loader, ctx, sub, kline)
+        return _Node(out, line, key_line)
+    if isinstance(node, yaml.SequenceNode):
+        items = [
+            _to_node(v, loader, ctx, f"{path}[{i}]", v.start_mark.line + 1) for i, v in enumerate(node.value)
+        ]
+        return _Node(items, line, key_line)
+    return _Node(loader.construct_object(node, deep=True), line, key_line)
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _schema_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    hints = typing.get_type_hints(cls)
+    return [
+        (f, hints[f.name]) for f in dataclasses.fields(cls) if (cls.__name__, f.name) not in _INTERNAL_FIELDS
+    ]
+
+
+def _type_name(tp: Any) -> str:
+    if _is_dataclass_type(tp):
+        return f"mapping ({tp.__name__})"
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return f"list of {_type_name(typing.get_args(tp)[0])}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _type_name(a) for a in typing.get_args(tp))
+    return {int: "integer", float: "number", str: "string"}.get(tp, str(tp))
+
+
+def _convert(tp: Any, node: _Node, path: str, ctx: _Ctx) -> Any:
+    """Turn a _Node into a value of type tp, or raise naming path and the node's line."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if node.value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        return _convert(args[0], node, path, ctx)
+    if _is_dataclass_type(tp):
+        return _build(tp, node, path, ctx)
+    if origin is tuple:
+        if not isinstance(node.value, list):
+            raise ctx.fail(node.line, path, f"must be a {_type_name(tp)}", node, "write a YAML list")
+        elem = typing.get_args(tp)[0]
+        return tuple(_convert(elem, item, f"{path}[{i}]", ctx) for i, item in enumerate(node.value))
+    v = node.value
+    ok = (
+        (tp is int and isinstance(v, int) and not isinstance(v, bool))
+        or (tp is float and isinstance(v, int | float) and not isinstance(v, bool))
+        or (tp is str and isinstance(v, str))
+    )
+    if not ok:
+        hint = {int: "write a plain integer (no units, no quotes)",
+                float: "write a plain number (no units; YAML needs 1.0e9, not 1e9)",
+                str: "write a string"}.get(tp, "fix the type")
+        raise ctx.fail(node.line, path, f"must be {_type_name(tp)}", node, hint)
+    return float(v) if tp is float else v
+
+
+def _build(cls: type, node: _Node, path: str, ctx: _Ctx) -> Any:
+    if not isinstance(node.value, dict):
+        raise ctx.fail(node.line, path, f"must be a {_type_name(cls)}", node, "write a mapping of key: value")
+    fields = _schema_fields(cls)
+    names = [f.name for f, _ in fields]
+    for key, sub in node.value.items():
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            todo = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(names)}"
+            raise ctx.fail(sub.key_line, f"{path}.{key}" if path else key, "unknown key", key, todo)
+    values: dict[str, Any] = {}
+    for f, tp in fields:
+        sub_path = f"{path}.{f.name}" if path else f.name
+        if f.name not in node.value:
+            if f.default is not dataclasses.MISSING:
+                continue
+            raise ctx.fail(node.key_line, sub_path, "missing key", _Raw("nothing"),
+                           f"add '{f.name}:' ({_type_name(tp)}) under {path or 'the top level'}")
+        sub = node.value[f.name]
+        values[f.name] = _convert(tp, sub, sub_path, ctx)
+        _check_value(cls.__name__, f.name, values[f.name], sub, sub_path, ctx)
+    obj = cls(**values)
+    _check_object(obj, node, path, ctx)
+    return obj
+
+
+def _check_value(cls_name: str, name: str, v: Any, node: _Node, path: str, ctx: _Ctx) -> None:
+    """Field-level checks: ranges, powers of two, enumerations, the schema version."""
+    if cls_name == "HwConfig" and name == "version" and v != SCHEMA_VERSION:
+        raise ctx.fail(node.line, path, f"unsupported schema version (this loader reads {SCHEMA_VERSION})",
+                       v, f"set version: {SCHEMA_VERSION} and update the file to docs/hwconfig.md")
+    choices = _CHOICES.get((cls_name, name))
+    if choices and v not in choices:
+        raise ctx.fail(node.line, path, f"must be one of {', '.join(choices)}", v, "pick one of those")
+    if isinstance(v, str) and not choices and not v.strip():
+        raise ctx.fail(node.line, path, "must not be empty", v, "write a name")
+    if isinstance(v, float) and v <= 0:
+        raise ctx.fail(node.line, path, "must be > 0", v, "write a positive number")
+    if isinstance(v, int) and not isinstance(v, bool) and name != "version":
+        if name in _NON_NEGATIVE.get(cls_name, set()) or (cls_name == "Pipe" and name == "latency"):
+            low = 1 if cls_name == "Pipe" else 0
+        else:
+            low = 1
+        if v < low:
+            what = "must be >= 0" if low == 0 else "must be >= 1"
+            raise ctx.fail(node.line, path, what, v, f"write an integer >= {low}")
+        if name in _POWER_OF_TWO.get(cls_name, set()) and v & (v - 1):
+            lo = 1 << (v.bit_length() - 1)
+            raise ctx.fail(node.line, path, "must be a power of two", v, f"use {lo} or {lo * 2}")
+    if cls_name == "Pipe" and name == "classes":
+        if not v:
+            raise ctx.fail(node.line, path, "must name at least one pipe class", node,
+                           f"list some of {', '.join(PIPE_CLASSES)}")
+        seen: set[str] = set()
+        for i, c in enumerate(v):
+            item = node.value[i]
+            if c not in PIPE_CLASSES:
+                raise ctx.fail(item.line, f"{path}[{i}]", "unknown pipe class", c,
+                               f"use one of {', '.join(PIPE_CLASSES)}")
+            if c in seen:
+                raise ctx.fail(item.line, f"{path}[{i}]", "pipe class listed twice", c, "list it once")
+            seen.add(c)
+    if cls_name == "HwConfig" and name == "pipes" and not v:
+        raise ctx.fail(node.line, path, "must list at least one pipe", node, "add pipes (docs/hwconfig.md)")
+
+
+def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
+    """Checks across the fields of one mapping (and, for HwConfig, across mappings)."""
+
+    def at(key: str) -> tuple[int, str]:
+        n: _Node = node
+        for part in key.split("."):
+            n = n.value[part]
+        return n.line, f"{path}.{key}" if path else key
+
+    if isinstance(obj, Cache):
+        if obj.line % obj.sector:
+            line, p = at("sector")
+            raise ctx.fail(line, p, f"must divide line ({obj.line})", obj.sector, "use a smaller sector")
+        if obj.size % (obj.line * obj.assoc):
+            line, p = at("size")
+            raise ctx.fail(line, p, f"must be a multiple of line * assoc ({obj.line} * {obj.assoc})",
+                           obj.size, "change size, line or assoc so that the sets come out whole")
+    if isinstance(obj, HwConfig):
+        owner: dict[str, int] = {}
+        names: dict[str, int] = {}
+        for i, pipe in enumerate(obj.pipes):
+            item = node.value["pipes"].value[i]
+            if pipe.name in names:
+                raise ctx.fail(item.value["name"].line, f"pipes[{i}].name",
+                               f"duplicate pipe name (also pipes[{names[pipe.name]}])", pipe.name,
+                               "rename one")
+            names[pipe.name] = i
+            for j, c in enumerate(pipe.classes):
+                if c in owner:
+                    raise ctx.fail(item.value["classes"].value[j].line, f"pipes[{i}].classes[{j}]",
+                                   f"pipe class already served by pipes[{owner[c]}]", c,
+                                   "let exactly one pipe serve each class")
+                owner[c] = i
+        missing = [c for c in PIPE_CLASSES if c not in owner]
+        if missing:
+            n = node.value["pipes"]
+            raise ctx.fail(n.key_line, "pipes", "no pipe serves class(es) " + ", ".join(missing),
+                           _Raw(", ".join(missing)), "add them to some pipe's classes")
+        checks = [
+            ("limits.threads_per_block", obj.limits.threads_per_block, obj.core.max_threads,
+             "core.max_threads"),
+            ("limits.regs_per_thread", obj.limits.regs_per_thread, obj.registers.per_thread,
+             "registers.per_thread"),
+            ("limits.smem_per_block", obj.limits.smem_per_block, obj.shared.size, "shared.size"),
+            ("core.max_threads", obj.core.max_threads, obj.core.max_warps * obj.warp_size,
+             "core.max_warps * warp_size"),
+        ]
+        for key, v, bound, bound_name in checks:
+            if v > bound:
+                line, p = at(key)
+                raise ctx.fail(line, p, f"exceeds {bound_name} ({bound})", v,
+                               f"lower it or raise {bound_name}")
+
+
+def bundled_configs() -> list[str]:
+    """File names of the configs shipped in the hwconfigs package."""
+    root = resources.files("hwconfigs")
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def resolve_hw_path(name: str | os.PathLike[str]) -> pathlib.Path:
+    """An existing file path wins; otherwise a bare name ("h200", "npu7nm.yaml") of a bundled config."""
+    path = pathlib.Path(name)
+    if path.is_file():
+        return path
+    text = str(name)
+    if path.name == text and text:  # bare name, no directory part
+        stem = text[:-5] if text.endswith(".yaml") else text[:-4] if text.endswith(".yml") else text
+        res = resources.files("hwconfigs") / f"{stem}.yaml"
+        if res.is_file():
+            with resources.as_file(res) as real:  # a plain file for a normal install
+                return pathlib.Path(real)
+    raise HwConfigError(
+        f"no such file and no bundled config of that name (got {text!r}); "
+        f"give a path to a YAML file or one of: {', '.join(bundled_configs())}",
+        file=text,
+    )
+
+
+def load_hw(path_or_name: str | os.PathLike[str]) -> HwConfig:
+    """Load and validate a hardware config; raises HwConfigError naming file:line key.path."""
+    path = resolve_hw_path(path_or_name)
+    ctx = _Ctx(str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise HwConfigError(
+            f"cannot read the file ({e}); check the path and permissions", file=str(path)
+        ) from None
+    root = _compose(text, ctx)
+    cfg = _build(HwConfig, root, "", ctx)
+    return dataclasses.replace(cfg, path=str(path))
+
+
+def schema(cls: type = HwConfig, prefix: str = "") -> list[tuple[str, str, bool]]:
+    """The YAML schema derived from the dataclasses: (key.path, type, required) for every key."""
+    rows: list[tuple[str, str, bool]] = []
+    for f, tp in _schema_fields(cls):
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        rows.append((key, _type_name(tp), f.default is dataclasses.MISSING))
+        inner = tp
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            inner = next(a for a in typing.get_args(tp) if a is not type(None))
+        if typing.get_origin(inner) is tuple:
+            inner, key = typing.get_args(inner)[0], key + "[]"
+        if _is_dataclass_type(inner):
+            rows.extend(schema(inner, key))
+    return rows
