@@ -1,0 +1,258 @@
+"""Pieces both emitters share: parameters, global->shared tile copies, the epilogue, metadata."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kernelgen.ptxbuild import PtxBuilder, f32_hex
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from kernelgen.tiling import OperandTile, Tiling
+
+CVT_TO_F32 = {"f16": "cvt.f32.f16", "bf16": "cvt.f32.bf16"}
+CVT_FROM_F32 = {"f16": "cvt.rn.f16.f32", "bf16": "cvt.rn.bf16.f32"}
+GELU_C = 0.7978845608028654  # sqrt(2/pi)
+
+
+@dataclass(frozen=True)
+class Param:
+    role: str
+    ptx_name: str
+    ptx_type: str  # ".u64" | ".u32" | ".f32"
+    kind: str  # "buffer" | "scalar"
+    dtype: str
+
+
+def kernel_params(spec: GemmSpec, name: str) -> list[Param]:
+    ps = [Param("A", f"{name}_A", ".u64", "buffer", spec.dtype_a),
+          Param("B", f"{name}_B", ".u64", "buffer", spec.dtype_b)]
+    if spec.has_c:
+        ps.append(Param("C", f"{name}_C", ".u64", "buffer", spec.dtype_out))
+    if spec.has_bias:
+        ps.append(Param("bias", f"{name}_bias", ".u64", "buffer", "f32"))
+    ps.append(Param("D", f"{name}_D", ".u64", "buffer", spec.dtype_out))
+    for r in ("M", "N", "K"):
+        ps.append(Param(r, f"{name}_{r}", ".u32", "scalar", "u32"))
+    ps.append(Param("alpha", f"{name}_alpha", ".f32", "scalar", "f32"))
+    if spec.has_c:
+        ps.append(Param("beta", f"{name}_beta", ".f32", "scalar", "f32"))
+    return ps
+
+
+def load_params(b: PtxBuilder, params: list[Param]) -> dict[str, str]:
+    """ld.param every parameter; buffers converted to global addresses (cvta.to.global)."""
+    b.comment("Parameters: buffers -> global addresses; M, N, K, alpha (beta) are runtime scalars,\n"
+              "so one kernel serves every shape in the spec's ranges.")
+    regs: dict[str, str] = {}
+    for p in params:
+        if p.kind == "buffer":
+            r = b.reg("u64")
+            b.i(f"ld.param.u64 {r}, [{p.ptx_name}]")
+            b.i(f"cvta.to.global.u64 {r}, {r}")
+        elif p.ptx_type == ".f32":
+            r = b.reg("f32")
+            b.i(f"ld.param.f32 {r}, [{p.ptx_name}]")
+        else:
+            r = b.reg("u32")
+            b.i(f"ld.param.u32 {r}, [{p.ptx_name}]")
+        regs[p.role] = r
+    return regs
+
+
+def shared_strides(tile: OperandTile) -> tuple[int, int]:
+    """Byte offset of one row / one column step in the shared tile (the layout is linear)."""
+    return tile.shared_offset(1, 0), tile.shared_offset(0, 1)
+
+
+def emit_thread_copy_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple[str, str, str]:
+    """Per-thread (row0, col0 in elements, shared byte offset) of its first chunk of ``tile``.
+
+    chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec; both
+    powers of two, so row = row0 + dr_i and col = col0 + dc_i with compile-time dr_i, dc_i.
+    """
+    from kernelgen.tiling import log2
+
+    cpr = tile.chunks_per_row
+    row0, col0, soff = b.reg("u32"), b.reg("u32"), b.reg("u32")
+    b.i(f"shr.u32 {row0}, {tid}, {log2(cpr)}")
+    b.i(f"and.b32 {col0}, {tid}, {cpr - 1}")
+    if tile.vec > 1:
+        b.i(f"shl.b32 {col0}, {col0}, {log2(tile.vec)}")
+    rs, cs = shared_strides(tile)
+    b.i(f"mul.lo.u32 {soff}, {row0}, {rs}")
+    b.i(f"mad.lo.u32 {soff}, {col0}, {cs}, {soff}")
+    return row0, col0, soff
+
+
+def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
+                   origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
+                   sdst: str, mode: str, dtype: str) -> None:
+    """Copy one block tile global -> shared, predicated on the problem edges (out of range -> 0).
+
+    mode "simt": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
+    mode "mma": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
+    a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16.
+    """
+    row0, col0, _ = coords
+    n = tile.chunks // threads
+    rb, cb = b.reg("u32"), b.reg("u32")
+    b.i(f"add.u32 {rb}, {origin_row}, {row0}")
+    b.i(f"add.u32 {cb}, {origin_col}, {col0}")
+    es = DTYPE_BYTES[dtype]
+    for i in range(n):
+        e = i * threads
+        dr, dc = e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec
+        imm = tile.shared_offset(dr, dc)
+        gr, gc = b.reg("u32"), b.reg("u32")
+        b.i(f"add.u32 {gr}, {rb}, {dr}")
+        b.i(f"add.u32 {gc}, {cb}, {dc}")
+        p1, p2, p = b.reg("pred"), b.reg("pred"), b.reg("pred")
+        b.i(f"setp.lt.u32 {p1}, {gr}, {ext_row}")
+        b.i(f"setp.lt.u32 {p2}, {gc}, {ext_col}")
+        b.i(f"and.pred {p}, {p1}, {p2}")
+        idx = b.reg("u32")
+        b.i(f"mad.lo.u32 {idx}, {gr}, {ld}, {gc}")
+        b.i(f"selp.b32 {idx}, {idx}, 0, {p}")  # out of range: address the buffer start, never beyond
+        off, ga = b.reg("u64"), b.reg("u64")
+        b.i(f"mul.wide.u32 {off}, {idx}, {es}")
+        b.i(f"add.u64 {ga}, {gbase}, {off}")
+        if mode == "simt":
+            v = b.reg("f32")
+            if dtype == "f32":
+                b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+                b.i(f"@{p} ld.global.f32 {v}, [{ga}]")
+            else:
+                h = b.reg("b16")
+                b.i(f"mov.b16 {h}, 0")
+                b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
+                b.i(f"{CVT_TO_F32[dtype]} {v}, {h}")
+            b.i(f"st.shared.f32 [{sdst}+{imm}], {v}")
+        elif tile.vec == 1:
+            h = b.reg("b16")
+            b.i(f"mov.b16 {h}, 0")
+            b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
+            b.i(f"st.shared.b16 [{sdst}+{imm}], {h}")
+        else:
+            nbytes = tile.vec * es
+            sz = b.reg("u32")
+            b.i(f"selp.b32 {sz}, {nbytes}, 0, {p}")
+            cache = "cg" if nbytes == 16 else "ca"
+            b.i(f"cp.async.{cache}.shared.global [{sdst}+{imm}], [{ga}], {nbytes}, {sz}")
+
+
+def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
+                  elems: list[tuple[int, int, str]]) -> None:
+    """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N."""
+    b.comment("Epilogue (spec: alpha, beta, epilogue, dtype.out, layout.c): per-row and per-column\n"
+              "edge predicates, then each accumulator is scaled, combined, activated, cast, stored.")
+    rp = []
+    for r in rows:
+        p = b.reg("pred")
+        b.i(f"setp.lt.u32 {p}, {r}, {P['M']}")
+        rp.append(p)
+    cp = []
+    for c in cols:
+        p = b.reg("pred")
+        b.i(f"setp.lt.u32 {p}, {c}, {P['N']}")
+        cp.append(p)
+    bias = []
+    if spec.has_bias:
+        b.comment("bias[n] (f32), one per column this thread writes")
+        for c, p in zip(cols, cp):
+            v, off, a = b.reg("f32"), b.reg("u64"), b.reg("u64")
+            b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+            b.i(f"mul.wide.u32 {off}, {c}, 4")
+            b.i(f"add.u64 {a}, {P['bias']}, {off}")
+            b.i(f"@{p} ld.global.f32 {v}, [{a}]")
+            bias.append(v)
+    es = DTYPE_BYTES[spec.dtype_out]
+    bits = 8 * es
+    for ri, ci, acc in elems:
+        p = b.reg("pred")
+        b.i(f"and.pred {p}, {rp[ri]}, {cp[ci]}")
+        idx = b.reg("u32")
+        if spec.layout_c == "row":
+            b.i(f"mad.lo.u32 {idx}, {rows[ri]}, {P['N']}, {cols[ci]}")
+        else:
+            b.i(f"mad.lo.u32 {idx}, {cols[ci]}, {P['M']}, {rows[ri]}")
+        b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
+        off = b.reg("u64")
+        b.i(f"mul.wide.u32 {off}, {idx}, {es}")
+        v = b.reg("f32")
+        b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
+        if spec.has_c:
+            ca, cv = b.reg("u64"), b.reg("f32")
+            b.i(f"add.u64 {ca}, {P['C']}, {off}")
+            if spec.dtype_out == "f32":
+                b.i(f"mov.f32 {cv}, {f32_hex(0.0)}")
+                b.i(f"@{p} ld.global.f32 {cv}, [{ca}]")
+            else:
+                h = b.reg("b16")
+                b.i(f"mov.b16 {h}, 0")
+                b.i(f"@{p} ld.global.b16 {h}, [{ca}]")
+                b.i(f"{CVT_TO_F32[spec.dtype_out]} {cv}, {h}")
+            b.i(f"fma.rn.f32 {v}, {cv}, {P['beta']}, {v}")
+        if bias:
+            b.i(f"add.f32 {v}, {v}, {bias[ci]}")
+        if spec.activation == "relu":
+            b.i(f"max.f32 {v}, {v}, {f32_hex(0.0)}")
+        elif spec.activation == "gelu":
+            # gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+            u = b.reg("f32")
+            b.i(f"mul.f32 {u}, {v}, {v}")
+            b.i(f"fma.rn.f32 {u}, {u}, {f32_hex(0.044715)}, {f32_hex(1.0)}")
+            b.i(f"mul.f32 {u}, {u}, {v}")
+            b.i(f"mul.f32 {u}, {u}, {f32_hex(GELU_C)}")
+            b.i(f"tanh.approx.f32 {u}, {u}")
+            b.i(f"add.f32 {u}, {u}, {f32_hex(1.0)}")
+            b.i(f"mul.f32 {v}, {v}, {u}")
+            b.i(f"mul.f32 {v}, {v}, {f32_hex(0.5)}")
+        da = b.reg("u64")
+        b.i(f"add.u64 {da}, {P['D']}, {off}")
+        if bits == 32:
+            b.i(f"@{p} st.global.f32 [{da}], {v}")
+        else:
+            h = b.reg("b16")
+            b.i(f"{CVT_FROM_F32[spec.dtype_out]} {h}, {v}")
+            b.i(f"@{p} st.global.b16 [{da}], {h}")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
+             prediction: dict[str, Any]) -> dict[str, Any]:
+    M, N, K = spec.nominal()
+    idx = {p.role: i for i, p in enumerate(params)}
+    pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
+    counts = {"A": (M * K, f"{pm}*{pk}"), "B": (K * N, f"{pk}*{pn}"), "C": (M * N, f"{pm}*{pn}"),
+              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn)}
+    values = {"M": M, "N": N, "K": K, "alpha": spec.alpha, "beta": spec.beta}
+    plist, ranges, extents = [], {}, {}
+    for i, p in enumerate(params):
+        if p.kind == "buffer":
+            cnt, expr = counts[p.role]
+            init = "poison" if p.role == "D" else "random"
+            plist.append({"name": p.ptx_name, "kind": "buffer", "dtype": p.dtype, "role": p.role,
+                          "count": cnt, "init": init})
+            extents[f"p{i}"] = f"{expr}*{DTYPE_BYTES[p.dtype]}"
+        else:
+            plist.append({"name": p.ptx_name, "kind": "scalar", "dtype": p.dtype, "role": p.role,
+                          "value": values[p.role]})
+            if p.role in ("M", "N", "K"):
+                d = getattr(spec, p.role)
+                ranges[f"p{i}"] = [d.lo, d.hi]
+    ep = [e for e in spec.epilogue if e in ("bias", "relu", "gelu")]
+    rtol = 1e-2 if spec.dtype_out == "f32" else 2e-2
+    check = {"op": "gemm", "M": M, "N": N, "K": K, "layout_a": spec.layout_a, "layout_b": spec.layout_b,
+             "layout_c": spec.layout_c, "alpha": spec.alpha, "beta": spec.beta, "epilogue": ep,
+             "out_dtype": spec.dtype_out, "rtol": rtol}
+    return {"version": 1, "kernel": name, "grid": [ceil_div(N, t.bn), ceil_div(M, t.bm), 1],
+            "block": [t.threads, 1, 1], "dynamic_shared": 0, "params": plist, "check": check,
+            "prediction": prediction, "ranges": ranges, "extents": extents}
+
+
+def header_json(meta: dict[str, Any]) -> str:
+    return json.dumps(meta, separators=(", ", ": "))

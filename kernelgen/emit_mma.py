@@ -1,0 +1,239 @@
+"""Tensor-core emitter: mma.sync.aligned.m16n8k16 (f16/bf16 in, f32 accumulate), ldmatrix from shared
+memory, a ``stages``-deep cp.async pipeline.
+
+Warp w of the CTA owns a tm x tn warp tile at (w / grid_n, w % grid_n); it holds mi x ni m16n8
+accumulator fragments. Fragment layouts follow /work/shared/hw/ptx-facts.md: lane = 4*g + t owns
+C rows g and g+8, columns 2t and 2t+1 of each m16n8 tile.
+
+Pipeline (sync plan): prologue loads tiles 0..S-2 (one commit group each); iteration kt waits until
+at most S-2 groups are pending (tile kt landed), barriers (tile kt visible to all, everyone done with
+stage (kt-1) % S), issues tile kt+S-1 into that stage, commits, computes on stage kt % S. Tiles past
+K are zero-filled (src-size 0), so the group count stays uniform and no branch is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelgen.emit_common import (
+    emit_copy_tile,
+    emit_epilogue,
+    emit_thread_copy_coords,
+    header_json,
+    kernel_params,
+    load_params,
+    metadata,
+)
+from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
+from kernelgen.spec import GemmSpec
+from kernelgen.tiling import OperandTile, Tiling, log2, operand_tiles
+
+
+def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off: str, x2: bool) -> str:
+    """Shared byte offset of the 16-byte row this lane supplies (see tiling.lane_ldmatrix_row)."""
+    i, j0, j1 = b.reg("u32"), b.reg("u32"), b.reg("u32")
+    b.i(f"and.b32 {i}, {lane}, 7")
+    b.i(f"shr.u32 {j0}, {lane}, 3")
+    b.i(f"and.b32 {j0}, {j0}, 1")  # j & 1
+    if x2:
+        b.i(f"mov.u32 {j1}, 0")
+    else:
+        b.i(f"shr.u32 {j1}, {lane}, 4")  # j >> 1
+    row, col = b.reg("u32"), b.reg("u32")
+    # (row, col) in global orientation of the shared tile, mirrors tiling.lane_ldmatrix_row
+    if tile.name == "a" and tile.row_dim == "m":  # row = warp_off + i + 8(j&1), col = 8(j>>1)
+        b.i(f"mad.lo.u32 {row}, {j0}, 8, {i}")
+        b.i(f"add.u32 {row}, {row}, {warp_off}")
+        b.i(f"shl.b32 {col}, {j1}, 3")
+    elif tile.name == "a":  # row = 8(j>>1) + i, col = warp_off + 8(j&1)
+        b.i(f"mad.lo.u32 {row}, {j1}, 8, {i}")
+        b.i(f"mad.lo.u32 {col}, {j0}, 8, {warp_off}")
+    elif tile.row_dim == "n":  # row = warp_off + 8(j>>1) + i, col = 8(j&1)
+        b.i(f"mad.lo.u32 {row}, {j1}, 8, {i}")
+        b.i(f"add.u32 {row}, {row}, {warp_off}")
+        b.i(f"shl.b32 {col}, {j0}, 3")
+    else:  # row = 8(j&1) + i, col = warp_off + 8(j>>1)
+        b.i(f"mad.lo.u32 {row}, {j0}, 8, {i}")
+        b.i(f"mad.lo.u32 {col}, {j1}, 8, {warp_off}")
+    off = b.reg("u32")
+    rs, cs = tile.shared_offset(1, 0), tile.shared_offset(0, 1)
+    b.i(f"mul.lo.u32 {off}, {row}, {rs}")
+    b.i(f"mad.lo.u32 {off}, {col}, {cs}, {off}")
+    return off
+
+
+def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None) -> str:
+    if spec.dtype_a not in ("f16", "bf16"):
+        raise ValueError(f"dtype(={spec.dtype_a}) must be f16 or bf16 for mma.sync")
+    name = name or f"{spec.name}_mma"
+    b = PtxBuilder()
+    params = kernel_params(spec, name)
+    P = load_params(b, params)
+    ta, tb = operand_tiles(spec, t)
+    T, S = t.threads, t.stages
+    ab = spec.dtype_a
+
+    b.comment(f"Thread coordinates (plan: {T} threads = {t.grid_m}x{t.grid_n} warps, warp tile "
+              f"{t.tm}x{t.tn} = {t.mi}x{t.ni} m16n8 tiles):\nlane, warp, wm = warp / {t.grid_n}, "
+              f"wn = warp % {t.grid_n}, g = lane / 4, t4 = lane % 4; bm0 = ctaid.y*{t.bm}, bn0 = ctaid.x*{t.bn}")
+    tid, lane, warp, wm, wn, g, t4, bm0, bn0 = b.regs("u32", 9)
+    b.i(f"mov.u32 {tid}, %tid.x")
+    b.i(f"and.b32 {lane}, {tid}, 31")
+    b.i(f"shr.u32 {warp}, {tid}, 5")
+    b.i(f"shr.u32 {wm}, {warp}, {log2(t.grid_n)}")
+    b.i(f"and.b32 {wn}, {warp}, {t.grid_n - 1}")
+    b.i(f"shr.u32 {g}, {lane}, 2")
+    b.i(f"and.b32 {t4}, {lane}, 3")
+    c = b.reg("u32")
+    b.i(f"mov.u32 {c}, %ctaid.y")
+    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}")
+    c = b.reg("u32")
+    b.i(f"mov.u32 {c}, %ctaid.x")
+    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}")
+
+    b.comment(f"Shared tiles (plan: stages={S}, tile.bk={t.bk}, pad_a={t.pad_a}, pad_b={t.pad_b}):\n"
+              f"smem_a: {S} x {ta.stage_bytes} B ({ta.row_dim}-rows of {ta.cols}+{ta.pad} {ab}), "
+              f"smem_b: {S} x {tb.stage_bytes} B ({tb.row_dim}-rows of {tb.cols}+{tb.pad} {ab})")
+    sa, sb = b.reg("u32"), b.reg("u32")
+    b.i(f"mov.u32 {sa}, {name}_smem_a")
+    b.i(f"mov.u32 {sb}, {name}_smem_b")
+    ca = emit_thread_copy_coords(b, ta, tid)
+    cb = emit_thread_copy_coords(b, tb, tid)
+
+    b.comment("ldmatrix row addresses of this lane at k = 0, stage 0 (ptx-facts: lanes 8j..8j+7 supply\n"
+              "the rows of matrix j); A .x4 per m16 tile" + ("" if ta.row_dim == "m" else " (.trans: A col)")
+              + ", B .x4 per pair of n8 tiles" + ("" if tb.row_dim == "n" else " (.trans: B row)"))
+    woa, wob = b.reg("u32"), b.reg("u32")
+    b.i(f"mul.lo.u32 {woa}, {wm}, {t.tm}")
+    b.i(f"mul.lo.u32 {wob}, {wn}, {t.tn}")
+    la = _ldmatrix_lane_offset(b, ta, lane, woa, False)
+    lb = _ldmatrix_lane_offset(b, tb, lane, wob, False)
+    lb2 = _ldmatrix_lane_offset(b, tb, lane, wob, True) if t.ni % 2 else None
+    trans_a = "" if ta.row_dim == "m" else ".trans"
+    trans_b = "" if tb.row_dim == "n" else ".trans"
+
+    b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 f32 (plan: warp tile), zeroed")
+    acc = [[b.regs("f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
+    for row in acc:
+        for frag in row:
+            for r in frag:
+                b.i(f"mov.f32 {r}, {f32_hex(0.0)}")
+
+    def origin(dim: str, kreg: str) -> str:
+        return {"m": bm0, "n": bn0, "k": kreg}[dim]
+
+    def issue_tile(kreg: str, stage_reg: str) -> None:
+        for tile, coords, gbase, base in ((ta, ca, P["A"], sa), (tb, cb, P["B"], sb)):
+            so, dst = b.reg("u32"), b.reg("u32")
+            b.i(f"mad.lo.u32 {so}, {stage_reg}, {tile.stage_bytes}, {base}")
+            b.i(f"add.u32 {dst}, {so}, {coords[2]}")
+            emit_copy_tile(b, tile, T, coords, origin(tile.row_dim, kreg), origin(tile.col_dim, kreg),
+                           P[tile.row_dim.upper()], P[tile.col_dim.upper()], P[tile.col_dim.upper()],
+                           gbase, dst, "mma", ab)
+        b.i("cp.async.commit_group")
+
+    kl, ws, rs, kt, ktiles = b.regs("u32", 5)
+    b.comment(f"Pipeline prologue (plan: stages={S}): tiles 0..{S - 2} into stages 0..{S - 2}, "
+              f"{ta.chunks // T} A + {tb.chunks // T} B copies of {ta.vec}/{tb.vec} elements per thread each")
+    for s in range(S - 1):
+        b.i(f"mov.u32 {kl}, {s * t.bk}")
+        b.i(f"mov.u32 {ws}, {s}")
+        issue_tile(kl, ws)
+    b.comment("Loop state: kt (tile), ktiles = ceil(K / bk), kl = k of the tile to load, ws/rs = write/read stage")
+    b.i(f"add.u32 {ktiles}, {P['K']}, {t.bk - 1}")
+    b.i(f"shr.u32 {ktiles}, {ktiles}, {log2(t.bk)}")
+    b.i(f"mov.u32 {kt}, 0")
+    b.i(f"mov.u32 {kl}, {(S - 1) * t.bk}")
+    b.i(f"mov.u32 {ws}, {S - 1}")
+    b.i(f"mov.u32 {rs}, 0")
+    pz = b.reg("pred")
+    loop, done = b.label("ktile"), b.label("kdone")
+    b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
+    b.i(f"@{pz} bra {done}")
+    b.put_label(loop)
+    b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
+              "visible and guarantees stage (kt-1) % stages is no longer read (sync plan: 1 barrier/iteration)")
+    b.i(f"cp.async.wait_group {S - 2}")
+    b.i("bar.sync 0")
+    b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
+    issue_tile(kl, ws)
+
+    b.comment(f"Compute on the read stage: {t.bk // 16} k16 steps x ({t.mi} A ldmatrix.x4, "
+              f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k16)")
+    ra, rb = b.reg("u32"), b.reg("u32")
+    b.i(f"mad.lo.u32 {ra}, {rs}, {ta.stage_bytes}, {sa}")
+    b.i(f"add.u32 {ra}, {ra}, {la}")
+    b.i(f"mad.lo.u32 {rb}, {rs}, {tb.stage_bytes}, {sb}")
+    rb2 = None
+    if lb2 is not None:
+        rb2 = b.reg("u32")
+        b.i(f"add.u32 {rb2}, {rb}, {lb2}")
+    b.i(f"add.u32 {rb}, {rb}, {lb}")
+    afr = [b.regs("u32", 4) for _ in range(t.mi)]
+    bfr = [b.regs("u32", 2) for _ in range(t.ni)]
+    k_step_a = ta.shared_offset(0, 16) if ta.col_dim == "k" else ta.shared_offset(16, 0)
+    k_step_b = tb.shared_offset(0, 16) if tb.col_dim == "k" else tb.shared_offset(16, 0)
+    m_step = ta.shared_offset(16, 0) if ta.row_dim == "m" else ta.shared_offset(0, 16)
+    n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
+    for kk in range(t.bk // 16):
+        for mi in range(t.mi):
+            imm = kk * k_step_a + mi * m_step
+            b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_a}.shared.b16 {{{', '.join(afr[mi])}}}, [{ra}+{imm}]")
+        for ni in range(0, t.ni, 2):
+            imm = kk * k_step_b + ni * n_step
+            if ni + 1 < t.ni:
+                regs = bfr[ni] + bfr[ni + 1]
+                b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_b}.shared.b16 {{{', '.join(regs)}}}, [{rb}+{imm}]")
+            else:
+                b.i(f"ldmatrix.sync.aligned.m8n8.x2{trans_b}.shared.b16 {{{', '.join(bfr[ni])}}}, [{rb2}+{imm}]")
+        for mi in range(t.mi):
+            for ni in range(t.ni):
+                d = ", ".join(acc[mi][ni])
+                b.i(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{{d}}}, {{{', '.join(afr[mi])}}}, "
+                    f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
+
+    b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
+    for r in (rs, ws):
+        p = b.reg("pred")
+        b.i(f"add.u32 {r}, {r}, 1")
+        b.i(f"setp.eq.u32 {p}, {r}, {S}")
+        b.i(f"selp.b32 {r}, 0, {r}, {p}")
+    b.i(f"add.u32 {kl}, {kl}, {t.bk}")
+    b.i(f"add.u32 {kt}, {kt}, 1")
+    pl = b.reg("pred")
+    b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
+    b.i(f"@{pl} bra {loop}")
+    b.put_label(done)
+    b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
+    b.i("cp.async.wait_group 0")
+
+    b.comment("C fragment coordinates: rows wm*tm + mi*16 + g (+8), cols wn*tn + ni*8 + 2*t4 (+1)")
+    rbase, cbase = b.reg("u32"), b.reg("u32")
+    b.i(f"add.u32 {rbase}, {bm0}, {woa}")
+    b.i(f"add.u32 {rbase}, {rbase}, {g}")
+    b.i(f"add.u32 {cbase}, {bn0}, {wob}")
+    b.i(f"mad.lo.u32 {cbase}, {t4}, 2, {cbase}")
+    rows, cols = [], []
+    for mi in range(t.mi):
+        for h in range(2):
+            r = b.reg("u32")
+            b.i(f"add.u32 {r}, {rbase}, {mi * 16 + 8 * h}")
+            rows.append(r)
+    for ni in range(t.ni):
+        for h in range(2):
+            r = b.reg("u32")
+            b.i(f"add.u32 {r}, {cbase}, {ni * 8 + h}")
+            cols.append(r)
+    elems = []
+    for mi in range(t.mi):
+        for ni in range(t.ni):
+            for ci in range(4):
+                elems.append((2 * mi + (ci >> 1), 2 * ni + (ci & 1), acc[mi][ni][ci]))
+    emit_epilogue(b, spec, P, rows, cols, elems)
+
+    meta = metadata(spec, t, name, params, prediction)
+    shared = [(f"{name}_smem_a", S * ta.stage_bytes), (f"{name}_smem_b", S * tb.stage_bytes)]
+    title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k16 {ab}, A {spec.layout_a}, B {spec.layout_b}, "
+             f"D {spec.dtype_out} {spec.layout_c}")
+    return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
+                         title)

@@ -1,0 +1,194 @@
+"""A candidate tiling and the geometry both the emitters and the models read.
+
+The emitters and the data-movement model take shared-memory addresses from the same functions
+below (``copy_sites``, ``compute_sites``), so the bank-conflict score is computed from the very
+addresses the emitted loads and stores use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
+
+
+@dataclass(frozen=True)
+class Tiling:
+    variant: str  # "simt" | "mma"
+    bm: int  # block tile (TILE_M)
+    bn: int  # TILE_N
+    bk: int  # TILE_K
+    tm: int  # simt: rows per thread; mma: rows per warp (warp tile M)
+    tn: int  # simt: cols per thread; mma: cols per warp (warp tile N)
+    stages: int  # shared-memory buffers (simt: 1; mma: cp.async pipeline depth)
+    pad_a: int  # elements of padding per shared row of A
+    pad_b: int
+    vec_a: int  # elements per global copy of A (1 = scalar; mma: 8 -> 16-byte cp.async)
+    vec_b: int
+
+    @property
+    def grid_m(self) -> int:  # threads (simt) or warps (mma) along M
+        return self.bm // self.tm
+
+    @property
+    def grid_n(self) -> int:
+        return self.bn // self.tn
+
+    @property
+    def threads(self) -> int:
+        g = self.grid_m * self.grid_n
+        return g if self.variant == "simt" else 32 * g
+
+    @property
+    def mi(self) -> int:  # mma m16 tiles per warp
+        return self.tm // 16
+
+    @property
+    def ni(self) -> int:  # mma n8 tiles per warp
+        return self.tn // 8
+
+    def key(self) -> str:
+        return (f"{self.variant}_{self.bm}x{self.bn}x{self.bk}_t{self.tm}x{self.tn}_s{self.stages}"
+                f"_p{self.pad_a}.{self.pad_b}_v{self.vec_a}.{self.vec_b}")
+
+
+def log2(x: int) -> int:
+    if x <= 0 or x & (x - 1):
+        raise ValueError(f"value(={x}) must be a power of two")
+    return x.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class OperandTile:
+    """One operand's block tile as laid out in global memory and copied to shared memory.
+
+    rows x cols in global orientation (cols contiguous in global memory). ``row_dim``/``col_dim``
+    name the problem dims ("m", "n", "k"). Shared layout: simt stores it transposed to [k][m|n]
+    (f32); mma keeps the global orientation (row * (cols + pad) + col, 16-bit elements).
+    """
+
+    name: str  # "a" | "b"
+    rows: int
+    cols: int
+    row_dim: str
+    col_dim: str
+    vec: int  # elements per copy
+    pad: int
+    elem_global: int  # bytes per element in global memory
+    elem_shared: int  # bytes per element in shared memory
+    simt: bool
+    mn_extent: int  # BM or BN (simt shared row length before padding)
+
+    @property
+    def chunks_per_row(self) -> int:
+        return self.cols // self.vec
+
+    @property
+    def chunks(self) -> int:
+        return self.rows * self.chunks_per_row
+
+    def shared_offset(self, row: int, col: int) -> int:
+        """Byte offset inside one stage of the shared tile of element (row, col), global orientation."""
+        if self.simt:  # stored [k][mn]
+            k, mn = (col, row) if self.col_dim == "k" else (row, col)
+            return (k * (self.mn_extent + self.pad) + mn) * self.elem_shared
+        return (row * (self.cols + self.pad) + col) * self.elem_shared
+
+    @property
+    def stage_bytes(self) -> int:
+        if self.simt:
+            kdim = self.cols if self.col_dim == "k" else self.rows
+            b = kdim * (self.mn_extent + self.pad) * self.elem_shared
+        else:
+            b = self.rows * (self.cols + self.pad) * self.elem_shared
+        return (b + 15) // 16 * 16
+
+    def chunk_coords(self, tid: int, i: int, threads: int) -> tuple[int, int]:
+        """(row, col) in the tile of the i-th copy of thread tid: chunk e = tid + i * threads."""
+        e = tid + i * threads
+        return e // self.chunks_per_row, (e % self.chunks_per_row) * self.vec
+
+
+def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
+    simt = t.variant == "simt"
+    es_in = DTYPE_BYTES[spec.dtype_a]
+    es_sh = 4 if simt else es_in
+    if spec.layout_a == "row":
+        a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, simt, t.bm)
+    else:
+        a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, simt, t.bm)
+    if spec.layout_b == "row":
+        b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, simt, t.bn)
+    else:
+        b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, simt, t.bn)
+    return a, b
+
+
+def contiguous_dim(spec: GemmSpec, operand: str) -> str:
+    if operand == "a":
+        return "k" if spec.layout_a == "row" else "m"
+    return "n" if spec.layout_b == "row" else "k"
+
+
+# ---- shared-memory access sites (warp 0), shared by the emitters and the bank-conflict model ----
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    kind: str  # "st" (copy into shared), "ld" (scalar/vector load), "ldmatrix"
+    width: int  # bytes per lane access
+    addrs: tuple[int, ...]  # byte address per lane (ldmatrix: per row-supplying lane)
+    per_iteration: int  # how many times a warp executes this site per K tile
+
+
+def copy_sites(tile: OperandTile, threads: int) -> list[Site]:
+    """Warp 0's shared stores of one K tile (one site per copy index)."""
+    n = tile.chunks // threads
+    lanes = min(32, threads)
+    out = []
+    for i in range(n):
+        addrs = tuple(tile.shared_offset(*tile.chunk_coords(l, i, threads)) for l in range(lanes))
+        width = tile.vec * tile.elem_shared if not tile.simt else tile.elem_shared
+        out.append(Site(f"st_{tile.name}{i}", "st", width, addrs, 1))
+    return out
+
+
+def lane_ldmatrix_row(tile: OperandTile, lane: int, warp_off: int, x2: bool = False) -> tuple[int, int]:
+    """(row, col) in the shared tile of the 16-byte row that ``lane`` supplies to ldmatrix.
+
+    Operand A (16x16 per m tile) and B (16x8 per n tile, two n tiles per .x4). Matrix j = lane // 8
+    (see ptx-facts.md): for A, j & 1 selects rows +8 and j >> 1 selects k +8; for B, j & 1 selects
+    k +8 and j >> 1 selects the second n tile (n +8).
+    """
+    j, i = (lane >> 3) & (1 if x2 else 3), lane & 7
+    if tile.name == "a":
+        m, k = warp_off + i + 8 * (j & 1), 8 * (j >> 1)
+        if tile.row_dim == "m":  # A row: smem [m][k], no transpose
+            return m, k
+        return 8 * (j >> 1) + i, warp_off + 8 * (j & 1)  # A col: smem [k][m], .trans
+    if tile.row_dim == "n":  # B col: smem [n][k], no transpose
+        return warp_off + 8 * (j >> 1) + i, 8 * (j & 1)
+    return 8 * (j & 1) + i, warp_off + 8 * (j >> 1)  # B row: smem [k][n], .trans
+
+
+def compute_sites(spec: GemmSpec, t: Tiling) -> list[Site]:
+    a, b = operand_tiles(spec, t)
+    sites = []
+    if t.variant == "simt":
+        lanes = min(32, t.threads)
+        for name, tile, per, grid_n_shift in (("a", a, t.tm, True), ("b", b, t.tn, False)):
+            vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
+            addrs = []
+            for l in range(lanes):
+                tx, ty = l % t.grid_n, l // t.grid_n
+                mn = (ty * t.tm) if grid_n_shift else (tx * t.tn)
+                addrs.append(mn * 4)
+            sites.append(Site(f"ld_{name}", "ld", 4 * vec, tuple(addrs), t.bk * (per // vec)))
+        return sites
+    for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
+        addrs = []
+        for l in range(32):
+            r, c = lane_ldmatrix_row(tile, l, 0)
+            addrs.append(tile.shared_offset(r, c))
+        sites.append(Site(f"ldmatrix_{tile.name}", "ldmatrix", 16, tuple(addrs), (t.bk // 16) * per_warp))
+    return sites
