@@ -1,0 +1,451 @@
+"""Launch description shared by the simulator, the verifier and the GPU runner.
+
+A :class:`Launch` is a kernel name, a grid, a block, dynamic shared memory and the bound
+arguments (:class:`Arg`: scalars and host buffers). It comes either from the ``// @workbench``
+metadata header that kernelgen writes (:func:`launch_from_metadata`, see
+``docs/kernel-metadata.md``) or from command-line specs (:func:`parse_arg_spec`).
+
+Pure numpy + json: this module imports nothing from kernelgen or validation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sim.errors import UsageError
+
+# --------------------------------------------------------------------------------------------
+# dtypes
+
+#: Element type names (the workbench spellings and the PTX ones) -> numpy dtype.
+#: ``bf16`` has no numpy dtype: it is stored as ``np.uint16`` bit patterns.
+DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(np.uint16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
+    # PTX spellings
+    "s8": np.dtype(np.int8),
+    "s16": np.dtype(np.int16),
+    "s32": np.dtype(np.int32),
+    "s64": np.dtype(np.int64),
+    "b8": np.dtype(np.uint8),
+    "b16": np.dtype(np.uint16),
+    "b32": np.dtype(np.uint32),
+    "b64": np.dtype(np.uint64),
+}
+
+#: The names a user may give in ``zeros:DTYPE:COUNT`` (the documented ones first).
+BUFFER_DTYPE_NAMES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+
+_FLOAT_NAMES = {"f16", "bf16", "f32", "f64"}
+
+# numpy dtype -> canonical workbench name (used for @file.npy buffers)
+_NAME_OF_DTYPE: dict[np.dtype, str] = {
+    np.dtype(np.float16): "f16",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "u8",
+    np.dtype(np.uint16): "u16",
+    np.dtype(np.uint32): "u32",
+    np.dtype(np.uint64): "u64",
+}
+
+
+def normalize_dtype(name: str) -> str:
+    """``".u32"`` / ``"U32"`` / ``"u32"`` -> ``"u32"``; raises KeyError when unknown."""
+    n = name.strip().lstrip(".").lower()
+    if n not in DTYPES:
+        raise KeyError(name)
+    return n
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy storage dtype of a workbench/PTX type name (bf16 -> uint16 bits)."""
+    return DTYPES[normalize_dtype(name)]
+
+
+def is_float_dtype(name: str) -> bool:
+    return normalize_dtype(name) in _FLOAT_NAMES
+
+
+def f32_to_bf16_bits(x: Any) -> np.ndarray:
+    """float values -> bf16 bit patterns (np.uint16), rounding to nearest, ties to even.
+
+    NaN stays a (quiet) NaN of the same sign; infinities and overflow to infinity behave as in
+    IEEE round-to-nearest.
+    """
+    f = np.asarray(x, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    lsb = (bits >> np.uint64(16)) & np.uint64(1)
+    rounded = ((bits + np.uint64(0x7FFF) + lsb) >> np.uint64(16)) & np.uint64(0xFFFF)
+    nan = np.isnan(f)
+    if np.any(nan):
+        quiet = ((bits >> np.uint64(16)) | np.uint64(0x0040)) & np.uint64(0xFFFF)
+        rounded = np.where(nan, quiet, rounded)
+    return rounded.astype(np.uint16)
+
+
+def bf16_bits_to_f32(b: Any) -> np.ndarray:
+    """bf16 bit patterns (any unsigned 16-bit container) -> np.float32 values (exact)."""
+    u = np.asarray(b).astype(np.uint32) << np.uint32(16)
+    return u.view(np.float32)
+
+
+def buffer_to_float64(arr: np.ndarray, dtype_name: str) -> np.ndarray:
+    """A buffer's host array as float64 values (bf16 bit patterns are decoded)."""
+    if normalize_dtype(dtype_name) == "bf16":
+        return bf16_bits_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
+    return np.asarray(arr).astype(np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# dataclasses
+
+
+@dataclass
+class Arg:
+    """One bound kernel argument.
+
+    ``kind == "scalar"``: ``value`` is a Python int/float and ``dtype`` the PTX parameter type
+    (``"u32"``, ``"s32"``, ``"u64"``, ``"f32"``, ``"f64"``, ...).
+    ``kind == "buffer"``: ``array`` is the 1-D host data and ``dtype`` its element type name
+    (``"f16"``, ``"bf16"`` (uint16 bits), ``"f32"``, ...); the kernel gets a pointer to a copy.
+    ``role`` is the metadata role (``"A"``, ``"D"``, ``"M"``, ``"profile"``, ...) or ``""``;
+    ``init`` how a buffer was filled (``"random"``, ``"poison"``, ``"zeros"``, ``"file"``).
+    """
+
+    kind: str
+    dtype: str
+    value: int | float | None = None
+    array: np.ndarray | None = None
+    name: str = ""
+    role: str = ""
+    init: str = ""
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind == "buffer"
+
+    def nbytes(self) -> int:
+        return int(self.array.nbytes) if self.array is not None else 0
+
+    def describe(self) -> str:
+        if self.kind == "scalar":
+            return f"{self.dtype} {self.value!r}"
+        count = 0 if self.array is None else self.array.size
+        return f"{self.dtype}[{count}] ({self.init or 'buffer'})"
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: list[Arg] = field(default_factory=list)
+    dynamic_shared: int = 0
+
+    @property
+    def roles(self) -> list[str]:
+        return [a.role for a in self.args]
+
+    def copy(self) -> Launch:
+        """A deep copy of the host data (so that a run can write into its own buffers)."""
+        args = [
+            Arg(a.kind, a.dtype, a.value, None if a.array is None else a.array.copy(), a.name, a.role, a.init)
+            for a in self.args
+        ]
+        return Launch(self.kernel, tuple(self.grid), tuple(self.block), args, self.dynamic_shared)
+
+
+# --------------------------------------------------------------------------------------------
+# metadata header
+
+_META_RE = re.compile(r"^\s*//\s*@workbench\b(.*)$")
+
+
+def read_metadata(ptx_text: str, file: str | None = None) -> dict | None:
+    """The JSON object of the first ``// @workbench {...}`` line, or None when there is none.
+
+    Malformed JSON raises :class:`UsageError` naming the line.
+    """
+    for lineno, line in enumerate(ptx_text.splitlines(), start=1):
+        m = _META_RE.match(line)
+        if not m:
+            continue
+        payload = m.group(1).strip()
+        try:
+            meta = json.loads(payload)
+        except json.JSONDecodeError as e:
+            raise UsageError(
+                f"malformed @workbench metadata JSON ({e.msg} at column {e.colno} of the JSON); "
+                "fix the header or regenerate the kernel",
+                file=file,
+                line=lineno,
+            ) from None
+        if not isinstance(meta, dict):
+            raise UsageError(
+                "@workbench metadata must be one JSON object ({...}); fix the header", file=file, line=lineno
+            )
+        return meta
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# command-line specs
+
+
+def parse_dim3(text: str, what: str = "dimension") -> tuple[int, int, int]:
+    """``"8,4,1"`` -> (8, 4, 1); ``"8"`` -> (8, 1, 1); ``"8,4"`` -> (8, 4, 1)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if not 1 <= len(parts) <= 3:
+            raise ValueError
+        vals = [int(p, 0) for p in parts]
+    except ValueError:
+        raise UsageError(
+            f"bad {what} '{text}': give X[,Y[,Z]] with positive integers, e.g. 8,4,1"
+        ) from None
+    if any(v < 1 for v in vals):
+        raise UsageError(f"bad {what} '{text}': every component must be >= 1, e.g. 8,4,1")
+    while len(vals) < 3:
+        vals.append(1)
+    return (vals[0], vals[1], vals[2])
+
+
+_NAMED_RE = re.compile(r"^([A-Za-z_$%][\w$]*)=(.*)$", re.S)
+
+
+def split_named(spec: str) -> tuple[str | None, str]:
+    """``"n=1024"`` -> ("n", "1024"); ``"1024"`` -> (None, "1024")."""
+    m = _NAMED_RE.match(spec)
+    if m:
+        return m.group(1), m.group(2)
+    return None, spec
+
+
+def _int_range(name: str) -> tuple[int, int]:
+    dt = DTYPES[name]
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max)
+
+
+def _parse_count(text: str, where: str) -> int:
+    try:
+        count = 1
+        for part in text.split("*"):
+            count *= int(part.strip(), 0)
+    except ValueError:
+        raise UsageError(f"{where}: COUNT '{text}' is not an integer; write e.g. zeros:f32:4096") from None
+    if count < 1:
+        raise UsageError(f"{where}: COUNT must be >= 1; write e.g. zeros:f32:4096")
+    return count
+
+
+def parse_arg_spec(spec: str, param_type: str | None, index: int) -> Arg:
+    """One ``--arg`` value (without any ``NAME=`` prefix, see :func:`split_named`).
+
+    * an integer (``1024``, ``-3``, ``0x40``) or float (``2.5``, ``1e-3``) literal: a scalar of the
+      PTX parameter type ``param_type`` (``".u32"``, ``"f32"``, ...); a float literal for an integer
+      parameter is an error; an integer is range-checked against the type;
+    * ``@file.npy``: an input buffer, the file's array flattened to 1-D;
+    * ``zeros:DTYPE:COUNT``: an output buffer of COUNT zeros (COUNT may be a product, ``64*64``).
+
+    Errors raise :class:`UsageError` with one line naming the argument and the fix.
+    """
+    where = f"argument {index} ('{spec}')"
+    ptype: str | None = None
+    if param_type:
+        try:
+            ptype = normalize_dtype(param_type)
+        except KeyError:
+            raise UsageError(
+                f"{where}: kernel parameter type '{param_type}' is not supported; "
+                "use a kernel whose parameters are 8..64-bit integers, floats or pointers"
+            ) from None
+    s = spec.strip()
+    if not s:
+        raise UsageError(f"{where}: empty value; give a literal, @file.npy or zeros:DTYPE:COUNT")
+
+    if s.startswith("@") or s.startswith("zeros:"):
+        if ptype is not None and DTYPES[ptype].itemsize != 8:
+            raise UsageError(
+                f"{where}: parameter is .{ptype}, not a 64-bit pointer; give a number literal instead"
+            )
+        if s.startswith("@"):
+            return _load_npy(s[1:], where)
+        parts = s.split(":")
+        if len(parts) != 3:
+            raise UsageError(f"{where}: write zeros:DTYPE:COUNT, e.g. zeros:f32:4096")
+        dname = parts[1].strip().lower()
+        if dname not in DTYPES:
+            raise UsageError(
+                f"{where}: unknown DTYPE '{parts[1]}'; use one of {', '.join(BUFFER_DTYPE_NAMES)}"
+            )
+        count = _parse_count(parts[2], where)
+        dname = {"s8": "i8", "s16": "i16", "s32": "i32", "s64": "i64",
+                 "b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}.get(dname, dname)
+        return Arg("buffer", dname, array=np.zeros(count, dtype=DTYPES[dname]), init="zeros")
+
+    # a literal
+    is_int = True
+    try:
+        ivalue = int(s, 0)
+    except ValueError:
+        is_int = False
+    if is_int:
+        t = ptype or ("s32" if -(2**31) <= ivalue < 2**31 else "s64")
+        if t in _FLOAT_NAMES:
+            return Arg("scalar", t, value=float(ivalue))
+        lo, hi = _int_range(t)
+        if not lo <= ivalue <= hi:
+            raise UsageError(f"{where}: {ivalue} does not fit a .{t} parameter (range {lo}..{hi})")
+        return Arg("scalar", t, value=ivalue)
+    try:
+        fvalue = float(s)
+    except ValueError:
+        raise UsageError(
+            f"{where}: not a number, @file.npy or zeros:DTYPE:COUNT; e.g. 1024, 2.5, @x.npy, zeros:f32:4096"
+        ) from None
+    t = ptype or "f32"
+    if t not in _FLOAT_NAMES:
+        raise UsageError(f"{where}: float literal for an integer .{t} parameter; give an integer")
+    return Arg("scalar", t, value=fvalue)
+
+
+def _load_npy(path: str, where: str) -> Arg:
+    if not path:
+        raise UsageError(f"{where}: write @FILE.npy with the path of a numpy .npy file")
+    if not os.path.isfile(path):
+        raise UsageError(f"{where}: file '{path}' not found; give the path of an existing .npy file")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - any load failure is a user error here
+        raise UsageError(f"{where}: cannot read '{path}' as .npy ({e}); save it with numpy.save") from None
+    dname = _NAME_OF_DTYPE.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder == ">" else arr.dtype)
+    if dname is None:
+        raise UsageError(
+            f"{where}: '{path}' has dtype {arr.dtype}; use one of {', '.join(BUFFER_DTYPE_NAMES)}"
+        )
+    arr = np.ascontiguousarray(arr.reshape(-1)).astype(DTYPES[dname], copy=False)
+    if arr.size == 0:
+        raise UsageError(f"{where}: '{path}' holds no elements; give a non-empty array")
+    return Arg("buffer", dname, array=arr, init="file")
+
+
+# --------------------------------------------------------------------------------------------
+# metadata -> Launch
+
+
+def poison_array(dtype_name: str, count: int) -> np.ndarray:
+    """NaN for float types (bf16: its NaN bit pattern 0x7FC0), all 0xFF bytes for integers."""
+    n = normalize_dtype(dtype_name)
+    if n == "bf16":
+        return np.full(count, 0x7FC0, dtype=np.uint16)
+    if n in _FLOAT_NAMES:
+        return np.full(count, np.nan, dtype=DTYPES[n])
+    return np.frombuffer(b"\xff" * (count * DTYPES[n].itemsize), dtype=DTYPES[n]).copy()
+
+
+def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Random host data: normal floats cast to the dtype, small integers; never all zeros."""
+    n = normalize_dtype(dtype_name)
+    if n in _FLOAT_NAMES:
+        vals = rng.standard_normal(count)
+        if count and not np.any(vals.astype(np.float32)):
+            vals[0] = 1.0
+        if n == "bf16":
+            return f32_to_bf16_bits(vals.astype(np.float32))
+        arr = vals.astype(DTYPES[n])
+    else:
+        dt = DTYPES[n]
+        lo, hi = (-4, 5) if np.issubdtype(dt, np.signedinteger) else (0, 9)
+        arr = rng.integers(lo, hi, size=count).astype(dt)
+    if count and not np.any(arr):
+        arr[0] = 1
+    return arr
+
+
+def make_buffer(dtype_name: str, count: int, init: str, rng: np.random.Generator) -> np.ndarray:
+    if init == "random":
+        return random_array(dtype_name, count, rng)
+    if init == "poison":
+        return poison_array(dtype_name, count)
+    if init == "zeros":
+        return np.zeros(count, dtype=numpy_dtype(dtype_name))
+    raise ValueError(init)
+
+
+def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
+    """Build the launch a kernelgen header describes, with fresh host data from ``rng``."""
+    def bad(msg: str) -> UsageError:
+        return UsageError(f"@workbench metadata: {msg}; fix the header or regenerate the kernel")
+
+    kernel = meta.get("kernel")
+    if not isinstance(kernel, str) or not kernel:
+        raise bad("'kernel' (the entry name) is missing")
+    try:
+        grid = parse_dim3(",".join(str(v) for v in meta["grid"]), "grid")
+        block = parse_dim3(",".join(str(v) for v in meta["block"]), "block")
+    except KeyError as e:
+        raise bad(f"{e.args[0]!r} is missing") from None
+    except (TypeError, UsageError) as e:
+        raise bad(f"grid/block must be [x, y, z] lists of positive integers ({e})") from None
+    dyn = meta.get("dynamic_shared", 0) or 0
+    if not isinstance(dyn, int) or dyn < 0:
+        raise bad("'dynamic_shared' must be a non-negative integer")
+    params = meta.get("params", [])
+    if not isinstance(params, list):
+        raise bad("'params' must be a list")
+    args: list[Arg] = []
+    for i, p in enumerate(params):
+        if not isinstance(p, dict):
+            raise bad(f"param {i} must be an object")
+        name = str(p.get("name", ""))
+        role = str(p.get("role", "") or "")
+        kind = p.get("kind")
+        try:
+            dname = normalize_dtype(str(p.get("dtype", "")))
+        except KeyError:
+            raise bad(f"param {i} ({name}): unknown dtype {p.get('dtype')!r}") from None
+        if kind == "scalar":
+            if "value" not in p:
+                raise bad(f"param {i} ({name}): scalar without 'value'")
+            value = p["value"]
+            if dname in _FLOAT_NAMES:
+                value = float(value)
+            elif isinstance(value, float) and not value.is_integer():
+                raise bad(f"param {i} ({name}): float value {value} for integer dtype {dname}")
+            else:
+                value = int(value)
+            args.append(Arg("scalar", dname, value=value, name=name, role=role))
+        elif kind == "buffer":
+            count = p.get("count")
+            if not isinstance(count, int) or count < 1:
+                raise bad(f"param {i} ({name}): buffer needs a positive integer 'count'")
+            init = p.get("init", "random")
+            if init not in ("random", "poison", "zeros"):
+                raise bad(f"param {i} ({name}): init must be random, poison or zeros, not {init!r}")
+            arr = make_buffer(dname, count, init, rng)
+            args.append(Arg("buffer", dname, array=arr, name=name, role=role, init=init))
+        else:
+            raise bad(f"param {i} ({name}): kind must be 'buffer' or 'scalar', not {kind!r}")
+    return Launch(kernel, grid, block, args, dyn)

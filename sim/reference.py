@@ -1,0 +1,176 @@
+"""numpy references for the automatic result check (``check`` in the @workbench header).
+
+The GEMM check follows ``docs/kernel-metadata.md``:
+
+    D = epilogue(alpha * A @ B + beta * C [+ bias per column])
+
+computed in float64 and compared with the kernel's D by the relative Frobenius norm
+``||D - ref|| / ||ref|| <= rtol``. Layouts: a row-major R x C matrix has element (i, j) at
+``i*C + j``, a col-major one at ``j*R + i`` (leading dimensions equal the extents).
+A is M x K (``layout_a``), B is K x N (``layout_b``), C and D are M x N (``layout_c``; a
+``layout_d`` key, if present, overrides it for D). The epilogue steps apply in list order; ``bias``
+adds ``bias[j]`` to column j, ``relu`` is max(x, 0) and ``gelu`` is the *tanh approximation*
+``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (``gelu_erf`` gives the exact erf form).
+The reference is not cast to ``out_dtype``; the tolerance absorbs the rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sim.errors import UsageError
+from sim.launch import Arg, Launch, buffer_to_float64
+
+DEFAULT_RTOL = 1e-2
+
+
+def _bad(msg: str) -> UsageError:
+    return UsageError(f"gemm check: {msg}; fix the @workbench header")
+
+
+def _find(roles: list[str], role: str) -> int | None:
+    for i, r in enumerate(roles):
+        if r == role:
+            return i
+    return None
+
+
+def _matrix(flat: np.ndarray, rows: int, cols: int, layout: str, what: str) -> np.ndarray:
+    need = rows * cols
+    if flat.size < need:
+        raise _bad(f"{what} holds {flat.size} elements, needs {rows}x{cols} = {need}")
+    if layout == "row":
+        return flat[:need].reshape(rows, cols)
+    if layout == "col":
+        return flat[:need].reshape(cols, rows).T
+    raise _bad(f"layout of {what} must be 'row' or 'col', not {layout!r}")
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def _scalar_from(check: dict, key: str, args: list[Arg], roles: list[str], default: Any) -> Any:
+    if key in check and check[key] is not None:
+        return check[key]
+    i = _find(roles, key)
+    if i is not None and args[i].kind == "scalar":
+        return args[i].value
+    return default
+
+
+def _buffer(args: list[Arg], i: int, what: str) -> np.ndarray:
+    a = args[i]
+    if a.kind != "buffer" or a.array is None:
+        raise _bad(f"the {what} parameter (index {i}) is not a buffer")
+    return buffer_to_float64(a.array, a.dtype)
+
+
+def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray:
+    """The float64 M x N reference D from the *input* host arrays of ``args``."""
+    M = int(_scalar_from(check, "M", args, roles, 0))
+    N = int(_scalar_from(check, "N", args, roles, 0))
+    K = int(_scalar_from(check, "K", args, roles, 0))
+    if M < 1 or N < 1 or K < 0:
+        raise _bad(f"M, N, K must be positive (got {M}, {N}, {K})")
+    alpha = float(_scalar_from(check, "alpha", args, roles, 1.0))
+    beta = float(_scalar_from(check, "beta", args, roles, 0.0))
+    ia, ib = _find(roles, "A"), _find(roles, "B")
+    if ia is None or ib is None:
+        raise _bad("no parameter has role 'A' or 'B'")
+    la = check.get("layout_a", "row")
+    lb = check.get("layout_b", "row")
+    lc = check.get("layout_c", "row")
+    A = _matrix(_buffer(args, ia, "A"), M, K, la, "A")
+    B = _matrix(_buffer(args, ib, "B"), K, N, lb, "B")
+    ref = alpha * (A @ B)
+    if beta != 0.0:
+        ic = _find(roles, "C")
+        if ic is None:  # in-place: D holds C before the run
+            ic = _find(roles, "D")
+        if ic is None:
+            raise _bad("beta != 0 but no parameter has role 'C' (or 'D' for in-place C)")
+        ref = ref + beta * _matrix(_buffer(args, ic, "C"), M, N, lc, "C")
+    epilogue = check.get("epilogue") or []
+    if isinstance(epilogue, str):
+        epilogue = [epilogue]
+    for step in epilogue:
+        if step == "bias":
+            ibias = _find(roles, "bias")
+            if ibias is None:
+                raise _bad("epilogue 'bias' but no parameter has role 'bias'")
+            bias = _buffer(args, ibias, "bias")
+            if bias.size < N:
+                raise _bad(f"bias holds {bias.size} elements, needs N = {N}")
+            ref = ref + bias[:N][None, :]
+        elif step == "relu":
+            ref = np.maximum(ref, 0.0)
+        elif step == "gelu":
+            ref = _gelu_tanh(ref)
+        elif step == "gelu_erf":
+            ref = _gelu_erf(ref)
+        else:
+            raise _bad(f"unknown epilogue step {step!r} (known: bias, relu, gelu, gelu_erf)")
+    return ref
+
+
+def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
+    """||got - ref||_F / ||ref||_F (the absolute norm when ref is all zeros); inf on NaN/inf."""
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    diff = float(np.linalg.norm((got - ref).ravel()))
+    den = float(np.linalg.norm(ref.ravel()))
+    return diff / den if den > 0 else diff
+
+
+def check_gemm(check: dict, args: list[Arg], outputs: dict[int, np.ndarray], roles: list[str]) -> dict:
+    """Compare the kernel's D with the numpy reference.
+
+    ``args`` hold the inputs as they were *before* the run; ``outputs`` maps a parameter index to
+    the buffer read back after it; ``roles`` gives each parameter's role (``A``, ``B``, ``C``,
+    ``D``, ``bias``, ``M``, ...). Returns ``{"passed", "max_rel_err", "rtol"}`` where
+    ``max_rel_err`` is the relative Frobenius norm error.
+    """
+    roles = list(roles) + [""] * (len(args) - len(roles))
+    rtol = float(check.get("rtol", DEFAULT_RTOL))
+    ref = gemm_reference(check, args, roles)
+    M, N = ref.shape
+    idd = _find(roles, "D")
+    if idd is None:
+        raise _bad("no parameter has role 'D' (the output)")
+    if idd not in outputs:
+        raise _bad(f"the output D (parameter {idd}) was not read back")
+    got_flat = buffer_to_float64(outputs[idd], args[idd].dtype)
+    layout_d = check.get("layout_d", check.get("layout_c", "row"))
+    got = _matrix(got_flat, M, N, layout_d, "D")
+    err = relative_error(got, ref)
+    return {"passed": bool(err <= rtol), "max_rel_err": float(err), "rtol": rtol}
+
+
+def check_from_metadata(
+    meta: dict | None, launch_before_inputs: Launch, outputs: dict[int, np.ndarray]
+) -> dict | None:
+    """Run the check that ``meta["check"]`` names, or return None when there is none.
+
+    Roles come from the metadata params (falling back to the launch's own ``Arg.role``).
+    """
+    if not meta or not meta.get("check"):
+        return None
+    check = meta["check"]
+    if not isinstance(check, dict):
+        raise UsageError("@workbench metadata: 'check' must be an object; fix the header")
+    roles = [str(p.get("role", "") or "") for p in meta.get("params", []) if isinstance(p, dict)]
+    if len(roles) != len(launch_before_inputs.args):
+        roles = launch_before_inputs.roles
+    op = check.get("op")
+    if op == "gemm":
+        return check_gemm(check, launch_before_inputs.args, outputs, roles)
+    raise UsageError(f"@workbench metadata: unknown check op {op!r} (known: gemm); fix the header")
