@@ -1,0 +1,174 @@
+"""Memories of the functional model: global allocations with bounds, per-CTA shared memory,
+per-thread local memory, and the generic address windows that map back to them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GLOBAL_BASE = 0x7F00_0000_0000  # first global allocation (generic address)
+ALLOC_GAP = 0x1_0000  # unmapped bytes between allocations, so an overrun does not land in a neighbour
+SHARED_WINDOW = 0x7E00_0000_0000  # generic address of shared byte 0
+LOCAL_WINDOW = 0x7D00_0000_0000  # generic address of local byte 0
+WINDOW_SIZE = 1 << 32
+
+
+class Fault(Exception):
+    """A bad access; the warp turns it into an ExecutionError with the thread and the PTX line."""
+
+    def __init__(self, lane: int, addr: int, message: str):
+        super().__init__(message)
+        self.lane = lane
+        self.addr = addr
+        self.message = message
+
+
+@dataclass
+class Allocation:
+    base: int
+    size: int
+    data: np.ndarray  # uint8, padded to a multiple of 16
+    name: str
+    views: dict = field(default_factory=dict)
+
+    def view(self, dt: np.dtype) -> np.ndarray:
+        v = self.views.get(dt)
+        if v is None:
+            v = self.views[dt] = self.data.view(dt)
+        return v
+
+
+def _padded(nbytes: int) -> np.ndarray:
+    return np.zeros(max(16, (nbytes + 15) // 16 * 16), dtype=np.uint8)
+
+
+class GlobalMemory:
+    def __init__(self) -> None:
+        self.allocs: list[Allocation] = []
+        self._next = GLOBAL_BASE
+        self._bases = np.zeros(0, dtype=np.uint64)
+
+    def alloc(self, nbytes: int, name: str = "", init: bytes | np.ndarray | None = None) -> int:
+        base = self._next
+        data = _padded(nbytes)
+        if init is not None:
+            raw = np.frombuffer(bytes(init), dtype=np.uint8) if not isinstance(init, np.ndarray) else \
+                np.ascontiguousarray(init).view(np.uint8).ravel()
+            data[: raw.size] = raw
+        self.allocs.append(Allocation(base, nbytes, data, name))
+        self._next = base + (data.size + ALLOC_GAP + 255) // 256 * 256
+        self._bases = np.array([a.base for a in self.allocs], dtype=np.uint64)
+        return base
+
+    def read_back(self, base: int) -> np.ndarray:
+        for a in self.allocs:
+            if a.base == base:
+                return a.data[: a.size].copy()
+        raise KeyError(hex(base))
+
+    def _find(self, addrs: np.ndarray, nbytes: int) -> tuple[Allocation, np.ndarray]:
+        """The allocation holding every address (fast path), or a Fault for the first bad lane."""
+        a0 = int(addrs[0])
+        for al in self.allocs:
+            if al.base <= a0 < al.base + al.size:
+                break
+        else:
+            raise Fault(0, a0, "not inside any global buffer")
+        off = addrs - np.uint64(al.base)
+        bad = off > np.uint64(max(al.size - nbytes, 0))
+        if al.size < nbytes or bad.any():
+            j = int(np.argmax(bad)) if bad.any() else 0
+            raise Fault(j, int(addrs[j]), f"outside buffer {al.name or hex(al.base)} "
+                        f"[{al.base:#x}, {al.base + al.size:#x}) of {al.size} bytes")
+        return al, off
+
+    def load(self, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:
+        """Load n consecutive elements of dt at each address -> array (lanes, n)."""
+        nbytes = dt.itemsize * n
+        al, off = self._find(addrs, nbytes)
+        _check_align(addrs, nbytes, dt.itemsize)
+        idx = (off // np.uint64(dt.itemsize)).astype(np.int64)
+        v = al.view(dt)
+        if n == 1:
+            return v[idx][:, None]
+        return v[idx[:, None] + np.arange(n)]
+
+    def store(self, addrs: np.ndarray, values: np.ndarray, dt: np.dtype) -> None:
+        """values: (lanes, n) of dt; later lanes win on equal addresses."""
+        n = values.shape[1]
+        nbytes = dt.itemsize * n
+        al, off = self._find(addrs, nbytes)
+        _check_align(addrs, nbytes, dt.itemsize)
+        idx = (off // np.uint64(dt.itemsize)).astype(np.int64)
+        v = al.view(dt)
+        if n == 1:
+            v[idx] = values[:, 0]
+        else:
+            v[idx[:, None] + np.arange(n)] = values
+
+
+def _check_align(addrs: np.ndarray, nbytes: int, elem: int) -> None:
+    align = nbytes if nbytes & (nbytes - 1) == 0 else elem
+    mis = (addrs % np.uint64(align)) != 0
+    if mis.any():
+        j = int(np.argmax(mis))
+        raise Fault(j, int(addrs[j]), f"misaligned {nbytes}-byte access (needs {align}-byte alignment)")
+
+
+class FlatMemory:
+    """Shared (per CTA) or const memory: one byte array addressed from 0."""
+
+    def __init__(self, size: int, name: str):
+        self.size = size
+        self.data = _padded(size)
+        self.name = name
+        self.views: dict = {}
+
+    def view(self, dt: np.dtype) -> np.ndarray:
+        v = self.views.get(dt)
+        if v is None:
+            v = self.views[dt] = self.data.view(dt)
+        return v
+
+    def _idx(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
+        a = addrs.astype(np.int64)
+        bad = (a < 0) | (a > self.size - nbytes)
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise Fault(j, int(a[j]), f"outside {self.name} memory of {self.size} bytes")
+        _check_align(addrs.astype(np.uint64), nbytes, dt.itemsize)
+        return a // dt.itemsize
+
+    def load(self, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:
+        idx = self._idx(addrs, dt.itemsize * n, dt)
+        v = self.view(dt)
+        if n == 1:
+            return v[idx][:, None]
+        return v[idx[:, None] + np.arange(n)]
+
+    def store(self, addrs: np.ndarray, values: np.ndarray, dt: np.dtype) -> None:
+        idx = self._idx(addrs, dt.itemsize * values.shape[1], dt)
+        v = self.view(dt)
+        if values.shape[1] == 1:
+            v[idx] = values[:, 0]
+        else:
+            v[idx[:, None] + np.arange(values.shape[1])] = values
+
+
+class LocalMemory:
+    """Per-thread local memory (stack frames): a row per thread of the CTA."""
+
+    def __init__(self, size: int, nthreads: int):
+        self.size = size
+        self.rows = [FlatMemory(size, "local") for _ in range(nthreads)]
+
+    def load(self, threads: np.ndarray, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:
+        out = np.zeros((len(addrs), n), dtype=dt)
+        for j, (t, a) in enumerate(zip(threads, addrs)):
+            out[j] = self.rows[int(t)].load(np.array([a]), dt, n)[0]
+        return out
+
+    def store(self, threads: np.ndarray, addrs: np.ndarray, values: np.ndarray, dt: np.dtype) -> None:
+        for j, (t, a) in enumerate(zip(threads, addrs)):
+            self.rows[int(t)].store(np.array([a]), values[j : j + 1], dt)

@@ -1,0 +1,384 @@
+"""Semantics of memory, control, barrier, warp-level and tensor-core instructions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.functional.operands import DecodeCtx
+from sim.functional.types import NP, UINT, bf16_to_f32, bits_to, f32_to_bf16, is_float
+from sim.ptx.ir import Instruction
+
+BRANCH, EXIT, BARRIER = 1, 2, 3
+LANES = np.arange(32)
+
+
+def _vec(ins: Instruction) -> int:
+    for m in ins.mods:
+        if m in ("v2", "v4", "v8"):
+            return int(m[1])
+    return 1
+
+
+def _dst_list(op):
+    return list(op.items) if op.kind == "vec" else [op]
+
+
+def b_ld(ins: Instruction, cx: DecodeCtx):
+    t = cx.type1(ins)
+    n = _vec(ins)
+    dt = NP[t]
+    d, a = ins.operands[:2]
+    fa, symspace = cx.addr(a, ins)
+    space = ins.info.get("space", "generic")
+    if space == "generic" and symspace is not None:
+        space = symspace
+    writers = [cx.wr(x, t, ins) for x in _dst_list(d)]
+    if len(writers) != n:
+        raise cx.err(ins, f"{n}-element vector load needs {n} destinations")
+
+    def run(w, m, full):
+        vals = w.mem_load(space, fa(w), m, dt, n, ins)
+        for i, wr in enumerate(writers):
+            wr(w, vals[:, i], m, full)
+    return run
+
+
+def b_st(ins: Instruction, cx: DecodeCtx):
+    t = cx.type1(ins)
+    n = _vec(ins)
+    dt = NP[t]
+    a, s = ins.operands[:2]
+    fa, symspace = cx.addr(a, ins)
+    space = ins.info.get("space", "generic")
+    if space == "generic" and symspace is not None:
+        space = symspace
+    readers = [cx.rd(x, t, ins) for x in _dst_list(s)]
+    if len(readers) != n:
+        raise cx.err(ins, f"{n}-element vector store needs {n} sources")
+
+    def run(w, m, full):
+        vals = np.empty((32, n), dtype=dt)
+        for i, rd in enumerate(readers):
+            vals[:, i] = rd(w)
+        w.mem_store(space, fa(w), m, vals, dt, ins)
+    return run
+
+
+_ATOM = {
+    "add": lambda o, b, c: o + b, "min": lambda o, b, c: np.minimum(o, b),
+    "max": lambda o, b, c: np.maximum(o, b), "and": lambda o, b, c: o & b, "or": lambda o, b, c: o | b,
+    "xor": lambda o, b, c: o ^ b, "exch": lambda o, b, c: b,
+    "inc": lambda o, b, c: np.where(o >= b, 0, o + 1).astype(o.dtype),
+    "dec": lambda o, b, c: np.where((o == 0) | (o > b), b, o - 1).astype(o.dtype),
+    "cas": lambda o, b, c: np.where(o == b, c, o).astype(o.dtype),
+}
+
+
+def b_atom(ins: Instruction, cx: DecodeCtx):
+    t = cx.type1(ins)
+    dt = NP[t]
+    opname = next((x for x in ins.mods if x in _ATOM), None)
+    if opname is None:
+        raise cx.err(ins, "unsupported atomic operation")
+    fn = _ATOM[opname]
+    has_dst = ins.opcode == "atom"
+    ops = ins.operands
+    d = ops[0] if has_dst else None
+    a = ops[1] if has_dst else ops[0]
+    rest = ops[2:] if has_dst else ops[1:]
+    fa, symspace = cx.addr(a, ins)
+    space = ins.info.get("space", "generic")
+    if space == "generic" and symspace is not None:
+        space = symspace
+    rb = cx.rd(rest[0], t, ins)
+    rc = cx.rd(rest[1], t, ins) if len(rest) > 1 else None
+    wd = cx.wr(d, t, ins) if d is not None else None
+
+    def run(w, m, full):
+        addrs = fa(w)
+        bv = np.broadcast_to(np.asarray(rb(w), dtype=dt), (32,))
+        cv = np.broadcast_to(np.asarray(rc(w), dtype=dt), (32,)) if rc is not None else bv
+        old_all = np.zeros(32, dtype=dt)
+        for lane in np.flatnonzero(m):  # one lane at a time: atomics serialize
+            lm = LANES == lane
+            old = w.mem_load(space, addrs, lm, dt, 1, ins)[lane, 0]
+            new = np.asarray(fn(np.array([old], dtype=dt), bv[lane:lane + 1], cv[lane:lane + 1]), dtype=dt)
+            vals = np.zeros((32, 1), dtype=dt)
+            vals[lane, 0] = new[0]
+            w.mem_store(space, addrs, lm, vals, dt, ins, record=False)
+            old_all[lane] = old
+        w.acc = (space, addrs[m], dt.itemsize, True)
+        if wd is not None:
+            wd(w, old_all, m, full)
+    return run
+
+
+def b_prefetch(ins, cx):
+    return lambda w, m, full: None
+
+
+def b_nop(ins, cx):
+    return lambda w, m, full: None
+
+
+def b_bra(ins, cx):
+    return lambda w, m, full: BRANCH
+
+
+def b_exit(ins, cx):
+    return lambda w, m, full: EXIT
+
+
+def b_trap(ins, cx):
+    def run(w, m, full):
+        from sim.errors import ExecutionError
+
+        raise ExecutionError(f"trap executed ({ins.text})", cx.k.file, ins.line)
+    return run
+
+
+def b_bar(ins, cx):
+    mods = set(ins.mods)
+    if "warp" in mods:  # bar.warp.sync: the warp runs in lockstep here
+        return lambda w, m, full: None
+    if "red" in mods:
+        raise cx.err(ins, "bar.red is not supported")
+    ops = ins.operands
+    rid = cx.rd(ops[0], "u32", ins) if ops else (lambda w: 0)
+    rcount = cx.rd(ops[1], "u32", ins) if len(ops) > 1 else None
+    arrive = "arrive" in mods
+
+    def run(w, m, full):
+        w.bar_id = int(np.asarray(rid(w)).flat[0])
+        w.bar_count = int(np.asarray(rcount(w)).flat[0]) if rcount is not None else 0
+        w.bar_arrive_only = arrive
+        return BARRIER
+    return run
+
+
+# -- async copies -------------------------------------------------------------------------------
+def b_cp(ins, cx):
+    mods = ins.mods
+    if "bulk" in mods or "async" not in mods:
+        raise cx.err(ins, f"'{ins.full}' is not supported (cp.async.ca/cg.shared.global only)")
+    if "commit_group" in mods:
+        return lambda w, m, full: w.async_commit()
+    if "wait_group" in mods:
+        rn = cx.rd(ins.operands[0], "u32", ins)
+        return lambda w, m, full: w.async_wait(int(np.asarray(rn(w)).flat[0]))
+    if "wait_all" in mods:
+        return lambda w, m, full: w.async_wait(0, include_open=True)
+    if "mbarrier" in mods:
+        raise cx.err(ins, "cp.async.mbarrier is not supported")
+    ops = ins.operands
+    fd, _ = cx.addr(ops[0], ins)
+    fs, _ = cx.addr(ops[1], ins)
+    if ops[2].kind != "imm":
+        raise cx.err(ins, "cp.async cp-size must be an immediate 4, 8 or 16")
+    size = int(ops[2].value)
+    rsrc = cx.rd(ops[3], "u32", ins) if len(ops) > 3 and ops[3].kind != "reg" or len(ops) > 3 else None
+
+    def run(w, m, full):
+        srcsize = np.broadcast_to(np.asarray(rsrc(w)).astype(np.int64), (32,)) if rsrc is not None else \
+            np.full(32, size, dtype=np.int64)
+        w.async_copy(fd(w), fs(w), m, size, srcsize, ins)
+    return run
+
+
+# -- warp-level ---------------------------------------------------------------------------------
+def b_shfl(ins, cx):
+    mode = next(x for x in ("up", "down", "bfly", "idx") if x in ins.mods)
+    d, a, b, c = ins.operands[:4]
+    ra, rb, rc = cx.rd(a, "b32", ins), cx.rd(b, "u32", ins), cx.rd(c, "u32", ins)
+    if d.kind == "pair":
+        wd, wp = cx.wr(d.items[0], "b32", ins), cx.wr(d.items[1], "pred", ins)
+    else:
+        wd, wp = cx.wr(d, "b32", ins), None
+
+    def run(w, m, full):
+        src = np.broadcast_to(np.asarray(ra(w)), (32,))
+        bval = np.broadcast_to(np.asarray(rb(w)).astype(np.int64) & 0x1F, (32,))
+        cv = np.broadcast_to(np.asarray(rc(w)).astype(np.int64), (32,))
+        cval = cv & 0x1F
+        seg = (cv >> 8) & 0x1F
+        maxl = (LANES & seg) | (cval & ~seg)
+        minl = LANES & seg
+        if mode == "up":
+            j = LANES - bval
+            pval = j >= maxl
+        elif mode == "down":
+            j = LANES + bval
+            pval = j <= maxl
+        elif mode == "bfly":
+            j = LANES ^ bval
+            pval = j <= maxl
+        else:
+            j = minl | (bval & ~seg)
+            pval = j <= maxl
+        j = np.where(pval, j, LANES)
+        wd(w, src[j], m, full)
+        if wp is not None:
+            wp(w, pval, m, full)
+    return run
+
+
+def b_vote(ins, cx):
+    mode = next(x for x in ("all", "any", "uni", "ballot") if x in ins.mods)
+    d, a = ins.operands[:2]
+    ra = cx.rd(a, "pred", ins)
+    if mode == "ballot":
+        wd = cx.wr(d, "b32", ins)
+
+        def ballot(w, m, full):
+            p = np.broadcast_to(ra(w), (32,)) & m
+            wd(w, np.uint32(int(np.sum(p.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
+        return ballot
+    wd = cx.wr(d, "pred", ins)
+
+    def run(w, m, full):
+        p = np.broadcast_to(ra(w), (32,))[m]
+        r = bool(p.all()) if mode == "all" else bool(p.any()) if mode == "any" else bool(p.all() or not p.any())
+        wd(w, np.bool_(r), m, full)
+    return run
+
+
+def b_activemask(ins, cx):
+    wd = cx.wr(ins.operands[0], "b32", ins)
+
+    def run(w, m, full):
+        wd(w, np.uint32(int(np.sum(m.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
+    return run
+
+
+def b_redux(ins, cx):
+    t = cx.type1(ins)
+    op = next(x for x in ("add", "min", "max", "and", "or", "xor") if x in ins.mods)
+    d, a = ins.operands[:2]
+    ra, wd = cx.rd(a, t, ins), cx.wr(d, t, ins)
+    fns = {"add": np.sum, "min": np.min, "max": np.max, "and": np.bitwise_and.reduce,
+           "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}
+    fn = fns[op]
+    return lambda w, m, full: wd(w, NP[t].type(fn(np.broadcast_to(ra(w), (32,))[m])), m, full)
+
+
+# -- ldmatrix and mma ---------------------------------------------------------------------------
+_T = LANES % 4
+_G = LANES // 4
+
+
+def b_ldmatrix(ins, cx):
+    nmat = next(int(x[1]) for x in ins.mods if x in ("x1", "x2", "x4"))
+    trans = "trans" in ins.mods
+    d, a = ins.operands[:2]
+    dsts = _dst_list(d)
+    if len(dsts) != nmat:
+        raise cx.err(ins, f"ldmatrix .x{nmat} needs {nmat} destination registers")
+    fa, _ = cx.addr(a, ins)
+    ws = [cx.wr(x, "b32", ins) for x in dsts]
+    need = np.zeros(32, dtype=bool)
+    need[: 8 * nmat] = True
+    u16 = np.dtype(np.uint16)
+    if trans:
+        r0, c0 = 2 * _T, _G
+        r1, c1 = 2 * _T + 1, _G
+    else:
+        r0, c0 = _G, 2 * _T
+        r1, c1 = _G, 2 * _T + 1
+
+    def run(w, m, full):
+        rows = w.mem_load("shared", fa(w), need, u16, 8, ins)  # (32, 8): row of lane i's address
+        for j, wr in enumerate(ws):
+            mat = rows[8 * j: 8 * j + 8]
+            lo = mat[r0, c0].astype(np.uint32)
+            hi = mat[r1, c1].astype(np.uint32)
+            wr(w, lo | (hi << np.uint32(16)), m, full)
+    return run
+
+
+def _mma_maps(k: int):
+    """(register, half) -> (row, col) of each lane's fragment elements (ptx-facts.md)."""
+    g, t = _G, _T
+    if k == 16:
+        a = [(g if i in (0, 1, 4, 5) else g + 8, t * 2 + (i & 1) + (8 if i >= 4 else 0)) for i in range(8)]
+        b = [(t * 2 + (i & 1) + (8 if i >= 2 else 0), g) for i in range(4)]
+    else:  # m16n8k8
+        a = [(g if i in (0, 1) else g + 8, t * 2 + (i & 1)) for i in range(4)]
+        b = [(t * 2 + i, g) for i in range(2)]
+    c = [(g if i < 2 else g + 8, t * 2 + (i & 1)) for i in range(4)]
+    return a, b, c
+
+
+def b_mma(ins, cx):
+    mods = ins.mods
+    shape = next((x for x in mods if x.startswith("m16n8k")), None)
+    if shape not in ("m16n8k16", "m16n8k8") or "row" not in mods or "col" not in mods:
+        raise cx.err(ins, "only mma.sync.aligned.m16n8k16/m16n8k8.row.col is supported")
+    ts = cx.types(ins)
+    if len(ts) != 4 or ts[0] != "f32" or ts[3] != "f32" or ts[1] != ts[2] or ts[1] not in ("f16", "bf16"):
+        raise cx.err(ins, "only .f32.f16.f16.f32 and .f32.bf16.bf16.f32 mma are supported")
+    kdim = int(shape[6:])
+    it = ts[1]
+    amap, bmap, cmap = _mma_maps(kdim)
+    d, a, b, c = ins.operands[:4]
+    ra = [cx.rd(x, "b32", ins) for x in a.items]
+    rb = [cx.rd(x, "b32", ins) for x in b.items]
+    rc = [cx.rd(x, "f32", ins) for x in c.items]
+    wd = [cx.wr(x, "f32", ins) for x in d.items]
+    if len(ra) != len(amap) // 2 or len(rb) != len(bmap) // 2 or len(rc) != 4 or len(wd) != 4:
+        raise cx.err(ins, "wrong number of fragment registers for the mma shape")
+
+    def halves(regs, w):
+        out = []
+        for r in regs:
+            v = np.broadcast_to(np.asarray(r(w)), (32,)).astype(np.uint32)
+            out.append((v & np.uint32(0xFFFF)).astype(np.uint16))
+            out.append((v >> np.uint32(16)).astype(np.uint16))
+        return out
+
+    def to_f64(bits):
+        if it == "bf16":
+            return bf16_to_f32(bits).astype(np.float64)
+        return bits.view(np.float16).astype(np.float64)
+
+    def run(w, m, full):
+        A = np.zeros((16, kdim))
+        B = np.zeros((kdim, 8))
+        C = np.zeros((16, 8))
+        for i, h in enumerate(halves(ra, w)):
+            A[amap[i][0], amap[i][1]] = to_f64(h)
+        for i, h in enumerate(halves(rb, w)):
+            B[bmap[i][0], bmap[i][1]] = to_f64(h)
+        for i, r in enumerate(rc):
+            C[cmap[i][0], cmap[i][1]] = np.broadcast_to(r(w), (32,))
+        D = (A @ B + C).astype(np.float32)
+        for i, wr in enumerate(wd):
+            wr(w, D[cmap[i][0], cmap[i][1]], m, full)
+    return run
+
+
+SEMANTICS_MEM = {
+    "ld": b_ld,
+    "ldu": b_ld,
+    "st": b_st,
+    "atom": b_atom,
+    "red": b_atom,
+    "ldmatrix": b_ldmatrix,
+    "cp": b_cp,
+    "prefetch": b_prefetch,
+    "membar": b_nop,
+    "fence": b_nop,
+    "bra": b_bra,
+    "ret": b_exit,
+    "exit": b_exit,
+    "trap": b_trap,
+    "bar": b_bar,
+    "barrier": b_bar,
+    "nanosleep": b_nop,
+    "shfl": b_shfl,
+    "vote": b_vote,
+    "activemask": b_activemask,
+    "redux": b_redux,
+    "mma": b_mma,
+}
+
+__all__ = ["SEMANTICS_MEM", "BRANCH", "EXIT", "BARRIER", "bits_to", "f32_to_bf16", "is_float", "UINT"]

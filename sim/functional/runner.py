@@ -1,0 +1,200 @@
+"""Functional execution of a launch: decode once, then run CTAs warp by warp between barriers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.errors import ExecutionError, PtxError, UsageError
+from sim.functional.cfg import reconvergence_points
+from sim.functional.memory import FlatMemory, GlobalMemory
+from sim.functional.operands import DecodeCtx, Layout, make_layout
+from sim.functional.ops_alu import SEMANTICS_ALU
+from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
+from sim.functional.warp import CTA, Launched, Warp
+from sim.isa import ISA
+from sim.launch import Arg, Launch
+from sim.ptx.ir import Kernel, Program
+
+SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM}
+_missing = set(ISA) ^ set(SEMANTICS)
+if _missing:  # the ISA table and the semantics must name the same opcodes
+    raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")
+
+DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+
+
+def decode(k: Kernel, prog: Program) -> Layout:
+    """Attach a functional closure to every instruction (once per kernel)."""
+    if k.directives.get("_decoded"):
+        return k.directives["_layout"]
+    layout = make_layout(k, prog)
+    cx = DecodeCtx(k, prog, layout)
+    for ins in k.body:
+        ins.exec = SEMANTICS[ins.opcode](ins, cx)
+    k.directives["_decoded"] = True
+    k.directives["_layout"] = layout
+    k.directives["_rpcs"] = reconvergence_points(k)
+    return layout
+
+
+@dataclass
+class Prepared:
+    """A launch ready to run: memories allocated, arguments bound."""
+
+    L: Launched
+    layout: Layout
+    buffers: dict[int, int]  # arg index -> global address
+    regtypes: dict[str, str]
+    shared_size: int
+    ctas: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def prepare(prog: Program, launch: Launch) -> Prepared:
+    k = prog.kernel(launch.kernel)
+    layout = decode(k, prog)
+    if len(launch.args) != len(k.params):
+        names = ", ".join(f"{p.name} (.{p.type})" for p in k.params)
+        raise UsageError(f"kernel {k.name} takes {len(k.params)} arguments ({names}), "
+                         f"{len(launch.args)} given: pass one --arg per parameter", prog.file)
+    nthreads = launch.block[0] * launch.block[1] * launch.block[2]
+    if nthreads <= 0 or nthreads > 1024 or min(launch.block) < 1 or min(launch.grid) < 1:
+        raise UsageError(f"bad launch shape grid={launch.grid} block={launch.block}: "
+                         "blocks need 1..1024 threads, every dimension >= 1", prog.file)
+    gmem = GlobalMemory()
+    globals_: dict[str, int] = {}
+    for v in prog.variables.values():
+        if v.space == "global":
+            globals_[v.name] = gmem.alloc(max(v.size, 1), v.name, v.init)
+    const = FlatMemory(max(layout.const_size, 16), "const")
+    for v in prog.variables.values():
+        if v.space == "const" and v.init:
+            off = layout.const[v.name]
+            const.data[off: off + len(v.init)] = np.frombuffer(v.init, dtype=np.uint8)
+    params = FlatMemory(max(layout.param_size, 16), "param")
+    buffers: dict[int, int] = {}
+    for i, (p, a) in enumerate(zip(k.params, launch.args)):
+        raw = _param_bytes(p.type, p.size, a, i, gmem, buffers, prog.file)
+        params.data[p.offset: p.offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    shared_size = layout.dynamic_base + launch.dynamic_shared if launch.dynamic_shared else layout.shared_static
+    rpcs = k.directives["_rpcs"]
+    L = Launched(k, gmem, const, params, globals_, launch.grid, launch.block, rpcs, prog.file)
+    gx, gy, gz = launch.grid
+    ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    return Prepared(L, layout, buffers, dict(k.regs), max(shared_size, 16), ctas)
+
+
+def _param_bytes(ptype: str, size: int, a: Arg, i: int, gmem: GlobalMemory, buffers: dict[int, int],
+                 file: str) -> bytes:
+    from sim.functional.types import NP
+
+    if a.kind == "buffer":
+        if size != 8:
+            raise UsageError(f"argument {i}: a buffer needs a 64-bit pointer parameter, this one is .{ptype}", file)
+        arr = np.ascontiguousarray(a.array)
+        base = gmem.alloc(arr.nbytes, a.name or f"arg{i}", arr)
+        buffers[i] = base
+        return np.uint64(base).tobytes()
+    if ptype not in NP or NP[ptype].itemsize != size:
+        raise UsageError(f"argument {i}: parameter type .{ptype}[{size}] is not a scalar", file)
+    v = a.value
+    dt = NP[ptype]
+    if dt.kind == "f":
+        return dt.type(v).tobytes()
+    return np.array(int(v) & ((1 << (8 * size)) - 1), dtype=np.uint64).astype(dt).tobytes()
+
+
+def make_cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:
+    cta = CTA(ctaid, P.L.block, P.shared_size, P.layout.local_size)
+    nwarps = (cta.nthreads + 31) // 32
+    cta.warps = [Warp(P.L, cta, w, P.regtypes) for w in range(nwarps)]
+    return cta
+
+
+def barrier_ready(cta: CTA, waiting: list[Warp]) -> list[Warp]:
+    """Warps released by the barriers now satisfied (bar.sync id[, count]); count in threads."""
+    released: list[Warp] = []
+    live = sum(1 for w in cta.warps if not w.done)
+    by_id: dict[int, list[Warp]] = {}
+    for w in waiting:
+        by_id.setdefault(w.bar_id, []).append(w)
+    for _bid, ws in by_id.items():
+        need = max((w.bar_count for w in ws), default=0)
+        need_warps = (need + 31) // 32 if need else live
+        if len(ws) >= need_warps:
+            released.extend(ws)
+    return released
+
+
+def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
+    """Run one CTA to completion; returns warp instructions executed."""
+    count = 0
+    warps = cta.warps
+    waiting: list[Warp] = []
+    while True:
+        progressed = False
+        for w in warps:
+            if w.done or w in waiting:
+                continue
+            step = w.step
+            while not w.done:
+                _, ctl = step()
+                count += 1
+                if ctl == BARRIER and not w.bar_arrive_only:
+                    waiting.append(w)
+                    break
+            progressed = True
+        if count > budget[0]:
+            raise ExecutionError(f"more than {budget[1]} warp instructions: an endless loop? "
+                                 "raise the limit with --max-instructions", P.L.file)
+        if waiting:
+            rel = barrier_ready(cta, waiting)
+            if rel:
+                waiting = [w for w in waiting if w not in rel]
+                continue
+            if not progressed:
+                w = waiting[0]
+                ins = P.L.body[w.pc - 1]
+                raise ExecutionError(f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the other warps "
+                                     "exited or wait elsewhere", P.L.file, ins.line)
+        if all(w.done for w in warps):
+            return count
+
+
+@dataclass
+class FunctionalResult:
+    outputs: dict[int, np.ndarray]  # arg index -> final buffer contents (dtype of the input array)
+    warp_instructions: int
+    ctas: int
+
+
+def read_outputs(P: Prepared, launch: Launch) -> dict[int, np.ndarray]:
+    out: dict[int, np.ndarray] = {}
+    for i, base in P.buffers.items():
+        a = launch.args[i]
+        raw = P.L.gmem.read_back(base)
+        out[i] = raw.view(a.array.dtype).reshape(a.array.shape).copy()  # type: ignore[union-attr]
+    return out
+
+
+def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+                   ) -> FunctionalResult:
+    with np.errstate(all="ignore"):
+        P = prepare(prog, launch)
+        budget = [max_instructions, max_instructions]
+        total = 0
+        for ctaid in P.ctas:
+            cta = make_cta(P, ctaid)
+            total += run_cta_functional(P, cta, budget)
+            budget[0] = max_instructions - total
+        return FunctionalResult(read_outputs(P, launch), total, len(P.ctas))
+
+
+def iter_ctas(P: Prepared) -> Iterator[CTA]:
+    for ctaid in P.ctas:
+        yield make_cta(P, ctaid)
+
+
+__all__ = ["run_functional", "prepare", "decode", "PtxError", "FunctionalResult"]

@@ -1,0 +1,136 @@
+"""PTX types as numpy dtypes, bit-exact conversions between register storage and instruction types."""
+
+from __future__ import annotations
+
+import numpy as np
+
+NP: dict[str, np.dtype] = {
+    "b8": np.dtype(np.uint8), "u8": np.dtype(np.uint8), "s8": np.dtype(np.int8),
+    "b16": np.dtype(np.uint16), "u16": np.dtype(np.uint16), "s16": np.dtype(np.int16),
+    "f16": np.dtype(np.float16), "bf16": np.dtype(np.uint16),
+    "b32": np.dtype(np.uint32), "u32": np.dtype(np.uint32), "s32": np.dtype(np.int32),
+    "f32": np.dtype(np.float32), "f16x2": np.dtype(np.uint32), "bf16x2": np.dtype(np.uint32),
+    "tf32": np.dtype(np.uint32),
+    "b64": np.dtype(np.uint64), "u64": np.dtype(np.uint64), "s64": np.dtype(np.int64),
+    "f64": np.dtype(np.float64), "pred": np.dtype(np.bool_),
+}
+UINT = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+SINT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+TYPES = set(NP)
+
+
+def is_float(t: str) -> bool:
+    return t in ("f16", "bf16", "f32", "f64")
+
+
+def is_signed(t: str) -> bool:
+    return t.startswith("s")
+
+
+def width(t: str) -> int:
+    return NP[t].itemsize
+
+
+def storage(regtype: str) -> np.dtype:
+    """numpy dtype a register of a declared PTX type is stored in (16-bit floats as bits)."""
+    if regtype in ("f16", "bf16"):
+        return np.dtype(np.uint16)
+    return NP[regtype]
+
+
+def bits_to(arr: np.ndarray, t: str) -> np.ndarray:
+    """Reinterpret stored register bits as type t (truncating or zero/sign extending on size mismatch)."""
+    want = NP[t]
+    have = arr.dtype
+    if have == want:
+        return arr
+    if have == np.bool_ or want == np.bool_:
+        return arr.astype(want)
+    if have.itemsize == want.itemsize:
+        return arr.view(want)
+    u = arr.view(UINT[have.itemsize])
+    if have.itemsize > want.itemsize:
+        return u.astype(UINT[want.itemsize]).view(want)
+    if is_signed(t):
+        return arr.view(SINT[have.itemsize]).astype(SINT[want.itemsize]).view(want)
+    return u.astype(UINT[want.itemsize]).view(want)
+
+
+def to_storage(val: np.ndarray, t: str, store: np.dtype) -> np.ndarray:
+    """Convert a value of instruction type t to register storage bits (extending by t's signedness)."""
+    if val.dtype == store:
+        return val
+    if store == np.bool_:
+        return val.astype(np.bool_)
+    if val.dtype == np.bool_:
+        return val.astype(store)
+    vs = val.dtype.itemsize
+    if vs == store.itemsize:
+        return val.view(store)
+    if vs > store.itemsize:
+        return val.view(UINT[vs]).astype(UINT[store.itemsize]).view(store)
+    if is_signed(t):
+        return val.view(SINT[vs]).astype(SINT[store.itemsize]).view(store)
+    return val.view(UINT[vs]).astype(UINT[store.itemsize]).view(store)
+
+
+# -- bf16 ---------------------------------------------------------------------------------------
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """f32 -> bf16 bits with round-to-nearest-even (rn) or toward zero (rz); NaN stays NaN."""
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    if mode == "rz":
+        out = (u >> np.uint32(16)).astype(np.uint16)
+    else:
+        lsb = (u >> np.uint32(16)) & np.uint32(1)
+        out = ((u + np.uint32(0x7FFF) + lsb) >> np.uint32(16)).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        out = np.where(nan, ((u >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16), out)
+    return out
+
+
+def f16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    return bits.view(np.float16).astype(np.float32)
+
+
+# -- exact fused multiply-add --------------------------------------------------------------------
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b+c rounded once to f32: the f64 product is exact; TwoSum recovers the sum's error so a
+    tie at an f32 midpoint is broken toward the exact value (no double rounding)."""
+    a64 = np.asarray(a, np.float64)
+    p = a64 * np.asarray(b, np.float64)
+    c64 = np.asarray(c, np.float64)
+    s = p + c64
+    bb = s - p
+    e = (p - (s - bb)) + (c64 - bb)
+    nz = e != 0
+    if np.any(nz):
+        s = np.where(nz & np.isfinite(s), np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b+c for f64 with error-free transforms (Dekker product + TwoSum); correctly rounded
+    except for rare double-rounding cases of the final addition."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    ta = split * a
+    ah = ta - (ta - a)
+    al = a - ah
+    tb = split * b
+    bh = tb - (tb - b)
+    bl = b - bh
+    ep = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    e = (p - (s - bb)) + (c - bb)
+    out = s + (e + ep)
+    return np.where(np.isfinite(p), out, p + c)

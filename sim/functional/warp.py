@@ -1,0 +1,316 @@
+"""One warp = 32 numpy lanes: registers, a SIMT reconvergence stack, memory access and async copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.errors import ExecutionError
+from sim.functional.memory import (
+    LOCAL_WINDOW,
+    SHARED_WINDOW,
+    WINDOW_SIZE,
+    Fault,
+    FlatMemory,
+    GlobalMemory,
+    LocalMemory,
+)
+from sim.functional.ops_mem import BARRIER, BRANCH, EXIT
+from sim.functional.types import storage
+from sim.ptx.ir import Instruction
+
+LANES = np.arange(32)
+ALL = np.ones(32, dtype=bool)
+
+
+class Frame:
+    """One SIMT stack entry: lanes in `mask` run from `pc` until they reach `rpc`."""
+
+    __slots__ = ("pc", "mask", "rpc", "full")
+
+    def __init__(self, pc: int, mask: np.ndarray, rpc: int):
+        self.pc = pc
+        self.mask = mask
+        self.rpc = rpc
+        self.full = bool(mask.all())
+
+
+class CTA:
+    def __init__(self, ctaid: tuple[int, int, int], block: tuple[int, int, int], shared_size: int,
+                 local_size: int):
+        self.ctaid = ctaid
+        self.block = block
+        self.nthreads = block[0] * block[1] * block[2]
+        self.shared = FlatMemory(shared_size, "shared")
+        self.local = LocalMemory(local_size, self.nthreads) if local_size else None
+        self.warps: list[Warp] = []
+
+
+class Launched:
+    """What all warps of a launch share: the decoded kernel, memories, parameters."""
+
+    def __init__(self, kernel: Any, gmem: GlobalMemory, const: FlatMemory, params: FlatMemory,
+                 globals_: dict[str, int], grid: tuple[int, int, int], block: tuple[int, int, int],
+                 rpcs: dict[int, int], file: str):
+        self.kernel = kernel
+        self.body: list[Instruction] = kernel.body
+        self.gmem = gmem
+        self.const = const
+        self.params = params
+        self.globals_ = globals_
+        self.grid = grid
+        self.block = block
+        self.rpcs = rpcs
+        self.file = file
+
+
+class Warp:
+    def __init__(self, L: Launched, cta: CTA, wid: int, regtypes: dict[str, str]):
+        self.L = L
+        self.cta = cta
+        self.wid = wid
+        self.globals_ = L.globals_
+        first = wid * 32
+        lin = first + LANES
+        valid = lin < cta.nthreads
+        self.thread = lin
+        bx, by, _ = cta.block
+        tx, ty, tz = lin % bx, (lin // bx) % by, lin // (bx * by)
+        self.r: dict[str, np.ndarray] = {n: np.zeros(32, dtype=storage(t)) for n, t in regtypes.items()}
+        u32 = np.uint32
+        gx, gy, gz = L.grid
+        cx, cy, cz = cta.ctaid
+        self.sregs = {
+            "%tid.x": tx.astype(u32), "%tid.y": ty.astype(u32), "%tid.z": tz.astype(u32),
+            "%ntid.x": u32(bx), "%ntid.y": u32(by), "%ntid.z": u32(cta.block[2]),
+            "%ctaid.x": u32(cx), "%ctaid.y": u32(cy), "%ctaid.z": u32(cz),
+            "%nctaid.x": u32(gx), "%nctaid.y": u32(gy), "%nctaid.z": u32(gz),
+            "%laneid": LANES.astype(u32), "%warpid": u32(wid), "%nwarpid": u32(64),
+            "%smid": u32(0), "%nsmid": u32(1), "%gridid": np.uint64(0),
+            "%lanemask_eq": (np.uint64(1) << LANES.astype(np.uint64)).astype(u32),
+            "%lanemask_lt": ((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1)).astype(u32),
+            "%lanemask_le": ((np.uint64(2) << LANES.astype(np.uint64)) - np.uint64(1)).astype(u32),
+            "%lanemask_gt": (~((np.uint64(2) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
+            "%lanemask_ge": (~((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
+            "%dynamic_smem_size": u32(0), "%total_smem_size": u32(cta.shared.size),
+        }
+        self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
+        self.done = not self.stack
+        self.instructions = 0  # warp instructions executed
+        self.clock_fn = None  # set by the timing model; functional-only uses the instruction count
+        # Per-instruction facts for the timing model
+        self.acc: tuple | None = None  # (space, active addresses, bytes per lane, is_store)
+        self.last_mask = ALL
+        self.taken = False
+        self.diverged = False
+        # barrier and async-copy state
+        self.bar_id = 0
+        self.bar_count = 0
+        self.bar_arrive_only = False
+        self.open_group: list = []
+        self.groups: list[list] = []
+        self.waited_groups = 0  # for the timing model: how many groups must be complete now
+
+    # -- execution ---------------------------------------------------------------------------------
+    def clock(self, name: str) -> Any:
+        c = self.clock_fn() if self.clock_fn is not None else self.instructions
+        if name == "%clock":
+            return np.uint32(c & 0xFFFFFFFF)
+        return np.uint64(c)
+
+    def step(self) -> tuple[Instruction, int | None]:
+        """Execute one warp instruction; returns it and a control code (None, BRANCH, EXIT, BARRIER)."""
+        top = self.stack[-1]
+        pc = top.pc
+        ins = self.L.body[pc]
+        m = top.mask
+        full = top.full
+        if ins.guard is not None:
+            g = self.r[ins.guard]
+            m = m & ~g if ins.guard_neg else m & g
+            full = full and bool(m.all())
+        self.last_mask = m
+        self.acc = None
+        self.instructions += 1
+        try:
+            ctl = ins.exec(self, m, full) if (full or m.any() or ins.opcode == "bra") else None
+        except Fault as f:
+            raise self._fault(ins, f) from None
+        except ExecutionError:
+            raise
+        except (ValueError, TypeError, IndexError, OverflowError) as e:
+            raise ExecutionError(f"internal error executing '{ins.text}': {e}", self.L.file, ins.line) from e
+        if ctl is None:
+            top.pc = pc + 1
+        elif ctl == BRANCH:
+            self._branch(top, pc, ins, m)
+        elif ctl == EXIT:
+            self._exit(top, pc, m)
+        elif ctl == BARRIER:
+            top.pc = pc + 1
+        self._reconverge()
+        return ins, ctl
+
+    def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
+        target = ins.info["target"]
+        if top.full and ins.guard is None:
+            top.pc = target
+            self.taken = True
+            self.diverged = False
+            return
+        nt = top.mask & ~taken
+        any_t = bool(taken.any())
+        any_nt = bool(nt.any())
+        self.taken = any_t
+        self.diverged = any_t and any_nt
+        if not any_nt:
+            top.pc = target
+        elif not any_t:
+            top.pc = pc + 1
+        else:
+            rpc = self.L.rpcs.get(pc, -1)
+            top.pc = rpc
+            self.stack.append(Frame(pc + 1, nt, rpc))
+            self.stack.append(Frame(target, taken.copy(), rpc))
+
+    def _exit(self, top: Frame, pc: int, m: np.ndarray) -> None:
+        top.pc = pc + 1
+        keep = ~m
+        for f in self.stack:
+            f.mask = f.mask & keep
+            f.full = bool(f.mask.all())
+        while self.stack and not self.stack[-1].mask.any():
+            self.stack.pop()
+        if not self.stack:
+            self.flush_async()
+            self.done = True
+
+    def _reconverge(self) -> None:
+        st = self.stack
+        while len(st) > 1 and st[-1].pc == st[-1].rpc:
+            st.pop()
+        while st and not st[-1].mask.any():
+            st.pop()
+        if not st:
+            self.done = True
+
+    @property
+    def pc(self) -> int:
+        return self.stack[-1].pc if self.stack else -1
+
+    def _fault(self, ins: Instruction, f: Fault) -> ExecutionError:
+        lane = int(f.lane)
+        t = int(self.thread[lane]) if 0 <= lane < 32 else -1
+        bx, by, _ = self.cta.block
+        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        return ExecutionError(f"{f.message}: address {f.addr:#x} accessed by thread {tid} of block "
+                              f"{self.cta.ctaid} in '{ins.text}'", self.L.file, ins.line)
+
+    # -- memory ----------------------------------------------------------------------------------
+    def _space_of(self, space: str, addrs: np.ndarray) -> tuple[str, np.ndarray]:
+        if space != "generic":
+            return space, addrs
+        a0 = int(addrs[0])
+        if SHARED_WINDOW <= a0 < SHARED_WINDOW + WINDOW_SIZE:
+            return "shared", addrs - np.uint64(SHARED_WINDOW)
+        if LOCAL_WINDOW <= a0 < LOCAL_WINDOW + WINDOW_SIZE:
+            return "local", addrs - np.uint64(LOCAL_WINDOW)
+        return "global", addrs
+
+    def mem_load(self, space: str, addrs: np.ndarray, m: np.ndarray, dt: np.dtype, n: int,
+                 ins: Instruction) -> np.ndarray:
+        out = np.zeros((32, n), dtype=dt)
+        if not m.any():
+            return out
+        act = addrs[m]
+        idx = np.flatnonzero(m)
+        space, act = self._space_of(space, act)
+        self.acc = (space, act, dt.itemsize * n, False)
+        try:
+            out[m] = self._mem(space).load(act, dt, n) if space != "local" else \
+                self.cta.local.load(self.thread[m], act, dt, n)  # type: ignore[union-attr]
+        except Fault as f:
+            f.lane = int(idx[f.lane]) if f.lane < len(idx) else 0
+            raise
+        return out
+
+    def mem_store(self, space: str, addrs: np.ndarray, m: np.ndarray, vals: np.ndarray, dt: np.dtype,
+                  ins: Instruction, record: bool = True) -> None:
+        if not m.any():
+            return
+        act = addrs[m]
+        idx = np.flatnonzero(m)
+        space, act = self._space_of(space, act)
+        if record:
+            self.acc = (space, act, dt.itemsize * vals.shape[1], True)
+        if space in ("const", "param"):
+            raise ExecutionError(f"store to read-only .{space} space in '{ins.text}'", self.L.file, ins.line)
+        try:
+            if space == "local":
+                self.cta.local.store(self.thread[m], act, vals[m], dt)  # type: ignore[union-attr]
+            else:
+                self._mem(space).store(act, vals[m], dt)
+        except Fault as f:
+            f.lane = int(idx[f.lane]) if f.lane < len(idx) else 0
+            raise
+
+    def _mem(self, space: str) -> Any:
+        if space == "global":
+            return self.L.gmem
+        if space == "shared":
+            return self.cta.shared
+        if space == "param":
+            return self.L.params
+        if space == "const":
+            return self.L.const
+        raise ExecutionError(f"unsupported state space .{space}", self.L.file, 0)
+
+    # -- cp.async ----------------------------------------------------------------------------------
+    def async_copy(self, dst: np.ndarray, src: np.ndarray, m: np.ndarray, size: int,
+                   srcsize: np.ndarray, ins: Instruction) -> None:
+        """Read the source now; the bytes land in shared memory when the group is waited on."""
+        if not m.any():
+            return
+        u8 = np.dtype(np.uint8)
+        data = np.zeros((32, size), dtype=np.uint8)
+        ss = np.clip(srcsize, 0, size)
+        nz = m & (ss > 0)
+        if nz.any():
+            k = int(ss[nz].max())
+            got = self.mem_load("global", src, nz, u8, 1, ins)  # bounds check of the first byte
+            del got
+            for nbytes in np.unique(ss[nz]):
+                sel = nz & (ss == nbytes)
+                vals = self.mem_load("global", src, sel, u8, int(nbytes), ins)
+                data[sel, : int(nbytes)] = vals[sel]
+            del k
+        dsel = dst[m]
+        if space_check := (dsel.astype(np.int64) + size > self.cta.shared.size).any() or (dsel % size != 0).any():
+            j = int(np.argmax((dsel.astype(np.int64) + size > self.cta.shared.size) | (dsel % size != 0)))
+            raise self._fault(ins, Fault(int(np.flatnonzero(m)[j]), int(dsel[j]),
+                                         "cp.async destination outside shared memory or misaligned"))
+        del space_check
+        self.acc = ("global", src[m], size, False)
+        self.open_group.append((dst.copy(), m.copy(), data, size))
+
+    def async_commit(self) -> None:
+        self.groups.append(self.open_group)
+        self.open_group = []
+
+    def async_wait(self, n: int, include_open: bool = False) -> None:
+        if include_open and self.open_group:
+            self.async_commit()
+        while len(self.groups) > n:
+            self._land(self.groups.pop(0))
+            self.waited_groups += 1
+
+    def _land(self, group: list) -> None:
+        sh = self.cta.shared
+        for dst, m, data, size in group:
+            for lane in np.flatnonzero(m):
+                a = int(dst[lane])
+                sh.data[a: a + size] = data[lane]
+
+    def flush_async(self) -> None:
+        self.async_wait(0, include_open=True)

@@ -1,0 +1,59 @@
+"""PTX lexer: text -> tokens with line numbers. Comments are dropped, lines are kept."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sim.errors import PtxError
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # "id", "int", "float", "str", "punct"
+    text: str
+    line: int
+
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\r\f\v]+)
+  | (?P<nl>\n)
+  | (?P<lc>//[^\n]*)
+  | (?P<bc>/\*.*?\*/)
+  | (?P<str>"(?:[^"\\\n]|\\.)*")
+  | (?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9a-zA-Z_])|0[dD][0-9a-fA-F]{16}(?![0-9a-zA-Z_]))
+  | (?P<float>[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+  | (?P<int>0[xX][0-9a-fA-F]+U?|0[bB][01]+U?|[0-9]+U?)
+  | (?P<id>[%$A-Za-z_.][A-Za-z0-9_$.]*(?:::[A-Za-z0-9_$.]+)*)
+  | (?P<punct>[,;:\[\]{}()<>+\-@!=|*])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def tokenize(text: str, file: str = "<ptx>") -> list[Token]:
+    tokens: list[Token] = []
+    line = 1
+    pos = 0
+    n = len(text)
+    match = _TOKEN.match
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            bad = text[pos : pos + 20].split("\n")[0]
+            raise PtxError(f"unexpected character {text[pos]!r} in {bad!r}: not PTX syntax", file, line)
+        kind = m.lastgroup
+        s = m.group()
+        if kind == "nl":
+            line += 1
+        elif kind == "bc":
+            line += s.count("\n")
+        elif kind in ("ws", "lc"):
+            pass
+        elif kind == "hexf":
+            tokens.append(Token("float", s, line))
+        else:
+            tokens.append(Token(kind or "punct", s, line))
+        pos = m.end()
+    return tokens
