@@ -1,0 +1,5 @@
+import sys
+
+from kernelgen.cli import main
+
+sys.exit(main())

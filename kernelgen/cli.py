@@ -1,0 +1,106 @@
+"""python -m kernelgen compile --hw HW (--op spec.yaml | --gemm MxNxK [--dtype f16]) [--variant simt|mma]
+-o OUT [--verbose]  ->  OUT/kernel.ptx, OUT/plan.json, OUT/analysis.md, OUT/candidates.csv
+
+Also installed as ``deepgemm compile --hardware HW --op gemm.yaml --output OUT``.
+Errors: one line on stderr, exit status 2, nothing written (files go to a temp dir, then renamed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from sim.errors import WorkbenchError
+
+
+def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
+                   variant: str | None, verbose: bool = False) -> dict[str, str]:
+    """Plan and emit; returns {filename: text}."""
+    from kernelgen.emit_mma import emit_mma
+    from kernelgen.emit_simt import emit_simt
+    from kernelgen.planner import plan, prediction_dict
+    from kernelgen.report import analysis_md, candidates_csv, plan_json
+    from kernelgen.spec import load_spec, shorthand
+    from sim.hw import load_hw
+
+    hw = load_hw(hw_name)
+    spec = load_spec(op) if op else shorthand(gemm or "", dtype, out_dtype)
+    p = plan(spec, hw, variant, verbose)
+    if verbose:
+        for line in p.log:
+            print(f"kernelgen: {line}", file=sys.stderr)
+    pred = prediction_dict(p)
+    emit = emit_simt if p.best.tiling.variant == "simt" else emit_mma
+    ptx = emit(spec, p.best.tiling, pred)
+    return {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
+            "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
+
+
+def write_atomically(out: Path, files: dict[str, str]) -> None:
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        if out.exists():
+            if not out.is_dir():
+                raise WorkbenchError(f"output {out} exists and is not a directory")
+            for name in files:
+                os.replace(tmp / name, out / name)
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kernelgen", description="GEMM kernel generator")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compile", help="plan and emit a GEMM kernel")
+    c.add_argument("--hw", "--hardware", dest="hw", required=True, help="hwconfig path or bundled name")
+    g = c.add_mutually_exclusive_group(required=True)
+    g.add_argument("--op", help="GEMM spec YAML")
+    g.add_argument("--gemm", help="MxNxK shorthand")
+    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"], help="A and B dtype (--gemm)")
+    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16"], help="D dtype (--gemm)")
+    c.add_argument("--variant", choices=["simt", "mma"], help="restrict to one emitter")
+    c.add_argument("-o", "--output", "--out", dest="out", required=True, help="output directory")
+    c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
+    c.add_argument("--debug", action="store_true", help="tracebacks on error")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse already printed one usage line
+        return int(e.code or 0) and 2
+    try:
+        files = compile_kernel(args.hw, args.op, args.gemm, args.dtype, args.out_dtype, args.variant,
+                               args.verbose)
+        write_atomically(Path(args.out), files)
+    except WorkbenchError as e:
+        if args.debug:
+            raise
+        print(f"kernelgen: error: {e.one_line()}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as e:
+        if args.debug:
+            raise
+        print(f"kernelgen: error: {e}", file=sys.stderr)
+        return 2
+    print(f"kernelgen: wrote {args.out}/kernel.ptx, plan.json, analysis.md, candidates.csv", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

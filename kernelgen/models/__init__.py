@@ -1,0 +1,1 @@
+"""The planner's four models, one module each: movement, registers, schedule, sync."""

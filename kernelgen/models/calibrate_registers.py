@@ -1,0 +1,77 @@
+"""Measure ptxas register counts per shape family and write registers_calibration.json.
+
+    python -m kernelgen.models.calibrate_registers      (needs ptxas on the PATH; ~minutes)
+
+For each calibration key (variant, thread/warp tile, TILE_K, copy width, epilogue flavour) it
+emits up to two kernels with different block tiles, runs ``ptxas -arch=sm_90a -v`` and stores the
+median of measured / analytic (models.registers.live_ranges).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import re
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from kernelgen.models.registers import CALIBRATION, calibration_key, live_ranges
+from kernelgen.planner import enumerate_tilings
+from kernelgen.spec import parse_spec
+
+
+def ptxas_registers(ptx: str) -> tuple[int, bool]:
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", f.name, "-o", "/dev/null"],
+                             capture_output=True, text=True, check=True).stderr
+    finally:
+        Path(f.name).unlink()
+    regs = int(re.search(r"Used (\d+) registers", out).group(1))
+    return regs, "0 bytes spill stores" not in out
+
+
+def specs():
+    base = {"M": 256, "N": 256, "K": 256}
+    yield parse_spec({**base, "dtype": "f16"})
+    yield parse_spec({**base, "dtype": "f16", "beta": 0.5, "epilogue": ["bias", "gelu"]})
+    odd = {"M": 33, "N": 17, "K": 33}  # 1-element copies
+    yield parse_spec({**odd, "dtype": "bf16"})
+    yield parse_spec({**odd, "dtype": {"a": "bf16", "out": "f16"}, "beta": 0.5,
+                      "epilogue": ["bias", "relu"]})
+
+def main() -> None:
+    from kernelgen.emit_mma import emit_mma
+    from kernelgen.emit_simt import emit_simt
+
+    jobs: dict[str, list] = {}
+    for spec in specs():
+        for variant in ("simt", "mma"):
+            for t in enumerate_tilings(spec, variant):
+                k = calibration_key(spec, t)
+                lst = jobs.setdefault(k, [])
+                if len(lst) < 2 and all((t.bm, t.bn) != (u.bm, u.bn) for _, u in lst):
+                    lst.append((spec, t))
+
+    def run(item):
+        spec, t = item
+        emit = emit_simt if t.variant == "simt" else emit_mma
+        regs, spill = ptxas_registers(emit(spec, t, {}))
+        return calibration_key(spec, t), regs / sum(live_ranges(spec, t)), spill
+
+    todo = [it for lst in jobs.values() for it in lst]
+    ratios: dict[str, list[float]] = {}
+    with cf.ThreadPoolExecutor(8) as ex:
+        for k, r, spill in ex.map(run, todo):
+            if not spill:
+                ratios.setdefault(k, []).append(r)
+    table = {k: round(statistics.median(v), 4) for k, v in sorted(ratios.items())}
+    CALIBRATION.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
+    print(f"{len(todo)} kernels, {len(table)} keys -> {CALIBRATION}")
+
+
+if __name__ == "__main__":
+    main()

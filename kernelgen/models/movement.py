@@ -1,0 +1,126 @@
+"""Data-movement model: bytes per level, bandwidth demand vs supply, burst and bank efficiency.
+
+Formulas (HwConfig fields in brackets):
+- global bytes requested per CTA = k_tiles * (bm*bk + bk*bn) * in_bytes + bm*bn * out_bytes (+ C)
+- DRAM bytes = unique bytes + re-reads that miss L2: requests beyond the unique footprint hit L2
+  with probability min(1, [l2.size] / footprint)
+- supply = [dram.bandwidth_gbps] * 1e9 / ([clock_mhz] * 1e6) bytes per cycle (HwConfig.dram_bytes_per_cycle)
+- burst efficiency = contiguous bytes per tile row / (bursts touched * [dram.burst])
+- bank-conflict score = sum over [shared.banks] banks of (accesses - mean)^2 per warp access, from the
+  addresses the emitted st.shared / ld.shared / ldmatrix use (tiling.copy_sites, compute_sites);
+  bank = (address / [shared.bank_width]) % [shared.banks]; passes = max accesses to one bank
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from kernelgen.tiling import OperandTile, Site, Tiling, compute_sites, copy_sites, operand_tiles
+from sim.hw import HwConfig
+
+
+@dataclass(frozen=True)
+class Movement:
+    smem_bytes: int  # shared memory per block
+    global_bytes_per_cta: int
+    global_bytes: int  # all CTAs, requested from L2
+    dram_bytes: int
+    l2_hit_rate: float
+    shared_bytes_per_cta: int  # bytes read from shared by the compute loop
+    register_bytes_per_cta: int  # fragment bytes moved shared -> registers
+    dram_cycles: float  # dram_bytes / supply
+    burst_efficiency: float
+    bank_conflict_score: float  # per K tile, warp 0
+    bank_passes_per_tile: int  # shared-memory passes a warp needs per K tile (>= accesses)
+    bank_accesses_per_tile: int
+
+
+def _site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
+    """(score, passes, accesses) of one warp-wide access; 16-byte accesses go in phases of 8 lanes."""
+    per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
+    lanes = len(site.addrs)
+    score, passes, phases = 0.0, 0, 0
+    for p0 in range(0, lanes, per_phase):
+        words = set()
+        for a in site.addrs[p0:p0 + per_phase]:
+            for w in range(max(1, site.width // width)):
+                words.add(a // width + w)  # same word from several lanes: one broadcast access
+        counts = [0] * banks
+        for w in words:
+            counts[w % banks] += 1
+        mean = len(words) / banks
+        score += sum((c - mean) ** 2 for c in counts)
+        passes += max(counts)
+        phases += 1
+    return score, passes, phases
+
+
+def _sum_sites(sites: list[Site], banks: int, width: int) -> tuple[float, int, int]:
+    score, passes, accesses = 0.0, 0, 0
+    seen: dict[tuple[int, ...], tuple[float, int, int]] = {}
+    for s in sites:
+        # a constant shift by whole words is a cyclic bank rotation: same score, same passes
+        k0 = s.addrs[0] - s.addrs[0] % width
+        key = (s.width, *(a - k0 for a in s.addrs))
+        if key not in seen:
+            seen[key] = _site_score(s, banks, width)
+        sc, ps, ph = seen[key]
+        score += sc * s.per_iteration
+        passes += ps * s.per_iteration
+        accesses += ph * s.per_iteration
+    return score, passes, accesses
+
+
+@lru_cache(maxsize=65536)
+def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
+    return _sum_sites(copy_sites(tile, threads), banks, width)
+
+
+@lru_cache(maxsize=65536)
+def _compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
+    return _sum_sites(compute_sites(spec, t), banks, width)
+
+
+def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
+    """(score, passes, accesses) per K tile for warp 0: copies into shared + compute-side loads."""
+    a, b = operand_tiles(spec, t)
+    parts = (_copy_banks(a, t.threads, banks, width), _copy_banks(b, t.threads, banks, width),
+             _compute_banks(spec, t, banks, width))
+    return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
+
+
+def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
+    M, N, K = shape
+    ein, eout = DTYPE_BYTES[spec.dtype_a], DTYPE_BYTES[spec.dtype_out]
+    a, b = operand_tiles(spec, t)
+    smem = t.stages * (a.stage_bytes + b.stage_bytes)
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    out_bytes = t.bm * t.bn * eout * (2 if spec.has_c else 1)
+    per_cta = ktiles * (t.bm + t.bn) * t.bk * ein + out_bytes
+    total = ctas * per_cta
+    unique = (M * K + K * N) * ein + M * N * eout * (2 if spec.has_c else 1)
+    footprint = (M * K + K * N) * ein
+    hit = min(1.0, hw.l2.size / max(1, footprint))  # [l2.size]
+    dram = unique + (total - unique) * (1.0 - hit)
+    l2_hit = 1.0 - dram / total if total else 0.0
+    supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
+    # burst efficiency of the global tile rows: contiguous run per row of each operand tile
+    effs = []
+    for tile in (a, b):
+        run = tile.cols * ein
+        bursts = -(-run // hw.dram.burst)  # [dram.burst]
+        effs.append(run / (bursts * hw.dram.burst))
+    burst = min(effs)
+    score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
+    if t.variant == "simt":
+        sh_read = ktiles * t.bk * (t.bm + t.bn) * 4 * (t.threads // max(1, min(t.grid_m, t.grid_n)))
+        reg_bytes = ktiles * t.bk * (t.tm + t.tn) * 4 * t.threads
+    else:
+        warps = t.threads // 32
+        reg_bytes = ktiles * t.bk * (t.tm + t.tn) * ein * warps
+        sh_read = reg_bytes
+    return Movement(smem, per_cta, total, int(dram), l2_hit, sh_read, reg_bytes, dram / supply, burst,
+                    score, passes, acc)

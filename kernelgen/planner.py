@@ -1,0 +1,328 @@
+"""The planner: enumerate tilings, evaluate them through the four models, prune layer by layer,
+keep the Pareto frontier, choose the best.
+
+Layers, in order: spec tiling ranges -> data movement (shared memory) -> registers (spill, limits)
+-> ALU scheduling (threads, residency, occupancy, utilization) -> synchronization (deadlock).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelgen.models.movement import Movement, movement
+from kernelgen.models.registers import RegisterEstimate, estimate
+from kernelgen.models.schedule import Schedule, schedule
+from kernelgen.models.sync import SyncPlan, sync_plan
+from kernelgen.spec import Constraint, GemmSpec
+from kernelgen.tiling import Tiling, operand_tiles
+from sim.errors import UsageError
+from sim.hw import HwConfig
+
+P2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _align_for(spec: GemmSpec, dim: str) -> int:
+    return getattr(spec, dim.upper()).align(8)
+
+
+def enumerate_tilings(spec: GemmSpec, variant: str) -> list[Tiling]:
+    """Structurally valid tilings (powers of two, whole copies per thread) of one variant."""
+    out = []
+    if variant == "simt":
+        for bm in (16, 32, 64, 128):
+            for bn in (16, 32, 64, 128):
+                for bk in (8, 16, 32):
+                    for tm in (1, 2, 4, 8):
+                        for tn in (1, 2, 4, 8):
+                            if tm > bm or tn > bn:
+                                continue
+                            T = (bm // tm) * (bn // tn)
+                            if T < 32 or T > 1024 or (bm * bk) % T or (bn * bk) % T:
+                                continue
+                            for pad in (0, 4):
+                                out.append(Tiling("simt", bm, bn, bk, tm, tn, 1, pad, pad, 1, 1))
+        return out
+    ca = "k" if spec.layout_a == "row" else "m"
+    cb = "n" if spec.layout_b == "row" else "k"
+    va, vb = _align_for(spec, ca), _align_for(spec, cb)
+    for bm in (16, 32, 64, 128, 256):
+        for bn in (8, 16, 32, 64, 128, 256):
+            for bk in (16, 32, 64):
+                for gm in (1, 2, 4, 8):
+                    for gn in (1, 2, 4, 8):
+                        if gm * gn > 16 or bm % (16 * gm) or bn % (8 * gn):
+                            continue
+                        tm, tn = bm // gm, bn // gn
+                        if tm * tn > 64 * 64:
+                            continue
+                        T = 32 * gm * gn
+                        if ((bm * bk) // va) % T or ((bn * bk) // vb) % T:
+                            continue
+                        for stages in (2, 3, 4):
+                            for pad in (0, 8):
+                                out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb))
+    return out
+
+
+@dataclass
+class Evaluated:
+    tiling: Tiling
+    movement: Movement | None = None
+    registers: RegisterEstimate | None = None
+    schedule: Schedule | None = None
+    sync: SyncPlan | None = None
+    cycles: int = 0
+    cycles_per_cta: int = 0
+    utilization: dict[str, float] = field(default_factory=dict)
+    penalty: float = 0.0
+    pareto: bool = False
+
+    @property
+    def score(self) -> float:
+        return self.cycles * (1.0 + self.penalty)
+
+
+@dataclass
+class Rejection:
+    layer: str
+    constraint: str  # e.g. "registers_per_thread <= 255"
+    metric: float  # the candidate's value of the metric
+    tiling: Tiling
+
+
+@dataclass
+class Plan:
+    spec: GemmSpec
+    hw: HwConfig
+    shape: tuple[int, int, int]
+    best: Evaluated
+    survivors: list[Evaluated]
+    pruned: dict[str, dict[str, int]]  # layer -> constraint -> count
+    candidates: int
+    seconds: float
+    log: list[str]
+
+
+def _metric(ev: Evaluated, key: str) -> float:
+    if key == "registers_per_thread":
+        return ev.registers.per_thread if ev.registers else 0
+    if key == "shared_memory_per_block":
+        return ev.movement.smem_bytes if ev.movement else 0
+    if key == "occupancy":
+        return ev.schedule.occupancy if ev.schedule else 0.0
+    if key == "alu_utilization":
+        return max((ev.utilization.get(p, 0.0) for p in ("tensor", "fma")), default=0.0) if ev.utilization else 0.0
+    raise KeyError(key)
+
+
+def _violates(c: Constraint, v: float) -> bool:
+    return (c.op == "<=" and v > c.value) or (c.op == ">=" and v < c.value)
+
+
+def _soft_penalty(c: Constraint, v: float) -> float:
+    upper = c.key in ("registers_per_thread", "shared_memory_per_block")
+    excess = (v - c.value) if upper else (c.value - v)
+    return max(0.0, excess) / max(abs(c.value), 1e-9)
+
+
+def _compute_pipe_utilization(ev: Evaluated, hw: HwConfig, total_cycles: int) -> dict[str, float]:
+    s = ev.schedule
+    util = {}
+    for p in hw.pipes:
+        ops = s.work.get(p.name, 0) * s.ctas
+        util[p.name] = min(1.0, ops / max(1.0, total_cycles * p.lanes * p.count * hw.core.count))
+    return util
+
+
+def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False) -> Plan:
+    t0 = time.perf_counter()
+    shape = spec.nominal()
+    M, N, K = shape
+    variants = [variant] if variant else ["simt", "mma"]
+    has_tensor = any("tensor" in p.classes for p in hw.pipes)
+    if "mma" in variants and (spec.dtype_a not in ("f16", "bf16") or not has_tensor):
+        why = (f"dtype {spec.dtype_a} has no m16n8k16 mma" if spec.dtype_a not in ("f16", "bf16")
+               else f"{hw.name} has no pipe of class 'tensor'")
+        if variant == "mma":
+            raise UsageError(f"--variant mma impossible: {why}; use --variant simt")
+        variants.remove("mma")
+    tilings: list[Tiling] = []
+    for v in variants:
+        tilings += enumerate_tilings(spec, v)
+    total = len(tilings)
+    pruned: dict[str, dict[str, int]] = {}
+    rejections: list[Rejection] = []
+    hard = [c for c in spec.constraints if c.hard]
+    soft = [c for c in spec.constraints if not c.hard]
+
+    def reject(layer: str, constraint: str, metric: float, t: Tiling) -> None:
+        pruned.setdefault(layer, {}).setdefault(constraint, 0)
+        pruned[layer][constraint] += 1
+        rejections.append(Rejection(layer, constraint, metric, t))
+
+    # layer 0: spec tiling ranges
+    alive: list[Evaluated] = []
+    for t in tilings:
+        vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads}
+        bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
+        if bad:
+            reject("tiling", bad.text(), vals[bad.key], t)
+        else:
+            alive.append(Evaluated(t))
+    layers_log = [("tiling", total, len(alive))]
+
+    # layer 1: data movement
+    smem_cap = min(hw.limits.smem_per_block, hw.shared.size)  # [limits.smem_per_block], [shared.size]
+    nxt = []
+    for ev in alive:
+        ev.movement = movement(spec, ev.tiling, hw, shape)
+        sm = ev.movement.smem_bytes
+        if sm > smem_cap:
+            reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, ev.tiling)
+            continue
+        c = next((c for c in hard if c.key == "shared_memory_per_block" and _violates(c, sm)), None)
+        if c:
+            reject("movement", c.text(), sm, ev.tiling)
+            continue
+        nxt.append(ev)
+    layers_log.append(("movement", len(alive), len(nxt)))
+    alive = nxt
+
+    # layer 2: registers
+    reg_cap = min(hw.limits.regs_per_thread, hw.registers.per_thread)  # [limits.regs_per_thread]
+    nxt = []
+    for ev in alive:
+        ev.registers = estimate(spec, ev.tiling, reg_cap)
+        r = ev.registers.per_thread
+        if ev.registers.spill:
+            reject("registers", f"registers_per_thread <= {reg_cap} (hw limits.regs_per_thread: spill)", r,
+                   ev.tiling)
+            continue
+        if r * ev.tiling.threads > hw.core.registers:  # [core.registers]
+            reject("registers", f"registers_per_block <= {hw.core.registers} (hw core.registers)",
+                   r * ev.tiling.threads, ev.tiling)
+            continue
+        c = next((c for c in hard if c.key == "registers_per_thread" and _violates(c, r)), None)
+        if c:
+            reject("registers", c.text(), r, ev.tiling)
+            continue
+        nxt.append(ev)
+    layers_log.append(("registers", len(alive), len(nxt)))
+    alive = nxt
+
+    # layer 3: ALU scheduling (+ the prediction), layer 4: synchronization
+    nxt = []
+    for ev in alive:
+        t = ev.tiling
+        if t.threads > hw.limits.threads_per_block:
+            reject("schedule", f"threads <= {hw.limits.threads_per_block} (hw limits.threads_per_block)",
+                   t.threads, t)
+            continue
+        s = schedule(spec, t, hw, shape, ev.registers.per_thread, ev.movement.smem_bytes)
+        ev.schedule = s
+        if s.ctas_per_core < 1:
+            reject("schedule", f"one CTA fits a core (hw {s.ctas_limited_by})", 0, t)
+            continue
+        ktiles = -(-K // t.bk)
+        per_tile = s.min_cycles_per_cta / max(1, ktiles)
+        ev.sync = sync_plan(t, hw, ktiles, per_tile, ev.movement.l2_hit_rate, s.ctas_per_core)
+        smem_cycles = ktiles * ev.movement.bank_passes_per_tile * (t.threads // 32) / hw.shared.ports
+        cta = max(s.min_cycles_per_cta, smem_cycles)
+        stall = ktiles * (ev.sync.exposed_latency_per_tile + ev.sync.barrier_cycles)
+        active = max(1, min(s.ctas_per_core, -(-s.ctas // hw.core.count)))
+        wave = max(active * cta, cta + stall)
+        cycles = max(s.waves * wave, ev.movement.dram_cycles) + hw.dram.latency
+        ev.cycles = int(cycles)
+        ev.cycles_per_cta = int(cta + stall + hw.dram.latency)
+        ev.utilization = _compute_pipe_utilization(ev, hw, ev.cycles)
+        ev.utilization["dram"] = min(1.0, ev.movement.dram_cycles / max(1, ev.cycles))
+        # utilization by class for constraints
+        for cls in ("tensor", "fma"):
+            try:
+                ev.utilization.setdefault(cls, ev.utilization[hw.pipe_for(cls).name])
+            except KeyError:
+                pass
+        c = next((c for c in hard if c.key in ("occupancy", "alu_utilization") and _violates(c, _metric(ev, c.key))),
+                 None)
+        if c:
+            reject("schedule", c.text(), _metric(ev, c.key), t)
+            continue
+        nxt.append(ev)
+    layers_log.append(("schedule", len(alive), len(nxt)))
+    alive = nxt
+    nxt = []
+    for ev in alive:
+        if not ev.sync.deadlock_free:
+            reject("sync", f"deadlock-free pipeline ({ev.sync.reason})", 0, ev.tiling)
+            continue
+        ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key)) for c in soft)
+        nxt.append(ev)
+    layers_log.append(("sync", len(alive), len(nxt)))
+    alive = nxt
+
+    log = []
+    for layer, before, after in layers_log:
+        why = "; ".join(f"{n} by {k}" for k, n in pruned.get(layer, {}).items())
+        log.append(f"layer {layer}: {before} -> {after} candidates" + (f" ({before - after} removed: {why})"
+                                                                        if before != after else ""))
+    if not alive:
+        raise UsageError(_infeasible(rejections, layers_log))
+
+    # Pareto frontier: predicted cycles vs registers vs shared memory
+    pts = sorted(alive, key=lambda e: (e.score, e.registers.per_thread, e.movement.smem_bytes))
+    front: list[Evaluated] = []
+    for e in pts:
+        if not any(f.score <= e.score and f.registers.per_thread <= e.registers.per_thread
+                   and f.movement.smem_bytes <= e.movement.smem_bytes for f in front):
+            e.pareto = True
+            front.append(e)
+    best = pts[0]
+    secs = time.perf_counter() - t0
+    log.append(f"chose {best.tiling.key()}: {best.cycles} cycles predicted, {len(front)} on the Pareto frontier")
+    return Plan(spec, hw, shape, best, pts, pruned, total, secs, log)
+
+
+def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) -> str:
+    last = next((layer for layer, b, a in layers_log if b and not a), layers_log[0][0])
+    here = [r for r in rej if r.layer == last] or rej
+    if not here:
+        return "no candidate tiling exists for this spec"
+    counts: dict[str, list[Rejection]] = {}
+    for r in here:
+        counts.setdefault(r.constraint, []).append(r)
+    binding = max(counts, key=lambda k: len(counts[k]))
+    lower_is_better = not any(s in binding for s in (">=", "occupancy", "utilization"))
+    near = (min if lower_is_better else max)(counts[binding], key=lambda r: r.metric)
+    what = {"tiling": "value", "movement": "bytes", "registers": "registers"}.get(last, "value")
+    return (f"no feasible kernel: {binding}, but the nearest candidate ({near.tiling.key()}) needs "
+            f"{near.metric:g} {what}: relax it, or widen the tiling ranges")
+
+
+def prediction_dict(p: Plan) -> dict[str, Any]:
+    e = p.best
+    return {
+        "cycles": e.cycles,
+        "cycles_per_cta": e.cycles_per_cta,
+        "min_cycles_per_cta": e.schedule.min_cycles_per_cta,
+        "registers_per_thread": e.registers.per_thread,
+        "shared_memory_per_block": e.movement.smem_bytes,
+        "utilization": {k: round(v, 4) for k, v in e.utilization.items()},
+        "occupancy": round(e.schedule.occupancy, 4),
+        "waves": e.schedule.waves,
+        "ctas": e.schedule.ctas,
+        "bound": e.schedule.bound_pipe,
+        "dram_bytes": e.movement.dram_bytes,
+        "l2_hit_rate": round(e.movement.l2_hit_rate, 4),
+        "bandwidth_utilization": round(e.utilization.get("dram", 0.0), 4),
+        "bank_conflict_score": e.movement.bank_conflict_score,
+    }
+
+
+def tiling_json(t: Tiling, spec: GemmSpec) -> dict[str, Any]:
+    a, b = operand_tiles(spec, t)
+    return {"variant": t.variant, "TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk,
+            ("thread_tile" if t.variant == "simt" else "warp_tile"): [t.tm, t.tn],
+            "threads": t.threads, "stages": t.stages, "pad": [t.pad_a, t.pad_b],
+            "vector": [t.vec_a, t.vec_b], "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key()}

@@ -1,0 +1,122 @@
+"""plan.json, analysis.md and candidates.csv from a Plan (plain text rendering only)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from kernelgen.planner import Plan, prediction_dict, tiling_json
+
+
+def plan_json(p: Plan, ptx_path: str = "kernel.ptx") -> dict[str, Any]:
+    e = p.best
+    m, r, s, y = e.movement, e.registers, e.schedule, e.sync
+    return {
+        "version": 1,
+        "kernel": ptx_path,
+        "hw": {"name": p.hw.name, "path": p.hw.path},
+        "spec": p.spec.to_json(),
+        "shape": list(p.shape),
+        "tiling": tiling_json(e.tiling, p.spec),
+        "prediction": prediction_dict(p),
+        "layers": {
+            "movement": {"smem_bytes": m.smem_bytes, "global_bytes_per_cta": m.global_bytes_per_cta,
+                         "global_bytes": m.global_bytes, "dram_bytes": m.dram_bytes,
+                         "l2_hit_rate": m.l2_hit_rate, "shared_bytes_per_cta": m.shared_bytes_per_cta,
+                         "register_bytes_per_cta": m.register_bytes_per_cta, "dram_cycles": m.dram_cycles,
+                         "burst_efficiency": m.burst_efficiency, "bank_conflict_score": m.bank_conflict_score,
+                         "bank_passes_per_tile": m.bank_passes_per_tile,
+                         "bank_accesses_per_tile": m.bank_accesses_per_tile},
+            "registers": {"accumulators": r.accumulators, "fragments": r.fragments,
+                          "addressing": r.addressing, "params": r.params, "analytic": r.analytic,
+                          "calibration_factor": r.factor, "calibrated": r.calibrated,
+                          "per_thread": r.per_thread, "limit": r.limit, "spill": r.spill},
+            "schedule": {"work_lane_ops_per_cta": s.work, "min_cycles_per_cta": s.min_cycles_per_cta,
+                         "bound_pipe": s.bound_pipe, "ctas_per_core": s.ctas_per_core,
+                         "ctas_limited_by": s.ctas_limited_by, "occupancy": s.occupancy, "waves": s.waves,
+                         "ctas": s.ctas},
+            "sync": {"barriers_per_tile": y.barriers_per_tile, "waits_per_tile": y.waits_per_tile,
+                     "wait_depth": y.wait_depth, "barrier_cycles": y.barrier_cycles,
+                     "exposed_latency_per_tile": y.exposed_latency_per_tile,
+                     "deadlock_free": y.deadlock_free, "reason": y.reason},
+        },
+        "pruned": p.pruned,
+        "search": {"seconds": round(p.seconds, 4), "candidates": p.candidates, "survivors": len(p.survivors),
+                   "pareto": sum(1 for x in p.survivors if x.pareto)},
+        "log": p.log,
+    }
+
+
+CSV_FIELDS = ["key", "variant", "TILE_M", "TILE_N", "TILE_K", "tm", "tn", "threads", "stages", "pad", "vec",
+              "cycles", "score", "registers_per_thread", "smem_bytes", "occupancy", "bank_conflict_score",
+              "bound", "pareto"]
+
+
+def candidates_csv(p: Plan) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(CSV_FIELDS)
+    for e in p.survivors:
+        if not e.pareto:
+            continue
+        t = e.tiling
+        w.writerow([t.key(), t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.threads, t.stages, t.pad_a, t.vec_a,
+                    e.cycles, round(e.score, 1), e.registers.per_thread, e.movement.smem_bytes,
+                    round(e.schedule.occupancy, 4), e.movement.bank_conflict_score, e.schedule.bound_pipe,
+                    int(e.pareto)])
+    return buf.getvalue()
+
+
+def analysis_md(p: Plan) -> str:
+    e = p.best
+    t, m, r, s, y = e.tiling, e.movement, e.registers, e.schedule, e.sync
+    pred = prediction_dict(p)
+    M, N, K = p.shape
+    L = [f"# Kernel analysis: {t.key()}", "",
+         "## Assumptions",
+         f"- hardware: {p.hw.name} ({p.hw.path or 'in memory'}), clock {p.hw.clock_mhz} MHz, "
+         f"{p.hw.core.count} cores",
+         f"- GEMM {M}x{N}x{K} (nominal shape: upper end of each range), A {p.spec.dtype_a} {p.spec.layout_a}, "
+         f"B {p.spec.dtype_b} {p.spec.layout_b}, D {p.spec.dtype_out} {p.spec.layout_c}, alpha {p.spec.alpha}, "
+         f"beta {p.spec.beta}, epilogue {list(p.spec.epilogue) or 'none'}",
+         "- L2 reuse: re-reads hit L2 with probability min(1, l2.size / footprint); DRAM at "
+         f"{p.hw.dram_bytes_per_cycle:.1f} B/cycle (dram.bandwidth_gbps / clock_mhz)",
+         "- registers: analytic live ranges x a ptxas-calibrated factor per shape family", "",
+         "## The four layers for the chosen plan",
+         f"1. **Data movement**: {m.smem_bytes} B shared/block, {m.global_bytes_per_cta} B global/CTA, "
+         f"{m.dram_bytes} B DRAM total (L2 hit {m.l2_hit_rate:.2f}), burst efficiency {m.burst_efficiency:.2f}, "
+         f"bank-conflict score {m.bank_conflict_score:g} per K tile ({m.bank_passes_per_tile} passes for "
+         f"{m.bank_accesses_per_tile} accesses), DRAM time {m.dram_cycles:.0f} cycles",
+         f"2. **Registers**: {r.accumulators} accumulators + {r.fragments} fragments + {r.addressing} addressing "
+         f"+ {r.params} parameters = {r.analytic}, x{r.factor:.3f} (calibrated: {r.calibrated}) = "
+         f"**{r.per_thread}** per thread (limit {r.limit})",
+         f"3. **ALU scheduling**: work per CTA {s.work} lane-ops; minimum {s.min_cycles_per_cta} cycles/CTA "
+         f"on {s.bound_pipe}; {s.ctas_per_core} CTAs/core (limited by {s.ctas_limited_by}), occupancy "
+         f"{s.occupancy:.2f}, {s.ctas} CTAs in {s.waves} waves",
+         f"4. **Synchronization**: {y.barriers_per_tile} barrier(s) and {y.waits_per_tile} cp.async wait "
+         f"(depth {y.wait_depth}) per K tile, {y.barrier_cycles} cycles each tile, exposed latency "
+         f"{y.exposed_latency_per_tile:.0f} cycles/tile; {y.reason}", "",
+         "## Prediction",
+         f"- cycles {pred['cycles']} (per CTA {pred['cycles_per_cta']}), utilization "
+         + ", ".join(f"{k} {v:.2f}" for k, v in pred["utilization"].items()), "",
+         "## What bounds the kernel",
+         f"- {_bound(p)}", "",
+         "## Top candidates (Pareto frontier: cycles vs registers vs shared memory)", "",
+         "| tiling | cycles | regs | smem | occupancy | bound |", "|---|---|---|---|---|---|"]
+    for c in [x for x in p.survivors if x.pareto][:10]:
+        L.append(f"| {c.tiling.key()} | {c.cycles} | {c.registers.per_thread} | {c.movement.smem_bytes} | "
+                 f"{c.schedule.occupancy:.2f} | {c.schedule.bound_pipe} |")
+    L += ["", "## Search", f"- {p.candidates} candidates in {p.seconds:.3f} s"] + [f"- {x}" for x in p.log]
+    return "\n".join(L) + "\n"
+
+
+def _bound(p: Plan) -> str:
+    e = p.best
+    cyc = e.cycles
+    if e.movement.dram_cycles >= 0.8 * cyc:
+        return f"DRAM bandwidth: {e.movement.dram_cycles:.0f} of {cyc} cycles moving {e.movement.dram_bytes} B"
+    if e.schedule.waves <= 1 and e.schedule.ctas < p.hw.core.count:
+        return (f"parallelism: {e.schedule.ctas} CTAs for {p.hw.core.count} cores (one partial wave); "
+                f"latency of the K loop dominates")
+    return f"the {e.schedule.bound_pipe} pipe ({e.schedule.min_cycles_per_cta} cycles/CTA minimum)"
