@@ -30,7 +30,7 @@ def reconvergence_points(k: Kernel) -> dict[int, int]:
     nb = len(starts)
     EXIT = nb
     succ: list[set[int]] = [set() for _ in range(nb)]
-    for bi, s in enumerate(starts):
+    for bi in range(nb):
         e = (starts[bi + 1] if bi + 1 < nb else n) - 1
         last = body[e]
         fall = block_of.get(e + 1, EXIT)

@@ -191,7 +191,8 @@ def b_div(ins, cx):
             q = np.where((a64 < 0) != (b64 < 0), -q, q)
             return np.where(b64 == 0, -1, q).astype(NP[t])
         bb = np.asarray(b)
-        return np.where(bb == 0, NP[t].type(-1 & (2 ** (8 * NP[t].itemsize) - 1)), np.asarray(a) // np.where(bb == 0, 1, bb)).astype(NP[t])
+        ones = NP[t].type(2 ** (8 * NP[t].itemsize) - 1)  # x / 0 gives all ones, as on the GPU
+        return np.where(bb == 0, ones, np.asarray(a) // np.where(bb == 0, 1, bb)).astype(NP[t])
     return _binary(idiv, np.divide)(ins, cx)
 
 
