@@ -1,0 +1,122 @@
+"""On the GPU machine: generated kernels against cuBLAS (torch.matmul), plus the measured side of the
+three-way table (per-CTA clock64 cycles with `kernelgen compile --profile`, total time).
+
+    source .devwheels/install.sh && python3 benchmarks/gpu_bench.py --out $OUT
+
+Writes OUT/gpu_bench.json; `python3 benchmarks/gpu_tables.py` turns it into docs/benchmarks.md and the
+measured column of docs/three_way.md. Times are CUDA events after a warm-up, median of the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SPEED_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (128, 4096, 7168)]
+THREE_WAY_SHAPES = [(16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
+                    (64, 4096, 4096), (4096, 4096, 4096)]
+
+
+def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, profile: bool) -> Path:
+    cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", f"{M}x{N}x{K}",
+           "--dtype", dtype, "--variant", variant, "-o", str(out)]
+    if profile:
+        cmd.append("--profile")
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out / "kernel.ptx"
+
+
+def cublas_tflops(M: int, N: int, K: int, dtype: str, repeats: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(K, N, device="cuda", dtype=dt)
+    for _ in range(3):
+        torch.matmul(a, b)
+    times = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.matmul(a, b)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    ms = float(np.median(times))
+    return 2 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
+    from sim.launch import launch_from_metadata, read_metadata
+    from validation.gpu import run_on_gpu
+
+    text = ptx.read_text()
+    meta = read_metadata(text)
+    launch = launch_from_metadata(meta, np.random.default_rng())
+    prof = meta.get("profile") or {}
+    m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
+                   profile_slots=prof.get("slots"))
+    return {"time_ms": m.wall_ms_median, "check": m.check, "per_cta_cycles": m.per_cta_cycles,
+            "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
+            "device": m.device, "registers": m.extra.get("num_regs")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--variant", default="mma")
+    ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--skip-three-way", action="store_true")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res: dict = {"date": datetime.date.today().isoformat(), "speed": [], "three_way": []}
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        if not a.skip_speed:
+            for dtype in ("bf16", "f16"):
+                for (M, N, K) in SPEED_SHAPES:
+                    row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant}
+                    try:
+                        ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False)
+                        r = run_kernel(ptx, a.repeats, check=M * N * K <= 4096**3)
+                        row.update(r)
+                        row["tflops"] = 2 * M * N * K / (r["time_ms"] * 1e-3) / 1e12
+                    except Exception as e:  # noqa: BLE001 - record and go on
+                        row["error"] = f"{type(e).__name__}: {e}"[:400]
+                    row["cublas_tflops"] = cublas_tflops(M, N, K, dtype, a.repeats)
+                    res["speed"].append(row)
+                    print(json.dumps(row)[:300], flush=True)
+        if not a.skip_three_way:
+            for (M, N, K) in THREE_WAY_SHAPES:
+                row = {"M": M, "N": N, "K": K, "dtype": "f16", "variant": a.variant}
+                try:
+                    ptx = compile_kernel(M, N, K, "f16", a.variant, Path(tmp) / f"t{M}_{N}_{K}", a.profile)
+                    row.update(run_kernel(ptx, a.repeats, check=M * N * K <= 1024**3))
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = f"{type(e).__name__}: {e}"[:400]
+                res["three_way"].append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "per_cta_cycles"})[:300], flush=True)
+    res["seconds"] = time.time() - t0
+    (out / "gpu_bench.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
