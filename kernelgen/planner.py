@@ -273,11 +273,14 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     # Pareto frontier: predicted cycles vs registers vs shared memory
     pts = sorted(alive, key=lambda e: (e.score, e.registers.per_thread, e.movement.smem_bytes))
     front: list[Evaluated] = []
+    min_smem: dict[int, int] = {}  # registers -> least shared memory among earlier (faster) points
     for e in pts:
-        if not any(f.score <= e.score and f.registers.per_thread <= e.registers.per_thread
-                   and f.movement.smem_bytes <= e.movement.smem_bytes for f in front):
+        r, sm = e.registers.per_thread, e.movement.smem_bytes
+        if not any(rr <= r and ss <= sm for rr, ss in min_smem.items()):
             e.pareto = True
             front.append(e)
+        if sm < min_smem.get(r, 1 << 62):
+            min_smem[r] = sm
     best = pts[0]
     secs = time.perf_counter() - t0
     log.append(f"chose {best.tiling.key()}: {best.cycles} cycles predicted, {len(front)} on the Pareto frontier")

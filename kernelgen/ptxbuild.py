@@ -23,7 +23,7 @@ REG_CLASSES = {
 
 def f32_hex(x: float) -> str:
     """PTX exact float literal: 0fXXXXXXXX."""
-    return "0f%08X" % struct.unpack("<I", struct.pack("<f", float(x)))[0]
+    return f"0f{struct.unpack('<I', struct.pack('<f', float(x)))[0]:08X}"
 
 
 class PtxBuilder:

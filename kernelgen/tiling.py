@@ -8,6 +8,7 @@ addresses the emitted loads and stores use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 
@@ -34,7 +35,7 @@ class Tiling:
     def grid_n(self) -> int:
         return self.bn // self.tn
 
-    @property
+    @cached_property
     def threads(self) -> int:
         g = self.grid_m * self.grid_n
         return g if self.variant == "simt" else 32 * g
@@ -109,6 +110,7 @@ class OperandTile:
         return e // self.chunks_per_row, (e % self.chunks_per_row) * self.vec
 
 
+@lru_cache(maxsize=1 << 16)
 def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
     simt = t.variant == "simt"
     es_in = DTYPE_BYTES[spec.dtype_a]
@@ -176,7 +178,7 @@ def compute_sites(spec: GemmSpec, t: Tiling) -> list[Site]:
     sites = []
     if t.variant == "simt":
         lanes = min(32, t.threads)
-        for name, tile, per, grid_n_shift in (("a", a, t.tm, True), ("b", b, t.tn, False)):
+        for name, _tile, per, grid_n_shift in (("a", a, t.tm, True), ("b", b, t.tn, False)):
             vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
             addrs = []
             for l in range(lanes):

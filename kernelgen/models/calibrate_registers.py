@@ -3,7 +3,7 @@
     python -m kernelgen.models.calibrate_registers      (needs ptxas on the PATH; ~minutes)
 
 For each calibration key (variant, thread/warp tile, TILE_K, copy width, epilogue flavour) it
-emits up to two kernels with different block tiles, runs ``ptxas -arch=sm_90a -v`` and stores the
+emits one kernel per block size (key :T<threads>), runs ``ptxas -arch=sm_90a -v`` and stores the
 median of measured / analytic (models.registers.live_ranges).
 """
 
@@ -37,11 +37,11 @@ def ptxas_registers(ptx: str) -> tuple[int, bool]:
 def specs():
     base = {"M": 256, "N": 256, "K": 256}
     yield parse_spec({**base, "dtype": "f16"})
-    yield parse_spec({**base, "dtype": "f16", "beta": 0.5, "epilogue": ["bias", "gelu"]})
+    epi = {"beta": 0.5, "epilogue": ["bias", "gelu"], "layout": {"a": "col", "b": "row", "c": "col"}}
+    yield parse_spec({**base, "dtype": "f16", **epi})
     odd = {"M": 33, "N": 17, "K": 33}  # 1-element copies
     yield parse_spec({**odd, "dtype": "bf16"})
-    yield parse_spec({**odd, "dtype": {"a": "bf16", "out": "f16"}, "beta": 0.5,
-                      "epilogue": ["bias", "relu"]})
+    yield parse_spec({**odd, "dtype": {"a": "bf16", "out": "f16"}, **epi})
 
 def main() -> None:
     from kernelgen.emit_mma import emit_mma
@@ -51,23 +51,24 @@ def main() -> None:
     for spec in specs():
         for variant in ("simt", "mma"):
             for t in enumerate_tilings(spec, variant):
-                k = calibration_key(spec, t)
+                k = f"{calibration_key(spec, t)}:T{t.threads}"
                 lst = jobs.setdefault(k, [])
-                if len(lst) < 2 and all((t.bm, t.bn) != (u.bm, u.bn) for _, u in lst):
+                if not lst:
                     lst.append((spec, t))
 
     def run(item):
         spec, t = item
         emit = emit_simt if t.variant == "simt" else emit_mma
         regs, spill = ptxas_registers(emit(spec, t, {}))
-        return calibration_key(spec, t), regs / sum(live_ranges(spec, t)), spill
+        return calibration_key(spec, t), t.threads, regs / sum(live_ranges(spec, t)), spill
 
     todo = [it for lst in jobs.values() for it in lst]
     ratios: dict[str, list[float]] = {}
     with cf.ThreadPoolExecutor(8) as ex:
-        for k, r, spill in ex.map(run, todo):
+        for k, threads, r, spill in ex.map(run, todo):
             if not spill:
                 ratios.setdefault(k, []).append(r)
+                ratios[f"{k}:T{threads}"] = [r]
     table = {k: round(statistics.median(v), 4) for k, v in sorted(ratios.items())}
     CALIBRATION.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
     print(f"{len(todo)} kernels, {len(table)} keys -> {CALIBRATION}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Site, Tiling, compute_sites, copy_sites, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, operand_tiles
 from sim.hw import HwConfig
 
 
@@ -74,13 +74,58 @@ def _sum_sites(sites: list[Site], banks: int, width: int) -> tuple[float, int, i
 
 
 @lru_cache(maxsize=65536)
-def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
-    return _sum_sites(copy_sites(tile, threads), banks, width)
+def _shifted_site(kind: str, width: int, addrs: tuple[int, ...], banks: int, bw: int) -> tuple[float, int, int]:
+    return _site_score(Site("", kind, width, addrs, 1), banks, bw)
 
 
 @lru_cache(maxsize=65536)
+def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
+    """Copy i of every lane is copy 0 shifted by a compile-time offset (tiling.chunk_coords is
+    linear), so only the offset modulo banks*width matters: one score per residue."""
+    n = tile.chunks // threads
+    lanes = min(32, threads)
+    base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
+    w = tile.vec * tile.elem_shared if not tile.simt else tile.elem_shared
+    period = banks * width
+    score, passes, acc = 0.0, 0, 0
+    for i in range(n):
+        e = i * threads
+        imm = tile.shared_offset(e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec) % period
+        sc, ps, ph = _shifted_site("st", w, tuple(a + imm for a in base), banks, width)
+        score, passes, acc = score + sc, passes + ps, acc + ph
+    return score, passes, acc
+
+
+@lru_cache(maxsize=65536)
+def _ldmatrix_banks(tile: OperandTile, banks: int, width: int) -> tuple[float, int, int]:
+    addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
+    return _site_score(Site("", "ldmatrix", 16, addrs, 1), banks, width)
+
+
+@lru_cache(maxsize=65536)
+def _simt_ld_banks(per: int, grid_n: int, tm: int, tn: int, is_a: bool, lanes: int, banks: int,
+                   width: int) -> tuple[float, int, int]:
+    vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
+    addrs = tuple(((l // grid_n) * tm if is_a else (l % grid_n) * tn) * 4 for l in range(lanes))
+    return _site_score(Site("", "ld", 4 * vec, addrs, 1), banks, width)
+
+
 def _compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
-    return _sum_sites(compute_sites(spec, t), banks, width)
+    """Compute-side loads per K tile: the same addresses tiling.compute_sites lists."""
+    a, b = operand_tiles(spec, t)
+    if t.variant == "simt":
+        lanes = min(32, t.threads)
+        out = []
+        for per, is_a in ((t.tm, True), (t.tn, False)):
+            vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
+            sc = _simt_ld_banks(per, t.grid_n, t.tm, t.tn, is_a, lanes, banks, width)
+            out.append(tuple(x * t.bk * (per // vec) for x in sc))
+    else:
+        out = []
+        for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
+            sc = _ldmatrix_banks(tile, banks, width)
+            out.append(tuple(x * (t.bk // 16) * per_warp for x in sc))
+    return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
 
 
 def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:

@@ -2,7 +2,9 @@
 
 Live across the K loop (the peak): accumulators, the operand fragments of one k step (ptxas keeps
 the next step's fragments live too, so they count twice for mma), the loop's address and bound
-registers, the kernel parameters. The analytic count is scaled by a per-shape factor measured with
+registers, the kernel parameters. The analytic count is scaled by a per-shape factor (per
+thread/warp tile, TILE_K, copy width, epilogue flavour and block size; coarser keys as fallback)
+measured with
 ``ptxas -arch=sm_90a -v`` (``calibrate_registers.py`` writes ``registers_calibration.json``), so the
 prediction tracks what ptxas allocates. Fields used: hw.limits.regs_per_thread,
 hw.registers.per_thread (spill threshold), hw.core.registers (occupancy, in schedule.py).
@@ -68,7 +70,8 @@ def estimate(spec: GemmSpec, t: Tiling, regs_limit: int) -> RegisterEstimate:
     analytic = acc + frag + addressing + params
     key = calibration_key(spec, t)
     tab = _table()
-    factor = tab.get(key, 1.0)
+    fine = f"{key}:T{t.threads}"
+    factor = tab.get(fine, tab.get(key, 1.0))
     per_thread = int(round(analytic * factor))
     per_thread = max(per_thread, 16)
     return RegisterEstimate(acc, frag, addressing, params, analytic, factor, per_thread, regs_limit,

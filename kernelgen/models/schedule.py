@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
-from sim.hw import HwConfig
+from sim.hw import HwConfig, Pipe
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,24 @@ def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
     return w
 
 
+_PIPES: dict[int, tuple[HwConfig, dict[str, Pipe]]] = {}
+
+
+def _pipes(hw: HwConfig) -> dict[str, Pipe]:
+    """class or pipe name -> Pipe (classes without a pipe of their own go to the "alu" pipe)."""
+    hit = _PIPES.get(id(hw))
+    if hit and hit[0] is hw:
+        return hit[1]
+    m: dict[str, Pipe] = {p.name: p for p in hw.pipes}
+    for cls in ("alu", "fma", "tensor", "lsu", "sfu", "sync", "branch"):
+        try:
+            m[cls] = hw.pipe_for(cls)
+        except KeyError:
+            m[cls] = hw.pipe_for("alu")
+    _PIPES[id(hw)] = (hw, m)
+    return m
+
+
 def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], regs: int,
              smem: int) -> Schedule:
     M, N, K = shape
@@ -58,16 +76,13 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     classes = work_per_cta(spec, t, ktiles)
     work: dict[str, int] = {}
     cyc: dict[str, float] = {}
+    pipes = _pipes(hw)
     for cls, ops in classes.items():
-        if not ops:
-            continue
-        try:
-            p = hw.pipe_for(cls)
-        except KeyError:
-            p = hw.pipe_for("alu")
-        work[p.name] = work.get(p.name, 0) + ops
+        if ops:
+            p = pipes[cls]
+            work[p.name] = work.get(p.name, 0) + ops
     for name, ops in work.items():
-        p = next(q for q in hw.pipes if q.name == name)
+        p = pipes[name]
         cyc[name] = ops / (p.lanes * p.count)  # [pipes[].lanes], [pipes[].count]
     bound = max(cyc, key=cyc.get)
     T = t.threads

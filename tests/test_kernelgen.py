@@ -1,0 +1,238 @@
+"""kernelgen: spec parsing, planner (pruning, infeasible message, speed), ptxas acceptance and the
+register prediction, CLI outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from kernelgen.cli import main
+from kernelgen.emit_mma import emit_mma
+from kernelgen.emit_simt import emit_simt
+from kernelgen.planner import plan, prediction_dict
+from kernelgen.spec import load_spec, parse_spec, shorthand
+from sim.errors import UsageError
+from sim.hw import Branch, Cache, Core, GlobalMemory, HwConfig, Limits, Pipe, RegisterFile, SharedMemory
+
+
+def h200_like() -> HwConfig:
+    return HwConfig(
+        version=1, name="h200-test", clock_mhz=1755.0, warp_size=32,
+        core=Core(count=132, schedulers=4, issue_width=1, policy="gto", max_threads=2048, max_ctas=32,
+                  max_warps=64, registers=65536),
+        pipes=(Pipe("alu", ("alu", "branch", "sync"), 64, 4, 1, 1), Pipe("fma", ("fma",), 128, 4, 1, 1),
+               Pipe("sfu", ("sfu",), 16, 16, 1, 1), Pipe("tensor", ("tensor",), 4096, 32, 1, 1),
+               Pipe("lsu", ("lsu",), 32, 30, 1, 1)),
+        registers=RegisterFile(255, 4, 2, 1), shared=SharedMemory(233472, 32, 4, 1, 30, 1),
+        l1=Cache(262144, 128, 32, 4, "lru", 30), l2=Cache(52428800, 128, 32, 16, "lru", 200),
+        dram=GlobalMemory(4800.0, 32, 32, 500), branch=Branch("none", 4, 0), limits=Limits(1024, 255, 232448))
+
+
+def hw_configs() -> list[HwConfig]:
+    out = [h200_like()]
+    try:
+        from sim.hw import load_hw
+
+        out += [load_hw("h200"), load_hw("npu7nm")]
+    except Exception:  # loader or bundled configs not there yet
+        pass
+    return out
+
+
+# ------------------------------------------------------------------------------------------ spec
+
+
+def test_spec_yaml_full(tmp_path):
+    p = tmp_path / "g.yaml"
+    p.write_text("""
+M: {range: [1, 4096], multiple_of: 8}
+N: 17
+K: [16, 512]
+dtype: {a: bf16, b: bf16, acc: f32, out: f16}
+layout: {a: col, b: row, c: col}
+alpha: 2
+beta: 0.5
+epilogue: [bias, gelu, cast]
+constraints:
+  - registers_per_thread <= 128
+  - occupancy ~ 0.5
+tiling:
+  - TILE_K in [16, 128], TILE_K % 16 == 0
+""")
+    s = load_spec(p)
+    assert (s.M.lo, s.M.hi, s.M.multiple_of) == (1, 4096, 8) and s.N.fixed and s.K.hi == 512
+    assert (s.dtype_a, s.dtype_out, s.layout_a, s.layout_b, s.layout_c) == ("bf16", "f16", "col", "row", "col")
+    assert s.alpha == 2.0 and s.has_c and s.has_bias and s.activation == "gelu"
+    assert [c.hard for c in s.constraints] == [True, False]
+    tk = s.tile_range("TILE_K")
+    assert tk.allows(32) and not tk.allows(40) and not tk.allows(144)
+
+
+def test_shorthand():
+    s = shorthand("128x64x96", "bf16")
+    assert s.nominal() == (128, 64, 96) and s.dtype_a == "bf16" and s.layout_b == "col"
+
+
+@pytest.mark.parametrize("data,key", [
+    ({"M": 1, "N": 1}, "'K'"),
+    ({"M": 1, "N": 1, "K": 1, "dtype": "f64"}, "'dtype.a'"),
+    ({"M": 1, "N": 1, "K": 1, "layout": {"a": "diag"}}, "'layout.a'"),
+    ({"M": 0, "N": 1, "K": 1}, "'M'"),
+    ({"M": 1, "N": 1, "K": 1, "bogus": 1}, "'bogus'"),
+    ({"M": 1, "N": 1, "K": 1, "alpha": "x"}, "'alpha'"),
+    ({"M": 1, "N": 1, "K": 1, "epilogue": ["softmax"]}, "'epilogue[0]'"),
+    ({"M": 1, "N": 1, "K": 1, "constraints": ["registers_per_thread < 3"]}, "'constraints[0]'"),
+    ({"M": 1, "N": 1, "K": 1, "constraints": ["speed <= 3"]}, "'constraints[0]'"),
+    ({"M": 1, "N": 1, "K": 1, "tiling": ["TILE_Q in [1, 2]"]}, "'tiling[0]'"),
+])
+def test_spec_errors_name_the_key(data, key):
+    with pytest.raises(UsageError) as e:
+        parse_spec(data, "g.yaml")
+    msg = str(e.value)
+    assert key in msg and "\n" not in msg and msg.startswith("g.yaml")
+
+
+def test_spec_yaml_syntax_error(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("M: [1, 2\nN: 3\n")
+    with pytest.raises(UsageError, match="bad.yaml"):
+        load_spec(p)
+
+
+# --------------------------------------------------------------------------------------- planner
+
+
+def test_plan_4096_under_one_second():
+    hw = h200_like()
+    plan(shorthand("64x64x64"), hw)  # warm caches and imports
+    p = plan(shorthand("4096x4096x4096"), hw)
+    assert p.seconds < 1.0 and p.candidates > 1000
+    assert p.best.tiling.variant == "mma"
+    pred = prediction_dict(p)
+    assert pred["cycles"] >= p.best.schedule.min_cycles_per_cta
+    assert 0 < pred["utilization"]["tensor"] <= 1
+
+
+def test_pruning_logged_and_constraints_applied():
+    spec = parse_spec({"M": 512, "N": 512, "K": 512, "constraints": ["registers_per_thread <= 64",
+                                                                   "shared_memory_per_block <= 16384"],
+                       "tiling": ["TILE_K in [32, 64], TILE_K % 32 == 0"]})
+    p = plan(spec, h200_like(), "mma")
+    assert p.best.registers.per_thread <= 64 and p.best.movement.smem_bytes <= 16384
+    assert p.best.tiling.bk in (32, 64)
+    assert p.pruned["tiling"] and p.pruned["registers"] and p.pruned["movement"]
+    assert any("removed" in line for line in p.log)
+
+
+def test_soft_constraint_penalises_not_prunes():
+    spec = parse_spec({"M": 512, "N": 512, "K": 512, "constraints": ["registers_per_thread ~ 40"]})
+    p = plan(spec, h200_like(), "mma")
+    assert "registers" not in p.pruned or not any("~" in k for k in p.pruned["registers"])
+    assert any(e.penalty > 0 for e in p.survivors)
+
+
+def test_infeasible_names_binding_constraint():
+    spec = parse_spec({"M": 512, "N": 512, "K": 512, "constraints": ["registers_per_thread <= 8"]})
+    with pytest.raises(UsageError) as e:
+        plan(spec, h200_like(), "mma")
+    msg = str(e.value)
+    assert "registers_per_thread <= 8" in msg and "nearest candidate" in msg and "relax" in msg
+
+
+def test_mma_needs_half_inputs():
+    with pytest.raises(UsageError, match="variant simt"):
+        plan(shorthand("64x64x64", "f32"), h200_like(), "mma")
+
+
+def test_bank_conflict_score_sees_padding():
+    from kernelgen.models.movement import bank_model
+    from kernelgen.tiling import Tiling
+
+    spec = shorthand("256x256x256")
+    nopad = Tiling("mma", 64, 64, 64, 32, 32, 2, 0, 0, 8, 8)
+    pad = Tiling("mma", 64, 64, 64, 32, 32, 2, 8, 8, 8, 8)
+    s0, p0, _ = bank_model(spec, nopad, 32, 4)
+    s1, p1, _ = bank_model(spec, pad, 32, 4)
+    assert s1 < s0 and p1 < p0  # 128-byte rows: ldmatrix rows collide without padding
+
+
+# ------------------------------------------------------------------------ ptxas + register model
+
+SHAPES = [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256)]
+KINDS = [("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16")]
+EXTRA = [{}, {"beta": 0.5, "epilogue": ["bias", "gelu"], "layout": {"a": "col", "b": "row", "c": "col"}}]
+
+
+def _ptxas(ptx: str, tmp_path) -> tuple[int, str]:
+    f = tmp_path / "k.ptx"
+    f.write_text(ptx)
+    r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(f), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return int(re.search(r"Used (\d+) registers", r.stderr).group(1)), r.stderr
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("variant,dtype", KINDS)
+@pytest.mark.parametrize("extra", range(len(EXTRA)))
+def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, extra, tmp_path):
+    M, N, K = shape
+    spec = parse_spec({"M": M, "N": N, "K": K, "dtype": dtype, **EXTRA[extra]})
+    for hw in hw_configs():
+        p = plan(spec, hw, variant)
+        pred = prediction_dict(p)
+        ptx = (emit_simt if variant == "simt" else emit_mma)(spec, p.best.tiling, pred)
+        assert ptx.startswith("// @workbench {")
+        meta = json.loads(ptx.splitlines()[0].split("@workbench ", 1)[1])
+        assert meta["block"][0] == p.best.tiling.threads and meta["prediction"]["cycles"] == pred["cycles"]
+        regs, log = _ptxas(ptx, tmp_path)
+        assert "0 bytes spill stores" in log and "0 bytes spill loads" in log
+        predicted = p.best.registers.per_thread
+        assert abs(predicted - regs) <= 0.1 * regs, f"{hw.name} {p.best.tiling.key()}: {predicted} vs {regs}"
+
+
+# -------------------------------------------------------------------------------------------- CLI
+
+
+def test_cli_writes_four_files(tmp_path, monkeypatch):
+    import kernelgen.cli as cli
+
+    monkeypatch.setattr("sim.hw.load_hw", lambda name: h200_like())
+    out = tmp_path / "out"
+    rc = cli.main(["compile", "--hw", "h200", "--gemm", "128x64x96", "--dtype", "bf16", "-o", str(out),
+                   "--verbose"])
+    assert rc == 0
+    assert sorted(x.name for x in out.iterdir()) == ["analysis.md", "candidates.csv", "kernel.ptx", "plan.json"]
+    pj = json.loads((out / "plan.json").read_text())
+    for k in ("cycles", "registers_per_thread", "utilization"):
+        assert k in pj["prediction"]
+    assert pj["search"]["seconds"] >= 0 and pj["search"]["candidates"] > 0
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in (out / "kernel.ptx").read_text()
+    assert (out / "candidates.csv").read_text().startswith("key,variant")
+
+
+def test_cli_error_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sim.hw.load_hw", lambda name: h200_like())
+    spec = tmp_path / "g.yaml"
+    spec.write_text("M: 64\nN: 64\nK: 64\nconstraints: [registers_per_thread <= 4]\n")
+    out = tmp_path / "out"
+    rc = main(["compile", "--hw", "h200", "--op", str(spec), "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "registers_per_thread <= 4" in err
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+    rc = main(["compile", "--hw", "h200", "--gemm", "64x64", "-o", str(out)])
+    assert rc == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("example", ["gemm_f16.yaml", "gemm_bf16_epilogue.yaml", "gemm_family.yaml"])
+def test_examples_plan(example):
+    from pathlib import Path
+
+    spec = load_spec(Path(__file__).parent.parent / "examples" / example)
+    p = plan(spec, h200_like())
+    assert p.best.cycles > 0
