@@ -20,7 +20,7 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "gpu": ("validation.gpu", "run the same PTX on the real GPU via pycuda (time + numpy check)"),
     # "verify":    ("validation.formal", "Z3: bounds, barriers, races, async copies"),
-    # "compare":   ("validation.compare", "predicted vs simulated (+ measured)"),
+    "compare": ("validation.compare", "predicted vs simulated (+ measured), gap traced to stalls by PTX line"),
     # "calibrate": ("validation.calibrate", "microbenchmarks -> hwconfig numbers"),
 }
 

@@ -1,0 +1,493 @@
+"""``python -m validation compare OUT/ --hw HW [--json] [--report]``: predicted vs simulated (vs measured),
+with the cycle gap traced to the simulator's stall causes and PTX lines.
+
+Flow: read ``OUT/plan.json`` (the planner's prediction) and ``OUT/kernel.ptx``; simulate the kernel with
+``sim.timing.simulate`` (or read a saved ``python -m sim run --json`` result with ``--sim-json``);
+build one plain report dict (:func:`build_report`, the input of ``reports.render``); print the
+metric table and the gap attribution, whose largest cause becomes one sentence such as
+``MAC idle 3.1% of cycles: 412 pipeline flushes at kernel.ptx:57 'bra LOOP_K', the loop exit mispredicted``.
+
+Conventions: error = (predicted - simulated) / simulated for counts; fractions (utilization, hit
+rates) differ in percentage points. A stall reason's share of the gap is (simulated - predicted)
+cycles split in proportion to its stall cycles.
+
+``--suite`` runs the kernelgen case table on both hardware models and writes ``docs/accuracy.md``
+(see ``validation/accuracy.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim.errors import UsageError, WorkbenchError
+
+REASONS = ("scoreboard", "pipe_busy", "bank_conflict", "memory", "barrier", "flush", "no_eligible")
+REASON_LABEL = {
+    "scoreboard": "register dependence (scoreboard)", "pipe_busy": "pipe busy (structural)",
+    "bank_conflict": "shared-memory bank conflicts", "memory": "memory latency", "barrier": "barrier wait",
+    "flush": "pipeline flushes (branch mispredictions)", "no_eligible": "no eligible warp",
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs
+
+def read_out_dir(out_dir: str | Path) -> tuple[Path, dict[str, Any]]:
+    """(kernel.ptx path, plan.json object) of a kernelgen output folder; errors name the file."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise UsageError(f"{out} is not a directory: pass the -o folder of 'python -m kernelgen compile'")
+    ptx, plan_path = out / "kernel.ptx", out / "plan.json"
+    for p in (ptx, plan_path):
+        if not p.is_file():
+            raise UsageError(f"{p.name} missing; regenerate with 'python -m kernelgen compile ... -o {out}'",
+                             file=str(p))
+    try:
+        plan = json.loads(plan_path.read_text())
+    except json.JSONDecodeError as e:
+        raise UsageError(f"malformed JSON ({e.msg}); regenerate the plan", file=str(plan_path), line=e.lineno) from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("prediction"), dict):
+        raise UsageError("no 'prediction' object; regenerate with kernelgen", file=str(plan_path))
+    return ptx, plan
+
+
+def program_facts(prog: Any, kernel: str | None = None) -> tuple[dict[str, str], dict[int, dict[str, Any]]]:
+    """({"line": instruction text}, {branch line: {target_line, backward, label}}) of one kernel."""
+    k = prog.kernel(kernel) if kernel else next(iter(prog.kernels.values()))
+    texts = {str(ins.line): " ".join(ins.text.rstrip(";").split()) for ins in k.body}
+    branches: dict[int, dict[str, Any]] = {}
+    for ins in k.body:
+        if ins.opcode != "bra":
+            continue
+        label = next((o.name for o in ins.operands if o.kind == "label"), None)
+        if label is None or label not in k.labels:
+            continue
+        tgt = k.labels[label]
+        tline = k.body[tgt].line if tgt < len(k.body) else ins.line + 1
+        branches[ins.line] = {"label": label, "target_line": tline, "backward": tgt <= ins.index,
+                              "guarded": ins.guard is not None}
+    return texts, branches
+
+
+def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
+    """Plain facts of a HwConfig for reports: clock, cores, roofline peaks (FLOP/s, B/s), branch model."""
+    cls = "tensor" if variant == "mma" else "fma"
+    try:
+        p = hw.pipe_for(cls)
+    except KeyError:
+        p = hw.pipe_for("fma")
+    macs_per_cycle = p.lanes * p.count * hw.core.count  # [pipes[].lanes] x [pipes[].count] x [core.count]
+    clock = hw.clock_mhz * 1e6  # [clock_mhz]
+    return {
+        "name": hw.name, "clock_mhz": hw.clock_mhz, "cores": hw.core.count,
+        "schedulers": hw.core.schedulers * hw.core.count,
+        "compute_pipe": p.name, "peak_flops": 2.0 * macs_per_cycle * clock,
+        "dram_bandwidth": hw.dram.bandwidth_gbps * 1e9,  # [dram.bandwidth_gbps]
+        "dram_bytes_per_cycle": hw.dram_bytes_per_cycle,
+        "predictor": hw.branch.predictor, "flush_penalty": hw.branch.flush_penalty,
+        "shared_banks": hw.shared.banks, "pipes": [q.name for q in hw.pipes],
+    }
+
+
+def simulate_kernel(ptx: Path, hw: Any, seed: int = 0, max_instructions: int = 20_000_000,
+                    prog: Any = None) -> dict[str, Any]:
+    """Run the timing simulator on a kernelgen kernel (launch from its header); the result as JSON dict."""
+    from sim.launch import launch_from_metadata, read_metadata
+    from sim.ptx.parser import parse_file
+    from sim.reference import check_from_metadata
+
+    try:
+        from sim.timing import simulate  # type: ignore[attr-defined]
+    except ImportError:
+        raise UsageError("sim.timing.simulate is not available (the timing model has not landed); "
+                         "pass a saved 'python -m sim run --json' result with --sim-json") from None
+    prog = prog or parse_file(str(ptx))
+    meta = read_metadata(prog.text, str(ptx))
+    if not meta:
+        raise UsageError("no '// @workbench {...}' header: compare needs a kernelgen kernel", file=str(ptx), line=1)
+    launch = launch_from_metadata(meta, np.random.default_rng(seed))
+    before = launch.copy()
+    res = simulate(prog, launch, hw, trace=False, max_instructions=max_instructions)
+    out = dict(res.to_json())
+    chk = check_from_metadata(meta, before, res.outputs) if hasattr(res, "outputs") else None
+    if chk is not None:
+        out["check"] = chk
+    return out
+
+
+def predicted_bank_passes(plan: dict[str, Any], hw: Any) -> tuple[float | None, str]:
+    """Extra shared-memory passes the planner's bank model implies for the whole launch.
+
+    kernelgen's model scores warp 0 per K tile: (passes - accesses) extra passes; scaled by
+    K tiles x warps x CTAs. Returns (None, why) when the plan cannot be rebuilt.
+    """
+    try:
+        from kernelgen.models.movement import bank_model
+        from kernelgen.spec import parse_spec
+        from kernelgen.tiling import Tiling
+
+        t = plan["tiling"]
+        tm, tn = t.get("warp_tile") or t.get("thread_tile")
+        til = Tiling(t["variant"], t["TILE_M"], t["TILE_N"], t["TILE_K"], tm, tn, t["stages"], t["pad"][0],
+                     t["pad"][1], t["vector"][0], t["vector"][1])
+        spec = parse_spec(plan["spec"], "plan.json")
+        _score, passes, accesses = bank_model(spec, til, hw.shared.banks, hw.shared.bank_width)
+        M, N, K = plan.get("shape") or spec.nominal()
+        ktiles = -(-K // til.bk)
+        ctas = -(-M // til.bm) * -(-N // til.bn)
+        warps = -(-til.threads // hw.warp_size)
+        return float((passes - accesses) * ktiles * warps * ctas), "kernelgen bank model x K tiles x warps x CTAs"
+    except Exception as e:  # noqa: BLE001 - a plan from another version: report the metric as unknown
+        return None, f"cannot rebuild the bank model ({type(e).__name__})"
+
+
+# ------------------------------------------------------------------------------------------------
+# comparison
+
+def _rel(p: Any, s: Any) -> float | None:
+    if not isinstance(p, int | float) or not isinstance(s, int | float):
+        return None
+    if s == 0:
+        return 0.0 if p == 0 else None
+    return (p - s) / s
+
+
+def _pp(p: Any, s: Any) -> float | None:
+    if not isinstance(p, int | float) or not isinstance(s, int | float):
+        return None
+    return float(p) - float(s)
+
+
+def _scalar(v: Any) -> float | None:
+    """A number from a scalar, a list (mean) or a {mean|max} dict."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, list) and v and all(isinstance(x, int | float) for x in v):
+        return float(sum(v) / len(v))
+    if isinstance(v, dict):
+        for k in ("mean", "avg", "max"):
+            if isinstance(v.get(k), int | float):
+                return float(v[k])
+    return None
+
+
+def _row(metric: str, unit: str, pred: Any, sim: Any, kind: str = "rel", note: str = "",
+         measured: Any = None) -> dict[str, Any]:
+    err = _pp(pred, sim) if kind == "pp" else _rel(pred, sim)
+    return {"metric": metric, "unit": unit, "predicted": pred, "simulated": sim, "measured": measured,
+            "error": err, "error_kind": kind, "note": note}
+
+
+def metric_rows(pred: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any],
+                measured: dict[str, Any] | None = None, bank_pred: float | None = None,
+                bank_note: str = "") -> list[dict[str, Any]]:
+    """Per metric: predicted, simulated (measured), error. Pipes named by the hardware config."""
+    rows = []
+    mcyc = None
+    if measured and isinstance(measured.get("time_ms"), int | float):
+        mcyc = measured["time_ms"] * 1e-3 * hw["clock_mhz"] * 1e6
+    rows.append(_row("cycles", "cycles", pred.get("cycles"), sim.get("cycles"), measured=mcyc,
+                     note="total, all CTAs"))
+    cta_meas = _scalar((measured or {}).get("per_cta_cycles"))
+    rows.append(_row("cycles per CTA", "cycles", pred.get("cycles_per_cta"), _scalar(sim.get("cycles_per_cta")),
+                     measured=cta_meas))
+    pu, su = pred.get("utilization") or {}, sim.get("utilization") or {}
+    units = [u for u in hw.get("pipes", []) if u in pu or u in su]
+    units += [u for u in su if u not in units and u != "dram"]
+    for u in units:
+        rows.append(_row(f"{u} utilization", "fraction", pu.get(u), su.get(u), "pp"))
+    bw_sim = su.get("dram")
+    if bw_sim is None and isinstance(sim.get("dram_bytes"), int | float) and sim.get("cycles"):
+        bw_sim = sim["dram_bytes"] / (sim["cycles"] * hw["dram_bytes_per_cycle"])
+    rows.append(_row("DRAM bandwidth utilization", "fraction", pred.get("bandwidth_utilization", pu.get("dram")),
+                     bw_sim, "pp"))
+    rows.append(_row("DRAM bytes", "bytes", pred.get("dram_bytes"), sim.get("dram_bytes")))
+    cache = sim.get("cache") or {}
+    rows.append(_row("L2 hit rate", "fraction", pred.get("l2_hit_rate"), cache.get("l2_hit_rate"), "pp"))
+    conf = sim.get("bank_conflicts_by_line")
+    sim_conf = float(sum(conf.values())) if isinstance(conf, dict) else None
+    rows.append(_row("bank-conflict extra passes", "passes", bank_pred, sim_conf,
+                     note=bank_note + (f"; planner score {pred['bank_conflict_score']:g}"
+                                       if isinstance(pred.get("bank_conflict_score"), int | float) else "")))
+    regs_meas = (measured or {}).get("registers") or (measured or {}).get("registers_per_thread")
+    rows.append(_row("registers per thread", "registers", pred.get("registers_per_thread"),
+                     sim.get("registers_per_thread"), measured=regs_meas,
+                     note="" if sim.get("registers_per_thread") is not None else
+                     "the simulator runs virtual registers; ptxas/GPU gives the allocated count"))
+    if pred.get("occupancy") is not None or sim.get("occupancy") is not None:
+        rows.append(_row("occupancy", "fraction", pred.get("occupancy"), _scalar(sim.get("occupancy")), "pp"))
+    return rows
+
+
+def _where(kernel_file: str, line: Any, text: str) -> str:
+    return f"{kernel_file}:{line} '{text}'" if line is not None else "(no line recorded)"
+
+
+def _top_lines(sim: dict[str, Any], reason: str, texts: dict[str, str], n: int = 3) -> list[dict[str, Any]]:
+    by_line = sim.get("stalls_by_line") or {}
+    rows = [(ln, float((d or {}).get(reason, 0))) for ln, d in by_line.items()]
+    if reason == "bank_conflict" and not any(v for _, v in rows):
+        rows = [(ln, float(v)) for ln, v in (sim.get("bank_conflicts_by_line") or {}).items()]
+    rows = sorted((r for r in rows if r[1] > 0), key=lambda r: -r[1])[:n]
+    return [{"line": int(ln), "text": texts.get(str(ln), ""), "cycles": v} for ln, v in rows]
+
+
+def explain(reason: str, cyc: float, sim: dict[str, Any], texts: dict[str, str],
+            branches: dict[int, dict[str, Any]], hw: dict[str, Any], kernel_file: str) -> dict[str, Any]:
+    """One cause: its top PTX line and a sentence that says what happened there and why."""
+    top = _top_lines(sim, reason, texts)
+    line = top[0]["line"] if top else None
+    text = top[0]["text"] if top else ""
+    count = None
+    if reason == "flush":
+        fl = [f for f in (sim.get("flushes") or []) if isinstance(f, dict)]
+        if fl:
+            f0 = max(fl, key=lambda f: f.get("count", 0))
+            line, count = int(f0["line"]), int(f0.get("count", 0))
+            text = texts.get(str(line)) or " ".join(str(f0.get("text", "")).rstrip(";").split())
+        br = branches.get(line or -1)
+        pred = hw.get("predictor")
+        n = f"{count:,} pipeline flushes" if count is not None else f"{cyc:,.0f} flush cycles"
+        if br and br["backward"] and pred == "backward_taken":
+            why = (f"the loop exit mispredicted (the backward-taken predictor guesses another iteration; "
+                   f"each exit refills the front end, {hw.get('flush_penalty')} cycles)")
+        elif br and not br["backward"] and pred in ("backward_taken", "not_taken"):
+            why = "a taken forward branch mispredicted (the static predictor guesses fall-through)"
+        elif pred == "none":
+            why = "the warp waits for each branch to resolve (no predictor)"
+        else:
+            why = "a mispredicted branch"
+        detail = f"{n} at {_where(kernel_file, line, text)}, {why}"
+    elif reason == "bank_conflict":
+        conf = sim.get("bank_conflicts_by_line") or {}
+        extra = conf.get(str(line), conf.get(line)) if line is not None else None
+        n = f"{float(extra):,.0f} extra shared-memory passes" if extra is not None else f"{cyc:,.0f} cycles"
+        detail = (f"{n} at {_where(kernel_file, line, text)}: several lanes of one access hit the same bank "
+                  f"(the shared tile's row stride is a multiple of {hw.get('shared_banks', 32)} banks); "
+                  "pad or swizzle the layout")
+    elif reason == "memory":
+        cache = sim.get("cache") or {}
+        l2 = cache.get("l2_hit_rate")
+        detail = (f"{cyc:,.0f} cycles waiting on memory at {_where(kernel_file, line, text)}"
+                  + (f" (L2 hit rate {100 * l2:.0f}%)" if isinstance(l2, int | float) else "")
+                  + ", latency the pipeline did not hide")
+    elif reason == "scoreboard":
+        detail = f"{cyc:,.0f} cycles waiting on a register result at {_where(kernel_file, line, text)} (RAW dependence)"
+    elif reason == "pipe_busy":
+        detail = f"{cyc:,.0f} cycles with the pipe of {_where(kernel_file, line, text)} busy (structural hazard)"
+    elif reason == "barrier":
+        detail = f"{cyc:,.0f} cycles of warps waiting at {_where(kernel_file, line, text)} for the slowest warp"
+    elif reason == "no_eligible":
+        detail = f"{cyc:,.0f} cycles with no warp eligible to issue (too few resident warps to hide latency)"
+    else:
+        detail = f"{cyc:,.0f} cycles of {reason} at {_where(kernel_file, line, text)}"
+    return {"reason": reason, "label": REASON_LABEL.get(reason, reason), "line": line, "text": text,
+            "count": count, "detail": detail, "top_lines": top}
+
+
+def stall_slots(sim: dict[str, Any]) -> float:
+    """Denominator of '% of cycles': the simulated cycles times the issue slots the stalls are counted on."""
+    cyc = float(sim.get("cycles") or 0)
+    slots = sim.get("stall_slots") or sim.get("issue_slots") or 1
+    return max(1.0, cyc * float(slots))
+
+
+def attribute_gap(pred: dict[str, Any], sim: dict[str, Any], texts: dict[str, str],
+                  branches: dict[int, dict[str, Any]], hw: dict[str, Any],
+                  kernel_file: str = "kernel.ptx") -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
+    """Split the cycle gap into stall causes (largest first); returns (causes, headline, gap)."""
+    p, s = pred.get("cycles"), sim.get("cycles")
+    gap_cycles = (s - p) if isinstance(p, int | float) and isinstance(s, int | float) else 0
+    gap = {"predicted": p, "simulated": s, "cycles": gap_cycles, "relative": _rel(p, s) or 0.0}
+    stalls = {k: float(v) for k, v in (sim.get("stalls") or {}).items()
+              if isinstance(v, int | float) and v > 0}
+    total = sum(stalls.values())
+    denom = stall_slots(sim)
+    causes = []
+    for reason in sorted(stalls, key=lambda r: -stalls[r]):
+        c = explain(reason, stalls[reason], sim, texts, branches, hw, kernel_file)
+        c["cycles"] = stalls[reason]
+        c["fraction_of_cycles"] = stalls[reason] / denom
+        c["share_of_gap"] = gap_cycles * stalls[reason] / total if total else 0.0
+        causes.append(c)
+    unit = str(pred.get("bound") or hw.get("compute_pipe") or "core").upper()
+    if causes:
+        c = causes[0]
+        headline = f"{unit} idle {100 * c['fraction_of_cycles']:.1f}% of cycles: {c['detail']}"
+    else:
+        headline = "the simulator recorded no stall cycles"
+    return causes, headline, gap
+
+
+def build_report(plan: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any], texts: dict[str, str],
+                 branches: dict[int, dict[str, Any]], measured: dict[str, Any] | None = None,
+                 bank_pred: float | None = None, bank_note: str = "",
+                 kernel_file: str = "kernel.ptx") -> dict[str, Any]:
+    """The plain report dict (``reports.render``'s input, ``--json``'s output)."""
+    pred = plan.get("prediction") or {}
+    shape = plan.get("shape") or [0, 0, 0]
+    rows = metric_rows(pred, sim, hw, measured, bank_pred, bank_note)
+    causes, headline, gap = attribute_gap(pred, sim, texts, branches, hw, kernel_file)
+    flops = 2.0 * shape[0] * shape[1] * shape[2]
+    clock = hw["clock_mhz"] * 1e6
+    pts = []
+    for label, cyc, dram in (("predicted", pred.get("cycles"), pred.get("dram_bytes")),
+                             ("simulated", sim.get("cycles"), sim.get("dram_bytes"))):
+        if cyc and dram:
+            pts.append({"label": label, "intensity": flops / dram, "flops_per_s": flops / (cyc / clock)})
+    if measured and measured.get("time_ms") and (sim.get("dram_bytes") or pred.get("dram_bytes")):
+        dram = sim.get("dram_bytes") or pred.get("dram_bytes")
+        pts.append({"label": "measured", "intensity": flops / dram,
+                    "flops_per_s": flops / (measured["time_ms"] * 1e-3)})
+    tiling = (plan.get("tiling") or {}).get("key", "")
+    title = f"{'x'.join(map(str, shape))} {tiling} on {hw['name']}"
+    used = {str(c["line"]) for c in causes if c.get("line") is not None}
+    used |= {str(ln) for ln in (sim.get("stalls_by_line") or {})}
+    return {"title": title, "kernel_file": kernel_file, "tiling": tiling, "shape": shape, "flops": flops,
+            "hw": hw, "prediction": pred, "simulated": sim, "measured": measured, "metrics": rows,
+            "gap": gap, "causes": causes, "headline": headline, "check": sim.get("check"),
+            "line_text": {k: v for k, v in texts.items() if k in used}, "roofline_points": pts}
+
+
+def format_text(rep: dict[str, Any]) -> str:
+    from reports.text import fmt_error, fmt_value
+
+    has_meas = any(r.get("measured") is not None for r in rep["metrics"])
+    out = [f"{rep['kernel_file']} on {rep['hw']['name']}: GEMM {'x'.join(map(str, rep['shape']))}, {rep['tiling']}"]
+    hdr = f"{'metric':<30} {'predicted':>14} {'simulated':>14}" + (f" {'measured':>14}" if has_meas else "")
+    out.append(hdr + f" {'error':>10}")
+    for r in rep["metrics"]:
+        u = r.get("unit", "")
+        line = f"{r['metric']:<30} {fmt_value(r['predicted'], u):>14} {fmt_value(r['simulated'], u):>14}"
+        if has_meas:
+            line += f" {fmt_value(r.get('measured'), u):>14}"
+        out.append(line + f" {fmt_error(r):>10}")
+    g = rep["gap"]
+    out.append("")
+    out.append(f"cycle gap: simulated - predicted = {g['cycles']:+,} cycles "
+               f"(prediction error {100 * g['relative']:+.1f}%)")
+    if rep["causes"]:
+        out.append(f"{'cause':<44} {'stall cycles':>13} {'% cycles':>9} {'gap share':>10}  top line")
+        for c in rep["causes"]:
+            text = c["text"] if len(c["text"]) <= 60 else c["text"][:57] + "..."
+            where = f"{rep['kernel_file']}:{c['line']} '{text}'" if c.get("line") is not None else ""
+            out.append(f"{c['label']:<44} {c['cycles']:>13,.0f} {100 * c['fraction_of_cycles']:>8.1f}% "
+                       f"{c['share_of_gap']:>+10,.0f}  {where}")
+    out.append("")
+    out.append(f"largest: {rep['headline']}")
+    chk = rep.get("check")
+    if chk:
+        out.append(f"numerical check: {'passed' if chk.get('passed') else 'FAILED'} "
+                   f"(max rel err {chk.get('max_rel_err', float('nan')):.2e})")
+    return "\n".join(out)
+
+
+def compare_dir(out_dir: str | Path, hw_name: str, sim_json: str | None = None, measured_json: str | None = None,
+                seed: int = 0, max_instructions: int = 20_000_000) -> dict[str, Any]:
+    """Everything ``compare OUT/`` does except printing and rendering."""
+    from sim.hw import load_hw
+    from sim.launch import read_metadata
+    from sim.ptx.parser import parse_file
+
+    ptx, plan = read_out_dir(out_dir)
+    hw = load_hw(hw_name)
+    plan_hw = (plan.get("hw") or {}).get("name")
+    if plan_hw and plan_hw != hw.name:
+        raise UsageError(f"the plan was made for {plan_hw}, not {hw.name}: pass --hw {plan_hw} or recompile",
+                         file=str(Path(out_dir) / "plan.json"))
+    prog = parse_file(str(ptx))
+    meta = read_metadata(prog.text, str(ptx)) or {}
+    texts, branches = program_facts(prog, meta.get("kernel"))
+    if sim_json:
+        sim = _read_json(sim_json, "simulator result")
+        if not isinstance(sim.get("cycles"), int | float):
+            raise UsageError("no 'cycles': this is not a timing result (was it run with --functional?)",
+                             file=sim_json)
+    else:
+        sim = simulate_kernel(ptx, hw, seed, max_instructions, prog)
+    measured = _read_json(measured_json, "measured result") if measured_json else None
+    variant = (plan.get("tiling") or {}).get("variant", "mma")
+    hs = hw_summary(hw, variant)
+    bank_pred, note = predicted_bank_passes(plan, hw)
+    return build_report(plan, sim, hs, texts, branches, measured, bank_pred, note, ptx.name)
+
+
+def _read_json(path: str, what: str) -> dict[str, Any]:
+    try:
+        d = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise UsageError(f"cannot read {what}: {e.strerror}", file=path) from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"malformed JSON ({e.msg})", file=path, line=e.lineno) from None
+    if not isinstance(d, dict):
+        raise UsageError(f"{what} must be one JSON object", file=path)
+    return d
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", nargs="?", help="a 'python -m kernelgen compile -o' folder (kernel.ptx + plan.json)")
+    p.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--report", action="store_true", help="write OUT/report.md, OUT/report.html and OUT/*.png")
+    p.add_argument("--sim-json", help="use a saved 'python -m sim run --json' result instead of simulating")
+    p.add_argument("--measured", help="a 'python -m validation gpu --json' result to add as a third column")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--max-instructions", type=int, default=20_000_000, help="simulator endless-loop guard")
+    s = p.add_argument_group("accuracy suite (docs/accuracy.md)")
+    s.add_argument("--suite", action="store_true", help="run the kernelgen case table on both hw models")
+    s.add_argument("--suite-hw", default="npu7nm.yaml,h200", help="comma-separated hw configs")
+    s.add_argument("--doc", default="docs/accuracy.md", help="where the suite writes its table")
+    s.add_argument("--budget", type=int, default=400_000,
+                   help="skip cases estimated above this many warp instructions")
+    s.add_argument("--jobs", type=int, default=2, help="parallel simulations")
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    if args.suite:
+        from validation.accuracy import run_suite
+
+        return run_suite([h for h in args.suite_hw.split(",") if h], Path(args.doc), args.budget, args.jobs,
+                         seed=args.seed)
+    if not args.out:
+        raise UsageError("compare needs OUT/ (a kernelgen output folder) or --suite")
+    if not args.hw:
+        raise UsageError("compare needs --hw (the config the kernel was planned for, e.g. npu7nm.yaml)")
+    rep = compare_dir(args.out, args.hw, args.sim_json, args.measured, args.seed, args.max_instructions)
+    if args.report:
+        from reports import render
+
+        paths = render(args.out, rep)
+        rep["files"] = {k: str(v) for k, v in paths.items()}
+    if args.json:
+        print(json.dumps(rep, default=_jsonable))
+    else:
+        print(format_text(rep))
+        if args.report:
+            print(f"wrote {', '.join(sorted(Path(v).name for v in rep['files'].values()))} in {args.out}",
+                  file=sys.stderr)
+    return 0
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(type(o).__name__)
+
+
+__all__ = ["build_report", "attribute_gap", "metric_rows", "compare_dir", "hw_summary", "program_facts",
+           "format_text", "explain", "WorkbenchError"]
