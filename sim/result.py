@@ -1,0 +1,68 @@
+"""SimResult: what one timing simulation reports (plain dataclass, JSON-serialisable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+#: stall reasons, in the order reports list them
+STALL_REASONS = ("scoreboard", "memory", "pipe_busy", "bank_conflict", "barrier", "branch", "flush",
+                 "frontend", "no_eligible")
+
+
+@dataclass
+class SimResult:
+    cycles: int  # total: from the first CTA's launch to the last CTA's end
+    cycles_per_cta: list[int]  # end - start of each simulated CTA, in launch order
+    warp_instructions: int
+    ipc: float  # warp instructions per cycle, whole device
+    utilization: dict[str, float]  # unit -> busy / (cycles x units), over the cores in use
+    busy: dict[str, int]  # unit -> busy cycles summed over its units
+    stalls: dict[str, int]  # reason -> scheduler cycles without an issue
+    stalls_by_line: dict[int, dict[str, int]]
+    bank_conflicts_by_line: dict[int, int]  # PTX line -> extra shared-memory passes
+    cache: dict[str, float | None]  # l1_hit_rate, l2_hit_rate (None when no access)
+    dram_bytes: int
+    flushes: list[dict]  # [{line, count, text, cycles}]
+    occupancy: dict[str, Any]  # ctas_per_core, warps_per_core, regs_per_thread, limiter
+    series: dict[str, Any] = field(default_factory=dict)  # {"window", "t", "ipc", unit: [fraction...]}
+    trace: list[dict] | None = None  # Chrome trace events (trace=True)
+    outputs: dict[int, np.ndarray] = field(default_factory=dict)  # arg index -> buffer (not in JSON)
+    hw: str = ""
+    kernel: str = ""
+    ctas_simulated: int = 0
+    ctas_total: int = 0
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in ("outputs", "trace"):
+                continue
+            v = getattr(self, f.name)
+            if f.name in ("stalls_by_line", "bank_conflicts_by_line"):
+                v = {str(k): val for k, val in v.items()}
+            d[f.name] = v
+        return d
+
+    def summary(self) -> str:
+        lines = [f"{self.kernel} on {self.hw}: {self.cycles} cycles, {self.warp_instructions} warp instructions, "
+                 f"IPC {self.ipc:.3f} ({self.ctas_simulated}/{self.ctas_total} CTAs simulated)"]
+        util = ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.utilization.items() if v)
+        lines.append(f"utilization: {util or 'none'}")
+        st = ", ".join(f"{k} {v}" for k, v in self.stalls.items() if v)
+        lines.append(f"stall cycles: {st or 'none'}")
+        c = self.cache
+        fmt = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+        lines.append(f"L1 hit {fmt(c.get('l1_hit_rate'))}, L2 hit {fmt(c.get('l2_hit_rate'))}, "
+                     f"DRAM {self.dram_bytes} B")
+        if self.bank_conflicts_by_line:
+            lines.append("bank conflicts (extra passes) by line: " +
+                         ", ".join(f"{k}: {v}" for k, v in sorted(self.bank_conflicts_by_line.items())))
+        for f in self.flushes:
+            lines.append(f"flush x{f['count']} at line {f['line']}: {f['text']}")
+        o = self.occupancy
+        lines.append(f"occupancy: {o.get('ctas_per_core')} CTAs / {o.get('warps_per_core')} warps per core "
+                     f"(limited by {o.get('limiter')})")
+        return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""A core (SM): warp schedulers as SimPy processes, pipe units, the memory path, resident CTAs.
+
+Each scheduler process issues at most Core.issue_width instructions per cycle from its warps
+(Core.policy: gto = the last warp that issued first, then oldest; lrr = round robin) and,
+when nothing can issue, sleeps straight to the next cycle something can (no idle ticking).
+Barrier releases and newly dispatched CTAs wake sleeping schedulers.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from sim.errors import ExecutionError
+from sim.functional.runner import barrier_ready, make_cta
+from sim.hw import HwConfig
+from sim.timing.memory import CoreMemory
+from sim.timing.units import PipeUnit
+from sim.timing.warp import INF, WarpT
+
+
+class CtaT:
+    def __init__(self, cta, index: int, start: int):
+        self.cta = cta
+        self.index = index
+        self.start = start
+        self.warps: list[WarpT] = []
+        self.live = 0
+        self.waiting: list = []
+        self.arrivals: dict[int, int] = {}
+
+
+class Scheduler:
+    def __init__(self, core: Core, index: int):
+        self.core = core
+        self.index = index
+        self.warps: list[WarpT] = []
+        self.last: WarpT | None = None
+        self.rr = 0
+        self.sleep_until: float = 0
+        self.wake_ev: simpy.Event | None = None
+        self.proc = core.env.process(self.run())
+
+    def wake(self, at: float) -> None:
+        if self.wake_ev is not None and not self.wake_ev.triggered:
+            self.wake_ev.succeed()
+        elif self.sleep_until > at and self.proc.is_alive and self.core.env.active_process is not self.proc:
+            self.sleep_until = at
+            self.proc.interrupt()
+
+    def order(self) -> list[WarpT]:
+        ws = self.warps
+        if self.core.hw.core.policy == "gto":
+            if self.last is not None and self.last in ws:
+                return [self.last] + [w for w in ws if w is not self.last]
+            return ws
+        n = len(ws)
+        k = self.rr % n if n else 0
+        return ws[k:] + ws[:k]
+
+    def run(self):
+        core = self.core
+        env = core.env
+        width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
+        stats = core.stats
+        while True:
+            now = int(env.now)
+            issued = 0
+            best_t: float = INF
+            best = ("no_eligible", 0)
+            for wt in self.order():
+                if wt.finished:
+                    continue
+                t, j, reason, line = wt.earliest(now)
+                if t <= now:
+                    wt.issue(j, now)
+                    issued += 1
+                    self.last = wt
+                    self.rr = self.warps.index(wt) + 1 if wt in self.warps else self.rr
+                    if issued >= width:
+                        break
+                elif t < best_t:
+                    best_t, best = t, (reason, line)
+            if any(w.finished for w in self.warps):
+                self.warps = [w for w in self.warps if not w.finished]
+            if issued:
+                yield env.timeout(1)
+                continue
+            if not self.warps and not core.pending_work():
+                return
+            try:
+                if best_t == INF:
+                    self.wake_ev = env.event()
+                    self.sleep_until = INF
+                    yield self.wake_ev
+                else:
+                    self.sleep_until = best_t
+                    yield env.timeout(best_t - now)
+            except simpy.Interrupt:
+                pass
+            self.wake_ev = None
+            elapsed = int(env.now) - now
+            if elapsed > 0 and core.live_ctas:
+                reason = best[0] if self.warps else "no_eligible"
+                stats.stall(reason, best[1], elapsed)
+
+
+class Core:
+    def __init__(self, sim, index: int):
+        hw: HwConfig = sim.hw
+        self.sim = sim
+        self.hw = hw
+        self.env = sim.env
+        self.index = index
+        self.stats = sim.stats
+        self.statics = sim.statics
+        self.lookahead = sim.lookahead
+        self.units = {p.name: [PipeUnit(p) for _ in range(p.count)] for p in hw.pipes}
+        self.mem = CoreMemory(hw, sim.devmem)
+        self.scheds = [Scheduler(self, i) for i in range(hw.core.schedulers)]
+        self.live_ctas: list[CtaT] = []
+        self.slots = sim.ctas_per_core
+        self.next_sched = 0
+
+    @property
+    def now(self) -> int:
+        return int(self.env.now)
+
+    def count_instruction(self) -> None:
+        self.sim.count_instruction()
+
+    def pending_work(self) -> bool:
+        return bool(self.live_ctas) or self.sim.has_pending()
+
+    def launch(self, ctaid: tuple, index: int) -> None:
+        cta = make_cta(self.sim.P, ctaid)
+        ct = CtaT(cta, index, self.now)
+        for w in cta.warps:
+            s = self.scheds[self.next_sched % len(self.scheds)]
+            self.next_sched += 1
+            wt = WarpT(w, ct, s, self, self.sim.next_warp_id())
+            ct.warps.append(wt)
+            if w.done:
+                wt.finished = True
+                continue
+            ct.live += 1
+            s.warps.append(wt)
+            s.wake(self.now)
+        self.live_ctas.append(ct)
+        if ct.live == 0:
+            self._cta_done(ct, self.now)
+
+    def barrier_arrive(self, wt: WarpT, t: int) -> None:
+        """bar.sync per CTA: released when the last warp arrives; the sync pipe's latency later."""
+        ct = wt.cta
+        ct.waiting.append(wt.w)
+        ct.arrivals[id(wt.w)] = t
+        self._check_barrier(ct, t)
+
+    def _check_barrier(self, ct: CtaT, t: int) -> None:
+        rel = barrier_ready(ct.cta, ct.waiting)
+        if not rel:
+            return
+        last = max(ct.arrivals.pop(id(w), t) for w in rel)
+        at = max(last, t) + self.hw.pipe_for("sync").latency
+        ids = {id(w) for w in rel}
+        ct.waiting = [w for w in ct.waiting if id(w) not in ids]
+        for wt in ct.warps:
+            if id(wt.w) in ids:
+                wt.fetch_at = at
+                wt.sched.wake(at)
+        self.stats.barrier(at)
+
+    def warp_finished(self, wt: WarpT) -> None:
+        ct = wt.cta
+        ct.live -= 1
+        if ct.waiting:  # an exited warp no longer counts at the barrier
+            self._check_barrier(ct, self.now)
+        if ct.live == 0:
+            end = max(w.last_done for w in ct.warps)
+            self._cta_done(ct, end)
+
+    def _cta_done(self, ct: CtaT, end: int) -> None:
+        if ct.waiting:
+            w = ct.waiting[0]
+            ins = self.sim.P.L.body[w.pc - 1]
+            raise ExecutionError(f"deadlock: block {ct.cta.ctaid} waits at '{ins.text}' but the other warps "
+                                 "exited or wait elsewhere", self.sim.P.L.file, ins.line)
+        self.live_ctas.remove(ct)
+        self.sim.cta_done(self, ct, end)

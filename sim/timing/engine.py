@@ -1,0 +1,239 @@
+"""`simulate(prog, launch, hw)`: the whole timing simulation of one launch."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import simpy
+
+from sim.errors import ExecutionError
+from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
+from sim.hw import HwConfig
+from sim.launch import Launch
+from sim.ptx.ir import Program
+from sim.result import STALL_REASONS, SimResult
+from sim.timing.core import Core
+from sim.timing.memory import DeviceMemory
+from sim.timing.static import regs_per_thread, statics
+
+DEFAULT_LOOKAHEAD = 8
+
+
+class Stats:
+    def __init__(self, trace: bool):
+        self.stalls: dict[str, int] = defaultdict(int)
+        self.by_line: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.conflicts: dict[int, int] = defaultdict(int)
+        self.flushes: dict[int, list] = {}
+        self.busy_by: dict[str, int] = defaultdict(int)
+        self.buckets: list[tuple[int, str, int]] = []  # (t, unit, busy) issue log for the series
+        self.trace = [] if trace else None
+        self.barriers = 0
+
+    def stall(self, reason: str, line: int, cycles: int) -> None:
+        self.stalls[reason] += cycles
+        if line:
+            self.by_line[line][reason] += cycles
+
+    def conflict(self, line: int, extra: int, cycles: int) -> None:
+        self.conflicts[line] += extra
+        self.stalls["bank_conflict"] += cycles
+        self.by_line[line]["bank_conflict"] += cycles
+
+    def flush(self, st, cycles: int) -> None:
+        f = self.flushes.setdefault(st.line, [0, st.text, 0])
+        f[0] += 1
+        f[2] += cycles
+        self.stalls["flush"] += 0  # the cycles show up as the scheduler's "flush" stall
+
+    def busy(self, unit: str, t: int, occ: int) -> None:
+        self.busy_by[unit] += occ
+        self.buckets.append((t, unit, occ))
+
+    def barrier(self, at: int) -> None:
+        self.barriers += 1
+
+    def issued(self, wt, st, t: int, done: int) -> None:
+        if self.trace is not None:
+            self.trace.append({"name": st.text, "ph": "X", "ts": t, "dur": max(1, done - t),
+                               "pid": wt.core.index, "tid": wt.gid, "args": {"line": st.line}})
+            self.trace.append({"name": st.text, "ph": "X", "ts": t, "dur": 1, "pid": wt.core.index,
+                               "tid": 100000 + _UNIT_TID.setdefault(st.pipe, len(_UNIT_TID))})
+
+
+_UNIT_TID: dict[str, int] = {}
+
+
+class Simulation:
+    def __init__(self, prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int,
+                 sample_ctas: int | None, lookahead: int, regs: int | None):
+        self.hw = hw
+        self.env = simpy.Environment()
+        self.P = prepare(prog, launch)
+        k = self.P.L.kernel
+        self.kernel = k
+        self.statics = statics(k.body, hw)
+        self.lookahead = max(1, lookahead)
+        self.stats = Stats(trace)
+        self.devmem = DeviceMemory(hw)
+        self.max_instructions = max_instructions
+        self.count = 0
+        self._wid = 0
+        nthreads = launch.block[0] * launch.block[1] * launch.block[2]
+        self.occupancy = occupancy(hw, nthreads, regs or regs_per_thread(k, hw), self.P.shared_size)
+        self.ctas_per_core = self.occupancy["ctas_per_core"]
+        ctas = list(self.P.ctas)
+        self.ctas_total = len(ctas)
+        if sample_ctas is not None:
+            ctas = ctas[: max(1, sample_ctas)]
+        self.pending = list(enumerate(ctas))
+        self.cta_spans: dict[int, int] = {}
+        self.end = 0
+        ncores = min(hw.core.count, -(-len(ctas) // self.ctas_per_core))
+        self.cores = [Core(self, i) for i in range(max(1, ncores))]
+
+    def count_instruction(self) -> None:
+        self.count += 1
+        if self.count > self.max_instructions:
+            raise ExecutionError(f"more than {self.max_instructions} warp instructions: an endless loop? "
+                                 "raise the limit with --max-instructions", self.P.L.file)
+
+    def next_warp_id(self) -> int:
+        self._wid += 1
+        return self._wid - 1
+
+    def has_pending(self) -> bool:
+        return bool(self.pending)
+
+    def cta_done(self, core: Core, ct, end: int) -> None:
+        self.cta_spans[ct.index] = end - ct.start
+        self.end = max(self.end, end)
+        if self.pending:
+            delay = max(0, end - int(self.env.now))
+            item = self.pending.pop(0)
+            self.env.process(self._launch_later(core, item, delay))
+
+    def _launch_later(self, core: Core, item, delay: int):
+        if delay:
+            yield self.env.timeout(delay)
+        core.launch(item[1], item[0])
+
+    def run(self) -> None:
+        # first wave: fill every core up to ctas_per_core, round robin
+        for _slot in range(self.ctas_per_core):
+            for core in self.cores:
+                if self.pending:
+                    idx, ctaid = self.pending.pop(0)
+                    core.launch(ctaid, idx)
+        self.env.run()
+        stuck = [ct for c in self.cores for ct in c.live_ctas]
+        if stuck:
+            ct = stuck[0]
+            w = next((wt.w for wt in ct.warps if not wt.finished), None)
+            line = self.P.L.body[max(0, w.pc - 1)].line if w is not None else 0
+            raise ExecutionError(f"deadlock: block {ct.cta.ctaid} never finished (a warp waits at a barrier "
+                                 "the others never reach)", self.P.L.file, line)
+
+
+def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict:
+    """Resident CTAs per core: min over Core.max_ctas, Core.max_threads, Core.max_warps,
+    Core.registers (regs per thread x warp-rounded threads) and SharedMemory.size."""
+    warps = -(-nthreads // hw.warp_size)
+    lim = {
+        "blocks": hw.core.max_ctas,
+        "threads": hw.core.max_threads // (warps * hw.warp_size),
+        "warps": hw.core.max_warps // warps,
+        "registers": hw.core.registers // (regs * warps * hw.warp_size),
+        "shared": hw.shared.size // max(1, smem),
+    }
+    limiter = min(lim, key=lambda k: lim[k])
+    n = max(1, lim[limiter])
+    return {"ctas_per_core": n, "warps_per_core": n * warps, "regs_per_thread": regs, "limiter": limiter,
+            "limits": lim}
+
+
+def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False, window: int | None = None,
+             max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None,
+             lookahead: int = DEFAULT_LOOKAHEAD, regs_per_thread: int | None = None) -> SimResult:
+    """Run `launch` cycle by cycle on `hw`. Functional results equal run_functional's.
+
+    window: cycles per point of the utilization series (default: about 100 points);
+    sample_ctas: simulate only the first N CTAs (outputs are then partial);
+    lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order);
+    regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers)."""
+    with np.errstate(all="ignore"):
+        sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread)
+        sim.run()
+        return _result(sim, launch, window)
+
+
+def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
+    hw = sim.hw
+    st = sim.stats
+    cycles = max(1, sim.end)
+    ncores = len(sim.cores)
+    busy = {p.name: 0 for p in hw.pipes}
+    util = {}
+    for c in sim.cores:
+        for name, us in c.units.items():
+            busy[name] += sum(u.busy for u in us)
+    for p in hw.pipes:
+        util[p.name] = round(busy[p.name] / (cycles * p.count * ncores), 6)
+    sh_busy = sum(c.mem.shared.busy for c in sim.cores)
+    busy["shared"] = sh_busy
+    util["shared"] = round(sh_busy / (cycles * hw.shared.ports * ncores), 6)
+    dram_busy = sum(c.mem.dram.busy for c in sim.cores)
+    busy["dram"] = int(dram_busy)
+    util["dram"] = round(dram_busy / (cycles * hw.dram.banks * ncores), 6)
+    l1h = [c.mem.l1 for c in sim.cores if c.mem.l1 is not None]
+    l1_hits = sum(x.hits for x in l1h)
+    l1_all = l1_hits + sum(x.misses for x in l1h)
+    cache = {"l1_hit_rate": (l1_hits / l1_all) if l1_all else None, "l2_hit_rate": sim.devmem.l2.hit_rate()}
+    win = window or max(1, -(-cycles // 100))
+    nwin = -(-cycles // win)
+    series: dict = {"window": win, "t": [i * win for i in range(nwin)]}
+    per = {p.name: np.zeros(nwin) for p in hw.pipes}
+    for t, unit, occ in st.buckets:
+        per[unit][min(nwin - 1, t // win)] += occ
+    for p in hw.pipes:
+        series[p.name] = [round(float(x), 4) for x in per[p.name] / (win * p.count * ncores)]
+    stalls = {r: int(st.stalls.get(r, 0)) for r in STALL_REASONS}
+    for r, v in st.stalls.items():
+        stalls.setdefault(r, int(v))
+    trace = None
+    if st.trace is not None:
+        trace = _trace_meta(sim) + st.trace
+    return SimResult(
+        cycles=int(cycles),
+        cycles_per_cta=[int(sim.cta_spans[i]) for i in sorted(sim.cta_spans)],
+        warp_instructions=sim.count,
+        ipc=round(sim.count / cycles, 6),
+        utilization=util,
+        busy={k: int(v) for k, v in busy.items()},
+        stalls=stalls,
+        stalls_by_line={ln: dict(v) for ln, v in sorted(st.by_line.items())},
+        bank_conflicts_by_line=dict(sorted(st.conflicts.items())),
+        cache=cache,
+        dram_bytes=int(sum(c.mem.dram.bytes for c in sim.cores)),
+        flushes=[{"line": ln, "count": f[0], "text": f[1], "cycles": f[2]} for ln, f in sorted(st.flushes.items())],
+        occupancy={k: v for k, v in sim.occupancy.items()},
+        series=series,
+        trace=trace,
+        outputs=read_outputs(sim.P, launch),
+        hw=hw.name,
+        kernel=sim.kernel.name,
+        ctas_simulated=len(sim.cta_spans),
+        ctas_total=sim.ctas_total,
+    )
+
+
+def _trace_meta(sim: Simulation) -> list[dict]:
+    ev = []
+    for c in sim.cores:
+        ev.append({"name": "process_name", "ph": "M", "pid": c.index, "args": {"name": f"core {c.index}"}})
+    for c in sim.cores:
+        for name, tid in _UNIT_TID.items():
+            ev.append({"name": "thread_name", "ph": "M", "pid": c.index, "tid": 100000 + tid,
+                       "args": {"name": f"unit {name}"}})
+    return ev

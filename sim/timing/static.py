@@ -1,0 +1,69 @@
+"""Per-instruction static timing facts, computed once per kernel from the ISA decode and HwConfig."""
+
+from __future__ import annotations
+
+from sim.hw import HwConfig
+from sim.timing.units import RegBanks
+
+_MEM_OPS = {"ld", "ldu", "st", "atom", "red", "ldmatrix"}
+_ORDERED_OPS = {"bra", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "nanosleep"}
+_CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
+
+
+class St:
+    """Static facts of one instruction: which pipe (HwConfig.pipes name), lane-operations,
+    latency, register sets, and the flags the scheduler needs."""
+
+    __slots__ = ("ins", "index", "line", "text", "pipe", "ops", "lat", "srcs", "dsts", "rsrcs", "mem", "store",
+                 "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor")
+
+    def __init__(self, ins, hw: HwConfig, rf: RegBanks):
+        self.ins = ins
+        self.index = ins.index
+        self.line = ins.line
+        self.text = ins.text
+        pipe = hw.pipe_for(ins.pipe)
+        self.pipe = pipe.name
+        op = ins.opcode
+        self.tensor = op == "mma"
+        self.ops = hw.warp_size  # lane-operations: a warp instruction is warp_size lane-ops
+        if self.tensor:  # an mMnNkK mma is M*N*K MACs
+            shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "m16n8k16")
+            m, rest = shape[1:].split("n")
+            n, k = rest.split("k")
+            self.ops = int(m) * int(n) * int(k)
+        self.lat = pipe.latency
+        if op == "shfl":  # crosses the shared-memory crossbar
+            self.lat = hw.shared.latency
+        self.srcs = frozenset(ins.src_regs)
+        self.dsts = frozenset(ins.dst_regs)
+        self.rsrcs = tuple(self.srcs)
+        self.clock = any(o.kind == "sreg" and o.name.startswith("%clock") for o in ins.operands)
+        self.cp = None
+        if op == "cp":
+            mods = ins.mods
+            self.cp = "commit" if "commit_group" in mods else "wait" if "wait_group" in mods else \
+                "wait_all" if "wait_all" in mods else "copy"
+        self.mem = op in _MEM_OPS or self.cp == "copy"
+        self.store = op in ("st", "atom", "red")
+        self.atomic = op in ("atom", "red")
+        self.branch = op in ("bra", "ret", "exit", "trap")
+        self.bar = op in ("bar", "barrier") and "warp" not in ins.mods
+        self.ordered = op in _ORDERED_OPS or self.clock or self.cp in ("commit", "wait", "wait_all")
+        self.cache_op = next((m for m in ins.mods if m in _CACHE_OPS), "")
+        self.rf_extra = rf.extra_cycles(tuple(r for r in ins.src_regs if not r.startswith("%p")))
+
+
+def statics(body: list, hw: HwConfig) -> list[St]:
+    rf = RegBanks(hw.registers)
+    return [St(ins, hw, rf) for ins in body]
+
+
+def regs_per_thread(kernel, hw: HwConfig) -> int:
+    """Declared PTX registers (64-bit count twice, predicates not at all), capped at limits.regs_per_thread."""
+    n = 0
+    for t in kernel.regs.values():
+        if t == "pred":
+            continue
+        n += 2 if t.endswith("64") else 1
+    return max(1, min(n, hw.limits.regs_per_thread))

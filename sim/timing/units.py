@@ -1,0 +1,152 @@
+"""Hardware units of the timing model, one small class each, configured from HwConfig fields only.
+
+Every unit is a "free-at" resource: it records the cycle at which it can accept work again, so
+the model computes start and finish times at issue without ticking idle cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from sim.hw import Cache, GlobalMemory, HwConfig, Pipe, RegisterFile, SharedMemory
+
+
+class PipeUnit:
+    """One pipe unit (Pipe.lanes lane-operations per cycle, Pipe.interval, Pipe.latency)."""
+
+    __slots__ = ("pipe", "free", "busy")
+
+    def __init__(self, pipe: Pipe):
+        self.pipe = pipe
+        self.free = 0  # cycle at which it accepts the next instruction
+        self.busy = 0  # cycles occupied (for utilization)
+
+    def occupancy(self, ops: int) -> int:
+        """max(Pipe.interval, ceil(lane-ops / Pipe.lanes)) cycles."""
+        return max(self.pipe.interval, -(-ops // self.pipe.lanes))
+
+    def take(self, t: int, occ: int) -> None:
+        self.free = t + occ
+        self.busy += occ
+
+
+class RegBanks:
+    """Register-file operand bank conflicts: RegisterFile.banks, RegisterFile.read_ports."""
+
+    def __init__(self, rf: RegisterFile):
+        self.rf = rf
+
+    def extra_cycles(self, srcs: tuple[str, ...]) -> int:
+        """max over banks of ceil(reads / read_ports) - 1; bank = register number % banks."""
+        per: dict[int, int] = {}
+        for r in set(srcs):
+            digits = "".join(c for c in r if c.isdigit())
+            b = (int(digits) if digits else 0) % self.rf.banks
+            per[b] = per.get(b, 0) + 1
+        if not per:
+            return 0
+        return max(0, max(-(-n // self.rf.read_ports) for n in per.values()) - 1)
+
+
+class SharedBanks:
+    """Shared memory: SharedMemory.banks x SharedMemory.bank_width; a warp access is split into
+    conflict-free passes by its real addresses (one word read by several lanes is a broadcast).
+    Wide accesses go in phases of banks*bank_width bytes (v4 = 8 lanes per phase, v2 = 16)."""
+
+    def __init__(self, sm: SharedMemory):
+        self.sm = sm
+        self.row = sm.banks * sm.bank_width  # bytes one conflict-free pass serves
+        self._cache: dict[tuple, int] = {}
+        self.free = [0] * sm.ports  # one slot per port (SharedMemory.ports accesses in parallel)
+        self.busy = 0
+
+    def passes(self, addrs: np.ndarray, size: int) -> int:
+        if addrs.size == 0:
+            return 1
+        a = addrs.astype(np.int64)
+        key = ((a - (int(a[0]) // self.row) * self.row).tobytes(), size)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        bw = self.sm.bank_width
+        words_per_lane = max(1, size // bw)
+        lanes_per_phase = max(1, self.row // max(size, bw))
+        phase = np.arange(a.size) // lanes_per_phase
+        words = (a[:, None] // bw + np.arange(words_per_lane)[None, :]).ravel()
+        ph = np.repeat(phase, words_per_lane)
+        uniq = np.unique(ph * (1 << 40) + words)  # distinct words per phase (broadcast is free)
+        uph, uw = uniq >> 40, uniq & ((1 << 40) - 1)
+        nph = int(uph.max()) + 1
+        per_bank = np.bincount(uph * self.sm.banks + (uw % self.sm.banks), minlength=nph * self.sm.banks)
+        total = int(per_bank.reshape(nph, self.sm.banks).max(axis=1).sum())
+        self._cache[key] = total
+        return total
+
+    def take(self, t: int, passes: int) -> int:
+        """Occupy the earliest-free port for `passes` cycles from t; returns the start cycle."""
+        i = min(range(len(self.free)), key=self.free.__getitem__)
+        start = max(t, self.free[i])
+        self.free[i] = start + passes
+        self.busy += passes
+        return start
+
+
+class SetAssocCache:
+    """Cache.size / line / assoc, LRU (Cache.policy), hit latency Cache.hit_latency."""
+
+    def __init__(self, c: Cache, name: str):
+        self.c = c
+        self.name = name
+        self.sets = c.size // (c.line * c.assoc)
+        self.lines: list[OrderedDict] = [OrderedDict() for _ in range(self.sets)]
+        self.hits = 0
+        self.misses = 0
+
+    def access(self, line_addr: int, allocate: bool = True) -> bool:
+        """True on a hit; on a miss the line is filled (LRU victim evicted) when allocate."""
+        s = self.lines[line_addr % self.sets]
+        if line_addr in s:
+            s.move_to_end(line_addr)
+            self.hits += 1
+            return True
+        self.misses += 1
+        if allocate:
+            if len(s) >= self.c.assoc:
+                s.popitem(last=False)
+            s[line_addr] = True
+        return False
+
+    def hit_rate(self) -> float | None:
+        n = self.hits + self.misses
+        return self.hits / n if n else None
+
+
+class Dram:
+    """GlobalMemory.banks banks, GlobalMemory.burst bytes per burst; a core gets
+    HwConfig.dram_bytes_per_cycle / Core.count bytes per cycle, spread over the banks, so one
+    burst occupies its bank banks * burst / (bytes per cycle per core) cycles; requests to a busy
+    bank queue. Load-to-use = queueing + GlobalMemory.latency."""
+
+    def __init__(self, hw: HwConfig):
+        g: GlobalMemory = hw.dram
+        self.g = g
+        per_core = hw.dram_bytes_per_cycle / hw.core.count
+        self.burst_cycles = g.banks * g.burst / per_core
+        self.free = [0.0] * g.banks
+        self.bytes = 0
+        self.busy = 0.0
+
+    def request(self, t: int, addr: int, nbytes: int) -> tuple[int, int]:
+        """(done cycle, queueing cycles) for nbytes at addr arriving at t."""
+        bursts = max(1, -(-nbytes // self.g.burst))
+        bank = (addr // self.g.burst) % self.g.banks
+        start = max(float(t), self.free[bank])
+        service = bursts * self.burst_cycles
+        self.free[bank] = start + service
+        self.busy += service
+        self.bytes += nbytes
+        wait = int(math.ceil(start - t))
+        return t + wait + self.g.latency, wait
