@@ -19,9 +19,9 @@ import sys
 #: name -> (module, one-line help). The module provides add_arguments(parser) and cli_main(args).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "gpu": ("validation.gpu", "run the same PTX on the real GPU via pycuda (time + numpy check)"),
-    # "verify":    ("validation.formal", "Z3: bounds, barriers, races, async copies"),
+    "verify": ("validation.formal", "Z3: bounds, barriers, races, async copies, termination"),
     "compare": ("validation.compare", "predicted vs simulated (+ measured), gap traced to stalls by PTX line"),
-    # "calibrate": ("validation.calibrate", "microbenchmarks -> hwconfig numbers"),
+    "calibrate": ("validation.calibrate", "H200 microbenchmarks: measured (committed or --gpu) vs simulated"),
 }
 
 
