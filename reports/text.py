@@ -97,6 +97,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                    f"(max rel err {chk.get('max_rel_err', float('nan')):.2e})")
     if report.get("headline"):
         out.append(f"- **largest cause: {report['headline']}**")
+    if report.get("branch_note"):
+        out.append(f"- branches: {report['branch_note']}")
     return out
 
 

@@ -11,8 +11,8 @@ Conventions: error = (predicted - simulated) / simulated for counts; fractions (
 rates) differ in percentage points. A stall reason's share of the gap is (simulated - predicted)
 cycles split in proportion to its stall cycles.
 
-``--suite`` runs the kernelgen case table on both hardware models and writes ``docs/accuracy.md``
-(see ``validation/accuracy.py``).
+``benchmarks/accuracy.py`` runs this over the kernelgen case table on both hardware models and
+writes ``docs/accuracy.md``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ import numpy as np
 
 from sim.errors import UsageError, WorkbenchError
 
-REASONS = ("scoreboard", "pipe_busy", "bank_conflict", "memory", "barrier", "flush", "no_eligible")
+REASONS = ("scoreboard", "memory", "pipe_busy", "bank_conflict", "barrier", "branch", "flush", "frontend",
+           "no_eligible")
 REASON_LABEL = {
     "scoreboard": "register dependence (scoreboard)", "pipe_busy": "pipe busy (structural)",
     "bank_conflict": "shared-memory bank conflicts", "memory": "memory latency", "barrier": "barrier wait",
     "flush": "pipeline flushes (branch mispredictions)", "no_eligible": "no eligible warp",
+    "branch": "branch resolution", "frontend": "front end (fetch/decode refill)",
 }
 
 
@@ -57,10 +59,21 @@ def read_out_dir(out_dir: str | Path) -> tuple[Path, dict[str, Any]]:
     return ptx, plan
 
 
-def program_facts(prog: Any, kernel: str | None = None) -> tuple[dict[str, str], dict[int, dict[str, Any]]]:
-    """({"line": instruction text}, {branch line: {target_line, backward, label}}) of one kernel."""
+def program_facts(prog: Any, kernel: str | None = None, hw: Any = None) -> dict[str, Any]:
+    """What the explanations need of the PTX, keyed by source line:
+    ``text`` {"57": "bra LOOP_K"}, ``branches`` {57: {label, target_line, backward, guarded}},
+    ``pipe`` {"57": hw pipe name (or ISA class without hw)}."""
     k = prog.kernel(kernel) if kernel else next(iter(prog.kernels.values()))
     texts = {str(ins.line): " ".join(ins.text.rstrip(";").split()) for ins in k.body}
+    pipes: dict[str, str] = {}
+    for ins in k.body:
+        name = ins.pipe
+        if hw is not None and ins.pipe:
+            try:
+                name = hw.pipe_for(ins.pipe).name
+            except KeyError:
+                pass
+        pipes[str(ins.line)] = name
     branches: dict[int, dict[str, Any]] = {}
     for ins in k.body:
         if ins.opcode != "bra":
@@ -72,7 +85,7 @@ def program_facts(prog: Any, kernel: str | None = None) -> tuple[dict[str, str],
         tline = k.body[tgt].line if tgt < len(k.body) else ins.line + 1
         branches[ins.line] = {"label": label, "target_line": tline, "backward": tgt <= ins.index,
                               "guarded": ins.guard is not None}
-    return texts, branches
+    return {"text": texts, "branches": branches, "pipe": pipes}
 
 
 def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
@@ -92,6 +105,8 @@ def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
         "dram_bytes_per_cycle": hw.dram_bytes_per_cycle,
         "predictor": hw.branch.predictor, "flush_penalty": hw.branch.flush_penalty,
         "shared_banks": hw.shared.banks, "pipes": [q.name for q in hw.pipes],
+        "max_threads": hw.core.max_threads, "warp_size": hw.warp_size,
+        "schedulers_per_core": hw.core.schedulers,
     }
 
 
@@ -189,7 +204,7 @@ def _row(metric: str, unit: str, pred: Any, sim: Any, kind: str = "rel", note: s
 def metric_rows(pred: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any],
                 measured: dict[str, Any] | None = None, bank_pred: float | None = None,
                 bank_note: str = "") -> list[dict[str, Any]]:
-    """Per metric: predicted, simulated (measured), error. Pipes named by the hardware config."""
+    """Per metric: predicted, simulated (measured), error; each pair on the same definition."""
     rows = []
     mcyc = None
     if measured and isinstance(measured.get("time_ms"), int | float):
@@ -198,17 +213,22 @@ def metric_rows(pred: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any],
                      note="total, all CTAs"))
     cta_meas = _scalar((measured or {}).get("per_cta_cycles"))
     rows.append(_row("cycles per CTA", "cycles", pred.get("cycles_per_cta"), _scalar(sim.get("cycles_per_cta")),
-                     measured=cta_meas))
+                     measured=cta_meas, note="simulated: mean over CTAs"))
+    # The planner divides by all cores ([core.count]); sim.timing by the cores it ran CTAs on.
+    used = cores_in_use(sim, hw)
+    scale = hw.get("cores", 1) / used
+    note = f"prediction rescaled to the {used} of {hw.get('cores')} cores in use" if scale != 1 else ""
     pu, su = pred.get("utilization") or {}, sim.get("utilization") or {}
     units = [u for u in hw.get("pipes", []) if u in pu or u in su]
-    units += [u for u in su if u not in units and u != "dram"]
     for u in units:
-        rows.append(_row(f"{u} utilization", "fraction", pu.get(u), su.get(u), "pp"))
-    bw_sim = su.get("dram")
-    if bw_sim is None and isinstance(sim.get("dram_bytes"), int | float) and sim.get("cycles"):
+        pv = pu.get(u)
+        pv = min(1.0, pv * scale) if isinstance(pv, int | float) else pv
+        rows.append(_row(f"{u} utilization", "fraction", pv, su.get(u), "pp", note))
+    bw_sim = None
+    if isinstance(sim.get("dram_bytes"), int | float) and sim.get("cycles"):
         bw_sim = sim["dram_bytes"] / (sim["cycles"] * hw["dram_bytes_per_cycle"])
     rows.append(_row("DRAM bandwidth utilization", "fraction", pred.get("bandwidth_utilization", pu.get("dram")),
-                     bw_sim, "pp"))
+                     bw_sim, "pp", note="DRAM bytes / (cycles x dram.bandwidth_gbps / clock_mhz)"))
     rows.append(_row("DRAM bytes", "bytes", pred.get("dram_bytes"), sim.get("dram_bytes")))
     cache = sim.get("cache") or {}
     rows.append(_row("L2 hit rate", "fraction", pred.get("l2_hit_rate"), cache.get("l2_hit_rate"), "pp"))
@@ -218,12 +238,16 @@ def metric_rows(pred: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any],
                      note=bank_note + (f"; planner score {pred['bank_conflict_score']:g}"
                                        if isinstance(pred.get("bank_conflict_score"), int | float) else "")))
     regs_meas = (measured or {}).get("registers") or (measured or {}).get("registers_per_thread")
-    rows.append(_row("registers per thread", "registers", pred.get("registers_per_thread"),
-                     sim.get("registers_per_thread"), measured=regs_meas,
-                     note="" if sim.get("registers_per_thread") is not None else
-                     "the simulator runs virtual registers; ptxas/GPU gives the allocated count"))
-    if pred.get("occupancy") is not None or sim.get("occupancy") is not None:
-        rows.append(_row("occupancy", "fraction", pred.get("occupancy"), _scalar(sim.get("occupancy")), "pp"))
+    rows.append(_row("registers per thread", "registers", pred.get("registers_per_thread"), None,
+                     measured=regs_meas,
+                     note="the simulator runs PTX virtual registers; ptxas on the GPU side allocates them"))
+    occ = sim.get("occupancy")
+    sim_occ = _scalar(occ)
+    if isinstance(occ, dict) and isinstance(occ.get("warps_per_core"), int | float):
+        sim_occ = min(1.0, occ["warps_per_core"] * hw.get("warp_size", 32) / max(1, hw.get("max_threads", 1)))
+    if pred.get("occupancy") is not None or sim_occ is not None:
+        lim = f"simulator: limited by {occ.get('limiter')}" if isinstance(occ, dict) and occ.get("limiter") else ""
+        rows.append(_row("occupancy", "fraction", pred.get("occupancy"), sim_occ, "pp", lim))
     return rows
 
 
@@ -240,15 +264,18 @@ def _top_lines(sim: dict[str, Any], reason: str, texts: dict[str, str], n: int =
     return [{"line": int(ln), "text": texts.get(str(ln), ""), "cycles": v} for ln, v in rows]
 
 
-def explain(reason: str, cyc: float, sim: dict[str, Any], texts: dict[str, str],
-            branches: dict[int, dict[str, Any]], hw: dict[str, Any], kernel_file: str) -> dict[str, Any]:
+def explain(reason: str, cyc: float, sim: dict[str, Any], facts: dict[str, Any], hw: dict[str, Any],
+            kernel_file: str = "kernel.ptx") -> dict[str, Any]:
     """One cause: its top PTX line and a sentence that says what happened there and why."""
+    texts, branches = facts.get("text", {}), facts.get("branches", {})
+    pipes = facts.get("pipe", {})
     top = _top_lines(sim, reason, texts)
     line = top[0]["line"] if top else None
     text = top[0]["text"] if top else ""
     count = None
     if reason == "flush":
         fl = [f for f in (sim.get("flushes") or []) if isinstance(f, dict)]
+        line = None
         if fl:
             f0 = max(fl, key=lambda f: f.get("count", 0))
             line, count = int(f0["line"]), int(f0.get("count", 0))
@@ -265,7 +292,9 @@ def explain(reason: str, cyc: float, sim: dict[str, Any], texts: dict[str, str],
             why = "the warp waits for each branch to resolve (no predictor)"
         else:
             why = "a mispredicted branch"
-        detail = f"{n} at {_where(kernel_file, line, text)}, {why}"
+        lost = sum(int(f.get("cycles", 0)) for f in fl if f.get("line") == line)
+        hidden = f"; {lost:,} warp-cycles lost, {cyc:,.0f} of them not hidden by other warps" if lost else ""
+        detail = f"{n} at {_where(kernel_file, line, text)}, {why}{hidden}"
     elif reason == "bank_conflict":
         conf = sim.get("bank_conflicts_by_line") or {}
         extra = conf.get(str(line), conf.get(line)) if line is not None else None
@@ -279,10 +308,15 @@ def explain(reason: str, cyc: float, sim: dict[str, Any], texts: dict[str, str],
         detail = (f"{cyc:,.0f} cycles waiting on memory at {_where(kernel_file, line, text)}"
                   + (f" (L2 hit rate {100 * l2:.0f}%)" if isinstance(l2, int | float) else "")
                   + ", latency the pipeline did not hide")
+    elif reason in ("branch", "frontend"):
+        what = "waiting for a branch to resolve" if reason == "branch" else "refilling the fetch/decode front end"
+        detail = f"{cyc:,.0f} cycles {what}" + (f" at {_where(kernel_file, line, text)}" if line else "")
     elif reason == "scoreboard":
         detail = f"{cyc:,.0f} cycles waiting on a register result at {_where(kernel_file, line, text)} (RAW dependence)"
     elif reason == "pipe_busy":
-        detail = f"{cyc:,.0f} cycles with the pipe of {_where(kernel_file, line, text)} busy (structural hazard)"
+        pipe = pipes.get(str(line), "its")
+        detail = (f"{cyc:,.0f} cycles in which {_where(kernel_file, line, text)} was ready but the {pipe} pipe "
+                  "was still busy (structural hazard: the pipe is the bottleneck here)")
     elif reason == "barrier":
         detail = f"{cyc:,.0f} cycles of warps waiting at {_where(kernel_file, line, text)} for the slowest warp"
     elif reason == "no_eligible":
@@ -290,52 +324,75 @@ def explain(reason: str, cyc: float, sim: dict[str, Any], texts: dict[str, str],
     else:
         detail = f"{cyc:,.0f} cycles of {reason} at {_where(kernel_file, line, text)}"
     return {"reason": reason, "label": REASON_LABEL.get(reason, reason), "line": line, "text": text,
-            "count": count, "detail": detail, "top_lines": top}
+            "count": count, "detail": detail, "top_lines": top, "pipe": pipes.get(str(line))}
 
 
-def stall_slots(sim: dict[str, Any]) -> float:
-    """Denominator of '% of cycles': the simulated cycles times the issue slots the stalls are counted on."""
+def cores_in_use(sim: dict[str, Any], hw: dict[str, Any]) -> int:
+    """Cores the simulator ran CTAs on: min(cores, ceil(CTAs / CTAs per core)), as sim.timing places them."""
+    occ = sim.get("occupancy") if isinstance(sim.get("occupancy"), dict) else {}
+    per = max(1, int(occ.get("ctas_per_core") or 1))
+    ctas = int(sim.get("ctas_simulated") or sim.get("ctas_total") or len(sim.get("cycles_per_cta") or []) or 1)
+    return max(1, min(int(hw.get("cores", 1)), -(-ctas // per)))
+
+
+def stall_slots(sim: dict[str, Any], hw: dict[str, Any]) -> float:
+    """Denominator of '% of cycles': stalls are scheduler cycles without an issue, so
+    simulated cycles x schedulers per core x cores in use ([core.schedulers], [core.count])."""
     cyc = float(sim.get("cycles") or 0)
-    slots = sim.get("stall_slots") or sim.get("issue_slots") or 1
-    return max(1.0, cyc * float(slots))
+    return max(1.0, cyc * int(hw.get("schedulers_per_core", 1)) * cores_in_use(sim, hw))
 
 
-def attribute_gap(pred: dict[str, Any], sim: dict[str, Any], texts: dict[str, str],
-                  branches: dict[int, dict[str, Any]], hw: dict[str, Any],
+def attribute_gap(pred: dict[str, Any], sim: dict[str, Any], facts: dict[str, Any], hw: dict[str, Any],
                   kernel_file: str = "kernel.ptx") -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
-    """Split the cycle gap into stall causes (largest first); returns (causes, headline, gap)."""
+    """Split the cycle gap into stall causes (largest first); returns (causes, headline, gap).
+
+    The headline names the largest cause the model does not already predict: stalls on the busy
+    pipe the planner said bounds the kernel (``prediction.bound``) are the prediction itself."""
     p, s = pred.get("cycles"), sim.get("cycles")
     gap_cycles = (s - p) if isinstance(p, int | float) and isinstance(s, int | float) else 0
     gap = {"predicted": p, "simulated": s, "cycles": gap_cycles, "relative": _rel(p, s) or 0.0}
     stalls = {k: float(v) for k, v in (sim.get("stalls") or {}).items()
               if isinstance(v, int | float) and v > 0}
     total = sum(stalls.values())
-    denom = stall_slots(sim)
+    denom = stall_slots(sim, hw)
     causes = []
     for reason in sorted(stalls, key=lambda r: -stalls[r]):
-        c = explain(reason, stalls[reason], sim, texts, branches, hw, kernel_file)
+        c = explain(reason, stalls[reason], sim, facts, hw, kernel_file)
         c["cycles"] = stalls[reason]
         c["fraction_of_cycles"] = stalls[reason] / denom
         c["share_of_gap"] = gap_cycles * stalls[reason] / total if total else 0.0
         causes.append(c)
-    unit = str(pred.get("bound") or hw.get("compute_pipe") or "core").upper()
+    bound = str(pred.get("bound") or hw.get("compute_pipe") or "core")
+    unit = bound.upper()
+    for c in causes:  # the bound pipe being busy is the prediction itself, not a gap
+        c["modelled"] = c["reason"] == "pipe_busy" and c.get("pipe") == bound
     if causes:
-        c = causes[0]
-        headline = f"{unit} idle {100 * c['fraction_of_cycles']:.1f}% of cycles: {c['detail']}"
+        c = next((c for c in causes if not c["modelled"]), causes[0])
+        pct = f"{100 * c['fraction_of_cycles']:.1f}% of cycles"
+        bank = next((b for b in causes if b["reason"] == "bank_conflict"), None)
+        if c["reason"] == "pipe_busy" and bank and bank.get("pipe") == c.get("pipe") \
+                and bank["cycles"] >= 0.5 * c["cycles"]:
+            # the pipe is busy replaying conflicting shared-memory passes: name the root cause
+            c["root_cause"] = "bank_conflict"
+            headline = f"{str(c['pipe']).upper()} saturated, issue blocked {pct} by bank conflicts: {bank['detail']}"
+        elif c["reason"] == "pipe_busy" and c.get("pipe"):
+            headline = f"{str(c['pipe']).upper()} saturated, issue blocked {pct}: {c['detail']}"
+        else:
+            headline = f"{unit} idle {pct}: {c['detail']}"
     else:
         headline = "the simulator recorded no stall cycles"
     return causes, headline, gap
 
 
-def build_report(plan: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any], texts: dict[str, str],
-                 branches: dict[int, dict[str, Any]], measured: dict[str, Any] | None = None,
+def build_report(plan: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any], facts: dict[str, Any],
+                 measured: dict[str, Any] | None = None,
                  bank_pred: float | None = None, bank_note: str = "",
                  kernel_file: str = "kernel.ptx") -> dict[str, Any]:
     """The plain report dict (``reports.render``'s input, ``--json``'s output)."""
     pred = plan.get("prediction") or {}
     shape = plan.get("shape") or [0, 0, 0]
     rows = metric_rows(pred, sim, hw, measured, bank_pred, bank_note)
-    causes, headline, gap = attribute_gap(pred, sim, texts, branches, hw, kernel_file)
+    causes, headline, gap = attribute_gap(pred, sim, facts, hw, kernel_file)
     flops = 2.0 * shape[0] * shape[1] * shape[2]
     clock = hw["clock_mhz"] * 1e6
     pts = []
@@ -347,14 +404,19 @@ def build_report(plan: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any], 
         dram = sim.get("dram_bytes") or pred.get("dram_bytes")
         pts.append({"label": "measured", "intensity": flops / dram,
                     "flops_per_s": flops / (measured["time_ms"] * 1e-3)})
+    branch_note = ""
+    if sim.get("flushes"):
+        fc = next((c for c in causes if c["reason"] == "flush"), None) or \
+            explain("flush", 0.0, sim, facts, hw, kernel_file)
+        branch_note = fc["detail"]
     tiling = (plan.get("tiling") or {}).get("key", "")
     title = f"{'x'.join(map(str, shape))} {tiling} on {hw['name']}"
     used = {str(c["line"]) for c in causes if c.get("line") is not None}
     used |= {str(ln) for ln in (sim.get("stalls_by_line") or {})}
     return {"title": title, "kernel_file": kernel_file, "tiling": tiling, "shape": shape, "flops": flops,
             "hw": hw, "prediction": pred, "simulated": sim, "measured": measured, "metrics": rows,
-            "gap": gap, "causes": causes, "headline": headline, "check": sim.get("check"),
-            "line_text": {k: v for k, v in texts.items() if k in used}, "roofline_points": pts}
+            "gap": gap, "causes": causes, "headline": headline, "branch_note": branch_note, "check": sim.get("check"),
+            "line_text": {k: v for k, v in facts.get("text", {}).items() if k in used}, "roofline_points": pts}
 
 
 def format_text(rep: dict[str, Any]) -> str:
@@ -383,6 +445,8 @@ def format_text(rep: dict[str, Any]) -> str:
                        f"{c['share_of_gap']:>+10,.0f}  {where}")
     out.append("")
     out.append(f"largest: {rep['headline']}")
+    if rep.get("branch_note"):
+        out.append(f"branches: {rep['branch_note']}")
     chk = rep.get("check")
     if chk:
         out.append(f"numerical check: {'passed' if chk.get('passed') else 'FAILED'} "
@@ -390,7 +454,7 @@ def format_text(rep: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def compare_dir(out_dir: str | Path, hw_name: str, sim_json: str | None = None, measured_json: str | None = None,
+def compare_dir(out_dir: str | Path, hw_name: str | None, sim_json: str | None = None, measured_json: str | None = None,
                 seed: int = 0, max_instructions: int = 20_000_000) -> dict[str, Any]:
     """Everything ``compare OUT/`` does except printing and rendering."""
     from sim.hw import load_hw
@@ -398,14 +462,16 @@ def compare_dir(out_dir: str | Path, hw_name: str, sim_json: str | None = None, 
     from sim.ptx.parser import parse_file
 
     ptx, plan = read_out_dir(out_dir)
-    hw = load_hw(hw_name)
     plan_hw = (plan.get("hw") or {}).get("name")
+    if not hw_name and not plan_hw:
+        raise UsageError("plan.json names no hardware: pass --hw (e.g. npu7nm.yaml)", file=str(Path(out_dir)))
+    hw = load_hw(hw_name or plan_hw)
     if plan_hw and plan_hw != hw.name:
         raise UsageError(f"the plan was made for {plan_hw}, not {hw.name}: pass --hw {plan_hw} or recompile",
                          file=str(Path(out_dir) / "plan.json"))
     prog = parse_file(str(ptx))
     meta = read_metadata(prog.text, str(ptx)) or {}
-    texts, branches = program_facts(prog, meta.get("kernel"))
+    facts = program_facts(prog, meta.get("kernel"), hw)
     if sim_json:
         sim = _read_json(sim_json, "simulator result")
         if not isinstance(sim.get("cycles"), int | float):
@@ -417,7 +483,7 @@ def compare_dir(out_dir: str | Path, hw_name: str, sim_json: str | None = None, 
     variant = (plan.get("tiling") or {}).get("variant", "mma")
     hs = hw_summary(hw, variant)
     bank_pred, note = predicted_bank_passes(plan, hw)
-    return build_report(plan, sim, hs, texts, branches, measured, bank_pred, note, ptx.name)
+    return build_report(plan, sim, hs, facts, measured, bank_pred, note, ptx.name)
 
 
 def _read_json(path: str, what: str) -> dict[str, Any]:
@@ -436,33 +502,17 @@ def _read_json(path: str, what: str) -> dict[str, Any]:
 # command line
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("out", nargs="?", help="a 'python -m kernelgen compile -o' folder (kernel.ptx + plan.json)")
-    p.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200)")
+    p.add_argument("out", help="a 'python -m kernelgen compile -o' folder (kernel.ptx + plan.json)")
+    p.add_argument("--hw", help="hardware YAML: a path or a bundled name (default: the one in plan.json)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--report", action="store_true", help="write OUT/report.md, OUT/report.html and OUT/*.png")
     p.add_argument("--sim-json", help="use a saved 'python -m sim run --json' result instead of simulating")
     p.add_argument("--measured", help="a 'python -m validation gpu --json' result to add as a third column")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--max-instructions", type=int, default=20_000_000, help="simulator endless-loop guard")
-    s = p.add_argument_group("accuracy suite (docs/accuracy.md)")
-    s.add_argument("--suite", action="store_true", help="run the kernelgen case table on both hw models")
-    s.add_argument("--suite-hw", default="npu7nm.yaml,h200", help="comma-separated hw configs")
-    s.add_argument("--doc", default="docs/accuracy.md", help="where the suite writes its table")
-    s.add_argument("--budget", type=int, default=400_000,
-                   help="skip cases estimated above this many warp instructions")
-    s.add_argument("--jobs", type=int, default=2, help="parallel simulations")
 
 
 def cli_main(args: argparse.Namespace) -> int:
-    if args.suite:
-        from validation.accuracy import run_suite
-
-        return run_suite([h for h in args.suite_hw.split(",") if h], Path(args.doc), args.budget, args.jobs,
-                         seed=args.seed)
-    if not args.out:
-        raise UsageError("compare needs OUT/ (a kernelgen output folder) or --suite")
-    if not args.hw:
-        raise UsageError("compare needs --hw (the config the kernel was planned for, e.g. npu7nm.yaml)")
     rep = compare_dir(args.out, args.hw, args.sim_json, args.measured, args.seed, args.max_instructions)
     if args.report:
         from reports import render
