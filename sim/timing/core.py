@@ -167,6 +167,7 @@ class Core:
         for wt in ct.warps:
             if id(wt.w) in ids:
                 wt.fetch_at = at
+                wt.dirty = True
                 wt.sched.wake(at)
         self.stats.barrier(at)
 

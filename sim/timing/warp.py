@@ -45,6 +45,9 @@ class WarpT:
         self.open_done = 0
         self.groups_done: list[int] = []
         self.issued = 0
+        self.cached: tuple = (-1, -1, "", 0)  # last earliest() answer, valid while nothing changed
+        self.dirty = True
+        self.free_ok: list[int] = []  # window indices not blocked by an older unissued entry
         w.clock_fn = None
 
     # -- fetch -------------------------------------------------------------------------------------
@@ -58,10 +61,12 @@ class WarpT:
             if st.clock:  # executed at issue, so %clock reads the issue cycle
                 if not win:
                     win.append(Entry(st, None, -1, 0, deferred=True))
+                    self.dirty = True
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
             _, ctl = w.step()
+            self.dirty = True
             self.core.count_instruction()
             win.append(Entry(st, w.acc, w.pc, w.waited_groups))
             if st.branch and st.ins.opcode == "bra":
@@ -77,9 +82,19 @@ class WarpT:
 
     # -- the earliest cycle something can issue -------------------------------------------------------
     def earliest(self, now: int) -> tuple[float, int, str, int]:
-        """(cycle, window index, stall reason, PTX line) of the first issuable instruction."""
+        """(cycle, window index, stall reason, PTX line) of the first issuable instruction.
+
+        The answer is cached: units only get busier and the warp's own state marks it dirty, so a
+        cached future cycle is at worst optimistic and gets re-checked then."""
+        c = self.cached
+        if not self.dirty and c[0] > now and (self.fetch_at > now or self.w.done
+                                               or len(self.window) >= self.core.lookahead):
+            return c
         self.fill(now)
         win = self.window
+        if self.dirty:
+            self.free_ok = self._independent()
+            self.dirty = False
         if not win:
             if self.w.done:
                 return INF, -1, "done", 0
@@ -88,19 +103,9 @@ class WarpT:
         best = (-1, "scoreboard", win[0].st.line)
         units = self.core.units
         sidx = self.sched.index
-        for j, e in enumerate(win):
+        for j in self.free_ok:
+            e = win[j]
             st = e.st
-            if j and st.ordered:
-                break
-            blocked = False
-            for i in range(j):
-                o = win[i].st
-                if o.ordered or (o.dsts and (not o.dsts.isdisjoint(st.srcs) or not o.dsts.isdisjoint(st.dsts))) \
-                        or (st.dsts and not st.dsts.isdisjoint(o.srcs)) or (o.mem and st.mem and (o.store or st.store)):
-                    blocked = True
-                    break
-            if blocked:
-                continue
             t = now
             reason = "pipe_busy"
             ready = self.ready
@@ -126,11 +131,31 @@ class WarpT:
                 best = (j, reason, st.line)
                 if t <= now:
                     break
-        return best_t, best[0], best[1], best[2]
+        self.cached = (best_t, best[0], best[1], best[2])
+        return self.cached
+
+    def _independent(self) -> list[int]:
+        win = self.window
+        out = []
+        for j, e in enumerate(win):
+            st = e.st
+            if j and st.ordered:
+                break
+            blocked = False
+            for i in range(j):
+                o = win[i].st
+                if o.ordered or (o.dsts and (not o.dsts.isdisjoint(st.srcs) or not o.dsts.isdisjoint(st.dsts))) \
+                        or (st.dsts and not st.dsts.isdisjoint(o.srcs)) or (o.mem and st.mem and (o.store or st.store)):
+                    blocked = True
+                    break
+            if not blocked:
+                out.append(j)
+        return out
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
         core = self.core
+        self.dirty = True
         e = self.window.pop(j)
         st = e.st
         if e.deferred:  # a %clock read: execute now, at its issue cycle
