@@ -102,9 +102,9 @@ def normalize_series(series: Any) -> tuple[list[float], dict[str, list[float]]]:
     if isinstance(series, dict):
         window = float(series.get("window", series.get("window_cycles", 1)) or 1)
         units = series.get("utilization", {k: v for k, v in series.items() if isinstance(v, list)
-                                           and k not in ("start", "cycles", "cycle")})
+                                           and k not in ("start", "cycles", "cycle", "t", "ipc")})
         n = max((len(v) for v in units.values()), default=0)
-        starts = series.get("start") or series.get("cycles") or series.get("cycle") or \
+        starts = series.get("t") or series.get("start") or series.get("cycles") or series.get("cycle") or \
             [i * window for i in range(n)]
         return [float(s) for s in starts][:n], {u: [float(x) for x in v] for u, v in units.items()}
     starts: list[float] = []
