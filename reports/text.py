@@ -19,7 +19,7 @@ def fmt_value(v: Any, unit: str = "") -> str:
     if unit == "fraction" and isinstance(v, int | float):
         return f"{100 * v:.1f}%"
     if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) < 1e5 else f"{v:,.0f}"
+        return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.0f}"
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
