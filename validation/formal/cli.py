@@ -1,0 +1,178 @@
+"""``python -m validation verify KERNEL.ptx`` -- the command line of the formal checks."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import z3
+
+from sim.errors import UsageError
+from sim.launch import parse_dim3, read_metadata
+from sim.ptx.parser import parse_ptx
+from validation.formal.properties import NAMES, Verifier
+from validation.formal.symexec import TYPE_INFO, Context
+
+
+def add_arguments(p) -> None:
+    p.add_argument("ptx", help="PTX file (a kernelgen kernel carries its ranges and extents in its header)")
+    p.add_argument("--kernel", help="entry name (needed when the file has several)")
+    p.add_argument("--grid", help="X,Y,Z blocks (default: metadata, else any grid)")
+    p.add_argument("--block", help="X,Y,Z threads (default: metadata / .reqntid, else any block <= 1024)")
+    p.add_argument("--param", action="append", default=[], metavar="pN=LO..HI",
+                   help="range of a scalar parameter (index pN or PTX name); a single value N means N..N")
+    p.add_argument("--extent", action="append", default=[], metavar="pN=EXPR",
+                   help="size in bytes of the buffer behind pointer parameter pN, an expression of scalar "
+                        "parameters (+ - * // %% min max, integers), e.g. p0=p3*p5*4")
+    p.add_argument("--dynamic-shared", type=int, default=None, metavar="BYTES",
+                   help="bytes of dynamic shared memory (extern .shared arrays)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="overall time limit in seconds")
+
+
+def _param_name(k, name: str, where: str) -> str:
+    m = re.fullmatch(r"p(\d+)", name)
+    if m:
+        i = int(m.group(1))
+        if i >= len(k.params):
+            raise UsageError(f"{where}: {name}: the kernel has {len(k.params)} parameters (p0..p{len(k.params) - 1})")
+        return k.params[i].name
+    for p in k.params:
+        if p.name == name:
+            return name
+    names = ", ".join(f"p{i}={p.name}" for i, p in enumerate(k.params))
+    raise UsageError(f"{where}: no parameter named {name!r} (have {names})")
+
+
+def parse_range(text: str, where: str) -> tuple[int, int]:
+    try:
+        if ".." in text:
+            lo, hi = text.split("..", 1)
+            a, b = int(lo, 0), int(hi, 0)
+        else:
+            a = b = int(text, 0)
+    except ValueError:
+        raise UsageError(f"{where}: bad range {text!r}: give LO..HI with integers, e.g. p3=1..512") from None
+    if a > b:
+        raise UsageError(f"{where}: empty range {text!r}: LO must be <= HI")
+    return a, b
+
+
+def extent_expr(text: str, k, ctx_syms: dict, where: str) -> z3.BitVecRef:
+    """An extent expression of scalar parameters -> a 64-bit Z3 term."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise UsageError(f"{where}: cannot parse extent expression {text!r}; e.g. p3*p5*4") from None
+
+    def conv(n):
+        if isinstance(n, ast.Expression):
+            return conv(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return z3.BitVecVal(n.value, 64)
+        if isinstance(n, ast.Name):
+            pname = _param_name(k, n.id, where)
+            p = k.params[[q.name for q in k.params].index(pname)]
+            sym = ctx_syms.get(pname)
+            info = TYPE_INFO.get(p.type)
+            if sym is None or info is None or info[1] in ("f", "pred"):
+                raise UsageError(f"{where}: {n.id} is not an integer scalar parameter")
+            w = sym.size()
+            return sym if w == 64 else (z3.SignExt(64 - w, sym) if info[1] == "s" else z3.ZeroExt(64 - w, sym))
+        if isinstance(n, ast.BinOp):
+            a, b = conv(n.left), conv(n.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: z3.UDiv(a, b), ast.Div: lambda: z3.UDiv(a, b),
+                   ast.Mod: lambda: z3.URem(a, b)}
+            if type(n.op) in ops:
+                return ops[type(n.op)]()
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -conv(n.operand)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max") and n.args:
+            vals = [conv(a) for a in n.args]
+            r = vals[0]
+            for v in vals[1:]:
+                r = z3.If(z3.ULT(v, r), v, r) if n.func.id == "min" else z3.If(z3.UGT(v, r), v, r)
+            return r
+        raise UsageError(f"{where}: unsupported element in extent expression {text!r}; use + - * // % min max")
+
+    return conv(tree)
+
+
+def build_context(text: str, file: str, args) -> Context:
+    prog = parse_ptx(text, file)
+    meta = read_metadata(text, file) or {}
+    kname = args.kernel or meta.get("kernel")
+    k = prog.kernel(kname)
+    grid = parse_dim3(args.grid, "--grid") if args.grid else (tuple(meta["grid"]) if meta.get("grid") else None)
+    block = parse_dim3(args.block, "--block") if args.block else (
+        tuple(meta["block"]) if meta.get("block") else None)
+    ranges: dict[str, tuple[int, int]] = {}
+    for key, val in (meta.get("ranges") or {}).items():
+        ranges[_param_name(k, key, "metadata ranges")] = (int(val[0]), int(val[1]))
+    for spec in args.param:
+        if "=" not in spec:
+            raise UsageError(f"--param {spec!r}: give pN=LO..HI, e.g. p3=1..512")
+        key, val = spec.split("=", 1)
+        ranges[_param_name(k, key.strip(), "--param")] = parse_range(val.strip(), f"--param {spec}")
+    dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
+    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn)
+    ext_specs: dict[str, tuple[str, str]] = {}
+    for key, val in (meta.get("extents") or {}).items():
+        ext_specs[_param_name(k, key, "metadata extents")] = (str(val), "metadata extents")
+    for spec in args.extent:
+        if "=" not in spec:
+            raise UsageError(f"--extent {spec!r}: give pN=EXPR, e.g. p0=p3*p5*4")
+        key, val = spec.split("=", 1)
+        ext_specs[_param_name(k, key.strip(), "--extent")] = (val, f"--extent {spec}")
+    extents = {}
+    for pname, (expr, where) in ext_specs.items():
+        p = k.params[[q.name for q in k.params].index(pname)]
+        if p.type not in ("u64", "b64", "s64"):
+            raise UsageError(f"{where}: {pname} is .{p.type}, not a 64-bit pointer parameter")
+        extents[pname] = extent_expr(expr, k, ctx.param_syms, where)
+    # rebuild with extents (the buffer facts are part of the assumptions)
+    return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
+
+
+def verify_text(text: str, file: str, args) -> dict:
+    t0 = time.monotonic()
+    ctx = build_context(text, file, args)
+    v = Verifier(ctx, timeout_s=args.timeout)
+    results = v.run()
+    return {"kernel": ctx.k.name, "file": file, "properties": [r.to_json() for r in results],
+            "seconds": round(time.monotonic() - t0, 3)}
+
+
+def exit_status(report: dict) -> int:
+    st = [p["status"] for p in report["properties"]]
+    if "violated" in st:
+        return 1
+    if "unknown" in st:
+        return 3
+    return 0
+
+
+def cli_main(args) -> int:
+    path = Path(args.ptx)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read PTX file: {e.strerror}", str(path)) from None
+    report = verify_text(text, str(path), args)
+    assert [p["name"] for p in report["properties"]] == list(NAMES)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"{report['file']}: kernel {report['kernel']} ({report['seconds']:.2f} s)")
+        for p in report["properties"]:
+            where = f" at {report['file']}:{p['line']}" if p["line"] else ""
+            print(f"  {p['name']:<19} {p['status']}{where}" + (f": {p['detail']}" if p["detail"] else ""))
+            if p["witness"]:
+                print(f"  {'':<19} witness {json.dumps(p['witness'])}")
+    sys.stdout.flush()
+    return exit_status(report)

@@ -1,0 +1,372 @@
+"""Static structure of a kernel for the verifier: basic blocks, dominators, natural loops,
+post-dominators (reconvergence), liveness and a divergence (thread-uniformity) analysis.
+
+Pseudo-registers model the synchronisation state of one thread so that the symbolic executor can
+treat them like ordinary registers (havoc, induction, invariants):
+
+    %%bc    barriers executed so far
+    %%gc    cp.async groups committed so far
+    %%done  groups known complete by this thread's waits
+    %%vis   %%done as it was at the most recent barrier (what the whole CTA may read)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sim.errors import PtxError
+from sim.ptx.ir import Instruction, Kernel
+
+BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
+PSEUDO = (BC, GC, DONE, VIS)
+
+TERMINATORS = ("ret", "exit", "trap")
+NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
+                    "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
+                    "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
+# opcodes whose results differ between threads even from equal inputs (data from memory or lanes)
+NONUNIFORM_OPS = ("ld", "ldu", "atom", "shfl", "vote", "match", "activemask", "mma", "wgmma",
+                  "ldmatrix", "redux", "tex", "tld4", "suld")
+
+
+def is_barrier(ins: Instruction) -> bool:
+    """A CTA-wide barrier (bar.sync / barrier.sync / bar.red), not bar.warp.sync or bar.arrive."""
+    if ins.opcode not in ("bar", "barrier") or "warp" in ins.mods or "arrive" in ins.mods:
+        return False
+    return "sync" in ins.mods or "red" in ins.mods or not ins.mods
+
+
+def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
+    op, mods = ins.opcode, ins.mods
+    if is_barrier(ins):
+        return {BC, VIS}, {BC, DONE}
+    if op == "cp" and "async" in mods:
+        if "commit_group" in mods:
+            return {GC}, {GC}
+        if "wait_group" in mods:
+            return {DONE}, {GC, DONE}
+        if "wait_all" in mods:
+            return {DONE, GC}, {GC, DONE}
+        return set(), {GC}
+    return set(), set()
+
+
+def instr_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
+    d, u = pseudo_defs_uses(ins)
+    defs = set(ins.dst_regs) | d
+    uses = set(ins.src_regs) | u
+    if ins.guard is not None:
+        uses |= set(ins.dst_regs) | d  # a guarded write keeps the old value when the guard is false
+        uses.add(ins.guard)
+    return defs, uses
+
+
+@dataclass
+class Block:
+    index: int
+    start: int
+    end: int  # exclusive
+    succ: list[tuple[int, str | None, bool]] = field(default_factory=list)  # (block, guard, negated)
+    pred: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Loop:
+    header: int
+    body: set[int]
+    latches: list[int]
+    parent: int | None = None  # header of the enclosing loop
+    depth: int = 1
+    has_barrier: bool = False
+
+
+class KernelStructure:
+    EXIT = -1
+
+    def __init__(self, k: Kernel):
+        self.k = k
+        body = k.body
+        n = len(body)
+        leaders = {0} if n else set()
+        for i, ins in enumerate(body):
+            if ins.opcode == "bra":
+                leaders.add(ins.info["target"])
+                if i + 1 < n:
+                    leaders.add(i + 1)
+            elif ins.opcode in TERMINATORS and i + 1 < n:
+                leaders.add(i + 1)
+        leaders.update(t for t in k.labels.values() if t < n)
+        starts = sorted(x for x in leaders if x < n)
+        self.blocks: list[Block] = []
+        self.block_of: dict[int, int] = {}
+        for bi, s in enumerate(starts):
+            e = starts[bi + 1] if bi + 1 < len(starts) else n
+            self.blocks.append(Block(bi, s, e))
+            for j in range(s, e):
+                self.block_of[j] = bi
+        nb = len(self.blocks)
+        for b in self.blocks:
+            last = body[b.end - 1]
+            fall = self.block_of.get(b.end, self.EXIT)
+            if last.opcode == "bra":
+                tgt = self.block_of.get(last.info["target"], self.EXIT)
+                if last.guard is None:
+                    b.succ.append((tgt, None, False))
+                else:
+                    b.succ.append((tgt, last.guard, last.guard_neg))
+                    b.succ.append((fall, last.guard, not last.guard_neg))
+            elif last.opcode in TERMINATORS:
+                if last.guard is not None:
+                    b.succ.append((self.EXIT, last.guard, last.guard_neg))
+                    b.succ.append((fall, last.guard, not last.guard_neg))
+            else:
+                if fall != self.EXIT:
+                    b.succ.append((fall, None, False))
+        for b in self.blocks:
+            for s, _, _ in b.succ:
+                if s != self.EXIT and b.index not in self.blocks[s].pred:
+                    self.blocks[s].pred.append(b.index)
+        self.nb = nb
+        self._dominators()
+        self._loops()
+        self._postdominators()
+        self._liveness()
+
+    # ------------------------------------------------------------------ dominators and loops
+    def _dominators(self) -> None:
+        nb = self.nb
+        # reachable blocks in DFS order
+        order: list[int] = []
+        seen = set()
+        stack = [(0, 0)] if nb else []
+        post: list[int] = []
+        while stack:
+            b, i = stack.pop()
+            if i == 0:
+                if b in seen:
+                    continue
+                seen.add(b)
+                order.append(b)
+            succs = [s for s, _, _ in self.blocks[b].succ if s != self.EXIT]
+            if i < len(succs):
+                stack.append((b, i + 1))
+                if succs[i] not in seen:
+                    stack.append((succs[i], 0))
+            else:
+                post.append(b)
+        self.reachable = seen
+        self.rpo = list(reversed(post))
+        pos = {b: i for i, b in enumerate(self.rpo)}
+        idom: dict[int, int] = {0: 0} if nb else {}
+
+        def intersect(a: int, b: int) -> int:
+            while a != b:
+                while pos[a] > pos[b]:
+                    a = idom[a]
+                while pos[b] > pos[a]:
+                    b = idom[b]
+            return a
+
+        changed = True
+        while changed:
+            changed = False
+            for b in self.rpo[1:]:
+                preds = [p for p in self.blocks[b].pred if p in idom]
+                if not preds:
+                    continue
+                new = preds[0]
+                for p in preds[1:]:
+                    new = intersect(p, new)
+                if idom.get(b) != new:
+                    idom[b] = new
+                    changed = True
+        self.idom = idom
+
+    def dominates(self, a: int, b: int) -> bool:
+        while True:
+            if a == b:
+                return True
+            if b == 0 or b not in self.idom:
+                return False
+            nb = self.idom[b]
+            if nb == b:
+                return False
+            b = nb
+
+    def _loops(self) -> None:
+        self.loops: dict[int, Loop] = {}
+        self.back_edges: set[tuple[int, int]] = set()
+        for b in self.rpo:
+            for s, _, _ in self.blocks[b].succ:
+                if s == self.EXIT:
+                    continue
+                if self.dominates(s, b):
+                    self.back_edges.add((b, s))
+                    lp = self.loops.setdefault(s, Loop(s, {s}, []))
+                    lp.latches.append(b)
+                    stack = [b]
+                    while stack:
+                        x = stack.pop()
+                        if x in lp.body:
+                            continue
+                        lp.body.add(x)
+                        stack.extend(self.blocks[x].pred)
+        # irreducible control flow: a retreating edge in RPO that is not a back edge
+        pos = {b: i for i, b in enumerate(self.rpo)}
+        for b in self.rpo:
+            for s, _, _ in self.blocks[b].succ:
+                if s != self.EXIT and s in pos and pos[s] <= pos[b] and (b, s) not in self.back_edges:
+                    ins = self.k.body[self.blocks[b].end - 1]
+                    raise PtxError("irreducible control flow (a loop with two entries) is not supported "
+                                   "by the verifier", self.k.file, ins.line)
+        # nesting: parent = smallest enclosing loop
+        for h, lp in self.loops.items():
+            best = None
+            for h2, lp2 in self.loops.items():
+                if h2 != h and h in lp2.body and lp.body <= lp2.body:
+                    if best is None or len(lp2.body) < len(self.loops[best].body):
+                        best = h2
+            lp.parent = best
+        for lp in self.loops.values():
+            d, p = 1, lp.parent
+            while p is not None:
+                d += 1
+                p = self.loops[p].parent
+            lp.depth = d
+            lp.has_barrier = any(is_barrier(self.k.body[i]) for b in lp.body
+                                 for i in range(self.blocks[b].start, self.blocks[b].end))
+        self.loop_of: dict[int, int | None] = {}
+        for b in range(self.nb):
+            inner = None
+            for h, lp in self.loops.items():
+                if b in lp.body and (inner is None or len(lp.body) < len(self.loops[inner].body)):
+                    inner = h
+            self.loop_of[b] = inner
+
+    def enclosing_loops(self, b: int) -> list[int]:
+        """Headers of the loops around block b, outermost first."""
+        out = []
+        h = self.loop_of.get(b)
+        while h is not None:
+            out.append(h)
+            h = self.loops[h].parent
+        return list(reversed(out))
+
+    # ------------------------------------------------------------------ post-dominators
+    def _postdominators(self) -> None:
+        nb = self.nb
+        EXIT = nb
+        full = (1 << (nb + 1)) - 1
+        pdom = [full] * nb + [1 << EXIT]
+        succ = [[(s if s != self.EXIT else EXIT) for s, _, _ in b.succ] or [EXIT] for b in self.blocks]
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(range(nb)):
+                acc = full
+                for s in succ[b]:
+                    acc &= pdom[s]
+                new = acc | (1 << b)
+                if new != pdom[b]:
+                    pdom[b] = new
+                    changed = True
+        self.ipdom: dict[int, int] = {}
+        for b in range(nb):
+            strict = pdom[b] & ~(1 << b)
+            cands = [c for c in range(nb + 1) if strict >> c & 1]
+            ip = EXIT
+            for c in cands:
+                if all((pdom[c] >> o) & 1 for o in cands):
+                    ip = c
+                    break
+            self.ipdom[b] = ip if ip != EXIT else self.EXIT
+
+    def divergence_region(self, b: int) -> set[int]:
+        """Blocks reachable from block b's successors before its immediate post-dominator."""
+        stop = self.ipdom[b]
+        region: set[int] = set()
+        stack = [s for s, _, _ in self.blocks[b].succ if s != self.EXIT]
+        while stack:
+            x = stack.pop()
+            if x == stop or x in region or x == self.EXIT:
+                continue
+            region.add(x)
+            stack.extend(s for s, _, _ in self.blocks[x].succ if s != self.EXIT)
+        return region
+
+    # ------------------------------------------------------------------ liveness
+    def block_defs_uses(self, b: int) -> tuple[set[str], set[str]]:
+        defs: set[str] = set()
+        uses: set[str] = set()
+        for i in range(self.blocks[b].start, self.blocks[b].end):
+            d, u = instr_defs_uses(self.k.body[i])
+            uses |= u - defs
+            defs |= d
+        return defs, uses
+
+    def _liveness(self) -> None:
+        du = [self.block_defs_uses(b) for b in range(self.nb)]
+        live_in = [set() for _ in range(self.nb)]
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(self.rpo):
+                out: set[str] = set()
+                for s, _, _ in self.blocks[b].succ:
+                    if s != self.EXIT:
+                        out |= live_in[s]
+                d, u = du[b]
+                new = u | (out - d)
+                if new != live_in[b]:
+                    live_in[b] = new
+                    changed = True
+        self.live_in = live_in
+        self.block_du = du
+
+    def loop_defs(self, h: int) -> set[str]:
+        out: set[str] = set()
+        for b in self.loops[h].body:
+            out |= self.block_du[b][0]
+        return out
+
+    def carried(self, h: int) -> set[str]:
+        return self.live_in[h] & self.loop_defs(h)
+
+    # ------------------------------------------------------------------ divergence
+    def divergence(self) -> set[str]:
+        """Registers (and pseudo-registers) whose value may differ between threads of a CTA at the
+        same dynamic point (same iterations of the enclosing loops)."""
+        body = self.k.body
+        nonuni: set[str] = set()
+        div_blocks: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for b in self.rpo:
+                bl = self.blocks[b]
+                for i in range(bl.start, bl.end):
+                    ins = body[i]
+                    defs, uses = instr_defs_uses(ins)
+                    if not defs:
+                        continue
+                    bad = b in div_blocks or bool(uses & nonuni)
+                    if not bad:
+                        if ins.opcode in NONUNIFORM_OPS and not (ins.opcode == "ld" and (
+                                "param" in ins.mods or "const" in ins.mods)):
+                            bad = True
+                        for op in ins.operands[1:] if ins.dst_regs else ins.operands:
+                            if op.kind == "sreg" and op.name.split(".")[0] in NONUNIFORM_SREGS:
+                                bad = True
+                    if bad and not defs <= nonuni:
+                        nonuni |= defs
+                        changed = True
+                last = body[bl.end - 1]
+                if last.guard is not None and last.guard in nonuni and len(bl.succ) > 1:
+                    region = self.divergence_region(b)
+                    if not region <= div_blocks:
+                        div_blocks |= region
+                        changed = True
+            # registers defined in a divergent region and live after it are non-uniform too:
+            # (covered because every def inside div_blocks is marked)
+        self.div_blocks = div_blocks
+        return nonuni

@@ -1,0 +1,373 @@
+"""The five safety properties, decided by Z3 over the records of the symbolic executor.
+
+Two-thread reduction (GPUVerify): the executor runs one symbolic thread T1; a second thread T2 of
+the *same CTA* is T1 with every thread-local symbol renamed (%tid, loaded values, havoc'ed loop
+registers, iteration counters), sharing %ctaid, the parameters and the uniform loop functions.
+A race, a divergent barrier or an early read of an async copy is a satisfying assignment of
+T1 and T2 with t1 != t2; unsat means it cannot happen for any pair of threads, any block, any
+parameter values in their ranges.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import z3
+
+from validation.formal.program import BC, DONE, GC, VIS, is_barrier
+from validation.formal.symexec import TYPE_INFO, Access, Context, Executor
+
+NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
+
+
+@dataclass
+class PropResult:
+    name: str
+    status: str = "proved"  # proved | violated | unknown
+    witness: dict | None = None
+    line: int | None = None
+    detail: str = ""
+    checks: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "status": self.status, "witness": self.witness, "line": self.line,
+             "detail": self.detail, "checks": self.checks, "seconds": round(self.seconds, 3)}
+        if self.notes:
+            d["notes"] = self.notes
+        return d
+
+    def unknown(self, line: int | None, reason: str) -> None:
+        if self.status == "proved":
+            self.status, self.line, self.detail = "unknown", line, reason
+        elif self.status == "unknown":
+            self.notes.append(f"line {line}: {reason}" if line else reason)
+
+    def violated(self, line: int, witness: dict, detail: str) -> None:
+        if self.status != "violated":
+            self.status, self.line, self.witness, self.detail = "violated", line, witness, detail
+
+
+def _signed(v: int, w: int) -> int:
+    return v - (1 << w) if v >> (w - 1) & 1 else v
+
+
+class Verifier:
+    def __init__(self, ctx: Context, timeout_s: float = 60.0, query_timeout_ms: int = 4000):
+        self.ctx = ctx
+        self.deadline = time.monotonic() + timeout_s
+        self.query_timeout_ms = query_timeout_ms
+        self.ex = Executor(ctx)
+        self.ex.tid = ctx.tid
+        self.solver = z3.Solver()
+        self.solver.add(ctx.assumptions)
+        self._ren: list | None = None
+        self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
+
+    # ------------------------------------------------------------------ helpers
+    def check(self, *cs) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return z3.unknown, None
+        s = self.solver
+        s.push()
+        s.set("timeout", int(max(1, min(self.query_timeout_ms, left * 1000))))
+        s.add(*cs)
+        r = s.check()
+        m = s.model() if r == z3.sat else None
+        s.pop()
+        return r, m
+
+    def renaming(self) -> list:
+        if self._ren is None:
+            pairs = list(zip(self.ctx.tid, self.tid2))
+            for c in self.ex.created:
+                name = c.decl().name() + "'"
+                pairs.append((c, z3.Bool(name) if z3.is_bool(c) else z3.BitVec(name, c.size())))
+            self._ren = pairs
+        return self._ren
+
+    def t2(self, e):
+        return z3.substitute(e, *self.renaming())
+
+    def distinct_threads(self):
+        c = [z3.ULT(t, n) for t, n in zip(self.tid2, self.ctx.ntid)]
+        return z3.And(c + [z3.Or([a != b for a, b in zip(self.ctx.tid, self.tid2)])])
+
+    def witness(self, m: z3.ModelRef, two: bool = False, **extra) -> dict:
+        ctx = self.ctx
+
+        def ev(e):
+            return m.eval(e, model_completion=True).as_long()
+
+        w = {"thread": [ev(t) for t in ctx.tid], "block": [ev(c) for c in ctx.ctaid]}
+        if two:
+            w["other_thread"] = [ev(t) for t in self.tid2]
+        if ctx.block is None:
+            w["block_dim"] = [ev(x) for x in ctx.ntid]
+        if ctx.grid is None:
+            w["grid_dim"] = [ev(x) for x in ctx.nctaid]
+        params = {}
+        for name, sym in ctx.param_syms.items():
+            p = ctx.k.params[ctx.param_index[name]]
+            v = ev(sym)
+            if p.type.startswith("s"):
+                v = _signed(v, sym.size())
+            if "param:" + name in ctx.buffers or TYPE_INFO.get(p.type, (0, "f"))[1] == "f":
+                continue
+            params[ctx.param_label(name)] = v
+        w["params"] = params
+        for key, val in extra.items():
+            if isinstance(val, z3.ExprRef):
+                val = ev(val)
+            w[key] = val
+        return w
+
+    # ------------------------------------------------------------------ properties
+    def run(self) -> list[PropResult]:
+        t0 = time.monotonic()
+        self.ex.run()
+        self.exec_seconds = time.monotonic() - t0
+        out = []
+        for name, fn in (("bounds", self.bounds), ("barrier_divergence", self.barrier_divergence),
+                         ("shared_race", self.shared_race), ("async_copy", self.async_copy),
+                         ("termination", self.termination)):
+            r = PropResult(name)
+            t = time.monotonic()
+            fn(r)
+            if time.monotonic() > self.deadline and r.status == "proved":
+                r.status, r.detail = "unknown", "verifier time limit reached (--timeout)"
+            r.seconds = time.monotonic() - t
+            out.append(r)
+        return out
+
+    def _unsupported(self, r: PropResult, what: tuple[str, ...]) -> None:
+        for line, text in self.ex.unsupported:
+            if any(w in text for w in what):
+                r.unknown(line, f"instruction not modelled by the verifier: {text}")
+
+    # bounds -----------------------------------------------------------
+    def in_buffer(self, a: Access):
+        ctx = self.ctx
+        conds, missing = [], []
+        for tag in sorted(a.tags):
+            if a.space == "global" and tag in ctx.buffers:
+                base, ext, label = ctx.buffers[tag]
+                if ext is None:
+                    missing.append(label)
+                    continue
+                off = a.addr - base
+                conds.append((z3.And(z3.ULE(a.width, ext), z3.ULE(off, ext - a.width)), off, label, ext))
+            elif a.space == "shared" and tag in ctx.shared:
+                base, size = ctx.shared[tag]
+                if size is None:
+                    missing.append(f"dynamic shared {tag[7:]} (size unknown: give the kernel metadata "
+                                   "'dynamic_shared')")
+                    continue
+                b = z3.BitVecVal(base, 32)
+                s = z3.BitVecVal(size, 32)
+                off = a.addr - b
+                conds.append((z3.And(z3.ULE(a.width, s), z3.ULE(off, s - a.width)), off, tag[7:], s))
+        return conds, missing
+
+    def bounds(self, r: PropResult) -> None:
+        self._unsupported(r, ("stmatrix", "bulk", "mbarrier", "ld", "st", "atom", "red"))
+        for a in self.ex.accesses:
+            if a.space == "unknown" or not a.tags:
+                r.unknown(a.line, f"cannot tell which buffer '{a.text}' addresses (pointer not derived "
+                                  "from a kernel parameter or variable, e.g. loaded from memory)")
+                continue
+            conds, missing = self.in_buffer(a)
+            if missing:
+                r.unknown(a.line, f"no extent for {', '.join(missing)}: give --extent pN=BYTES-EXPR")
+                continue
+            r.checks += 1
+            res, m = self.check(a.pc, z3.Not(z3.Or([c for c, *_ in conds])))
+            if res == z3.sat:
+                _, off, label, ext = conds[0]
+                w = off.size()
+                wit = self.witness(m, buffer=label, offset=_signed(m.eval(off, model_completion=True).as_long(), w),
+                                   width=a.width, buffer_bytes=ext, access=a.text)
+                r.violated(a.line, wit, f"{a.kind} of {wit['width']} bytes at offset {wit['offset']} of "
+                                        f"{label} ({wit['buffer_bytes']} bytes): '{a.text}'")
+                return
+            if res == z3.unknown:
+                r.unknown(a.line, f"solver gave up on '{a.text}' (timeout)")
+
+    # barrier divergence ----------------------------------------------
+    def barrier_divergence(self, r: PropResult) -> None:
+        S = self.ctx.S
+        self._unsupported(r, ("partial barrier", "only full-CTA"))
+        bar_blocks = {b for b in range(S.nb) if any(is_barrier(S.k.body[i])
+                                                   for i in range(S.blocks[b].start, S.blocks[b].end))}
+        if not bar_blocks:
+            r.detail = "no barriers"
+            return
+        cache: dict = {}
+        for br in self.ex.branches:
+            region = S.divergence_region(br.block)
+            if not region & bar_blocks:
+                continue
+            r.checks += 1
+            ks_eq = [k == self.t2(k) for k in br.ks]
+            res, m = self.check(br.pc, self.t2(br.pc), self.distinct_threads(), *ks_eq,
+                                br.cond != self.t2(br.cond))
+            if res == z3.sat:
+                barline = min(S.k.body[S.blocks[b].start].line for b in region & bar_blocks)
+                loads = {self.ex.loadsyms[n] for n in self.ex.free_consts(br.cond, cache) if n in self.ex.loadsyms}
+                ins = S.k.body[br.index]
+                if loads:
+                    r.unknown(br.line, f"branch '{ins.text}' guarding the barrier near line {barline} depends on "
+                                       f"data loaded at line(s) {sorted(loads)}; cannot show it is uniform")
+                    continue
+                wit = self.witness(m, two=True, taken=z3.If(br.cond, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)),
+                                   other_taken=z3.If(self.t2(br.cond), z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)),
+                                   barrier_line=barline)
+                r.violated(br.line, wit, f"branch '{ins.text}' is taken by thread {wit['thread']} "
+                                         f"and not by thread {wit['other_thread']} (or vice versa) of the same "
+                                         f"block; a bar.sync (line {barline}) lies under it")
+                return
+            if res == z3.unknown:
+                r.unknown(br.line, "solver gave up (timeout)")
+
+    # races --------------------------------------------------------------
+    def shared_race(self, r: PropResult) -> None:
+        self._unsupported(r, ("partial barrier", "only full-CTA", "stmatrix", "bulk"))
+        acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown")]
+        for a in acc:
+            if a.space == "unknown":
+                r.unknown(a.line, f"cannot tell whether '{a.text}' addresses shared memory")
+        acc = [a for a in acc if a.space == "shared"]
+        renamed: dict[int, tuple] = {}
+
+        def ren(i, a):
+            if i not in renamed:
+                renamed[i] = (self.t2(a.pc), self.t2(a.addr), self.t2(a.width), self.t2(a.sync[BC]))
+            return renamed[i]
+
+        for i, a in enumerate(acc):
+            for j in range(i, len(acc)):
+                b = acc[j]
+                if a.kind == "read" and b.kind == "read":
+                    continue
+                if a.kind == "atomic" and b.kind == "atomic":
+                    continue
+                if a.tags and b.tags and not (a.tags & b.tags):
+                    continue
+                pc2, addr2, w2, bc2 = ren(j, b)
+                r.checks += 1
+                a1, a2 = z3.ZeroExt(32, a.addr), z3.ZeroExt(32, addr2)
+                overlap = z3.And(z3.ULT(a1, a2 + z3.ZeroExt(32, w2)), z3.ULT(a2, a1 + z3.ZeroExt(32, a.width)))
+                res, m = self.check(self.distinct_threads(), a.pc, pc2, a.sync[BC] == bc2, overlap)
+                if res == z3.sat:
+                    wit = self.witness(m, two=True, address=a.addr, other_address=addr2,
+                                       access=a.text, other_access=b.text, other_line=b.line,
+                                       barrier_interval=a.sync[BC])
+                    r.violated(a.line, wit, f"'{a.text}' (line {a.line}, thread {wit['thread']}) and "
+                                            f"'{b.text}' (line {b.line}, thread {wit['other_thread']}) touch "
+                                            f"shared address {wit['address']} in the same barrier interval")
+                    return
+                if res == z3.unknown:
+                    r.unknown(a.line, f"solver gave up on the pair of lines {a.line} and {b.line} (timeout)")
+
+    # async copies -----------------------------------------------------
+    def _after_without_sync(self, src: int, dst: int) -> bool:
+        """Can instruction dst follow instruction src with no commit, wait or barrier in between?"""
+        body = self.ctx.k.body
+        S = self.ctx.S
+        seen = set()
+        q = deque([src + 1])
+        while q:
+            i = q.popleft()
+            if i in seen or i >= len(body):
+                continue
+            seen.add(i)
+            if i == dst:
+                return True
+            ins = body[i]
+            if is_barrier(ins) or (ins.opcode == "cp" and any(m in ins.mods for m in
+                                                               ("commit_group", "wait_group", "wait_all"))):
+                continue
+            if ins.opcode == "bra":
+                q.append(ins.info["target"])
+                if ins.guard is not None:
+                    q.append(i + 1)
+            elif ins.opcode in ("ret", "exit", "trap"):
+                if ins.guard is not None:
+                    q.append(i + 1)
+            else:
+                q.append(i + 1)
+        del S
+        return False
+
+    def async_copy(self, r: PropResult) -> None:
+        self._unsupported(r, ("cp.async", "partial barrier", "only full-CTA"))
+        copies = [a for a in self.ex.accesses if a.kind == "async"]
+        if not copies:
+            r.detail = "no cp.async"
+            return
+        reads = [a for a in self.ex.accesses if a.space == "shared" and a.kind in ("read", "atomic")]
+        for c in copies:
+            g = c.sync[GC]
+            for rd in reads:
+                if c.tags and rd.tags and not (c.tags & rd.tags):
+                    continue
+                a1, b1 = z3.ZeroExt(32, c.addr), z3.ZeroExt(32, rd.addr)
+                # the same thread: needs its own wait_group covering the copy's group
+                before = z3.Or(z3.UGT(rd.sync[GC], g), z3.And(rd.sync[GC] == g, z3.UGT(rd.sync[BC], c.sync[BC])))
+                if self._after_without_sync(c.index, rd.index):
+                    before = z3.Or(before, z3.And(rd.sync[GC] == g, rd.sync[BC] == c.sync[BC]))
+                overlap = z3.And(z3.ULT(a1, b1 + z3.ZeroExt(32, rd.width)), z3.ULT(b1, a1 + z3.ZeroExt(32, c.width)))
+                r.checks += 1
+                res, m = self.check(c.pc, rd.pc, overlap, before, z3.Not(z3.UGT(rd.sync[DONE], g)))
+                if res == z3.sat:
+                    wit = self.witness(m, address=rd.addr, copy_line=c.line, group=g,
+                                       groups_complete=rd.sync[DONE], access=rd.text)
+                    r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by "
+                                             f"cp.async at line {c.line} (group {wit['group']}) before a "
+                                             f"cp.async.wait_group covers that group")
+                    return
+                if res == z3.unknown:
+                    r.unknown(rd.line, "solver gave up (timeout)")
+                # another thread: needs the wait and a barrier after it
+                rd2pc, rd2addr, rd2w = self.t2(rd.pc), self.t2(rd.addr), self.t2(rd.width)
+                s2 = {k: self.t2(v) for k, v in rd.sync.items()}
+                b2 = z3.ZeroExt(32, rd2addr)
+                overlap2 = z3.And(z3.ULT(a1, b2 + z3.ZeroExt(32, rd2w)), z3.ULT(b2, a1 + z3.ZeroExt(32, c.width)))
+                before2 = z3.Or(z3.UGT(s2[GC], g), z3.And(s2[GC] == g, z3.UGT(s2[BC], c.sync[BC])))
+                r.checks += 1
+                res, m = self.check(self.distinct_threads(), c.pc, rd2pc, overlap2, before2,
+                                    z3.Not(z3.UGT(s2[VIS], g)))
+                if res == z3.sat:
+                    wit = self.witness(m, two=True, address=rd2addr, copy_line=c.line, group=g,
+                                       groups_visible=s2[VIS], access=rd.text)
+                    r.violated(rd.line, wit, f"thread {wit['other_thread']} reads '{rd.text}' at shared address "
+                                             f"{wit['address']}, written by thread {wit['thread']}'s cp.async at "
+                                             f"line {c.line} (group {wit['group']}), before a wait_group covering "
+                                             "that group followed by a barrier")
+                    return
+                if res == z3.unknown:
+                    r.unknown(rd.line, "solver gave up (timeout)")
+
+    # termination ------------------------------------------------------
+    def termination(self, r: PropResult) -> None:
+        if not self.ex.loops:
+            r.detail = "no loops"
+        proofs = []
+        for lp in self.ex.loops:
+            r.checks += 1
+            if lp.status == "proved":
+                proofs.append(f"loop at line {lp.line}: {lp.text}")
+            elif lp.status == "violated":
+                res, m = self.check(lp.violation)
+                if res == z3.sat:
+                    r.violated(lp.line, self.witness(m), f"the loop at line {lp.line} may never exit: {lp.text}")
+                    return
+                r.unknown(lp.line, f"loop at line {lp.line}: {lp.text} (but no reachable witness found)")
+            else:
+                r.unknown(lp.line, f"loop at line {lp.line}: {lp.text}")
+        if proofs and r.status == "proved":
+            r.detail = "; ".join(proofs)
