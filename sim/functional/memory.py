@@ -133,11 +133,14 @@ class FlatMemory:
 
     def _idx(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
         a = addrs.astype(np.int64)
-        bad = (a < 0) | (a > self.size - nbytes)
-        if bad.any():
+        lo, hi = a.min(), a.max()
+        if lo < 0 or hi > self.size - nbytes:
+            bad = (a < 0) | (a > self.size - nbytes)
             j = int(np.argmax(bad))
             raise Fault(j, int(a[j]), f"outside {self.name} memory of {self.size} bytes")
-        _check_align(addrs.astype(np.uint64), nbytes, dt.itemsize)
+        align = nbytes if nbytes & (nbytes - 1) == 0 else dt.itemsize
+        if (a & (align - 1)).any():
+            _check_align(addrs.astype(np.uint64), nbytes, dt.itemsize)
         return a // dt.itemsize
 
     def load(self, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:

@@ -100,12 +100,14 @@ def f16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
 
 # -- exact fused multiply-add --------------------------------------------------------------------
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b+c rounded once to f32: the f64 product is exact; TwoSum recovers the sum's error so a
-    tie at an f32 midpoint is broken toward the exact value (no double rounding)."""
-    a64 = np.asarray(a, np.float64)
-    p = a64 * np.asarray(b, np.float64)
+    """a*b+c rounded once to f32. The f64 product is exact; the f64 sum can only mislead the final
+    rounding when it lands exactly on an f32 midpoint (low 29 mantissa bits 0x10000000), so only
+    then TwoSum recovers the sum's error and breaks the tie toward the exact value."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
     c64 = np.asarray(c, np.float64)
     s = p + c64
+    if not ((s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)).any():
+        return s.astype(np.float32)
     bb = s - p
     e = (p - (s - bb)) + (c64 - bb)
     nz = e != 0

@@ -102,6 +102,7 @@ class Warp:
         # Per-instruction facts for the timing model
         self.acc: tuple | None = None  # (space, active addresses, bytes per lane, is_store)
         self.last_mask = ALL
+        self.cur_full = False
         self.taken = False
         self.diverged = False
         # barrier and async-copy state
@@ -131,6 +132,7 @@ class Warp:
             m = m & ~g if ins.guard_neg else m & g
             full = full and bool(m.all())
         self.last_mask = m
+        self.cur_full = full
         self.acc = None
         self.instructions += 1
         try:
@@ -143,7 +145,10 @@ class Warp:
             raise ExecutionError(f"internal error executing '{ins.text}': {e}", self.L.file, ins.line) from e
         if ctl is None:
             top.pc = pc + 1
-        elif ctl == BRANCH:
+            if top.pc == top.rpc:
+                self._reconverge()
+            return ins, None
+        if ctl == BRANCH:
             self._branch(top, pc, ins, m)
         elif ctl == EXIT:
             self._exit(top, pc, m)
@@ -220,6 +225,11 @@ class Warp:
 
     def mem_load(self, space: str, addrs: np.ndarray, m: np.ndarray, dt: np.dtype, n: int,
                  ins: Instruction) -> np.ndarray:
+        if m is self.last_mask and self.cur_full:  # every lane active: no gather or scatter
+            space, act = self._space_of(space, addrs)
+            self.acc = (space, act, dt.itemsize * n, False)
+            if space != "local":
+                return self._mem(space).load(act, dt, n)
         out = np.zeros((32, n), dtype=dt)
         if not m.any():
             return out
