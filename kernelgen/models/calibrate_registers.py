@@ -43,15 +43,24 @@ def specs():
     yield parse_spec({**odd, "dtype": "bf16"})
     yield parse_spec({**odd, "dtype": {"a": "bf16", "out": "f16"}, **epi})
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``--only simt|mma`` recalibrates one variant and merges into the existing table."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    only = args[args.index("--only") + 1] if "--only" in args else None
     from kernelgen.emit_mma import emit_mma
     from kernelgen.emit_simt import emit_simt
 
     jobs: dict[str, list] = {}
     for spec in specs():
         for variant in ("simt", "mma"):
+            if only and variant != only:
+                continue
             for t in enumerate_tilings(spec, variant):
                 k = f"{calibration_key(spec, t)}:T{t.threads}"
+                if t.variant == "simt":
+                    k += f":g{t.grid_n}"
                 lst = jobs.setdefault(k, [])
                 if not lst:
                     lst.append((spec, t))
@@ -60,16 +69,27 @@ def main() -> None:
         spec, t = item
         emit = emit_simt if t.variant == "simt" else emit_mma
         regs, spill = ptxas_registers(emit(spec, t, {}))
-        return calibration_key(spec, t), t.threads, regs / sum(live_ranges(spec, t)), spill
+        return (calibration_key(spec, t), t.threads, t.variant, t.grid_n, regs / sum(live_ranges(spec, t)),
+                spill)
 
     todo = [it for lst in jobs.values() for it in lst]
     ratios: dict[str, list[float]] = {}
     with cf.ThreadPoolExecutor(8) as ex:
-        for k, threads, r, spill in ex.map(run, todo):
+        for k, threads, variant, grid_n, r, spill in ex.map(run, todo):
             if not spill:
                 ratios.setdefault(k, []).append(r)
-                ratios[f"{k}:T{threads}"] = [r]
-    table = {k: round(statistics.median(v), 4) for k, v in sorted(ratios.items())}
+                ratios.setdefault(f"{k}:T{threads}", []).append(r)
+                if variant == "simt":
+                    ratios[f"{k}:T{threads}:g{grid_n}"] = [r]
+    table = {}
+    if only:
+        try:
+            table = {k: v for k, v in json.loads(CALIBRATION.read_text()).items()
+                     if not k.startswith(only + ":")}
+        except (OSError, ValueError):
+            pass
+    table.update({k: round(statistics.median(v), 4) for k, v in ratios.items()})
+    table = dict(sorted(table.items()))
     CALIBRATION.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
     print(f"{len(todo)} kernels, {len(table)} keys -> {CALIBRATION}")
 

@@ -71,7 +71,9 @@ def estimate(spec: GemmSpec, t: Tiling, regs_limit: int) -> RegisterEstimate:
     key = calibration_key(spec, t)
     tab = _table()
     fine = f"{key}:T{t.threads}"
-    factor = tab.get(fine, tab.get(key, 1.0))
+    finer = f"{fine}:g{t.grid_n}"  # simt: the thread grid's shape changes ptxas's scheduling
+    factor = tab.get(finer, tab.get(fine, tab.get(key, 1.0)))
+    key = finer if finer in tab else (fine if fine in tab else key)
     per_thread = int(round(analytic * factor))
     per_thread = max(per_thread, 16)
     return RegisterEstimate(acc, frag, addressing, params, analytic, factor, per_thread, regs_limit,
