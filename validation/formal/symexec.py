@@ -234,7 +234,7 @@ class Executor:
         self.barriers: list[tuple[int, int, z3.BoolRef]] = []
         self.loops: list[LoopRec] = []
         self.unsupported: list[tuple[int, str]] = []  # (line, what) instructions not modelled
-        self.solver_timeout_ms = 5000
+        self.solver_timeout_ms = 2000
 
     # ------------------------------------------------------------------ symbols
     def fresh(self, hint: str, width: int | None) -> z3.ExprRef:
@@ -956,26 +956,33 @@ class Executor:
             rec.back_pc = back_pc
             rec.load_lines = sorted({self.loadsyms[n] for n in self.free_consts(back_pc, cache) & local
                                      if n in self.loadsyms})
-            for R in self.ranking_candidates(back_pc, local | {str(k)}, cache):
-                Rn = z3.substitute(R, *next_pairs)
-                if self.unsat(hyps + [back_pc, z3.Or(R <= 0, z3.And(cond_next, Rn >= R))]):
-                    R0 = z3.substitute(R, *init_pairs)
+            K = self.affine_exit_bound(back_pc, hyps, facts[0], next_pairs, init_pairs, local | {str(k)}, cache)
+            if K is None:
+                for R in self.ranking_candidates(back_pc, local | {str(k)}, cache):
+                    Rn = z3.substitute(R, *next_pairs)
+                    d = z3.simplify(R - Rn, som=True)
                     wr = R.size()
-                    kk = z3.ZeroExt(wr - 64, k) if wr > 64 else z3.Extract(wr - 1, 0, k) if wr < 64 else k
-                    bound = z3.ULE(kk, R0) if wr >= 64 else z3.ULE(k, z3.ZeroExt(64 - wr, R0))
-                    facts.append(z3.If(R0 > 0, bound, k == 0))
-                    rec.status, rec.text = "proved", "trip count <= " + " ".join(str(z3.simplify(R0)).split())
-                    break
+                    if not (z3.is_bv_value(d) and 0 < d.as_long() < (1 << (wr - 1))):
+                        d = z3.BitVecVal(1, wr)
+                    if self.unsat(hyps + [back_pc, z3.Or(R <= 0, z3.And(cond_next, Rn > R - d))]):
+                        R0 = z3.substitute(R, *init_pairs)
+                        # R > 0 on every back edge and drops by >= d: at most (R0-1)/d + 1 back edges
+                        K = z3.If(R0 > 0, z3.UDiv(R0 - 1, d) + 1, z3.BitVecVal(0, wr))
+                        break
+            if K is not None:
+                wk = K.size()
+                facts.append(z3.ULE(k, z3.ZeroExt(64 - wk, K)) if wk < 64 else z3.ULE(z3.ZeroExt(wk - 64, k), K))
+                rec.status = "proved"
+                rec.text = "trip count <= " + " ".join(str(z3.simplify(K)).split())
+            elif self.unsat(hyps + [back_pc, z3.Not(cond_next)]):
+                rec.status = "violated"
+                rec.violation = z3.substitute(back_pc, *init_pairs)
+                rec.text = "once its back edge is taken it is taken forever (the exit condition never changes)"
             else:
-                if self.unsat(hyps + [back_pc, z3.Not(cond_next)]):
-                    rec.status = "violated"
-                    rec.violation = z3.substitute(back_pc, *init_pairs)
-                    rec.text = "once its back edge is taken it is taken forever (the exit condition never changes)"
-                else:
-                    rec.status = "unknown"
-                    rec.text = "no ranking function found"
-                    if rec.load_lines:
-                        rec.text += f"; the exit condition depends on data loaded at line(s) {rec.load_lines}"
+                rec.status = "unknown"
+                rec.text = "no ranking function found"
+                if rec.load_lines:
+                    rec.text += f"; the exit condition depends on data loaded at line(s) {rec.load_lines}"
         elif bst is None:
             rec.status, rec.text = "proved", "the back edge is never taken"
 
@@ -997,6 +1004,46 @@ class Executor:
                 rec.text = "the loop has no exit"
             self.loops.append(rec)
         return exits
+
+    def affine_exit_bound(self, back_pc, hyps, entry_pc, next_pairs, init_pairs, local, cache):
+        """Loops that leave when x == 0 for x = x0 + s*k (s a constant, e.g. unrolled loops comparing a
+        counter with != ): bounded by |x0|/|s| when x0 has the right sign and is a multiple of s."""
+        for e in self.atoms(back_pc, (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT), local, cache):
+            a, b = e.arg(0), e.arg(1)
+            x = a - b
+            w = x.size()
+            step = z3.simplify(z3.substitute(x, *next_pairs) - x, som=True)
+            if not z3.is_bv_value(step):
+                continue
+            sv = step.as_long()
+            sv = sv - (1 << w) if sv >> (w - 1) else sv
+            if sv == 0 or not self.unsat(hyps + [back_pc, x == 0]):
+                continue
+            x0 = z3.SignExt(2, z3.substitute(x, *init_pairs))
+            S = z3.BitVecVal(abs(sv), w + 2)
+            if sv > 0:
+                ok, K = z3.And(x0 <= 0, z3.SRem(-x0, S) == 0), z3.UDiv(-x0, S)
+            else:
+                ok, K = z3.And(x0 >= 0, z3.SRem(x0, S) == 0), z3.UDiv(x0, S)
+            if self.unsat([entry_pc, z3.Not(ok)]):
+                return K
+        return None
+
+    def atoms(self, cond, kinds, local, cache):
+        out, todo, visited = [], [cond], set()
+        while todo:
+            e = todo.pop()
+            if e.get_id() in visited or not z3.is_app(e):
+                continue
+            visited.add(e.get_id())
+            kd = e.decl().kind()
+            if kd in kinds and e.num_args() == 2 and z3.is_bv(e.arg(0)):
+                if (self.free_consts(e.arg(0), cache) | self.free_consts(e.arg(1), cache)) & local:
+                    out.append(e)
+                continue
+            if z3.is_bool(e):
+                todo.extend(e.children())
+        return out
 
     def unsat(self, cs) -> bool:
         s = z3.Solver()
