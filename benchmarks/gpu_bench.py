@@ -83,6 +83,8 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-three-way", action="store_true")
+    ap.add_argument("--kernels", help="run the three-way kernels found here (NAME/kernel.ptx, from "
+                    "benchmarks/three_way.py compile) instead of compiling them on this machine")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -103,7 +105,20 @@ def main() -> int:
                     row["cublas_tflops"] = cublas_tflops(M, N, K, dtype, a.repeats)
                     res["speed"].append(row)
                     print(json.dumps(row)[:300], flush=True)
-        if not a.skip_three_way:
+        if not a.skip_three_way and a.kernels:
+            for kdir in sorted(Path(a.kernels).iterdir()):
+                ptx = kdir / "kernel.ptx"
+                if not ptx.exists():
+                    continue
+                meta_M, meta_N, meta_K = (int(x) for x in kdir.name.split("x"))
+                row = {"M": meta_M, "N": meta_N, "K": meta_K, "name": kdir.name, "dtype": "f16"}
+                try:
+                    row.update(run_kernel(ptx, a.repeats, check=meta_M * meta_N * meta_K <= 1024**3))
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = f"{type(e).__name__}: {e}"[:400]
+                res["three_way"].append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "per_cta_cycles"})[:300], flush=True)
+        elif not a.skip_three_way:
             for (M, N, K) in THREE_WAY_SHAPES:
                 row = {"M": M, "N": N, "K": K, "dtype": "f16", "variant": a.variant}
                 try:
