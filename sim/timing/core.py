@@ -38,6 +38,9 @@ class Scheduler:
         self.rr = 0
         self.sleep_until: float = 0
         self.wake_ev: simpy.Event | None = None
+        # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
+        # one of Pipe.count units)
+        self.units = [core.units[st.pipe][index % len(core.units[st.pipe])] for st in core.statics]
         self.proc = core.env.process(self.run())
 
     def wake(self, at: float) -> None:
@@ -48,42 +51,56 @@ class Scheduler:
             self.proc.interrupt()
 
     def order(self) -> list[WarpT]:
+        """The warps in the order the policy considers them this cycle."""
         ws = self.warps
         if self.core.hw.core.policy == "gto":
-            if self.last is not None and self.last in ws:
-                return [self.last] + [w for w in ws if w is not self.last]
+            last = self.last
+            if last is not None and ws and last is not ws[0] and last in ws:
+                return [last] + [w for w in ws if w is not last]
             return ws
         n = len(ws)
         k = self.rr % n if n else 0
-        return ws[k:] + ws[:k]
+        return ws[k:] + ws[:k] if k else ws
 
     def run(self):
         core = self.core
         env = core.env
         width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
         stats = core.stats
+        stalls = stats.stalls
+        by_line = stats.by_line
+        lrr = core.hw.core.policy != "gto"
+        timeout = env.timeout
         while True:
             now = int(env.now)
             issued = 0
             best_t: float = INF
-            best = ("no_eligible", 0)
+            best_reason = "no_eligible"
+            best_line = 0
+            finished = False
             for wt in self.order():
                 if wt.finished:
                     continue
-                t, j, reason, line = wt.earliest(now)
+                if wt.dirty or wt.valid_until <= now:
+                    t, j, reason, line = wt.recompute(now)
+                else:
+                    t, j, reason, line = wt.cached
                 if t <= now:
                     wt.issue(j, now)
                     issued += 1
                     self.last = wt
-                    self.rr = self.warps.index(wt) + 1 if wt in self.warps else self.rr
+                    if lrr:
+                        self.rr = self.warps.index(wt) + 1
+                    if wt.finished:
+                        finished = True
                     if issued >= width:
                         break
                 elif t < best_t:
-                    best_t, best = t, (reason, line)
-            if any(w.finished for w in self.warps):
+                    best_t, best_reason, best_line = t, reason, line
+            if finished:
                 self.warps = [w for w in self.warps if not w.finished]
             if issued:
-                yield env.timeout(1)
+                yield timeout(1)
                 continue
             if not self.warps and not core.pending_work():
                 return
@@ -94,14 +111,18 @@ class Scheduler:
                     yield self.wake_ev
                 else:
                     self.sleep_until = best_t
-                    yield env.timeout(best_t - now)
+                    yield timeout(best_t - now)
             except simpy.Interrupt:
                 pass
             self.wake_ev = None
             elapsed = int(env.now) - now
             if elapsed > 0 and core.live_ctas:
-                reason = best[0] if self.warps else "no_eligible"
-                stats.stall(reason, best[1], elapsed)
+                if self.warps:
+                    stalls[best_reason] += elapsed
+                    if best_line:
+                        by_line[best_line][best_reason] += elapsed
+                else:
+                    stalls["no_eligible"] += elapsed
 
 
 class Core:

@@ -15,7 +15,7 @@ from sim.ptx.ir import Program
 from sim.result import STALL_REASONS, SimResult
 from sim.timing.core import Core
 from sim.timing.memory import DeviceMemory
-from sim.timing.static import regs_per_thread, statics
+from sim.timing.static import register_count, regs_per_thread, statics
 
 DEFAULT_LOOKAHEAD = 8
 
@@ -26,7 +26,6 @@ class Stats:
         self.by_line: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.conflicts: dict[int, int] = defaultdict(int)
         self.flushes: dict[int, list] = {}
-        self.busy_by: dict[str, int] = defaultdict(int)
         self.buckets: list[tuple[int, str, int]] = []  # (t, unit, busy) issue log for the series
         self.trace = [] if trace else None
         self.barriers = 0
@@ -46,10 +45,6 @@ class Stats:
         f[0] += 1
         f[2] += cycles
         self.stalls["flush"] += 0  # the cycles show up as the scheduler's "flush" stall
-
-    def busy(self, unit: str, t: int, occ: int) -> None:
-        self.busy_by[unit] += occ
-        self.buckets.append((t, unit, occ))
 
     def barrier(self, at: int) -> None:
         self.barriers += 1
@@ -74,6 +69,8 @@ class Simulation:
         k = self.P.L.kernel
         self.kernel = k
         self.statics = statics(k.body, hw)
+        self.nregs = register_count(self.statics)
+        self.indep_memo: dict[tuple, tuple] = {}  # window signature -> independent entries (warp.py)
         self.lookahead = max(1, lookahead)
         self.stats = Stats(trace)
         self.devmem = DeviceMemory(hw)
@@ -95,6 +92,10 @@ class Simulation:
 
     def count_instruction(self) -> None:
         self.count += 1
+        if self.count > self.max_instructions:
+            self.count_instruction_overflow()
+
+    def count_instruction_overflow(self) -> None:
         if self.count > self.max_instructions:
             raise ExecutionError(f"more than {self.max_instructions} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.P.L.file)

@@ -8,6 +8,9 @@ from sim.timing.units import RegBanks
 _MEM_OPS = {"ld", "ldu", "st", "atom", "red", "ldmatrix"}
 _ORDERED_OPS = {"bra", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "nanosleep"}
 _CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
+# St.cpk: cp.async role as a small int for the hot path
+CP_NONE, CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL = 0, 1, 2, 3, 4
+_CP_KIND = {None: CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
 
 
 class St:
@@ -15,7 +18,9 @@ class St:
     latency, register sets, and the flags the scheduler needs."""
 
     __slots__ = ("ins", "index", "line", "text", "pipe", "ops", "lat", "srcs", "dsts", "rsrcs", "mem", "store",
-                 "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor")
+                 "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
+                 # derived once for the hot path (see warp.py):
+                 "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts")
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks):
         self.ins = ins
@@ -52,11 +57,43 @@ class St:
         self.ordered = op in _ORDERED_OPS or self.clock or self.cp in ("commit", "wait", "wait_all")
         self.cache_op = next((m for m in ins.mods if m in _CACHE_OPS), "")
         self.rf_extra = rf.extra_cycles(tuple(r for r in ins.src_regs if not r.startswith("%p")))
+        # PipeUnit.occupancy(ops) + register-bank extra cycles; latency to the result incl. the extra
+        self.occ = max(pipe.interval, -(-self.ops // pipe.lanes)) + self.rf_extra
+        self.lat_total = self.lat + self.rf_extra
+        self.is_bra = self.branch and op == "bra"
+        self.cpk = _CP_KIND[self.cp]
+        self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
+        self.dst_ids: tuple[int, ...] = ()
+        self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)
+
+    def blocked_by(self, o: St) -> bool:
+        """May this instruction not issue before the older, unissued `o` (RAW/WAW/WAR on registers
+        and predicates, memory order when either is a store, anything ordered)?"""
+        hit = self.conflicts.get(o.index)
+        if hit is None:
+            hit = self.conflicts[o.index] = bool(
+                self.ordered or o.ordered
+                or (o.dsts and (not o.dsts.isdisjoint(self.srcs) or not o.dsts.isdisjoint(self.dsts)))
+                or (self.dsts and not self.dsts.isdisjoint(o.srcs))
+                or (o.mem and self.mem and (o.store or self.store)))
+        return hit
 
 
 def statics(body: list, hw: HwConfig) -> list[St]:
+    """St of every instruction; registers and predicates numbered 0.. (St.src_ids / dst_ids) so the
+    scoreboard is a list indexed by register number."""
     rf = RegBanks(hw.registers)
-    return [St(ins, hw, rf) for ins in body]
+    out = [St(ins, hw, rf) for ins in body]
+    ids: dict[str, int] = {}
+    for st in out:
+        st.src_ids = tuple(ids.setdefault(r, len(ids)) for r in st.rsrcs)
+        st.dst_ids = tuple(ids.setdefault(r, len(ids)) for r in st.dsts)
+    return out
+
+
+def register_count(sts: list[St]) -> int:
+    """How many distinct registers/predicates the St list numbers."""
+    return 1 + max((i for st in sts for i in st.src_ids + st.dst_ids), default=0)
 
 
 def regs_per_thread(kernel, hw: HwConfig) -> int:

@@ -7,12 +7,20 @@ instructions and may issue a younger one past an older stalled one when they are
 (RAW/WAW/WAR on registers and predicates, memory order when either is a store). This stands for
 the static scheduling ptxas does when it turns PTX into SASS; lookahead=1 is strict in-order issue.
 Branches, barriers, fences, %clock reads and cp.async commit/wait issue only as the oldest.
+
+Hot path notes (the scheduler calls `earliest` several times per issued instruction):
+- the answer of `earliest` is cached with the cycle up to which it stays valid (`valid_until`):
+  until then only a unit can get busier (so the cached cycle is at worst optimistic and is
+  re-checked when reached); any change of the warp's own state sets `dirty`;
+- which window entries are independent of every older one depends only on the static
+  instructions in the window, so it is memoised per window signature (tuple of PTX indices);
+- the scoreboard is two lists indexed by register number (St.src_ids / St.dst_ids).
 """
 
 from __future__ import annotations
 
 from sim.functional.ops_mem import BARRIER, EXIT
-from sim.timing.static import St
+from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL, St
 
 INF = float("inf")
 
@@ -28,16 +36,35 @@ class Entry:
         self.deferred = deferred
 
 
+def independent(win_sts: list[St]) -> tuple[int, ...]:
+    """Window indices whose instruction does not wait for any older one in the window."""
+    out = []
+    for j, st in enumerate(win_sts):
+        for i in range(j):
+            if st.blocked_by(win_sts[i]):
+                break
+        else:
+            out.append(j)
+    return tuple(out)
+
+
 class WarpT:
+    __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
+                 "block_reason", "finished", "last_done", "open_done", "groups_done", "issued", "cached",
+                 "valid_until", "dirty", "free_ok", "lim", "statics", "units", "sim", "indep")
+
     def __init__(self, w, cta_t, sched, core, gid: int):
         self.w = w
         self.cta = cta_t
         self.sched = sched
         self.core = core
+        self.sim = core.sim
         self.gid = gid  # global warp id (trace track, GTO age)
         self.window: list[Entry] = []
-        self.ready: dict[str, int] = {}
-        self.ready_mem: dict[str, bool] = {}
+        self.sig: list[int] = []  # PTX indices of the window's instructions (memo key of free_ok)
+        nregs = core.sim.nregs
+        self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
+        self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
         self.fetch_at: float = core.now + core.hw.branch.frontend_depth  # branch.frontend_depth: fetch to issue
         self.block_reason = "frontend"
         self.finished = False
@@ -46,30 +73,41 @@ class WarpT:
         self.groups_done: list[int] = []
         self.issued = 0
         self.cached: tuple = (-1, -1, "", 0)  # last earliest() answer, valid while nothing changed
+        self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
-        self.free_ok: list[int] = []  # window indices not blocked by an older unissued entry
+        self.free_ok: tuple[int, ...] = ()  # window indices not blocked by an older unissued entry
+        self.lim = core.lookahead
+        self.statics = core.statics
+        self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
+        self.indep = core.sim.indep_memo
         w.clock_fn = None
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
         w = self.w
         win = self.window
-        lim = self.core.lookahead
-        statics = self.core.statics
+        sig = self.sig
+        lim = self.lim
+        statics = self.statics
+        sim = self.sim
         while len(win) < lim and not w.done and self.fetch_at <= now:
             st = statics[w.pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
                 if not win:
-                    win.append(Entry(st, None, -1, 0, deferred=True))
+                    win.append(Entry(st, None, -1, 0, True))
+                    sig.append(st.index)
                     self.dirty = True
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
             _, ctl = w.step()
             self.dirty = True
-            self.core.count_instruction()
+            sim.count += 1
+            if sim.count > sim.max_instructions:
+                sim.count_instruction_overflow()
             win.append(Entry(st, w.acc, w.pc, w.waited_groups))
-            if st.branch and st.ins.opcode == "bra":
+            sig.append(st.index)
+            if st.is_bra:
                 self.fetch_at = INF  # until the branch issues (see issue)
                 self.block_reason = "branch"
                 break
@@ -86,115 +124,122 @@ class WarpT:
 
         The answer is cached: units only get busier and the warp's own state marks it dirty, so a
         cached future cycle is at worst optimistic and gets re-checked then."""
-        c = self.cached
-        if not self.dirty and c[0] > now and (self.fetch_at > now or self.w.done
-                                               or len(self.window) >= self.core.lookahead):
-            return c
-        self.fill(now)
+        if not self.dirty and self.valid_until > now:
+            return self.cached
+        return self.recompute(now)
+
+    def recompute(self, now: int) -> tuple[float, int, str, int]:
+        """earliest() without the cache check."""
         win = self.window
+        if self.fetch_at <= now and len(win) < self.lim and not self.w.done:
+            self.fill(now)
         if self.dirty:
-            self.free_ok = self._independent()
+            key = tuple(self.sig)
+            free = self.indep.get(key)
+            if free is None:
+                free = self.indep[key] = independent([e.st for e in win])
+            self.free_ok = free
             self.dirty = False
         if not win:
+            self.valid_until = -1  # not cached: recomputed (cheaply) on every call
             if self.w.done:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        best = (-1, "scoreboard", win[0].st.line)
-        units = self.core.units
-        sidx = self.sched.index
+        best_j = -1
+        best_reason = "scoreboard"
+        best_line = win[0].st.line
+        units = self.units
+        ready = self.ready
         for j in self.free_ok:
             e = win[j]
             st = e.st
             t = now
             reason = "pipe_busy"
-            ready = self.ready
-            for r in st.rsrcs:
-                rt = ready.get(r, 0)
+            for r in st.src_ids:
+                rt = ready[r]
                 if rt > t:
                     t = rt
-                    reason = "memory" if self.ready_mem.get(r) else "scoreboard"
-            ulist = units[st.pipe]
-            u = ulist[sidx % len(ulist)]
-            if u.free > t:
-                t = u.free
+                    reason = "memory" if self.ready_mem[r] else "scoreboard"
+            uf = units[st.index].free
+            if uf > t:
+                t = uf
                 reason = "pipe_busy"
-            if st.cp in ("wait", "wait_all"):
+            cpk = st.cpk
+            if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
                 need = self.groups_done[: e.need_groups]
-                if st.cp == "wait_all":
+                if cpk == CP_WAIT_ALL:
                     need = need + [self.open_done]
                 gt = max(need, default=0)
                 if gt > t:
                     t, reason = gt, "memory"
             if t < best_t:
                 best_t = t
-                best = (j, reason, st.line)
+                best_j, best_reason, best_line = j, reason, st.line
                 if t <= now:
                     break
-        self.cached = (best_t, best[0], best[1], best[2])
-        return self.cached
-
-    def _independent(self) -> list[int]:
-        win = self.window
-        out = []
-        for j, e in enumerate(win):
-            st = e.st
-            if j and st.ordered:
-                break
-            blocked = False
-            for i in range(j):
-                o = win[i].st
-                if o.ordered or (o.dsts and (not o.dsts.isdisjoint(st.srcs) or not o.dsts.isdisjoint(st.dsts))) \
-                        or (st.dsts and not st.dsts.isdisjoint(o.srcs)) or (o.mem and st.mem and (o.store or st.store)):
-                    blocked = True
-                    break
-            if not blocked:
-                out.append(j)
-        return out
+        c = self.cached = (best_t, best_j, best_reason, best_line)
+        # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
+        fa = self.fetch_at
+        if fa < best_t and len(win) < self.lim and not self.w.done:
+            self.valid_until = fa
+        else:
+            self.valid_until = best_t
+        return c
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
         core = self.core
         self.dirty = True
         e = self.window.pop(j)
+        del self.sig[j]
         st = e.st
+        w = self.w
         if e.deferred:  # a %clock read: execute now, at its issue cycle
-            self.w.clock_fn = lambda: t
-            self.w.step()
-            self.w.clock_fn = None
-            core.count_instruction()
+            w.clock_fn = lambda: t
+            w.step()
+            w.clock_fn = None
+            sim = self.sim
+            sim.count += 1
+            if sim.count > sim.max_instructions:
+                sim.count_instruction_overflow()
             self.fetch_at = t + 1
-        ulist = core.units[st.pipe]
-        u = ulist[self.sched.index % len(ulist)]
-        occ = u.occupancy(st.ops) + st.rf_extra
-        done = t + st.lat + st.rf_extra
+        u = self.units[st.index]
+        occ = st.occ
+        done = t + st.lat_total
+        stats = core.stats
+        cpk = st.cpk
         if st.mem and e.acc is not None:
             done, extra = core.mem.access(t, e.acc, st.cache_op, st.atomic)
             if extra:
-                occ += extra * core.hw.shared.pass_cycles  # replays hold the LSU path (shared.pass_cycles)
-                core.stats.conflict(st.line, extra, extra * core.hw.shared.pass_cycles)
-            if st.cp == "copy":
-                self.open_done = max(self.open_done, done)
-        u.take(t, occ)
-        core.stats.busy(st.pipe, t, occ)
+                pc = core.hw.shared.pass_cycles
+                occ += extra * pc  # replays hold the LSU path (shared.pass_cycles)
+                stats.conflict(st.line, extra, extra * pc)
+            if cpk == CP_COPY and done > self.open_done:
+                self.open_done = done
+        u.free = t + occ
+        u.busy += occ
+        stats.buckets.append((t, st.pipe, occ))
         is_mem = st.mem
-        for d in st.dsts:
-            self.ready[d] = done
-            self.ready_mem[d] = is_mem
-        if st.cp == "commit":
+        ready = self.ready
+        ready_mem = self.ready_mem
+        for d in st.dst_ids:
+            ready[d] = done
+            ready_mem[d] = is_mem
+        if cpk != CP_NONE and (cpk == CP_COMMIT or cpk == CP_WAIT_ALL):
             self.groups_done.append(self.open_done)
             self.open_done = 0
-        elif st.cp == "wait_all":
-            self.groups_done.append(self.open_done)
-            self.open_done = 0
-        if st.branch and st.ins.opcode == "bra":
+        if st.is_bra:
             self._branch(st, e, t)
-        if st.bar and not self.w.bar_arrive_only:
+        if st.bar and not w.bar_arrive_only:
             core.barrier_arrive(self, t)
         self.issued += 1
-        self.last_done = max(self.last_done, done, t + 1)
-        core.stats.issued(self, st, t, done)
-        if self.w.done and not self.window:
+        ld = done if done > t + 1 else t + 1
+        if ld > self.last_done:
+            self.last_done = ld
+        if stats.trace is not None:
+            stats.issued(self, st, t, done)
+        if w.done and not self.window:
             self.finished = True
             core.warp_finished(self)
 
