@@ -249,6 +249,7 @@ class Verifier:
             return renamed[i]
 
         for i, a in enumerate(acc):
+            partners = []
             for j in range(i, len(acc)):
                 b = acc[j]
                 if a.kind == "read" and b.kind == "read":
@@ -258,20 +259,24 @@ class Verifier:
                 if a.tags and b.tags and not (a.tags & b.tags):
                     continue
                 pc2, addr2, w2, bc2 = ren(j, b)
-                r.checks += 1
                 a1, a2 = z3.ZeroExt(32, a.addr), z3.ZeroExt(32, addr2)
                 overlap = z3.And(z3.ULT(a1, a2 + z3.ZeroExt(32, w2)), z3.ULT(a2, a1 + z3.ZeroExt(32, a.width)))
-                res, m = self.check(self.distinct_threads(), a.pc, pc2, a.sync[BC] == bc2, overlap)
-                if res == z3.sat:
-                    wit = self.witness(m, two=True, address=a.addr, other_address=addr2,
-                                       access=a.text, other_access=b.text, other_line=b.line,
-                                       barrier_interval=a.sync[BC])
-                    r.violated(a.line, wit, f"'{a.text}' (line {a.line}, thread {wit['thread']}) and "
-                                            f"'{b.text}' (line {b.line}, thread {wit['other_thread']}) touch "
-                                            f"shared address {wit['address']} in the same barrier interval")
-                    return
-                if res == z3.unknown:
-                    r.unknown(a.line, f"solver gave up on the pair of lines {a.line} and {b.line} (timeout)")
+                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, overlap)))
+            if not partners:
+                continue
+            r.checks += 1
+            res, m = self.check(self.distinct_threads(), a.pc, z3.Or([c for *_, c in partners]))
+            if res == z3.sat:
+                b, addr2, _ = next(p for p in partners if z3.is_true(m.eval(p[2], model_completion=True)))
+                wit = self.witness(m, two=True, address=a.addr, other_address=addr2,
+                                   access=a.text, other_access=b.text, other_line=b.line,
+                                   barrier_interval=a.sync[BC])
+                r.violated(a.line, wit, f"'{a.text}' (line {a.line}, thread {wit['thread']}) and "
+                                        f"'{b.text}' (line {b.line}, thread {wit['other_thread']}) touch "
+                                        f"shared address {wit['address']} in the same barrier interval")
+                return
+            if res == z3.unknown:
+                r.unknown(a.line, f"solver gave up on the accesses of line {a.line} (timeout)")
 
     # async copies -----------------------------------------------------
     def _after_without_sync(self, src: int, dst: int) -> bool:
@@ -310,47 +315,52 @@ class Verifier:
             r.detail = "no cp.async"
             return
         reads = [a for a in self.ex.accesses if a.space == "shared" and a.kind in ("read", "atomic")]
-        for c in copies:
-            g = c.sync[GC]
-            for rd in reads:
+        for rd in reads:
+            same, cross = [], []
+            rd2pc, rd2addr, rd2w = self.t2(rd.pc), self.t2(rd.addr), self.t2(rd.width)
+            s2 = {k: self.t2(v) for k, v in rd.sync.items()}
+            b1, b2 = z3.ZeroExt(32, rd.addr), z3.ZeroExt(32, rd2addr)
+            for c in copies:
                 if c.tags and rd.tags and not (c.tags & rd.tags):
                     continue
-                a1, b1 = z3.ZeroExt(32, c.addr), z3.ZeroExt(32, rd.addr)
+                g = c.sync[GC]
+                a1 = z3.ZeroExt(32, c.addr)
                 # the same thread: needs its own wait_group covering the copy's group
                 before = z3.Or(z3.UGT(rd.sync[GC], g), z3.And(rd.sync[GC] == g, z3.UGT(rd.sync[BC], c.sync[BC])))
                 if self._after_without_sync(c.index, rd.index):
                     before = z3.Or(before, z3.And(rd.sync[GC] == g, rd.sync[BC] == c.sync[BC]))
                 overlap = z3.And(z3.ULT(a1, b1 + z3.ZeroExt(32, rd.width)), z3.ULT(b1, a1 + z3.ZeroExt(32, c.width)))
-                r.checks += 1
-                res, m = self.check(c.pc, rd.pc, overlap, before, z3.Not(z3.UGT(rd.sync[DONE], g)))
-                if res == z3.sat:
-                    wit = self.witness(m, address=rd.addr, copy_line=c.line, group=g,
-                                       groups_complete=rd.sync[DONE], access=rd.text)
-                    r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by "
-                                             f"cp.async at line {c.line} (group {wit['group']}) before a "
-                                             f"cp.async.wait_group covers that group")
-                    return
-                if res == z3.unknown:
-                    r.unknown(rd.line, "solver gave up (timeout)")
+                same.append((c, z3.And(c.pc, overlap, before, z3.Not(z3.UGT(rd.sync[DONE], g)))))
                 # another thread: needs the wait and a barrier after it
-                rd2pc, rd2addr, rd2w = self.t2(rd.pc), self.t2(rd.addr), self.t2(rd.width)
-                s2 = {k: self.t2(v) for k, v in rd.sync.items()}
-                b2 = z3.ZeroExt(32, rd2addr)
                 overlap2 = z3.And(z3.ULT(a1, b2 + z3.ZeroExt(32, rd2w)), z3.ULT(b2, a1 + z3.ZeroExt(32, c.width)))
                 before2 = z3.Or(z3.UGT(s2[GC], g), z3.And(s2[GC] == g, z3.UGT(s2[BC], c.sync[BC])))
-                r.checks += 1
-                res, m = self.check(self.distinct_threads(), c.pc, rd2pc, overlap2, before2,
-                                    z3.Not(z3.UGT(s2[VIS], g)))
-                if res == z3.sat:
-                    wit = self.witness(m, two=True, address=rd2addr, copy_line=c.line, group=g,
-                                       groups_visible=s2[VIS], access=rd.text)
-                    r.violated(rd.line, wit, f"thread {wit['other_thread']} reads '{rd.text}' at shared address "
-                                             f"{wit['address']}, written by thread {wit['thread']}'s cp.async at "
-                                             f"line {c.line} (group {wit['group']}), before a wait_group covering "
-                                             "that group followed by a barrier")
-                    return
-                if res == z3.unknown:
-                    r.unknown(rd.line, "solver gave up (timeout)")
+                cross.append((c, z3.And(c.pc, overlap2, before2, z3.Not(z3.UGT(s2[VIS], g)))))
+            if not same:
+                continue
+            r.checks += 2
+            res, m = self.check(rd.pc, z3.Or([x for _, x in same]))
+            if res == z3.sat:
+                c = next(c for c, x in same if z3.is_true(m.eval(x, model_completion=True)))
+                wit = self.witness(m, address=rd.addr, copy_line=c.line, group=c.sync[GC],
+                                   groups_complete=rd.sync[DONE], access=rd.text)
+                r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by "
+                                         f"cp.async at line {c.line} (group {wit['group']}) before a "
+                                         f"cp.async.wait_group covers that group")
+                return
+            if res == z3.unknown:
+                r.unknown(rd.line, "solver gave up (timeout)")
+            res, m = self.check(self.distinct_threads(), rd2pc, z3.Or([x for _, x in cross]))
+            if res == z3.sat:
+                c = next(c for c, x in cross if z3.is_true(m.eval(x, model_completion=True)))
+                wit = self.witness(m, two=True, address=rd2addr, copy_line=c.line, group=c.sync[GC],
+                                   groups_visible=s2[VIS], access=rd.text)
+                r.violated(rd.line, wit, f"thread {wit['other_thread']} reads '{rd.text}' at shared address "
+                                         f"{wit['address']}, written by thread {wit['thread']}'s cp.async at "
+                                         f"line {c.line} (group {wit['group']}), before a wait_group covering "
+                                         "that group followed by a barrier")
+                return
+            if res == z3.unknown:
+                r.unknown(rd.line, "solver gave up (timeout)")
 
     # termination ------------------------------------------------------
     def termination(self, r: PropResult) -> None:
