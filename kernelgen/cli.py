@@ -19,7 +19,7 @@ from sim.errors import WorkbenchError
 
 
 def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
-                   variant: str | None, verbose: bool = False) -> dict[str, str]:
+                   variant: str | None, verbose: bool = False, profile: bool = False) -> dict[str, str]:
     """Plan and emit; returns {filename: text}."""
     from kernelgen.emit_mma import emit_mma
     from kernelgen.emit_simt import emit_simt
@@ -36,7 +36,7 @@ def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, o
             print(f"kernelgen: {line}", file=sys.stderr)
     pred = prediction_dict(p)
     emit = emit_simt if p.best.tiling.variant == "simt" else emit_mma
-    ptx = emit(spec, p.best.tiling, pred)
+    ptx = emit(spec, p.best.tiling, pred, profile=profile)
     return {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
             "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
 
@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--variant", choices=["simt", "mma"], help="restrict to one emitter")
     c.add_argument("-o", "--output", "--out", dest="out", required=True, help="output directory")
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
+    c.add_argument("--profile", action="store_true",
+                   help="add a u64 profile buffer: clock64 per CTA at start, around the K loop, at end")
     c.add_argument("--debug", action="store_true", help="tracebacks on error")
     return ap
 
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0) and 2
     try:
         files = compile_kernel(args.hw, args.op, args.gemm, args.dtype, args.out_dtype, args.variant,
-                               args.verbose)
+                               args.verbose, args.profile)
         write_atomically(Path(args.out), files)
     except WorkbenchError as e:
         if args.debug:

@@ -24,7 +24,10 @@ class Param:
     dtype: str
 
 
-def kernel_params(spec: GemmSpec, name: str) -> list[Param]:
+PROFILE_SLOTS = 4  # clock64 at CTA start, before the K loop, after it, at CTA end
+
+
+def kernel_params(spec: GemmSpec, name: str, profile: bool = False) -> list[Param]:
     ps = [Param("A", f"{name}_A", ".u64", "buffer", spec.dtype_a),
           Param("B", f"{name}_B", ".u64", "buffer", spec.dtype_b)]
     if spec.has_c:
@@ -37,7 +40,47 @@ def kernel_params(spec: GemmSpec, name: str) -> list[Param]:
     ps.append(Param("alpha", f"{name}_alpha", ".f32", "scalar", "f32"))
     if spec.has_c:
         ps.append(Param("beta", f"{name}_beta", ".f32", "scalar", "f32"))
+    if profile:
+        ps.append(Param("profile", f"{name}_profile", ".u64", "buffer", "u64"))
     return ps
+
+
+def emit_profile_start(b: PtxBuilder) -> str:
+    """First instruction of the kernel: clock64 at CTA start (slot 0), stored once the buffer is known."""
+    b.comment("Profile (--profile): clock64 at CTA start")
+    r = b.reg("u64")
+    b.i(f"mov.u64 {r}, %clock64")
+    return r
+
+
+def emit_profile_setup(b: PtxBuilder, P: dict[str, str], start: str) -> tuple[str, str]:
+    """(thread-0 predicate, this CTA's slot address) and store slot 0; buffer index
+    cta_linear * slots + slot, cta_linear = ctaid.y * nctaid.x + ctaid.x."""
+    b.comment(f"Profile: thread 0 writes {PROFILE_SLOTS} u64 clock64 values per CTA at "
+              f"[(ctaid.y * nctaid.x + ctaid.x) * {PROFILE_SLOTS} + slot]")
+    t, y, nx, x = b.regs("u32", 4)
+    p = b.reg("pred")
+    b.i(f"mov.u32 {t}, %tid.x")
+    b.i(f"setp.eq.u32 {p}, {t}, 0")
+    b.i(f"mov.u32 {y}, %ctaid.y")
+    b.i(f"mov.u32 {nx}, %nctaid.x")
+    b.i(f"mov.u32 {x}, %ctaid.x")
+    b.i(f"mad.lo.u32 {y}, {y}, {nx}, {x}")
+    off, a = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {off}, {y}, {8 * PROFILE_SLOTS}")
+    b.i(f"add.u64 {a}, {P['profile']}, {off}")
+    b.i(f"@{p} st.global.u64 [{a}], {start}")
+    return p, a
+
+
+def emit_profile_slot(b: PtxBuilder, prof: tuple[str, str] | None, slot: int, what: str) -> None:
+    if prof is None:
+        return
+    p, a = prof
+    b.comment(f"Profile slot {slot}: clock64 {what}")
+    r = b.reg("u64")
+    b.i(f"mov.u64 {r}, %clock64")
+    b.i(f"@{p} st.global.u64 [{a}+{8 * slot}], {r}")
 
 
 def load_params(b: PtxBuilder, params: list[Param]) -> dict[str, str]:
@@ -227,17 +270,20 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
     M, N, K = spec.nominal()
     idx = {p.role: i for i, p in enumerate(params)}
     pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
+    gx, gy = ceil_div(N, t.bn), ceil_div(M, t.bm)
     counts = {"A": (M * K, f"{pm}*{pk}"), "B": (K * N, f"{pk}*{pn}"), "C": (M * N, f"{pm}*{pn}"),
-              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn)}
+              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn),
+              "profile": (gx * gy * PROFILE_SLOTS,
+                          f"(({pn}+{t.bn - 1})/{t.bn})*(({pm}+{t.bm - 1})/{t.bm})*{PROFILE_SLOTS}")}
     values = {"M": M, "N": N, "K": K, "alpha": spec.alpha, "beta": spec.beta}
     plist, ranges, extents = [], {}, {}
     for i, p in enumerate(params):
         if p.kind == "buffer":
             cnt, expr = counts[p.role]
-            init = "poison" if p.role == "D" else "random"
+            init = "poison" if p.role == "D" else ("zeros" if p.role == "profile" else "random")
             plist.append({"name": p.ptx_name, "kind": "buffer", "dtype": p.dtype, "role": p.role,
                           "count": cnt, "init": init})
-            extents[f"p{i}"] = f"{expr}*{DTYPE_BYTES[p.dtype]}"
+            extents[f"p{i}"] = f"{expr}*{8 if p.dtype == 'u64' else DTYPE_BYTES[p.dtype]}"
         else:
             plist.append({"name": p.ptx_name, "kind": "scalar", "dtype": p.dtype, "role": p.role,
                           "value": values[p.role]})
@@ -249,9 +295,12 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
     check = {"op": "gemm", "M": M, "N": N, "K": K, "layout_a": spec.layout_a, "layout_b": spec.layout_b,
              "layout_c": spec.layout_c, "alpha": spec.alpha, "beta": spec.beta, "epilogue": ep,
              "out_dtype": spec.dtype_out, "rtol": rtol}
-    return {"version": 1, "kernel": name, "grid": [ceil_div(N, t.bn), ceil_div(M, t.bm), 1],
+    meta = {"version": 1, "kernel": name, "grid": [gx, gy, 1],
             "block": [t.threads, 1, 1], "dynamic_shared": 0, "params": plist, "check": check,
             "prediction": prediction, "ranges": ranges, "extents": extents}
+    if "profile" in idx:
+        meta["profile"] = {"param": idx["profile"], "slots": PROFILE_SLOTS}
+    return meta
 
 
 def header_json(meta: dict[str, Any]) -> str:

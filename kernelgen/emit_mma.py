@@ -18,6 +18,9 @@ from typing import Any
 from kernelgen.emit_common import (
     emit_copy_tile,
     emit_epilogue,
+    emit_profile_setup,
+    emit_profile_slot,
+    emit_profile_start,
     emit_thread_copy_coords,
     header_json,
     kernel_params,
@@ -62,13 +65,16 @@ def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off:
     return off
 
 
-def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None) -> str:
+def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
+              profile: bool = False) -> str:
     if spec.dtype_a not in ("f16", "bf16"):
         raise ValueError(f"dtype(={spec.dtype_a}) must be f16 or bf16 for mma.sync")
     name = name or f"{spec.name}_mma"
     b = PtxBuilder()
-    params = kernel_params(spec, name)
+    params = kernel_params(spec, name, profile)
+    start = emit_profile_start(b) if profile else None
     P = load_params(b, params)
+    prof = emit_profile_setup(b, P, start) if profile else None
     ta, tb = operand_tiles(spec, t)
     T, S = t.threads, t.stages
     ab = spec.dtype_a
@@ -148,6 +154,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     b.i(f"mov.u32 {rs}, 0")
     pz = b.reg("pred")
     loop, done = b.label("ktile"), b.label("kdone")
+    emit_profile_slot(b, prof, 1, "before the K loop")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     b.i(f"@{pz} bra {done}")
     b.put_label(loop)
@@ -158,7 +165,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
     issue_tile(kl, ws)
 
-    b.comment(f"Compute on the read stage: {t.bk // 16} k16 steps x ({t.mi} A ldmatrix.x4, "
+    b.comment(f"Compute on the read stage: {t.k_steps} k16 steps x ({t.mi} A ldmatrix.x4, "
               f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k16)")
     ra, rb = b.reg("u32"), b.reg("u32")
     b.i(f"mad.lo.u32 {ra}, {rs}, {ta.stage_bytes}, {sa}")
@@ -175,7 +182,15 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     k_step_b = tb.shared_offset(0, 16) if tb.col_dim == "k" else tb.shared_offset(16, 0)
     m_step = ta.shared_offset(16, 0) if ta.row_dim == "m" else ta.shared_offset(0, 16)
     n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
-    for kk in range(t.bk // 16):
+    U = t.unroll
+    rolled = U < t.k_steps
+    if rolled:
+        ki, pk = b.reg("u32"), b.reg("pred")
+        inner = b.label("kstep")
+        b.comment(f"Rolled inner loop (plan: unroll_k={U}): {t.k_steps // U} trips of {U} k16 steps")
+        b.i(f"mov.u32 {ki}, 0")
+        b.put_label(inner)
+    for kk in range(U):
         for mi in range(t.mi):
             imm = kk * k_step_a + mi * m_step
             b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_a}.shared.b16 {{{', '.join(afr[mi])}}}, [{ra}+{imm}]")
@@ -192,6 +207,14 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
                 b.i(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{{d}}}, {{{', '.join(afr[mi])}}}, "
                     f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
 
+    if rolled:
+        b.i(f"add.u32 {ra}, {ra}, {U * k_step_a}")
+        b.i(f"add.u32 {rb}, {rb}, {U * k_step_b}")
+        if rb2 is not None:
+            b.i(f"add.u32 {rb2}, {rb2}, {U * k_step_b}")
+        b.i(f"add.u32 {ki}, {ki}, 1")
+        b.i(f"setp.lt.u32 {pk}, {ki}, {t.k_steps // U}")
+        b.i(f"@{pk} bra {inner}")
     b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
     for r in (rs, ws):
         p = b.reg("pred")
@@ -204,6 +227,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
     b.i(f"@{pl} bra {loop}")
     b.put_label(done)
+    emit_profile_slot(b, prof, 2, "after the K loop")
     b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
     b.i("cp.async.wait_group 0")
 
@@ -230,6 +254,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
             for ci in range(4):
                 elems.append((2 * mi + (ci >> 1), 2 * ni + (ci & 1), acc[mi][ni][ci]))
     emit_epilogue(b, spec, P, rows, cols, elems)
+    emit_profile_slot(b, prof, 3, "at CTA end")
 
     meta = metadata(spec, t, name, params, prediction)
     shared = [(f"{name}_smem_a", S * ta.stage_bytes), (f"{name}_smem_b", S * tb.stage_bytes)]

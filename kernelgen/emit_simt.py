@@ -12,6 +12,9 @@ from typing import Any
 from kernelgen.emit_common import (
     emit_copy_tile,
     emit_epilogue,
+    emit_profile_setup,
+    emit_profile_slot,
+    emit_profile_start,
     emit_thread_copy_coords,
     header_json,
     kernel_params,
@@ -35,11 +38,14 @@ def _vec_loads(b: PtxBuilder, base: str, imm: int, dst: list[str]) -> None:
         j += w
 
 
-def emit_simt(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None) -> str:
+def emit_simt(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
+              profile: bool = False) -> str:
     name = name or f"{spec.name}_simt"
     b = PtxBuilder()
-    params = kernel_params(spec, name)
+    params = kernel_params(spec, name, profile)
+    start = emit_profile_start(b) if profile else None
     P = load_params(b, params)
+    prof = emit_profile_setup(b, P, start) if profile else None
     ta, tb = operand_tiles(spec, t)
     T = t.threads
 
@@ -86,6 +92,7 @@ def emit_simt(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str |
     loop, done = b.label("ktile"), b.label("kdone")
     b.comment("K loop over tiles of tile.bk: k0 = 0, bk, ... while k0 < K (skipped when K == 0)")
     b.i(f"mov.u32 {k0}, 0")
+    emit_profile_slot(b, prof, 1, "before the K loop")
     b.i(f"setp.eq.u32 {pz}, {P['K']}, 0")
     b.i(f"@{pz} bra {done}")
     b.put_label(loop)
@@ -126,6 +133,7 @@ def emit_simt(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str |
     b.i(f"setp.lt.u32 {pl}, {k0}, {P['K']}")
     b.i(f"@{pl} bra {loop}")
     b.put_label(done)
+    emit_profile_slot(b, prof, 2, "after the K loop")
 
     rows, cols = [], []
     for i in range(t.tm):
@@ -142,6 +150,7 @@ def emit_simt(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str |
         cols.append(r)
     elems = [(i, j, acc[i][j]) for i in range(t.tm) for j in range(t.tn)]
     emit_epilogue(b, spec, P, rows, cols, elems)
+    emit_profile_slot(b, prof, 3, "at CTA end")
 
     meta = metadata(spec, t, name, params, prediction)
     shared = [(f"{name}_smem_a", ta.stage_bytes), (f"{name}_smem_b", tb.stage_bytes)]

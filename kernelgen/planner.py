@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
-from kernelgen.models.schedule import Schedule, schedule
+from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, schedule
 from kernelgen.models.sync import SyncPlan, sync_plan
 from kernelgen.spec import Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -47,6 +47,14 @@ def enumerate_tilings(spec: GemmSpec, variant: str) -> list[Tiling]:
     ca = "k" if spec.layout_a == "row" else "m"
     cb = "n" if spec.layout_b == "row" else "k"
     va, vb = _align_for(spec, ca), _align_for(spec, cb)
+    ur = spec.tile_range("UNROLL_K")
+
+    def unrolls(bk: int) -> list[int]:
+        # default: every k16 step unrolled (0); a spec UNROLL_K range asks for a rolled inner loop
+        if ur is None:
+            return [0]
+        return [u for u in (1, 2, 4) if u < bk // 16 and bk // 16 % u == 0 and ur.allows(u)] + \
+            ([0] if ur.allows(bk // 16) else [])
     for bm in (16, 32, 64, 128, 256):
         for bn in (8, 16, 32, 64, 128, 256):
             for bk in (16, 32, 64):
@@ -62,7 +70,8 @@ def enumerate_tilings(spec: GemmSpec, variant: str) -> list[Tiling]:
                             continue
                         for stages in (2, 3, 4):
                             for pad in (0, 8):
-                                out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb))
+                                for u in unrolls(bk):
+                                    out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u))
     return out
 
 
@@ -73,6 +82,7 @@ class Evaluated:
     registers: RegisterEstimate | None = None
     schedule: Schedule | None = None
     sync: SyncPlan | None = None
+    model: CycleModel | None = None
     cycles: int = 0
     cycles_per_cta: int = 0
     utilization: dict[str, float] = field(default_factory=dict)
@@ -165,7 +175,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     # layer 0: spec tiling ranges
     alive: list[Evaluated] = []
     for t in tilings:
-        vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads}
+        vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
+                "PAD": t.pad_a, "UNROLL_K": t.unroll if t.variant == "mma" else 1}
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
@@ -228,14 +239,11 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         ktiles = -(-K // t.bk)
         per_tile = s.min_cycles_per_cta / max(1, ktiles)
         ev.sync = sync_plan(t, hw, ktiles, per_tile, ev.movement.l2_hit_rate, s.ctas_per_core)
-        smem_cycles = ktiles * ev.movement.bank_passes_per_tile * (t.threads // 32) / hw.shared.ports
-        cta = max(s.min_cycles_per_cta, smem_cycles)
-        stall = ktiles * (ev.sync.exposed_latency_per_tile + ev.sync.barrier_cycles)
-        active = max(1, min(s.ctas_per_core, -(-s.ctas // hw.core.count)))
-        wave = max(active * cta, cta + stall)
-        cycles = max(s.waves * wave, ev.movement.dram_cycles) + hw.dram.latency
-        ev.cycles = int(cycles)
-        ev.cycles_per_cta = int(cta + stall + hw.dram.latency)
+        cm = cycle_model(spec, t, hw, shape, ev.movement.smem_bytes, ev.movement.dram_cycles,
+                         1.0 - ev.movement.l2_hit_rate)
+        ev.model = cm
+        ev.cycles = cm.cycles
+        ev.cycles_per_cta = cm.cycles_per_cta
         ev.utilization = _compute_pipe_utilization(ev, hw, ev.cycles)
         ev.utilization["dram"] = min(1.0, ev.movement.dram_cycles / max(1, ev.cycles))
         # utilization by class for constraints
@@ -328,4 +336,6 @@ def tiling_json(t: Tiling, spec: GemmSpec) -> dict[str, Any]:
     return {"variant": t.variant, "TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk,
             ("thread_tile" if t.variant == "simt" else "warp_tile"): [t.tm, t.tn],
             "threads": t.threads, "stages": t.stages, "pad": [t.pad_a, t.pad_b],
-            "vector": [t.vec_a, t.vec_b], "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key()}
+            "vector": [t.vec_a, t.vec_b],
+            "unroll_k": t.unroll if t.variant == "mma" else 1,
+            "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key()}

@@ -20,6 +20,8 @@ YAML form (every key optional except M, N, K)::
     tiling:
       - TILE_K in [16, 128], TILE_K % 16 == 0
       - TILE_M in [32, 128]
+      - PAD in [0, 0]                      # shared-row padding in elements (simt 0|4, mma 0|8)
+      - UNROLL_K in [1, 1]                 # mma: k16 steps per inner-loop trip (rolled inner loop)
 
 A malformed spec raises ``sim.errors.UsageError`` with one line naming the key.
 """
@@ -41,7 +43,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 LAYOUTS = ("row", "col")
 EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
 CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
-TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS")
+TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
 TOP_KEYS = ("version", "op", "M", "N", "K", "dtype", "layout", "alpha", "beta", "epilogue",
             "constraints", "tiling", "name")
 
@@ -227,8 +229,8 @@ def _tiling(src: str, v: Any) -> tuple[TileRange, ...]:
             name, lo, hi, rest = m_in.group(1), int(m_in.group(2)), int(m_in.group(3)), m_in.group(4) or ""
             if name not in TILE_KEYS:
                 raise _err(src, key, f"unknown tiling name {name!r} (one of {', '.join(TILE_KEYS)})")
-            if lo < 1 or hi < lo:
-                raise _err(src, key, f"need 1 <= lo <= hi in {item!r}")
+            if lo < (0 if name == "PAD" else 1) or hi < lo:
+                raise _err(src, key, f"need {0 if name == 'PAD' else 1} <= lo <= hi in {item!r}")
             ent = found.setdefault(name, [1, 1 << 30, 1])
             ent[0], ent[1] = lo, hi
         if rest.strip():

@@ -26,6 +26,15 @@ class Tiling:
     pad_b: int
     vec_a: int  # elements per global copy of A (1 = scalar; mma: 8 -> 16-byte cp.async)
     vec_b: int
+    unroll_k: int = 0  # mma: k16 steps per trip of a rolled inner loop; 0 = all bk/16 unrolled
+
+    @property
+    def k_steps(self) -> int:
+        return self.bk // 16
+
+    @property
+    def unroll(self) -> int:
+        return self.unroll_k or self.k_steps
 
     @property
     def grid_m(self) -> int:  # threads (simt) or warps (mma) along M
@@ -50,7 +59,8 @@ class Tiling:
 
     def key(self) -> str:
         return (f"{self.variant}_{self.bm}x{self.bn}x{self.bk}_t{self.tm}x{self.tn}_s{self.stages}"
-                f"_p{self.pad_a}.{self.pad_b}_v{self.vec_a}.{self.vec_b}")
+                f"_p{self.pad_a}.{self.pad_b}_v{self.vec_a}.{self.vec_b}"
+                + (f"_u{self.unroll_k}" if self.unroll_k else ""))
 
 
 def log2(x: int) -> int:

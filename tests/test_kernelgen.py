@@ -236,3 +236,102 @@ def test_examples_plan(example):
     spec = load_spec(Path(__file__).parent.parent / "examples" / example)
     p = plan(spec, h200_like())
     assert p.best.cycles > 0
+
+
+# --- instruction counts, --profile, PAD / UNROLL_K -------------------------------------------------
+
+def _regions(ptx):
+    from sim.ptx.parser import parse_ptx
+
+    k = next(iter(parse_ptx(ptx, "k.ptx").kernels.values()))
+    lo = hi = None
+    for ins in k.body:
+        if ins.opcode == "bra":
+            lab = next((o.name for o in ins.operands if o.kind == "label"), None)
+            if k.labels[lab] <= ins.index and (lo is None or k.labels[lab] < lo):
+                lo, hi = k.labels[lab], ins.index
+    out = {"pre": {}, "iter": {}, "post": {}}
+    for ins in k.body:
+        r = "pre" if ins.index < lo else ("iter" if ins.index <= hi else "post")
+        out[r][ins.pipe] = out[r].get(ins.pipe, 0) + 1
+    regs = sum((2 if t.endswith("64") else 1) for t in k.regs.values() if t != "pred")
+    return out, regs
+
+
+@pytest.mark.parametrize("variant,dtype,extra", [("simt", "f32", {}), ("simt", "bf16", {"beta": 0.5}),
+                                                 ("mma", "f16", {}), ("mma", "bf16", {
+                                                     "epilogue": ["bias", "gelu"],
+                                                     "layout": {"a": "col", "b": "row", "c": "col"}})])
+def test_counts_mirror_emitted_ptx(variant, dtype, extra):
+    import random
+
+    from kernelgen.emit_mma import emit_mma
+    from kernelgen.emit_simt import emit_simt
+    from kernelgen.models.counts import counts
+    from kernelgen.planner import enumerate_tilings
+    from kernelgen.spec import parse_spec
+
+    spec = parse_spec({"M": 40, "N": 24, "K": 48, "dtype": dtype, **extra})
+    random.seed(3)
+    for t in random.sample(enumerate_tilings(spec, variant), 5):
+        got, regs = _regions((emit_simt if variant == "simt" else emit_mma)(spec, t, {}))
+        c = counts(spec, t)
+        for r in ("pre", "iter", "post"):
+            assert got[r] == {k: v for k, v in getattr(c, r).items() if v}, (t.key(), r)
+        assert regs == c.ptx_regs, t.key()
+
+
+def test_spec_pad_and_unroll_k():
+    from kernelgen.planner import plan
+    from kernelgen.spec import parse_spec
+    from sim.hw import load_hw
+
+    hw = load_hw("npu7nm")
+    spec = parse_spec({"M": 64, "N": 64, "K": 256, "dtype": "f16",
+                       "tiling": ["PAD in [0, 0]", "UNROLL_K in [1, 1]", "TILE_K in [64, 64]"]})
+    p = plan(spec, hw, "mma")
+    assert p.best.tiling.pad_a == 0 and p.best.tiling.unroll == 1 and p.best.tiling.k_steps == 4
+    assert all(e.tiling.pad_a == 0 and e.tiling.unroll == 1 for e in p.survivors)
+    with pytest.raises(UsageError, match="tiling"):
+        parse_spec({"M": 1, "N": 1, "K": 1, "tiling": ["UNROLL_K in [0, 1]"]})
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+@pytest.mark.parametrize("variant,extra", [("mma", []), ("simt", []), ("mma", ["--op"])])
+def test_profile_kernel(tmp_path, variant, extra):
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    out = tmp_path / "k"
+    if extra:  # rolled inner loop + profile
+        op = tmp_path / "op.yaml"
+        op.write_text("M: 32\nN: 16\nK: 128\ndtype: f16\ntiling:\n  - UNROLL_K in [1, 1]\n  - TILE_K in [64, 64]\n"
+                      "  - PAD in [0, 0]\n")
+        src = ["--op", str(op)]
+    else:
+        src = ["--gemm", "33x17x40"]
+    r = subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", *src, "--variant", variant,
+                        "--profile", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ptx = out / "kernel.ptx"
+    a = subprocess.run(["ptxas", "-arch=sm_90a", str(ptx), "-o", str(tmp_path / "k.cubin")], capture_output=True,
+                       text=True)
+    assert a.returncode == 0, a.stderr
+    meta = json.loads(ptx.read_text().splitlines()[0].split("@workbench", 1)[1])
+    prof = meta["profile"]
+    assert prof["slots"] == 4 and meta["params"][prof["param"]]["role"] == "profile"
+    s = subprocess.run([sys.executable, "-m", "sim", "run", str(ptx), "--hw", "h200", "--out", str(tmp_path / "run"),
+                        "--json"], capture_output=True, text=True)
+    assert s.returncode == 0, s.stderr
+    res = json.loads(s.stdout)
+    assert res["check"]["passed"]
+    buf = np.load(tmp_path / "run" / f"arg{prof['param']}.npy").astype(np.int64).reshape(-1, 4)
+    assert buf.shape[0] == meta["grid"][0] * meta["grid"][1]
+    assert (np.diff(buf, axis=1) > 0).all()
+    # per CTA (index = ctaid.y * nctaid.x + ctaid.x = launch order): span within 10% of the simulator's
+    spans = (buf[:, 3] - buf[:, 0]).tolist()
+    for got, want in zip(spans, res["cycles_per_cta"]):
+        assert abs(got - want) <= 0.1 * want, (spans, res["cycles_per_cta"])

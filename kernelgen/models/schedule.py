@@ -100,3 +100,204 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
     occ = per_core * T / hw.core.max_threads
     return Schedule(work, int(cyc[bound]), bound, per_core, by, occ, waves, ctas)
+
+
+# ------------------------------------------------------------------------------------------------
+# Cycle model: per K-tile iteration critical path vs resource demand, from the emitted instruction
+# counts (models/counts.py). Every term names the HwConfig field it uses.
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CycleModel:
+    cycles: int  # whole launch
+    cycles_per_cta: int
+    iter_cycles: float  # one K-tile iteration of one CTA with `resident` CTAs on the core
+    pre_cycles: float
+    post_cycles: float
+    resident: int  # CTAs running at once on the busiest core
+    rounds: int  # CTA rounds on the busiest core
+    cores_used: int
+    sim_ctas_per_core: int  # residency under the PTX-register rule (see occupancy_ptx)
+    bound: str  # which term sets the iteration: a pipe, "issue", "shared", "dram", "latency"
+    terms: dict[str, float]
+
+
+def occupancy_ptx(hw: HwConfig, threads: int, ptx_regs: int, smem: int) -> int:
+    """Resident CTAs per core when the registers per thread are the PTX-declared ones (capped at
+    [limits.regs_per_thread]): min([core.max_ctas], [core.max_threads], [core.max_warps],
+    [core.registers], [shared.size]) - the rule sim.timing applies when ptxas' count is unknown."""
+    ws = hw.warp_size
+    warps = -(-threads // ws)
+    regs = max(1, min(ptx_regs, hw.limits.regs_per_thread))
+    return max(1, min(hw.core.max_ctas, hw.core.max_threads // (warps * ws), hw.core.max_warps // warps,
+                      hw.core.registers // (regs * warps * ws), hw.shared.size // max(1, smem)))
+
+
+def _occ(p: Pipe, ops: int) -> int:
+    """Cycles a warp instruction holds its unit: max([pipes[].interval], ceil(ops / [pipes[].lanes]))."""
+    return max(p.interval, -(-ops // p.lanes))
+
+
+def _lines(tile, ein: int, row_extent: int, line: int) -> int:
+    """Global lines ([l2.line]) one operand tile touches."""
+    run = tile.cols * ein
+    if row_extent * ein <= run:  # the tile spans whole rows: contiguous
+        return max(1, -(-tile.rows * min(run, row_extent * ein) // line))
+    return tile.rows * max(1, -(-run // line))
+
+
+def _bank_extra(regs: list[int], hw: HwConfig) -> int:
+    """sim.timing RegBanks: max over [registers.banks] of ceil(reads / [registers.read_ports]) - 1."""
+    per: dict[int, int] = {}
+    for r in set(regs):
+        per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
+    return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1) if per else 0
+
+
+def rf_extra(spec: GemmSpec, t: Tiling, hw: HwConfig, c) -> dict[str, float]:
+    """Mean register-bank extra cycles of the inner-loop compute instructions, from the register
+    numbers the emitters use (the simulator banks a register by its number modulo [registers.banks])."""
+    if t.variant == "simt":
+        acc0 = 1 + spec.has_c  # %f0 = alpha (%f1 = beta)
+        av0 = acc0 + t.tm * t.tn + c.copies_a + c.copies_b
+        bv0 = av0 + t.tm
+        tot = sum(_bank_extra([acc0 + i * t.tn + j, av0 + i, bv0 + j], hw) for i in range(t.tm) for j in range(t.tn))
+        return {"fma": tot / (t.tm * t.tn)}
+    # mma: 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
+    return {"tensor": _bank_extra([0, 1, 2, 3], hw) if False else _mma_extra(hw)}
+
+
+def _mma_extra(hw: HwConfig) -> int:
+    per: dict[int, int] = {}
+    for r in (0, 1, 2, 3, 0, 1, 0, 1, 2, 3):
+        per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
+    return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1)
+
+
+def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                dram_cycles: float, miss_rate: float) -> CycleModel:
+    from kernelgen.models.counts import counts
+    from kernelgen.spec import DTYPE_BYTES
+    from kernelgen.tiling import operand_tiles
+
+    M, N, K = shape
+    c = counts(spec, t)
+    pipes = _pipes(hw)
+    ws = hw.warp_size
+    W = -(-t.threads // ws)
+    S = hw.core.schedulers  # [core.schedulers]
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    per_core = occupancy_ptx(hw, t.threads, c.ptx_regs, smem)
+    cores = max(1, min(hw.core.count, -(-ctas // per_core)))  # [core.count]; sim.timing packs CTAs
+    on_core = -(-ctas // cores)
+    R = max(1, min(per_core, on_core))
+    rounds = -(-on_core // R)
+    lsu, alu, fma, syn, br = pipes["lsu"], pipes["alu"], pipes["fma"], pipes["sync"], pipes["branch"]
+    tens = pipes["tensor"]
+
+    rf = rf_extra(spec, t, hw, c)
+
+    def occ_of(cls: str) -> int:
+        return _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)  # m16n8k16 = 2048 MACs
+
+    def demand(region: dict[str, int]) -> dict[str, float]:
+        """Per-warp cycles on each pipe (by pipe name) for a region's instructions."""
+        d: dict[str, float] = {}
+        for cls, n in region.items():
+            p = pipes[cls]
+            d[p.name] = d.get(p.name, 0.0) + n * occ_of(cls)
+        return d
+
+    # shared-memory passes per warp per K tile as sim.timing charges them: every pass beyond the
+    # first of a warp access costs [shared.pass_cycles] on the LSU and in latency (cp.async
+    # writes are not shared-array accesses there)
+    from kernelgen.models.movement import _compute_banks, _copy_banks
+    banks, bw = hw.shared.banks, hw.shared.bank_width
+    _, passes, _ = _compute_banks(spec, t, banks, bw)
+    sites = c.iter["lsu"] - (c.copies_a + c.copies_b) * (2 if t.variant == "simt" else 1) \
+        - (0 if t.variant == "simt" else 1)
+    for tile in operand_tiles(spec, t):
+        if t.variant == "simt" or tile.vec == 1:
+            passes += _copy_banks(tile, t.threads, banks, bw)[1]
+            sites += tile.chunks // t.threads
+    extra_passes = max(0, passes - sites)  # per warp per K tile
+
+    def resources(region: dict[str, int], warps: int, extra: float = 0.0, shared_passes: float = 0.0
+                  ) -> tuple[float, str]:
+        """Cycles `warps` warps need on the core's shared resources for one pass over `region`:
+        issue ([core.schedulers] x [core.issue_width] per cycle), each pipe ([pipes[].count] units,
+        a warp bound to unit scheduler % count), the shared array ([shared.ports])."""
+        terms = {"issue": sum(region.values()) * -(-warps // S) / hw.core.issue_width}
+        for name, cyc in demand(region).items():
+            p = pipes[name]
+            if name == lsu.name:
+                cyc += extra * hw.shared.pass_cycles  # [shared.pass_cycles]: replays hold the LSU
+            terms[name] = cyc * -(-warps // max(1, min(p.count, S)))
+        terms["shared"] = shared_passes * warps / hw.shared.ports  # [shared.ports]
+        k = max(terms, key=terms.get)
+        return terms[k], k
+
+    ein = DTYPE_BYTES[spec.dtype_a]
+    ta, tb = operand_tiles(spec, t)
+    ext = {"m": M, "n": N, "k": K}
+    lines_a = _lines(ta, ein, ext[ta.col_dim], hw.l2.line)
+    lines_b = _lines(tb, ein, ext[tb.col_dim], hw.l2.line)
+    # the CTA whose lines are first touches (CTA 0) pays [dram.latency] per new line, [l2.hit_latency]
+    # for the other loads of the same line
+    l2_lat, dram_lat = hw.l2.hit_latency, hw.dram.latency
+    per_core_bw = hw.dram_bytes_per_cycle / hw.core.count * hw.dram.burst / hw.l2.line  # sim.timing Dram
+    bar = syn.latency + 1  # [pipes[sync].latency]: release after the last arrival, then refetch
+    if hw.branch.predictor == "none":  # [branch.predictor], [pipes[branch].latency], [branch.flush_penalty]
+        loop_br = alu.latency + br.latency + hw.branch.flush_penalty
+    else:
+        loop_br = alu.latency + 1
+    terms: dict[str, float] = {}
+    it = c.iter
+    tile_bytes = (ta.rows * ta.cols + tb.rows * tb.cols) * ein
+    dram_iter = R * tile_bytes * miss_rate / max(1e-9, per_core_bw)
+    if t.variant == "simt":
+        n_a, n_b = c.copies_a, c.copies_b
+        loads = (n_a + n_b) * W
+        miss = min(1.0, (lines_a + lines_b) / max(1, loads))
+        lg = miss * dram_lat + (1 - miss) * l2_lat
+        alu_per_copy = (it.get("alu", 0) - 4) / max(1, n_a + n_b)
+        cvt = alu.latency if spec.dtype_a != "f32" else 0
+        chain_copy = (n_a + n_b) * (lg + cvt + alu_per_copy * occ_of("alu") + 2 * occ_of("lsu"))
+        copy_region = {"alu": it.get("alu", 0) - 2, "lsu": 2 * (n_a + n_b)}
+        comp_region = {"lsu": it["lsu"] - 2 * (n_a + n_b), "fma": it["fma"]}
+        nv = comp_region["lsu"] // t.bk
+        per_kk = nv * occ_of("lsu") + hw.shared.latency + extra_passes / max(1, t.bk) * hw.shared.pass_cycles \
+            + t.tm * t.tn * occ_of("fma")
+        chain_comp = t.bk * per_kk + fma.latency + rf.get("fma", 0)
+        ph_copy = max(chain_copy, resources(copy_region, W)[0])
+        ph_comp = max(chain_comp, resources(comp_region, W, extra_passes, passes)[0])
+        lat_iter = ph_copy + ph_comp + 2 * bar + loop_br
+        terms.update(copy=ph_copy, compute=ph_comp)
+    else:
+        S_ = t.stages
+        kk = t.bk // 16
+        nldm = t.mi + (t.ni + 1) // 2
+        t_occ = occ_of("tensor")
+        chain_comp = hw.shared.latency + nldm * occ_of("lsu") + extra_passes * hw.shared.pass_cycles / max(1, kk) \
+            + kk * max(t.mi * t.ni * t_occ, tens.latency + rf["tensor"]) \
+            + tens.latency + rf["tensor"]
+        issue_alu = it.get("alu", 0) * occ_of("alu")
+        lat_nowait = bar + issue_alu + chain_comp + loop_br
+        res_w = resources(it, W, extra_passes, passes)[0]
+        base = max(lat_nowait, res_w)
+        lg = dram_lat if miss_rate > 0 else l2_lat
+        exposed = max(0.0, lg - (S_ - 1) * base)
+        lat_iter = base + exposed
+        terms.update(exposed=exposed, compute=chain_comp)
+    res_all, res_key = resources(it, R * W, extra_passes, passes)
+    terms.update(latency=lat_iter, dram=dram_iter, **{"res_" + res_key: res_all})
+    iter_c = max(lat_iter, res_all, dram_iter)
+    bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
+    pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
+    if t.variant == "mma":
+        pre += dram_lat if miss_rate > 0 else l2_lat  # the first wait: tile 0 fully exposed
+    post = resources(c.post, R * W)[0] + (l2_lat if c.post_loads else 0) + lsu.latency
+    cta = pre + ktiles * iter_c + post
+    total = max(rounds * cta, dram_cycles)
+    return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
