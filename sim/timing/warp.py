@@ -51,7 +51,7 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "issued", "cached",
-                 "valid_until", "dirty", "free_ok", "lim", "statics", "units", "sim", "indep")
+                 "valid_until", "dirty", "free_ok", "plan", "lim", "statics", "units", "sim", "indep")
 
     def __init__(self, w, cta_t, sched, core, gid: int):
         self.w = w
@@ -76,6 +76,7 @@ class WarpT:
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
         self.free_ok: tuple[int, ...] = ()  # window indices not blocked by an older unissued entry
+        self.plan: list[tuple] | tuple = ()  # _plan(free_ok), rebuilt when dirty
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
@@ -140,52 +141,72 @@ class WarpT:
                 free = self.indep[key] = independent([e.st for e in win])
             self.free_ok = free
             self.dirty = False
+            self.plan = self._plan(free) if win else ()
         if not win:
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
             if self.w.done:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        best_j = -1
-        best_reason = "scoreboard"
-        best_line = win[0].st.line
-        units = self.units
-        ready = self.ready
-        for j in self.free_ok:
-            e = win[j]
-            st = e.st
-            t = now
-            reason = "pipe_busy"
-            for r in st.src_ids:
-                rt = ready[r]
-                if rt > t:
-                    t = rt
-                    reason = "memory" if self.ready_mem[r] else "scoreboard"
-            uf = units[st.index].free
+        best = None
+        for p in self.plan:  # (operands ready, reason, unit, cp.async wait, window index, PTX line)
+            t = p[0]
+            if t > now:
+                reason = p[1]
+            else:
+                t = now
+                reason = "pipe_busy"
+            uf = p[2].free
             if uf > t:
                 t = uf
                 reason = "pipe_busy"
-            cpk = st.cpk
-            if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
-                need = self.groups_done[: e.need_groups]
-                if cpk == CP_WAIT_ALL:
-                    need = need + [self.open_done]
-                gt = max(need, default=0)
-                if gt > t:
-                    t, reason = gt, "memory"
+            if p[3] > t:
+                t = p[3]
+                reason = "memory"
             if t < best_t:
                 best_t = t
-                best_j, best_reason, best_line = j, reason, st.line
+                best = (t, p[4], reason, p[5])
                 if t <= now:
                     break
-        c = self.cached = (best_t, best_j, best_reason, best_line)
+        if best is None:
+            best = (INF, -1, "scoreboard", win[0].st.line)
+        self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
         if fa < best_t and len(win) < self.lim and not self.w.done:
             self.valid_until = fa
         else:
             self.valid_until = best_t
-        return c
+        return best
+
+    def _plan(self, free: tuple[int, ...]) -> list[tuple]:
+        """Per independent window entry what does not change until this warp issues again: the cycle
+        its operands are ready (scoreboard) with the reason (the first source register reaching it),
+        its pipe unit, and the cycle its cp.async wait is satisfied."""
+        win = self.window
+        ready = self.ready
+        ready_mem = self.ready_mem
+        units = self.units
+        out = []
+        for j in free:
+            e = win[j]
+            st = e.st
+            t = 0
+            reason = "pipe_busy"
+            for r in st.src_ids:
+                rt = ready[r]
+                if rt > t:
+                    t = rt
+                    reason = "memory" if ready_mem[r] else "scoreboard"
+            gt = 0
+            cpk = st.cpk
+            if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
+                need = self.groups_done[: e.need_groups]
+                if cpk == CP_WAIT_ALL:
+                    need = need + [self.open_done]
+                gt = max(need, default=0)
+            out.append((t, reason, units[st.index], gt, j, st.line))
+        return out
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
