@@ -198,6 +198,64 @@ def measure_gpu(names: list[str] | None = None) -> dict:
     return out
 
 
+# -- fitting -----------------------------------------------------------------------------------------
+# figure -> (YAML section, pipe name or None, key): a latency figure moves its field by the cycles the
+# simulation is off; the bank-conflict slope sets shared.pass_cycles.
+FIT_FIELDS = {
+    "shared_latency": ("shared", None, "latency"),
+    "l1_latency": ("l1", None, "hit_latency"),
+    "l2_latency": ("l2", None, "hit_latency"),
+    "dram_latency": ("dram", None, "latency"),
+    "mma_latency": ("pipes", "tensor", "latency"),
+}
+
+
+def fit(hw: Any, rows: list[dict]) -> dict[tuple, int]:
+    """New values for the fitted fields: old + round(measured - simulated); pass_cycles from the
+    measured cycles per extra conflict way (bank strides 1 and 32: 31 extra ways)."""
+    by = {r["name"]: r for r in rows}
+    out: dict[tuple, int] = {}
+    for name, (section, pipe, key) in FIT_FIELDS.items():
+        r = by.get(name)
+        if not r or r["measured"] is None:
+            continue
+        if section == "pipes":
+            old = hw.pipe_for("tensor").latency if pipe == "tensor" else None
+        else:
+            old = getattr(getattr(hw, section), key)
+        if old is None:
+            continue
+        out[(section, pipe, key)] = max(0, int(round(old + r["measured"] - r["simulated"])))
+    b1, b32 = by.get("bank_stride_1"), by.get("bank_stride_32")
+    if b1 and b32 and b1["measured"] and b32["measured"]:
+        out[("shared", None, "pass_cycles")] = max(1, int(round((b32["measured"] - b1["measured"]) / 31)))
+    return out
+
+
+def write_fitted_yaml(src: pathlib.Path, fitted: dict[tuple, int], dest: pathlib.Path, note: str) -> None:
+    """Copy the YAML text, replacing each fitted number in place with a `# source:` naming the fit."""
+    lines = src.read_text().splitlines()
+    section, pipe = "", None
+    for i, line in enumerate(lines):
+        stripped = line.split("#")[0].rstrip()
+        if stripped and not line.startswith(" "):
+            section, pipe = stripped.rstrip(":").split(":")[0], None
+            continue
+        body = stripped.strip()
+        if body.startswith("- name:"):
+            pipe = body.split(":", 1)[1].strip()
+            continue
+        if ":" not in body:
+            continue
+        key = body.lstrip("- ").split(":")[0].strip()
+        new = fitted.get((section, pipe if section == "pipes" else None, key))
+        if new is None:
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        lines[i] = f"{indent}{key}: {new:<{max(1, 26 - len(indent) - len(key))}} # source: {note}"
+    dest.write_text("\n".join(lines) + "\n")
+
+
 # -- CLI ---------------------------------------------------------------------------------------------
 def add_arguments(p) -> None:
     p.add_argument("--hw", default="h200.yaml", help="hardware config to simulate (path or bundled name)")
@@ -206,6 +264,8 @@ def add_arguments(p) -> None:
     p.add_argument("--figure", action="append", help="only this figure (repeatable)")
     p.add_argument("--write-md", metavar="PATH", help="also write the markdown table to PATH")
     p.add_argument("--json", action="store_true", help="print JSON rows")
+    p.add_argument("--write-hw", metavar="PATH", help="write a copy of the hwconfig with the latencies and "
+                   "shared.pass_cycles fitted to the measurements")
 
 
 def cli_main(args) -> int:
@@ -223,4 +283,14 @@ def cli_main(args) -> int:
                   f"{'' if r['ok'] else '  (outside 10%)'}")
     if args.write_md:
         write_markdown(rows, measured, hw.path, args.write_md)
+    if args.write_hw:
+        from sim.hw import load_hw as _load
+
+        fitted = fit(hw, rows)
+        src = pathlib.Path(hw.path)
+        note = f"fitted by validation calibrate to {args.measured if not args.gpu else 'a live GPU run'}"
+        write_fitted_yaml(src, fitted, pathlib.Path(args.write_hw), note)
+        _load(args.write_hw)  # the fitted file must load
+        print(f"wrote {args.write_hw}: " + ", ".join(f"{s_}.{p_ + '.' if p_ else ''}{k} = {v}"
+                                                    for (s_, p_, k), v in fitted.items()))
     return 0 if all(r["ok"] for r in rows) else 1
