@@ -370,9 +370,11 @@ def attribute_gap(pred: dict[str, Any], sim: dict[str, Any], facts: dict[str, An
         c = next((c for c in causes if not c["modelled"]), causes[0])
         pct = f"{100 * c['fraction_of_cycles']:.1f}% of cycles"
         bank = next((b for b in causes if b["reason"] == "bank_conflict"), None)
+        conf = sim.get("bank_conflicts_by_line") or {}
+        busy_line_conflicts = c.get("line") is not None and (str(c["line"]) in conf or c["line"] in conf)
         if c["reason"] == "pipe_busy" and bank and bank.get("pipe") == c.get("pipe") \
-                and bank["cycles"] >= 0.5 * c["cycles"]:
-            # the pipe is busy replaying conflicting shared-memory passes: name the root cause
+                and (bank["cycles"] >= 0.5 * c["cycles"] or busy_line_conflicts):
+            # the pipe is busy replaying conflicting shared-memory passes (its busiest line conflicts)
             c["root_cause"] = "bank_conflict"
             headline = f"{str(c['pipe']).upper()} saturated, issue blocked {pct} by bank conflicts: {bank['detail']}"
         elif c["reason"] == "pipe_busy" and c.get("pipe"):
