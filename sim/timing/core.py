@@ -69,7 +69,7 @@ class Scheduler:
         stats = core.stats
         stalls = stats.stalls
         by_line = stats.by_line
-        lrr = core.hw.core.policy != "gto"
+        gto = core.hw.core.policy == "gto"
         timeout = env.timeout
         while True:
             now = int(env.now)
@@ -78,7 +78,14 @@ class Scheduler:
             best_reason = "no_eligible"
             best_line = 0
             finished = False
-            for wt in self.order():
+            ws = self.warps
+            if gto:  # the last warp that issued first, then oldest (self.order(), inlined)
+                last = self.last
+                if last is not None and ws and last is not ws[0] and last in ws:
+                    ws = [last] + [w for w in ws if w is not last]
+            elif self.rr % len(ws) if ws else 0:
+                ws = self.order()
+            for wt in ws:
                 if wt.finished:
                     continue
                 if wt.dirty or wt.valid_until <= now:
@@ -89,7 +96,7 @@ class Scheduler:
                     wt.issue(j, now)
                     issued += 1
                     self.last = wt
-                    if lrr:
+                    if not gto:
                         self.rr = self.warps.index(wt) + 1
                     if wt.finished:
                         finished = True

@@ -19,12 +19,13 @@ class DeviceMemory:
 
     def __init__(self, hw: HwConfig):
         self.l2 = SetAssocCache(hw.l2, "l2")
+        self.shared_passes: dict = {}  # SharedBanks memo shared by all cores
 
 
 class CoreMemory:
     def __init__(self, hw: HwConfig, dev: DeviceMemory):
         self.hw = hw
-        self.shared = SharedBanks(hw.shared)
+        self.shared = SharedBanks(hw.shared, dev.shared_passes)
         self.l1 = SetAssocCache(hw.l1, "l1") if hw.l1 is not None else None
         self.l2 = dev.l2
         self.dram = Dram(hw)

@@ -56,14 +56,26 @@ class SharedBanks:
     conflict-free passes by its real addresses (one word read by several lanes is a broadcast).
     Wide accesses go in phases of banks*bank_width bytes (v4 = 8 lanes per phase, v2 = 16)."""
 
-    def __init__(self, sm: SharedMemory):
+    def __init__(self, sm: SharedMemory, memo: dict | None = None):
         self.sm = sm
         self.row = sm.banks * sm.bank_width  # bytes one conflict-free pass serves
-        self._cache: dict[tuple, int] = {}
+        self._cache: dict[tuple, int] = {}  # (addresses relative to their row, size) -> passes
+        self._raw: dict[tuple, int] = {} if memo is None else memo  # (address bytes, dtype, size) -> passes
+        # (memo: one dict shared by the cores of a simulation, passes depend only on SharedMemory)
         self.free = [0] * sm.ports  # one slot per port (SharedMemory.ports accesses in parallel)
         self.busy = 0
 
     def passes(self, addrs: np.ndarray, size: int) -> int:
+        raw = (addrs.tobytes(), addrs.dtype.char, size)  # the same addresses recur (other CTAs, loops)
+        hit = self._raw.get(raw)
+        if hit is not None:
+            return hit
+        if len(self._raw) >= 1 << 16:
+            self._raw.clear()
+        self._raw[raw] = n = self._passes(addrs, size)
+        return n
+
+    def _passes(self, addrs: np.ndarray, size: int) -> int:
         if addrs.size == 0:
             return 1
         a = addrs.astype(np.int64)
