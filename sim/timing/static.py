@@ -42,7 +42,9 @@ class St:
             self.lat = hw.shared.latency
         self.srcs = frozenset(ins.src_regs)
         self.dsts = frozenset(ins.dst_regs)
-        self.rsrcs = tuple(self.srcs)
+        # operand order (not set order, which varies with PYTHONHASHSEED): the stall reason of a tie
+        # between two source registers ready in the same cycle is the first one's
+        self.rsrcs = tuple(dict.fromkeys(ins.src_regs))
         self.clock = any(o.kind == "sreg" and o.name.startswith("%clock") for o in ins.operands)
         self.cp = None
         if op == "cp":
