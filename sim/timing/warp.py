@@ -182,12 +182,16 @@ class WarpT:
     def _plan(self, free: tuple[int, ...]) -> list[tuple]:
         """Per independent window entry what does not change until this warp issues again: the cycle
         its operands are ready (scoreboard) with the reason (the first source register reaching it),
-        its pipe unit, and the cycle its cp.async wait is satisfied."""
+        its pipe unit, and the cycle its cp.async wait is satisfied.
+
+        An entry is left out when an older one on the same unit is ready no later (operands and
+        cp.async wait): it can never issue first, as the older one wins every tie."""
         win = self.window
         ready = self.ready
         ready_mem = self.ready_mem
         units = self.units
         out = []
+        mins: dict = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
         for j in free:
             e = win[j]
             st = e.st
@@ -198,6 +202,10 @@ class WarpT:
                 if rt > t:
                     t = rt
                     reason = "memory" if ready_mem[r] else "scoreboard"
+            u = units[st.index]
+            m = mins.get(u)
+            if m is not None and m <= t:
+                continue
             gt = 0
             cpk = st.cpk
             if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
@@ -205,7 +213,9 @@ class WarpT:
                 if cpk == CP_WAIT_ALL:
                     need = need + [self.open_done]
                 gt = max(need, default=0)
-            out.append((t, reason, units[st.index], gt, j, st.line))
+            if gt == 0:
+                mins[u] = t
+            out.append((t, reason, u, gt, j, st.line))
         return out
 
     # -- issue ---------------------------------------------------------------------------------------
