@@ -18,6 +18,7 @@ import z3
 
 from validation.formal.program import BC, DONE, GC, VIS, is_barrier
 from validation.formal.symexec import TYPE_INFO, Access, Context, Executor
+from validation.formal.z3util import Substitution
 
 NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
 
@@ -64,7 +65,7 @@ class Verifier:
         self.ex.tid = ctx.tid
         self.solver = z3.Solver()
         self.solver.add(ctx.assumptions)
-        self._ren: list | None = None
+        self._ren: Substitution | None = None
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
 
     # ------------------------------------------------------------------ helpers
@@ -81,17 +82,17 @@ class Verifier:
         s.pop()
         return r, m
 
-    def renaming(self) -> list:
+    def renaming(self) -> Substitution:
         if self._ren is None:
             pairs = list(zip(self.ctx.tid, self.tid2))
             for c in self.ex.created:
                 name = c.decl().name() + "'"
                 pairs.append((c, z3.Bool(name) if z3.is_bool(c) else z3.BitVec(name, c.size())))
-            self._ren = pairs
+            self._ren = Substitution(pairs)
         return self._ren
 
     def t2(self, e):
-        return z3.substitute(e, *self.renaming())
+        return self.renaming()(e)
 
     def distinct_threads(self):
         c = [z3.ULT(t, n) for t, n in zip(self.tid2, self.ctx.ntid)]

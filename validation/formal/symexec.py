@@ -827,9 +827,9 @@ class Executor:
     def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset:
         """Names of uninterpreted constants and functions occurring in e."""
         key = e.get_id()
-        r = cache.get(key)
-        if r is not None:
-            return r
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
         if z3.is_const(e):
             r = frozenset() if e.decl().kind() != z3.Z3_OP_UNINTERPRETED else frozenset({e.decl().name()})
         else:
@@ -839,7 +839,7 @@ class Executor:
             for c in e.children():
                 acc |= self.free_consts(c, cache)
             r = frozenset(acc)
-        cache[key] = r
+        cache[key] = (e, r)  # keep e alive: Z3 reuses the id of a freed term
         return r
 
     def exec_loop(self, h: int, pre: State) -> list[tuple[int, State]]:
@@ -897,6 +897,10 @@ class Executor:
                     if kd in (z3.Z3_OP_BSHL, z3.Z3_OP_BLSHR, z3.Z3_OP_BASHR) and n2.arg(1).as_long() > 0:
                         forms[r] = ({z3.Z3_OP_BSHL: "shl", z3.Z3_OP_BLSHR: "lshr", z3.Z3_OP_BASHR: "ashr"}[kd],
                                     n2.arg(1))
+                        continue
+                m = self.wrap_modulus(pre, bst, r, hr, nxt, h)
+                if m is not None:
+                    forms[r] = ("mod", m)
 
         def closed(r: str, kk: z3.BitVecRef) -> z3.ExprRef:
             kind, c = forms[r]
@@ -907,6 +911,11 @@ class Executor:
                 return init + kw * c
             if kind == "xor":
                 return z3.If(z3.Extract(0, 0, kk) == 1, init ^ c, init)
+            if kind == "mod":  # (init + k) mod c; init < c < 2^15, so 16 bits hold the sum
+                k16 = z3.Extract(15, 0, z3.URem(kk, c))
+                i16 = z3.Extract(15, 0, init) if w >= 16 else z3.ZeroExt(16 - w, init)
+                v = z3.URem(i16 + k16, c)
+                return z3.Extract(w - 1, 0, v) if w < 16 else z3.ZeroExt(w - 16, v)
             lim = z3.ULT(kk, w)
             amt = kw * c
             if kind == "shl":
@@ -932,12 +941,16 @@ class Executor:
         others = [r for r in bv_carried if r not in forms and not self.is_float_reg(r)]
         nonclosed = [r for r in carried if r not in forms]
         init_vals = {r: self.read(pre, r) for r in carried}
+        # iteration 0 sees the entry values (ties a havoc'ed register, e.g. a pipeline stage, to its start)
+        first = [hv[r] == init_vals[r] for r in nonclosed]
+        if first:
+            facts.append(z3.Implies(k == 0, z3.And(first)))
         if bst is not None:
             back_vals = {r: z3.substitute(self.read(bst, r), *sub_k) if sub_k else self.read(bst, r)
                          for r in carried}
             back_pc = z3.substitute(bst.pc, *sub_k) if sub_k else bst.pc
         if others and bst is not None and not self.dry:
-            cands = self.candidates(others, bv_carried, vh)
+            cands = self.candidates(others, bv_carried, vh, self.loop_constants(h))
             kept = self.houdini(cands, vh, init_vals, back_vals, facts, back_pc, k)
             for text, fn in kept:
                 invs.append(fn(vh))
@@ -1096,13 +1109,42 @@ class Executor:
             pairs.append((c, nc))
         return pairs
 
-    def candidates(self, others, carried_bv, vh):
+    def wrap_modulus(self, pre: State, bst: State, r: str, hr, nxt, h: int) -> int | None:
+        """A counter that wraps, r = (r + 1 == m) ? 0 : r + 1 (a pipeline stage): m such that, for every
+        value below m, the back edge gives (r + 1) mod m, and the entry value is below m."""
+        if self.dry or self.is_float_reg(r):
+            return None
+        w = hr.size()
+        init = self.read(pre, r)
+        for m in sorted(self.loop_constants(h)):
+            if not 1 < m < 2 ** min(w - 1, 15):  # keeps (init + k mod m) within 16 bits
+                continue
+            step = z3.URem(z3.ZeroExt(1, hr) + 1, m)
+            if self.unsat([z3.ULT(hr, m), bst.pc, z3.ZeroExt(1, nxt) != step]) and \
+                    self.unsat([pre.pc, z3.UGE(init, m)]):
+                return m
+        return None
+
+    def loop_constants(self, h: int) -> set[int]:
+        """Small immediates compared against in the loop (e.g. a stage counter wrapping at 3)."""
+        S, body = self.S, self.k.body
+        out: set[int] = set()
+        for b in S.loops[h].body:
+            for i in range(S.blocks[b].start, S.blocks[b].end):
+                ins = body[i]
+                if ins.opcode == "setp":
+                    out |= {op.value for op in ins.operands[1:3] if op.kind == "imm" and 0 < op.value <= 4096}
+        return out
+
+    def candidates(self, others, carried_bv, vh, consts=()):
         cands = []
+        bounds = {2**j - 1 for j in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16)}
+        bounds |= {c + d for c in consts for d in (-1, 0)}
         for a in others:
             w = vh[a].size()
-            for j in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16):
-                if j < w:
-                    cands.append((f"{a} <= {2**j - 1}", lambda v, a=a, j=j: z3.ULE(v[a], 2**j - 1)))
+            for c in sorted(bounds):
+                if 0 < c < 2 ** (w - 1):
+                    cands.append((f"{a} <= {c}", lambda v, a=a, c=c: z3.ULE(v[a], c)))
             cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
             for b in carried_bv:
                 if b == a or vh[b].size() != w or self.is_float_reg(b):
