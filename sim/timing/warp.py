@@ -149,23 +149,24 @@ class WarpT:
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
         best = None
-        for p in self.plan:  # (operands ready, reason, unit, cp.async wait, window index, PTX line)
-            t = p[0]
-            if t > now:
-                reason = p[1]
+        for tops, why, unit, gt, j, line in self.plan:
+            # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
+            if tops > now:
+                t = tops
+                reason = why
             else:
                 t = now
                 reason = "pipe_busy"
-            uf = p[2].free
+            uf = unit.free
             if uf > t:
                 t = uf
                 reason = "pipe_busy"
-            if p[3] > t:
-                t = p[3]
+            if gt > t:
+                t = gt
                 reason = "memory"
             if t < best_t:
                 best_t = t
-                best = (t, p[4], reason, p[5])
+                best = (t, j, reason, line)
                 if t <= now:
                     break
         if best is None:
