@@ -107,6 +107,9 @@ class Scheduler:
             if finished:
                 self.warps = [w for w in self.warps if not w.finished]
             if issued:
+                # runs again next cycle anyway: no wake-up interrupt meanwhile (that one would land
+                # outside the try below and end the simulation with simpy.Interrupt)
+                self.sleep_until = now
                 yield timeout(1)
                 continue
             if not self.warps and not core.pending_work():
