@@ -25,15 +25,9 @@ from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL,
 INF = float("inf")
 
 
-class Entry:
-    __slots__ = ("st", "acc", "next_pc", "need_groups", "deferred")
-
-    def __init__(self, st: St, acc, next_pc: int, need_groups: int, deferred: bool = False):
-        self.st = st
-        self.acc = acc
-        self.next_pc = next_pc
-        self.need_groups = need_groups
-        self.deferred = deferred
+# A window entry is a tuple (St, w.acc, next pc, cp.async groups to wait for, deferred %clock read)
+ST, ACC, NEXT_PC, NEED_GROUPS, DEFERRED = range(5)
+Entry = tuple
 
 
 def independent(win_sts: list[St]) -> tuple[int, ...]:
@@ -95,7 +89,7 @@ class WarpT:
             st = statics[w.pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
                 if not win:
-                    win.append(Entry(st, None, -1, 0, True))
+                    win.append((st, None, -1, 0, True))
                     sig.append(st.index)
                     self.dirty = True
                     self.fetch_at = INF
@@ -106,7 +100,7 @@ class WarpT:
             sim.count += 1
             if sim.count > sim.max_instructions:
                 sim.count_instruction_overflow()
-            win.append(Entry(st, w.acc, w.pc, w.waited_groups))
+            win.append((st, w.acc, w.pc, w.waited_groups, False))
             sig.append(st.index)
             if st.is_bra:
                 self.fetch_at = INF  # until the branch issues (see issue)
@@ -138,7 +132,7 @@ class WarpT:
             key = tuple(self.sig)
             free = self.indep.get(key)
             if free is None:
-                free = self.indep[key] = independent([e.st for e in win])
+                free = self.indep[key] = independent([e[ST] for e in win])
             self.free_ok = free
             self.dirty = False
             self.plan = self._plan(free) if win else ()
@@ -170,7 +164,7 @@ class WarpT:
                 if t <= now:
                     break
         if best is None:
-            best = (INF, -1, "scoreboard", win[0].st.line)
+            best = (INF, -1, "scoreboard", win[0][ST].line)
         self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
@@ -195,7 +189,7 @@ class WarpT:
         mins: dict = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
         for j in free:
             e = win[j]
-            st = e.st
+            st = e[ST]
             t = 0
             reason = "pipe_busy"
             for r in st.src_ids:
@@ -210,7 +204,7 @@ class WarpT:
             gt = 0
             cpk = st.cpk
             if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
-                need = self.groups_done[: e.need_groups]
+                need = self.groups_done[: e[NEED_GROUPS]]
                 if cpk == CP_WAIT_ALL:
                     need = need + [self.open_done]
                 gt = max(need, default=0)
@@ -223,11 +217,10 @@ class WarpT:
     def issue(self, j: int, t: int) -> None:
         core = self.core
         self.dirty = True
-        e = self.window.pop(j)
+        st, acc, next_pc, _, deferred = self.window.pop(j)
         del self.sig[j]
-        st = e.st
         w = self.w
-        if e.deferred:  # a %clock read: execute now, at its issue cycle
+        if deferred:  # a %clock read: execute now, at its issue cycle
             w.clock_fn = lambda: t
             w.step()
             w.clock_fn = None
@@ -241,8 +234,8 @@ class WarpT:
         done = t + st.lat_total
         stats = core.stats
         cpk = st.cpk
-        if st.mem and e.acc is not None:
-            done, extra = core.mem.access(t, e.acc, st.cache_op, st.atomic)
+        if st.mem and acc is not None:
+            done, extra = core.mem.access(t, acc, st.cache_op, st.atomic)
             if extra:
                 pc = core.hw.shared.pass_cycles
                 occ += extra * pc  # replays hold the LSU path (shared.pass_cycles)
@@ -262,7 +255,7 @@ class WarpT:
             self.groups_done.append(self.open_done)
             self.open_done = 0
         if st.is_bra:
-            self._branch(st, e, t)
+            self._branch(st, next_pc, t)
         if st.bar and not w.bar_arrive_only:
             core.barrier_arrive(self, t)
         self.issued += 1
@@ -275,13 +268,13 @@ class WarpT:
             self.finished = True
             core.warp_finished(self)
 
-    def _branch(self, st: St, e: Entry, t: int) -> None:
+    def _branch(self, st: St, next_pc: int, t: int) -> None:
         """branch.predictor: none waits for the branch (Pipe latency) then refetches
         (branch.flush_penalty); a static prediction costs nothing when right and
         branch.flush_penalty cycles when wrong (counted from the branch's issue)."""
         b = self.core.hw.branch
         ins = st.ins
-        taken = e.next_pc != ins.index + 1
+        taken = next_pc != ins.index + 1
         if b.predictor == "none":
             self.fetch_at = t + st.lat + b.flush_penalty
             self.block_reason = "branch"
