@@ -14,8 +14,9 @@ import z3
 from sim.errors import UsageError
 from sim.launch import parse_dim3, read_metadata
 from sim.ptx.parser import parse_ptx
+from validation.formal.context import Context
 from validation.formal.properties import NAMES, Verifier
-from validation.formal.symexec import TYPE_INFO, Context
+from validation.formal.state import TYPE_INFO
 
 
 def add_arguments(p) -> None:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 import z3
 
+from validation.formal.context import Context
 from validation.formal.program import BC, DONE, GC, VIS, is_barrier
-from validation.formal.symexec import TYPE_INFO, Access, Context, Executor
+from validation.formal.state import TYPE_INFO, Access
+from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
 NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")

@@ -1,0 +1,178 @@
+"""Proof helpers of the loop summaries (a mixin of the executor): free constants of a term,
+ranking functions and affine exits for termination, Houdini over candidate invariants."""
+
+from __future__ import annotations
+
+import z3
+
+
+class LoopProofsMixin:
+    def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset:
+        """Names of uninterpreted constants and functions occurring in e."""
+        key = e.get_id()
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        if z3.is_const(e):
+            r = frozenset() if e.decl().kind() != z3.Z3_OP_UNINTERPRETED else frozenset({e.decl().name()})
+        else:
+            acc = set()
+            if e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                acc.add(e.decl().name())
+            for c in e.children():
+                acc |= self.free_consts(c, cache)
+            r = frozenset(acc)
+        cache[key] = (e, r)  # keep e alive: Z3 reuses the id of a freed term
+        return r
+
+    def affine_exit_bound(self, back_pc, hyps, entry_pc, next_pairs, init_pairs, local, cache):
+        """Loops that leave when x == 0 for x = x0 + s*k (s a constant, e.g. unrolled loops comparing a
+        counter with != ): bounded by |x0|/|s| when x0 has the right sign and is a multiple of s."""
+        for e in self.atoms(back_pc, (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT), local, cache):
+            a, b = e.arg(0), e.arg(1)
+            x = a - b
+            w = x.size()
+            step = z3.simplify(z3.substitute(x, *next_pairs) - x, som=True)
+            if not z3.is_bv_value(step):
+                continue
+            sv = step.as_long()
+            sv = sv - (1 << w) if sv >> (w - 1) else sv
+            if sv == 0 or not self.unsat(hyps + [back_pc, x == 0]):
+                continue
+            x0 = z3.SignExt(2, z3.substitute(x, *init_pairs))
+            S = z3.BitVecVal(abs(sv), w + 2)
+            if sv > 0:
+                ok, K = z3.And(x0 <= 0, z3.SRem(-x0, S) == 0), z3.UDiv(-x0, S)
+            else:
+                ok, K = z3.And(x0 >= 0, z3.SRem(x0, S) == 0), z3.UDiv(x0, S)
+            if self.unsat([entry_pc, z3.Not(ok)]):
+                return K
+        return None
+
+    def atoms(self, cond, kinds, local, cache):
+        out, todo, visited = [], [cond], set()
+        while todo:
+            e = todo.pop()
+            if e.get_id() in visited or not z3.is_app(e):
+                continue
+            visited.add(e.get_id())
+            kd = e.decl().kind()
+            if kd in kinds and e.num_args() == 2 and z3.is_bv(e.arg(0)):
+                if (self.free_consts(e.arg(0), cache) | self.free_consts(e.arg(1), cache)) & local:
+                    out.append(e)
+                continue
+            if z3.is_bool(e):
+                todo.extend(e.children())
+        return out
+
+    def unsat(self, cs) -> bool:
+        s = z3.Solver()
+        s.set("timeout", self.solver_timeout_ms)
+        s.add(self.ctx.assumptions)
+        s.add(cs)
+        return s.check() == z3.unsat
+
+    def ranking_candidates(self, cond, local, cache):
+        kinds = {z3.Z3_OP_ULT: False, z3.Z3_OP_ULEQ: False, z3.Z3_OP_UGT: False, z3.Z3_OP_UGEQ: False,
+                 z3.Z3_OP_SLT: True, z3.Z3_OP_SLEQ: True, z3.Z3_OP_SGT: True, z3.Z3_OP_SGEQ: True,
+                 z3.Z3_OP_EQ: None, z3.Z3_OP_DISTINCT: None}
+        seen = set()
+        out = []
+        todo = [cond]
+        visited = set()
+        while todo and len(out) < 24:
+            e = todo.pop()
+            if e.get_id() in visited:
+                continue
+            visited.add(e.get_id())
+            if not z3.is_app(e):
+                continue
+            kd = e.decl().kind()
+            if kd in kinds and e.num_args() == 2 and z3.is_bv(e.arg(0)):
+                a, b = e.arg(0), e.arg(1)
+                if (self.free_consts(a, cache) | self.free_consts(b, cache)) & local:
+                    sg = kinds[kd]
+                    for signed in ([True, False] if sg is None else [sg]):
+                        ext = (lambda x: z3.SignExt(2, x)) if signed else (lambda x: z3.ZeroExt(2, x))
+                        for R in (ext(b) - ext(a), ext(a) - ext(b)):
+                            key = R.sexpr()
+                            if key not in seen:
+                                seen.add(key)
+                                out.append(R)
+                continue
+            if z3.is_bool(e):
+                todo.extend(e.children())
+        return out
+
+    def fresh_copies(self, e, local, cache, skip, tag):
+        pairs = []
+        for name in sorted(self.free_consts(e, cache) & local):
+            if name in skip:
+                continue
+            c = self.by_name.get(name)
+            if c is None:
+                continue
+            nc = self.fresh(f"{tag}:{name}", None if z3.is_bool(c) else c.size())
+            pairs.append((c, nc))
+        return pairs
+
+    def candidates(self, others, carried_bv, vh, consts=()):
+        cands = []
+        bounds = {2**j - 1 for j in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16)}
+        bounds |= {c + d for c in consts for d in (-1, 0)}
+        for a in others:
+            w = vh[a].size()
+            for c in sorted(bounds):
+                if 0 < c < 2 ** (w - 1):
+                    cands.append((f"{a} <= {c}", lambda v, a=a, c=c: z3.ULE(v[a], c)))
+            cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
+            for b in carried_bv:
+                if b == a or vh[b].size() != w or self.is_float_reg(b):
+                    continue
+                cands.append((f"{a} != {b}", lambda v, a=a, b=b: v[a] != v[b]))
+                for c in (-2, -1, 0, 1, 2):
+                    cands.append((f"{a} == {b} + {c}", lambda v, a=a, b=b, c=c: v[a] == v[b] + c))
+        return cands
+
+    def houdini(self, cands, vh, init_vals, back_vals, facts, back_pc, k):
+        s = z3.Solver()
+        s.set("timeout", self.solver_timeout_ms)
+        s.add(self.ctx.assumptions)
+        # initiation: candidates must hold on entry (k = 0)
+        live = list(cands)
+        pre_pc = facts[0]
+        for _ in range(50):
+            if not live:
+                break
+            s.push()
+            s.add(pre_pc, z3.Not(z3.And([fn(init_vals) for _, fn in live])))
+            r = s.check()
+            if r == z3.unsat:
+                s.pop()
+                break
+            if r != z3.sat:
+                s.pop()
+                return []
+            m = s.model()
+            live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(init_vals), model_completion=True))]
+            s.pop()
+        # consecution
+        for _ in range(50):
+            if not live:
+                break
+            s.push()
+            s.add(facts)
+            s.add([fn(vh) for _, fn in live])
+            s.add(back_pc)
+            s.add(z3.Not(z3.And([fn(back_vals) for _, fn in live])))
+            r = s.check()
+            if r == z3.unsat:
+                s.pop()
+                break
+            if r != z3.sat:
+                s.pop()
+                return []
+            m = s.model()
+            live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(back_vals), model_completion=True))]
+            s.pop()
+        return live

@@ -1,0 +1,159 @@
+"""Memory accesses, barriers and cp.async groups of one symbolic thread (a mixin of the executor):
+every access is recorded with its buffer, address, width, path condition and the synchronisation
+pseudo-registers at that point."""
+
+from __future__ import annotations
+
+import z3
+
+from sim.ptx.ir import Instruction, Operand
+from validation.formal.program import BC, DONE, GC, PSEUDO, VIS
+from validation.formal.state import TYPE_INFO, Access, State, type_mods
+
+
+class MemoryMixin:
+    def sync_snapshot(self, st: State) -> dict[str, z3.ExprRef]:
+        return {p: self.read(st, p) for p in PSEUDO}
+
+    def access_pc(self, st: State, ins: Instruction) -> z3.BoolRef:
+        return z3.And(st.pc, self.guard(st, ins)) if ins.guard is not None else st.pc
+
+    def address(self, st: State, op: Operand, width: int) -> tuple[z3.BitVecRef, frozenset]:
+        base = op.base
+        if base is None:
+            return z3.BitVecVal(op.value % (1 << width), width), frozenset()
+        if base.kind == "reg":
+            v = self.fit(self.read(st, base.name), width)
+        elif base.kind == "sym":
+            v = self.fit(self.sym_addr(base.name), width)
+        else:
+            v = self.fresh("addr", width)
+        return v + (op.value % (1 << width)), self.tags_of(st, base)
+
+    def record(self, st, ins, space, kind, addr_op, nbytes, extra_pc=None):
+        if not self.recording:
+            return
+        tags0 = self.tags_of(st, addr_op)
+        if space == "generic":
+            if tags0 and all(t.startswith("shared:") for t in tags0):
+                space = "shared"
+            elif tags0 and not any(t.startswith("shared:") for t in tags0):
+                space = "global"
+            else:
+                space = "unknown"
+        aw = 32 if space == "shared" else 64
+        addr, tags = self.address(st, addr_op, aw)
+        pc = self.access_pc(st, ins)
+        if extra_pc is not None:
+            pc = z3.And(pc, extra_pc)
+        width = nbytes if isinstance(nbytes, z3.ExprRef) else z3.BitVecVal(nbytes, aw)
+        width = self.fit(width, aw)
+        self.accesses.append(Access(ins.index, ins.line, ins.text, space, kind, addr, width, pc, tags,
+                                    self.sync_snapshot(st), self.S.block_of[ins.index]))
+
+    def do_memory(self, st: State, ins: Instruction) -> None:
+        op, mods, ops = ins.opcode, ins.mods, ins.operands
+        tys = type_mods(ins)
+        esize = (TYPE_INFO[tys[-1]][0] // 8) if tys else 4
+        vec = 1
+        for m in mods:
+            if m in ("v2", "v4", "v8"):
+                vec = int(m[1])
+        space = next((s for s in ("global", "shared", "local", "param", "const") if s in mods), "generic")
+        if op in ("prefetch", "prefetchu"):
+            return
+        if space == "param":
+            if op == "ld":
+                addr = ops[1]
+                name = addr.base.name if addr.base is not None and addr.base.kind == "sym" else None
+                if name in self.ctx.param_syms and not addr.value:
+                    tags = frozenset({"param:" + name}) if "param:" + name in self.ctx.buffers else frozenset()
+                    self.write(st, ins, ops[0], self.ctx.param_syms[name], tags)
+                    return
+                self.write(st, ins, ops[0], self.fresh("param", self.width_of_reg(ops[0].name))
+                           if ops[0].kind == "reg" else None)
+            return
+        if op == "ldmatrix":
+            n = 4 if "x4" in mods else 2 if "x2" in mods else 1
+            self.record(st, ins, "shared", "read", ops[1], 16 if n else 16)
+            self.fresh_dst(st, ins, ops[0], ins.line)
+            return
+        if op == "stmatrix":
+            self.record(st, ins, "shared", "write", ops[0], 16)
+            return
+        if space in ("local", "const"):
+            if op in ("ld", "ldu"):
+                self.fresh_dst(st, ins, ops[0], ins.line)
+            return
+        if op in ("ld", "ldu"):
+            self.record(st, ins, space, "read", ops[1], esize * vec)
+            self.fresh_dst(st, ins, ops[0], ins.line)
+            return
+        if op == "st":
+            self.record(st, ins, space, "write", ops[0], esize * vec)
+            return
+        if op in ("atom", "red"):
+            addr_i = 1 if op == "atom" else 0
+            self.record(st, ins, space, "atomic", ops[addr_i], esize * vec)
+            if op == "atom":
+                self.fresh_dst(st, ins, ops[0], ins.line)
+            return
+        self.unsupported.append((ins.line, ins.full))
+
+    def fresh_dst(self, st: State, ins: Instruction, d: Operand, line: int) -> None:
+        items = d.items if d.kind in ("vec", "pair") else (d,)
+        for it in items:
+            if it.kind == "reg":
+                v = self.fresh(f"ld@{line}", self.width_of_reg(it.name))
+                self.loadsyms[str(v)] = line
+                self.write(st, ins, it, v, frozenset())
+
+    def do_barrier(self, st: State, ins: Instruction) -> None:
+        ops = ins.operands
+        if len(ops) >= 2 and not (ops[1].kind == "imm" and self.ctx.block is not None
+                                  and ops[1].value == self.ctx.block[0] * self.ctx.block[1] * self.ctx.block[2]):
+            self.unsupported.append((ins.line, f"{ins.full} with a thread count (partial barrier)"))
+        if "red" in ins.mods and ops and ops[0].kind == "reg":
+            self.write(st, ins, ops[0], self.fresh("barred", self.width_of_reg(ops[0].name)))
+        if self.recording:
+            self.barriers.append((ins.index, ins.line, self.access_pc(st, ins)))
+        bc = self.read(st, BC)
+        done = self.read(st, DONE)
+        self.write_pseudo(st, ins, BC, bc + 1)
+        self.write_pseudo(st, ins, VIS, done)
+
+    def write_pseudo(self, st: State, ins: Instruction, name: str, v: z3.ExprRef) -> None:
+        if ins.guard is not None:
+            v = z3.If(self.guard(st, ins), v, self.read(st, name))
+        st.regs[name] = v
+        st.tags[name] = frozenset()
+
+    def do_cp_async(self, st: State, ins: Instruction) -> None:
+        mods, ops = ins.mods, ins.operands
+        gc, done = self.read(st, GC), self.read(st, DONE)
+        if "commit_group" in mods:
+            self.write_pseudo(st, ins, GC, gc + 1)
+            return
+        if "wait_group" in mods or "wait_all" in mods:
+            if "wait_all" in mods:
+                self.write_pseudo(st, ins, GC, gc + 1)
+                self.write_pseudo(st, ins, DONE, gc + 1)
+                return
+            n = ops[0].value if ops and ops[0].kind == "imm" else None
+            if n is None:
+                self.unsupported.append((ins.line, "cp.async.wait_group with a non-constant count"))
+                return
+            target = gc - n
+            new = z3.If(z3.And(z3.UGE(gc, n), z3.UGT(target, done)), target, done)
+            self.write_pseudo(st, ins, DONE, new)
+            return
+        if "bulk" in mods or "mbarrier" in mods or len(ops) < 3:
+            self.unsupported.append((ins.line, ins.full))
+            return
+        cp = ops[2].value if ops[2].kind == "imm" else 16
+        if len(ops) >= 4 and ops[3].kind in ("imm", "reg"):
+            src_size = self.val(st, ops[3], 64)
+        else:
+            src_size = z3.BitVecVal(cp, 64)
+        self.record(st, ins, "shared", "async", ops[0], cp)
+        self.record(st, ins, "global", "read", ops[1], src_size, extra_pc=src_size != 0)
