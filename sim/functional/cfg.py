@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from sim.ptx.ir import Kernel
 
 
@@ -45,6 +47,22 @@ def reconvergence_points(k: Kernel) -> dict[int, int]:
                 succ[bi].add(fall)
         else:
             succ[bi].add(fall)
+    ipdom = immediate_postdominators(succ)
+    result: dict[int, int] = {}
+    for i, ins in enumerate(body):
+        if ins.opcode != "bra":
+            continue
+        ip = ipdom[block_of[i]]
+        result[i] = starts[ip] if ip != EXIT else -1
+    return result
+
+
+def immediate_postdominators(succ: Sequence[Iterable[int]]) -> list[int]:
+    """Immediate post-dominator of every block of a CFG given as successor lists; index len(succ) is
+    the exit (a successor of every block that leaves the kernel, and the answer where paths only meet
+    at exit)."""
+    nb = len(succ)
+    EXIT = nb
     # post-dominator sets as bitmasks, iterated to a fixed point
     full = (1 << (nb + 1)) - 1
     pdom = [full] * nb + [1 << EXIT]
@@ -59,11 +77,8 @@ def reconvergence_points(k: Kernel) -> dict[int, int]:
             if new != pdom[b]:
                 pdom[b] = new
                 changed = True
-    result: dict[int, int] = {}
-    for i, ins in enumerate(body):
-        if ins.opcode != "bra":
-            continue
-        b = block_of[i]
+    result: list[int] = []
+    for b in range(nb):
         strict = pdom[b] & ~(1 << b)
         # the immediate post-dominator: the strict post-dominator that all others post-dominate
         ipdom = EXIT
@@ -72,5 +87,5 @@ def reconvergence_points(k: Kernel) -> dict[int, int]:
             if all((pdom[c] >> o) & 1 for o in cands):
                 ipdom = c
                 break
-        result[i] = starts[ipdom] if ipdom != EXIT else -1
+        result.append(ipdom)
     return result

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sim.errors import PtxError
+from sim.functional.cfg import immediate_postdominators
 from sim.ptx.ir import Instruction, Kernel
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
@@ -255,31 +256,9 @@ class KernelStructure:
     # ------------------------------------------------------------------ post-dominators
     def _postdominators(self) -> None:
         nb = self.nb
-        EXIT = nb
-        full = (1 << (nb + 1)) - 1
-        pdom = [full] * nb + [1 << EXIT]
-        succ = [[(s if s != self.EXIT else EXIT) for s, _, _ in b.succ] or [EXIT] for b in self.blocks]
-        changed = True
-        while changed:
-            changed = False
-            for b in reversed(range(nb)):
-                acc = full
-                for s in succ[b]:
-                    acc &= pdom[s]
-                new = acc | (1 << b)
-                if new != pdom[b]:
-                    pdom[b] = new
-                    changed = True
-        self.ipdom: dict[int, int] = {}
-        for b in range(nb):
-            strict = pdom[b] & ~(1 << b)
-            cands = [c for c in range(nb + 1) if strict >> c & 1]
-            ip = EXIT
-            for c in cands:
-                if all((pdom[c] >> o) & 1 for o in cands):
-                    ip = c
-                    break
-            self.ipdom[b] = ip if ip != EXIT else self.EXIT
+        succ = [[(s if s != self.EXIT else nb) for s, _, _ in b.succ] or [nb] for b in self.blocks]
+        self.ipdom: dict[int, int] = {b: (ip if ip != nb else self.EXIT)
+                                      for b, ip in enumerate(immediate_postdominators(succ))}
 
     def divergence_region(self, b: int) -> set[int]:
         """Blocks reachable from block b's successors before its immediate post-dominator."""
