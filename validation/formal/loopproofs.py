@@ -135,44 +135,31 @@ class LoopProofsMixin:
         return cands
 
     def houdini(self, cands, vh, init_vals, back_vals, facts, back_pc, k):
+        """The largest subset of the candidates that holds on entry (k = 0) and is inductive over the
+        back edge; [] when the solver gives up."""
         s = z3.Solver()
         s.set("timeout", self.solver_timeout_ms)
         s.add(self.ctx.assumptions)
-        # initiation: candidates must hold on entry (k = 0)
-        live = list(cands)
-        pre_pc = facts[0]
+        live = self.prune(s, list(cands), [facts[0]], lambda live: [], init_vals)
+        return self.prune(s, live, facts + [back_pc], lambda live: [fn(vh) for _, fn in live], back_vals)
+
+    @staticmethod
+    def prune(s: z3.Solver, live: list, hyps: list, assumed, vals: dict) -> list:
+        """Drop the candidates a counterexample refutes until hyps (and assumed(live)) imply the rest
+        at vals; [] on a solver timeout or without a fixed point in 50 rounds."""
         for _ in range(50):
             if not live:
-                break
+                return live
             s.push()
-            s.add(pre_pc, z3.Not(z3.And([fn(init_vals) for _, fn in live])))
+            s.add(hyps)
+            s.add(assumed(live))
+            s.add(z3.Not(z3.And([fn(vals) for _, fn in live])))
             r = s.check()
-            if r == z3.unsat:
-                s.pop()
-                break
-            if r != z3.sat:
-                s.pop()
-                return []
-            m = s.model()
-            live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(init_vals), model_completion=True))]
+            m = s.model() if r == z3.sat else None
             s.pop()
-        # consecution
-        for _ in range(50):
-            if not live:
-                break
-            s.push()
-            s.add(facts)
-            s.add([fn(vh) for _, fn in live])
-            s.add(back_pc)
-            s.add(z3.Not(z3.And([fn(back_vals) for _, fn in live])))
-            r = s.check()
             if r == z3.unsat:
-                s.pop()
-                break
-            if r != z3.sat:
-                s.pop()
+                return live
+            if m is None:
                 return []
-            m = s.model()
-            live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(back_vals), model_completion=True))]
-            s.pop()
-        return live
+            live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(vals), model_completion=True))]
+        return []
