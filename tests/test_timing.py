@@ -154,22 +154,43 @@ def test_l2_miss_then_hit_cost_their_latencies():
 
 
 def test_two_warps_on_one_dram_bank_queue():
+    from sim.functional.memory import GLOBAL_BASE
+    from sim.timing.units import Dram
+
     hw = hw_small()
-    # the same bank: lines banks * burst bytes apart (npu7nm: 64 banks x 32 B)
-    stride = hw.dram.banks * hw.dram.burst
-    body = f"""shr.u32 %r2, %r1, 5;
+    dram = Dram(hw, sharing_cores=1)  # one CTA: this core has the whole bandwidth
+    # warp 1 reads the first other L2 line that the address hash puts in warp 0's bank
+    step = hw.l2.line
+    stride = next(k * step for k in range(1, 4096)
+                  if dram.bank_of(GLOBAL_BASE + k * step) == dram.bank_of(GLOBAL_BASE))
+    other = next(k * step for k in range(1, 4096)
+                 if dram.bank_of(GLOBAL_BASE + k * step) != dram.bank_of(GLOBAL_BASE))
+    body = """shr.u32 %r2, %r1, 5;
 mul.wide.u32 %rd3, %r2, {stride};
 add.s64 %rd4, %rd2, %rd3;
 ld.global.cg.u32 %r3, [%rd4];
 add.s32 %r4, %r3, 1;
 """
-    res, log = run(body, hw, threads=64)
-    per_core_bw = hw.dram_bytes_per_cycle / hw.core.count  # 64 B/cycle
+    res, log = run(body.format(stride=stride), hw, threads=64)
+    per_core_bw = hw.dram_bytes_per_cycle / 1  # 64 B/cycle
     burst_cycles = hw.dram.banks * hw.dram.burst / per_core_bw  # one burst holds its bank 32 cycles
     ld0, ld1 = t_of(log, "ld.global", warp=0), t_of(log, "ld.global", warp=1)
     use0, use1 = t_of(log, "add.s32 %r4", warp=0), t_of(log, "add.s32 %r4", warp=1)
     assert use0 - ld0 == 200
     assert use1 - ld1 == 200 + (burst_cycles - (ld1 - ld0))  # queued behind warp 0's burst
+    # a different bank does not queue
+    res, log = run(body.format(stride=other), hw, threads=64)
+    ld1, use1 = t_of(log, "ld.global", warp=1), t_of(log, "add.s32 %r4", warp=1)
+    assert use1 - ld1 == 200
+
+
+def test_dram_hash_spreads_power_of_two_row_strides():
+    from sim.timing.units import Dram
+
+    hw = load_hw("h200")
+    d = Dram(hw)
+    rows = [d.bank_of(0x7F0000000000 + r * 2048) for r in range(256)]  # 1024 f16 per row
+    assert len(set(rows)) >= hw.dram.banks // 2  # without the hash: 2 banks
 
 
 def test_clock_reads_the_issue_cycle():

@@ -34,12 +34,13 @@ def _sgemm(size: int | None = None):
 
 def test_sgemm_64_pinned():
     """The benchmark kernel at 64^3 on h200.yaml: the figures the model gave before the speed work
-    (commit ccfa5a0); an optimisation of the hot path must not change them."""
+    (commit ccfa5a0); an optimisation of the hot path must not change them. DRAM busy changed once, on
+    purpose: the bandwidth is shared by the 16 cores this launch keeps busy, not all 132 (units.Dram)."""
     prog, L = _sgemm(64)
     r = simulate(prog, L, load_hw("h200"))
     assert (r.cycles, r.warp_instructions) == (5714, 45952)
     assert r.busy == {"fma": 8448, "alu": 29696, "fp64": 0, "sfu": 0, "tensor": 0, "lsu": 39424, "branch": 1920,
-                      "sync": 1024, "shared": 17408, "dram": 171284}
+                      "sync": 1024, "shared": 17408, "dram": 20761}
     assert sum(r.stalls.values()) == 306432
     assert r.cycles_per_cta == [5310, 5714, 5714, 5714, 5310, 5714, 5310, 5714, 5714, 5714, 5310, 5310, 5714,
                                 5714, 5310, 4906]

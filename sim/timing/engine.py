@@ -73,7 +73,6 @@ class Simulation:
         self.indep_memo: dict[tuple, tuple] = {}  # window signature -> independent entries (warp.py)
         self.lookahead = max(1, lookahead)
         self.stats = Stats(trace)
-        self.devmem = DeviceMemory(hw)
         self.max_instructions = max_instructions
         self.count = 0
         self._wid = 0
@@ -85,6 +84,8 @@ class Simulation:
         if sample_ctas is not None:
             ctas = ctas[: max(1, sample_ctas)]
         self.pending = list(enumerate(ctas))
+        # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
+        self.devmem = DeviceMemory(hw, min(hw.core.count, -(-self.ctas_total // self.ctas_per_core)))
         self.cta_spans: dict[int, int] = {}
         self.end = 0
         ncores = min(hw.core.count, -(-len(ctas) // self.ctas_per_core))

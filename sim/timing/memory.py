@@ -15,10 +15,11 @@ from sim.timing.units import Dram, SetAssocCache, SharedBanks
 
 
 class DeviceMemory:
-    """What all cores share: the L2."""
+    """What all cores share: the L2, and the number of cores sharing the DRAM bandwidth."""
 
-    def __init__(self, hw: HwConfig):
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
         self.l2 = SetAssocCache(hw.l2, "l2")
+        self.sharing_cores = sharing_cores
         self.shared_passes: dict = {}  # SharedBanks memo shared by all cores
 
 
@@ -28,7 +29,7 @@ class CoreMemory:
         self.shared = SharedBanks(hw.shared, dev.shared_passes)
         self.l1 = SetAssocCache(hw.l1, "l1") if hw.l1 is not None else None
         self.l2 = dev.l2
-        self.dram = Dram(hw)
+        self.dram = Dram(hw, dev.sharing_cores)
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.conflicts = 0  # extra shared passes
         self.dram_wait = 0

@@ -137,24 +137,38 @@ class SetAssocCache:
 
 
 class Dram:
-    """GlobalMemory.banks banks, GlobalMemory.burst bytes per burst; a core gets
-    HwConfig.dram_bytes_per_cycle / Core.count bytes per cycle, spread over the banks, so one
-    burst occupies its bank banks * burst / (bytes per cycle per core) cycles; requests to a busy
-    bank queue. Load-to-use = queueing + GlobalMemory.latency."""
+    """GlobalMemory.banks banks, GlobalMemory.burst bytes per burst. The device bandwidth
+    (HwConfig.dram_bytes_per_cycle) is shared fairly by the cores the launch keeps busy at once
+    (`sharing_cores` = min(Core.count, CTAs / CTAs per core)), so one core gets
+    dram_bytes_per_cycle / sharing_cores bytes per cycle, spread over the banks: one burst holds its
+    bank banks * burst / (bytes per cycle of this core) cycles and requests to a busy bank queue.
+    Bursts are spread over banks by an XOR fold of the burst address, as memory controllers hash
+    addresses, so that power-of-two row strides do not pile onto a few banks.
+    Load-to-use = queueing + GlobalMemory.latency."""
 
-    def __init__(self, hw: HwConfig):
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
         g: GlobalMemory = hw.dram
         self.g = g
-        per_core = hw.dram_bytes_per_cycle / hw.core.count
+        n = max(1, min(hw.core.count, sharing_cores or hw.core.count))
+        per_core = hw.dram_bytes_per_cycle / n
         self.burst_cycles = g.banks * g.burst / per_core
+        self.shift = max(1, (g.banks - 1).bit_length())
         self.free = [0.0] * g.banks
         self.bytes = 0
         self.busy = 0.0
 
+    def bank_of(self, addr: int) -> int:
+        line = addr // self.g.burst
+        h = 0
+        while line:
+            h ^= line
+            line >>= self.shift
+        return h % self.g.banks
+
     def request(self, t: int, addr: int, nbytes: int) -> tuple[int, int]:
         """(done cycle, queueing cycles) for nbytes at addr arriving at t."""
         bursts = max(1, -(-nbytes // self.g.burst))
-        bank = (addr // self.g.burst) % self.g.banks
+        bank = self.bank_of(addr)
         start = max(float(t), self.free[bank])
         service = bursts * self.burst_cycles
         self.free[bank] = start + service
