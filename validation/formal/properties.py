@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import z3
 
 from validation.formal.context import Context
+from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, DONE, GC, VIS, is_barrier
 from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
@@ -177,6 +178,7 @@ class Verifier:
         return conds, missing
 
     def bounds(self, r: PropResult) -> None:
+        nl_cache: dict = {}
         self._unsupported(r, ("stmatrix", "bulk", "mbarrier", "ld", "st", "atom", "red"))
         for a in self.ex.accesses:
             if a.space == "unknown" or not a.tags:
@@ -188,7 +190,10 @@ class Verifier:
                 r.unknown(a.line, f"no extent for {', '.join(missing)}: give --extent pN=BYTES-EXPR")
                 continue
             r.checks += 1
-            res, m = self.check(a.pc, z3.Not(z3.Or([c for c, *_ in conds])))
+            goal = z3.Or([c for c, *_ in conds])
+            if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
+                continue  # products of two variables: integers first, the bit-vector solver rarely copes
+            res, m = self.check(a.pc, z3.Not(goal))
             if res == z3.sat:
                 _, off, label, ext = conds[0]
                 w = off.size()
@@ -197,8 +202,16 @@ class Verifier:
                 r.violated(a.line, wit, f"{a.kind} of {wit['width']} bytes at offset {wit['offset']} of "
                                         f"{label} ({wit['buffer_bytes']} bytes): '{a.text}'")
                 return
-            if res == z3.unknown:
+            if res == z3.unknown and not nonlinear(a.addr, nl_cache) and not self.int_proof(a.pc, goal):
                 r.unknown(a.line, f"solver gave up on '{a.text}' (timeout)")
+
+    def int_proof(self, pc, goal) -> bool:
+        """Second try for a bounds query the bit-vector solver gave up on (nonlinear arithmetic):
+        integer arithmetic with no-wrap side conditions, see :mod:`validation.formal.intproof`."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        return prove_with_integers(self.ctx.assumptions, pc, goal, int(min(self.query_timeout_ms, left * 1000)))
 
     # barrier divergence ----------------------------------------------
     def barrier_divergence(self, r: PropResult) -> None:

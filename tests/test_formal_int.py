@@ -1,0 +1,59 @@
+"""validation.formal.intproof: bounds with free parameter ranges (nonlinear address arithmetic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+z3 = pytest.importorskip("z3")
+
+from validation.formal.cli import verify_text  # noqa: E402
+from validation.formal.intproof import prove_with_integers  # noqa: E402
+
+SGEMM = Path(__file__).resolve().parent / "fixtures" / "cuda" / "sgemm_tiled.ptx"
+
+
+def sgemm(extent_b: str, grid="32,32,1"):
+    args = SimpleNamespace(kernel="sgemm_tiled", grid=grid, block="16,16,1", dynamic_shared=None, timeout=60.0,
+                           param=["p3=1..512", "p4=1..512", "p5=1..512"],
+                           extent=["p0=p3*p5*4", f"p1={extent_b}", "p2=p3*p4*4"])
+    rep = verify_text(SGEMM.read_text(), str(SGEMM), args)
+    return {p["name"]: p for p in rep["properties"]}, rep
+
+
+def test_sgemm_free_ranges_proved():
+    st, rep = sgemm("p5*p4*4")
+    assert st["bounds"]["status"] == "proved", st["bounds"]
+    assert all(p["status"] == "proved" for p in st.values())
+    assert rep["seconds"] < 20
+
+
+def test_sgemm_free_ranges_buffer_one_short_not_proved():
+    st, _ = sgemm("p5*p4*4-4")
+    assert st["bounds"]["status"] in ("violated", "unknown")
+
+
+def _bv(*names):
+    return [z3.BitVec(n, 32) for n in names]
+
+
+def test_int_translation_is_sound_on_small_cases():
+    M, K, row, col = _bv("M", "K", "row", "col")
+
+    def z(x):
+        return z3.ZeroExt(32, x)
+
+    ranges = [z3.UGE(M, 1), z3.ULE(M, 512), z3.UGE(K, 1), z3.ULE(K, 512)]
+    off, ext = (z(row) * z(K) + z(col)) * 4, z(M) * z(K) * 4
+    assert prove_with_integers(ranges, z3.And(z3.ULT(row, M), z3.ULT(col, K)), z3.ULE(off, ext - 4), 4000)
+    # row == M is allowed: one row past the end
+    assert not prove_with_integers(ranges, z3.And(z3.ULE(row, M), z3.ULT(col, K)), z3.ULE(off, ext - 4), 4000)
+    # a 32-bit product that can wrap is not taken as its integer value
+    assert not prove_with_integers([z3.ULE(K, 2**20), z3.ULE(row, 2**20)], z3.BoolVal(True),
+                                   z3.ULT(row * K, 5), 4000)
+    assert prove_with_integers([z3.ULE(K, 2**10), z3.ULE(row, 2**10)], z3.BoolVal(True),
+                               z3.ULE(row * K, 2**20), 4000)
+    # a wrapping subtraction stays a wrap (0 - 1 is 2^32 - 1, not -1)
+    assert not prove_with_integers([z3.ULE(K, 10)], z3.BoolVal(True), z3.ULT(K - 1, 10), 4000)
