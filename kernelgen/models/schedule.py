@@ -51,6 +51,8 @@ def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
     return w
 
 
+_ADDR_DEPTH = 7  # emit_simt: longest dependence chain of one copy's address (add, add, setp, and, selp, mul.wide, add)
+
 _PIPES: dict[int, tuple[HwConfig, dict[str, Pipe]]] = {}
 
 
@@ -217,11 +219,15 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     _, passes, _ = _compute_banks(spec, t, banks, bw)
     sites = c.iter["lsu"] - (c.copies_a + c.copies_b) * (2 if t.variant == "simt" else 1) \
         - (0 if t.variant == "simt" else 1)
+    comp_extra = max(0, passes - sites)  # compute-side loads, per warp per K tile
+    copy_passes = copy_sites = 0
     for tile in operand_tiles(spec, t):
         if t.variant == "simt" or tile.vec == 1:
-            passes += _copy_banks(tile, t.threads, banks, bw)[1]
-            sites += tile.chunks // t.threads
-    extra_passes = max(0, passes - sites)  # per warp per K tile
+            copy_passes += _copy_banks(tile, t.threads, banks, bw)[1]
+            copy_sites += tile.chunks // t.threads
+    copy_extra = max(0, copy_passes - copy_sites)  # st.shared of the copies, per warp per K tile
+    passes += copy_passes
+    extra_passes = comp_extra + copy_extra
 
     def resources(region: dict[str, int], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
@@ -261,17 +267,51 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         loads = (n_a + n_b) * W
         miss = min(1.0, (lines_a + lines_b) / max(1, loads))
         lg = miss * dram_lat + (1 - miss) * l2_lat
-        alu_per_copy = (it.get("alu", 0) - 4) / max(1, n_a + n_b)
-        cvt = alu.latency if spec.dtype_a != "f32" else 0
-        chain_copy = (n_a + n_b) * (lg + cvt + alu_per_copy * occ_of("alu") + 2 * occ_of("lsu"))
+        # The copies run one after another in every warp (a copy's st.shared waits for its load); the
+        # W warps of the CTA share the schedulers, so the address arithmetic before each load is paid
+        # at the throughput of all W warps (resources), or its dependence chain ([pipes[alu].latency])
+        # when that is longer. While a load is outstanding, the fetch window (sim.timing lookahead)
+        # holds its dependents (cvt, st.shared) and lets up to lookahead - dependents younger
+        # address instructions of the next copy issue under the latency.
+        lookahead = int(getattr(hw.core, "lookahead", 8))  # [core.lookahead]: sim.timing fetch window
+        RW = R * W  # the resident CTAs start together and keep in step (same instruction stream)
+        ncopy = max(1, n_a + n_b)
+
+        def copy_chain(lat: float) -> float:
+            cc = 0.0
+            prev_dep = 0
+            for n, dt in ((n_a, spec.dtype_a), (n_b, spec.dtype_b)):
+                dep = 1 + (dt != "f32")  # (cvt +) st.shared after the load
+                for j in range(n):
+                    pre_alu = 10 + (2 if j == 0 else 0)  # emit_simt: 9 address ops + mov zero (+2 per operand)
+                    rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
+                    after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
+                    thr = resources({"alu": max(0, rem) + after, "lsu": 1 + (1 if prev_dep else 0)}, RW,
+                                    copy_extra / ncopy if prev_dep else 0)[0]
+                    cc += max(thr, min(max(0, rem), _ADDR_DEPTH) * alu.latency) + lat
+                    prev_dep = dep
+            # the last copy's cvt and st.shared (with its conflict passes) in every warp
+            cc += resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
+            return cc
+
+        # K tiles after the first: a row run of bk elements shorter than an L1 line ([l1.line]) finds
+        # its line already fetched by the previous tile ([l1.hit_latency]) except for run/line of rows
+        # (ld.global without .cg allocates in the L1 in sim.timing)
+        first_copy = copy_chain(lg)
+        if hw.l1 is not None:
+            f_new = min(1.0, t.bk * ein / hw.l1.line)
+            later_copy = copy_chain(f_new * lg + (1 - f_new) * hw.l1.hit_latency)
+        else:
+            later_copy = first_copy
+        chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
         copy_region = {"alu": it.get("alu", 0) - 2, "lsu": 2 * (n_a + n_b)}
         comp_region = {"lsu": it["lsu"] - 2 * (n_a + n_b), "fma": it["fma"]}
         nv = comp_region["lsu"] // t.bk
-        per_kk = nv * occ_of("lsu") + hw.shared.latency + extra_passes / max(1, t.bk) * hw.shared.pass_cycles \
+        per_kk = nv * occ_of("lsu") + hw.shared.latency + comp_extra / max(1, t.bk) * hw.shared.pass_cycles \
             + t.tm * t.tn * occ_of("fma")
         chain_comp = t.bk * per_kk + fma.latency + rf.get("fma", 0)
-        ph_copy = max(chain_copy, resources(copy_region, W)[0])
-        ph_comp = max(chain_comp, resources(comp_region, W, extra_passes, passes)[0])
+        ph_copy = max(chain_copy, resources(copy_region, RW, copy_extra, copy_passes)[0])
+        ph_comp = max(chain_comp, resources(comp_region, RW, comp_extra, passes - copy_passes)[0])
         lat_iter = ph_copy + ph_comp + 2 * bar + loop_br
         terms.update(copy=ph_copy, compute=ph_comp)
     else:
