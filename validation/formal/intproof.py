@@ -69,7 +69,7 @@ class IntTranslator:
         kd = e.decl().kind()
         if kd in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT, z3.Z3_OP_IMPLIES, z3.Z3_OP_XOR) or (
                 kd == z3.Z3_OP_ITE and z3.is_bool(e.arg(1))) or (
-                kd in (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT) and z3.is_bool(e.arg(0))):
+                kd in (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT) and z3.is_bool(e.arg(0)) and e.num_args() == 2):
             if kd == z3.Z3_OP_ITE:
                 (c, s0), (a, s1), (b, s2) = self.bool(e.arg(0)), self.bool(e.arg(1)), self.bool(e.arg(2))
                 return z3.If(c, a, b), s0 + s1 + s2
@@ -114,7 +114,7 @@ class IntTranslator:
             return z3.IntVal(e.as_long()), []
         kd = e.decl().kind()
         if z3.is_const(e) and kd == z3.Z3_OP_UNINTERPRETED:
-            v = z3.Int("u!" + e.decl().name())
+            v = z3.Int(f"u!{e.decl().name()}!{w}")
             self.ranges += [v >= 0, v <= 2**w - 1]
             return v, []
         args = e.children()
