@@ -50,6 +50,9 @@ class Core:
     max_ctas: int  # resident CTAs per core
     max_warps: int  # resident warps per core
     registers: int  # 32-bit registers per core
+    # fetched, not yet issued instructions a warp may issue out of order when independent: stands
+    # for the static scheduling ptxas does when it turns PTX into SASS (1 = strict in-order issue)
+    lookahead: int = 8
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from sim.timing.core import Core
 from sim.timing.memory import DeviceMemory
 from sim.timing.static import register_count, regs_per_thread, statics
 
-DEFAULT_LOOKAHEAD = 8
 
 
 class Stats:
@@ -62,7 +61,7 @@ _UNIT_TID: dict[str, int] = {}
 
 class Simulation:
     def __init__(self, prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int,
-                 sample_ctas: int | None, lookahead: int, regs: int | None):
+                 sample_ctas: int | None, lookahead: int | None, regs: int | None):
         self.hw = hw
         self.env = simpy.Environment()
         self.P = prepare(prog, launch)
@@ -71,7 +70,7 @@ class Simulation:
         self.statics = statics(k.body, hw)
         self.nregs = register_count(self.statics)
         self.indep_memo: dict[tuple, tuple] = {}  # window signature -> independent entries (warp.py)
-        self.lookahead = max(1, lookahead)
+        self.lookahead = max(1, lookahead if lookahead is not None else hw.core.lookahead)
         self.stats = Stats(trace)
         self.max_instructions = max_instructions
         self.count = 0
@@ -157,12 +156,13 @@ def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict:
 
 def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False, window: int | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None,
-             lookahead: int = DEFAULT_LOOKAHEAD, regs_per_thread: int | None = None) -> SimResult:
+             lookahead: int | None = None, regs_per_thread: int | None = None) -> SimResult:
     """Run `launch` cycle by cycle on `hw`. Functional results equal run_functional's.
 
     window: cycles per point of the utilization series (default: about 100 points);
     sample_ctas: simulate only the first N CTAs (outputs are then partial);
-    lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order);
+    lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order;
+               default Core.lookahead of the hwconfig);
     regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers)."""
     with np.errstate(all="ignore"):
         sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread)
