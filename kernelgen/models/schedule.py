@@ -273,7 +273,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # when that is longer. While a load is outstanding, the fetch window (sim.timing lookahead)
         # holds its dependents (cvt, st.shared) and lets up to lookahead - dependents younger
         # address instructions of the next copy issue under the latency.
-        lookahead = int(getattr(hw.core, "lookahead", 8))  # [core.lookahead]: sim.timing fetch window
+        lookahead = int(hw.core.lookahead)  # [core.lookahead]: sim.timing fetch window
         RW = R * W  # the resident CTAs start together and keep in step (same instruction stream)
         ncopy = max(1, n_a + n_b)
 
