@@ -6,9 +6,11 @@
     python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_three_way_2026-11-29.json
 
 The GPU runs the very PTX files compiled here (carried to the device). Large grids are simulated by
-sampling: the simulator runs one core's worth of resident CTAs (SimResult.occupancy ctas_per_core;
-all CTAs when the grid is smaller) and extrapolates the total as waves x the sampled span, with
-waves = ceil(CTAs / (cores x CTAs per core)); per-CTA cycles are the mean over the sampled CTAs.
+sampling: the simulator runs the first N CTAs of the grid (in launch order, so neighbours that share
+A or B panels in the L2 run together), N as many as fit a budget of warp instructions (estimated
+from a one-CTA probe) but at least one core's resident CTAs, and all CTAs when the budget allows.
+The total is extrapolated as waves x the sampled span, waves = ceil(CTAs / (cores x CTAs per
+core)); per-CTA cycles are the mean over the simulated CTAs.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def cmd_compile(d: Path) -> None:
         print("compiled", out)
 
 
-def cmd_simulate(d: Path) -> None:
+def cmd_simulate(d: Path, budget: int) -> None:
     from sim.hw import load_hw
     from sim.launch import launch_from_metadata, read_metadata
     from sim.ptx.parser import parse_file
@@ -58,7 +60,8 @@ def cmd_simulate(d: Path) -> None:
         total = launch.grid[0] * launch.grid[1] * launch.grid[2]
         probe = simulate(prog, launch_from_metadata(meta, np.random.default_rng(0)), hw, sample_ctas=1)
         cpc = int(probe.occupancy.get("ctas_per_core", 1)) if isinstance(probe.occupancy, dict) else 1
-        sample = min(total, max(1, cpc))
+        per_cta = max(1, probe.warp_instructions)
+        sample = min(total, max(1, cpc, budget // per_cta))
         t0 = time.time()
         r = simulate(prog, launch, hw, sample_ctas=sample) if sample < total else simulate(prog, launch, hw)
         secs = time.time() - t0
@@ -170,12 +173,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("command", choices=["compile", "simulate", "table"])
     ap.add_argument("--dir", default=str(ROOT / ".three_way"))
+    ap.add_argument("--budget", type=int, default=400_000, help="warp instructions to simulate per shape")
     ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_three_way_2026-11-29.json"))
     a = ap.parse_args()
     if a.command == "compile":
         cmd_compile(Path(a.dir))
     elif a.command == "simulate":
-        cmd_simulate(Path(a.dir))
+        cmd_simulate(Path(a.dir), a.budget)
     else:
         cmd_table(Path(a.measured))
     return 0
