@@ -70,7 +70,8 @@ def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
                    profile_slots=prof.get("slots"))
-    return {"time_ms": m.wall_ms_median, "check": m.check, "per_cta_cycles": m.per_cta_cycles,
+    return {"time_ms": m.wall_ms_median, "time_ms_batched": m.extra.get("time_ms_batched"),
+            "check": m.check, "per_cta_cycles": m.per_cta_cycles,
             "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
             "device": m.device, "registers": m.extra.get("num_regs")}
 
