@@ -101,7 +101,10 @@ def cmd_table(measured: Path) -> None:
         "all CTAs; simulator: mean over the simulated CTAs; planner: its cycles_per_cta). Time: predicted and "
         "simulated cycles / h200.yaml clock_mhz; measured: CUDA events around 20 back-to-back launches after "
         "warm-up, divided by 20 (where recorded; else the median of 20 launches timed one by one, which "
-        "includes the launch overhead that dominates small shapes). Large grids are simulated by sampling one "
+        "includes the launch overhead that dominates small shapes). Even back to back, a pycuda launch "
+        "costs about 10 us "
+        "of host time, so a kernel shorter than that measures the launch path, not the kernel: compare small "
+        "shapes by their per-CTA cycles. Large grids are simulated by sampling one "
         "core's resident CTAs and extrapolating by waves (see benchmarks/three_way.py). Error = (x - measured) / "
         "measured.",
         "",
