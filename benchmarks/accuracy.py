@@ -122,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=400_000, help="skip cases estimated above this many warp instr")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--shapes", help="subset, e.g. 16x16x16,33x17x40")
+    ap.add_argument("--kinds", help="subset of variant:dtype, e.g. mma:f16,simt:f32")
     ap.add_argument("--estimate-only", action="store_true", help="print the estimates, simulate nothing")
     args = ap.parse_args(argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    kinds = [tuple(k.split(":")) for k in args.kinds.split(",")] if args.kinds else KINDS
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="accuracy."))
     from sim.hw import load_hw
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for hw in [h for h in args.hw.split(",") if h]:
         hw_name = load_hw(hw).name
         for shape in shapes:
-            for variant, dtype in KINDS:
+            for variant, dtype in kinds:
                 out = tmp / f"{hw_name}_{'x'.join(map(str, shape))}_{variant}_{dtype}"
                 base = {"hw": hw, "hw_name": hw_name, "shape": list(shape), "variant": variant, "dtype": dtype,
                         "dir": str(out)}

@@ -176,6 +176,27 @@ def _mma_extra(hw: HwConfig) -> int:
     return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1)
 
 
+def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> float:
+    """Warp iterations per cycle of n identical warps cycling through `stations` (per-warp demand in
+    cycles, units the warps are spread over) plus a pure delay: exact mean-value analysis of the
+    closed product-form network, the n warps split evenly over a station's units."""
+    st = [(d, u) for d, u in stations if d > 0]
+    q = [0.0] * len(st)
+    busy = [0.0] * len(st)
+    x = 0.0
+    for k in range(1, n + 1):
+        # an arriving warp waits for the queue ahead; the one in service has half its (fixed, not
+        # memoryless) occupancy left on average
+        r = [d * (1.0 + q[i] - busy[i] / 2) for i, (d, _) in enumerate(st)]
+        x_new = k / max(1e-9, sum(r) + delay)
+        if x_new - x < 1e-5 * x_new:  # saturated: more warps add nothing
+            return x_new
+        x = x_new
+        q = [x * r[i] / min(k, u) for i, (_, u) in enumerate(st)]
+        busy = [min(1.0, x * d / min(k, u)) for d, u in st]
+    return x
+
+
 def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
                 dram_cycles: float, miss_rate: float) -> CycleModel:
     from kernelgen.models.counts import counts
@@ -324,12 +345,40 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             + tens.latency + rf["tensor"]
         issue_alu = it.get("alu", 0) * occ_of("alu")
         lat_nowait = bar + issue_alu + chain_comp + loop_br
+        # Latency hiding by the resident warps (R CTAs x W warps): a closed queueing network solved
+        # by mean-value analysis. Every warp loops over one K tile: it holds the LSU (one unit per
+        # core, [pipes[lsu].count]) for its copies and ldmatrix (+ replays, [shared.pass_cycles]),
+        # the shared array ([shared.ports]), and the tensor / ALU unit of its scheduler
+        # ([pipes[].count] units, [core.schedulers]) for its mma / address arithmetic; what a lone
+        # warp waits beyond its own unit time (ldmatrix/mma latency, barrier, branch) is a delay.
+        # With one warp this is the latency path; with many it tends to the busiest unit, and in
+        # between it charges the queueing that the strict ldmatrix -> mma alternation of every warp
+        # (the fragments are reused per k16 step) costs when the LSU and the tensor units are both
+        # near saturation.
+        stations = []
+        for name, cyc in demand(it).items():
+            p = pipes[name]
+            if name == lsu.name:
+                cyc += extra_passes * hw.shared.pass_cycles
+            stations.append((cyc, max(1, min(p.count, S))))
+        stations.append((passes / hw.shared.ports, 1))
+        n_warps = R * W
+        x_1 = mva_throughput(stations, 0.0, 1)
+        delay = max(0.0, lat_nowait - 1.0 / x_1)
+        x_n = mva_throughput(stations, delay, n_warps)
+        # The network treats the warps as independent; the per-tile barrier releases a CTA's warps
+        # together, and each tensor unit waits for its first warp's first fragments: the barrier
+        # ([pipes[sync].latency]), that warp's ldmatrix of one k16 step on the LSU (with replays) and
+        # [shared.latency]. Another resident CTA keeps the units busy meanwhile: 1/R of it shows.
+        ldm_occ = nldm * occ_of("lsu") + extra_passes / max(1, kk) * hw.shared.pass_cycles
+        fill = bar + ldm_occ + hw.shared.latency + extra_passes / max(1, kk * nldm) * hw.shared.pass_cycles
+        base = n_warps / x_n + fill / R  # one K tile of every resident CTA
         res_w = resources(it, W, extra_passes, passes)[0]
-        base = max(lat_nowait, res_w)
+        base = max(base, res_w)
         lg = dram_lat if miss_rate > 0 else l2_lat
         exposed = max(0.0, lg - (S_ - 1) * base)
         lat_iter = base + exposed
-        terms.update(exposed=exposed, compute=chain_comp)
+        terms.update(exposed=exposed, compute=chain_comp, mva=n_warps / x_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
     terms.update(latency=lat_iter, dram=dram_iter, **{"res_" + res_key: res_all})
     iter_c = max(lat_iter, res_all, dram_iter)
