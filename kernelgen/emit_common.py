@@ -77,6 +77,9 @@ def emit_profile_slot(b: PtxBuilder, prof: tuple[str, str] | None, slot: int, wh
     if prof is None:
         return
     p, a = prof
+    if slot == PROFILE_SLOTS - 1:  # the CTA ends when its last warp does: wait for all of them
+        b.comment("Profile: every warp of the CTA reaches the end before the last clock64 read")
+        b.i("bar.sync 0")
     b.comment(f"Profile slot {slot}: clock64 {what}")
     r = b.reg("u64")
     b.i(f"mov.u64 {r}, %clock64")
