@@ -104,15 +104,15 @@ def normalize_series(series: Any) -> tuple[list[float], dict[str, list[float]]]:
         units = series.get("utilization", {k: v for k, v in series.items() if isinstance(v, list)
                                            and k not in ("start", "cycles", "cycle", "t", "ipc")})
         n = max((len(v) for v in units.values()), default=0)
-        starts = series.get("t") or series.get("start") or series.get("cycles") or series.get("cycle") or \
+        cols = series.get("t") or series.get("start") or series.get("cycles") or series.get("cycle") or \
             [i * window for i in range(n)]
-        return [float(s) for s in starts][:n], {u: [float(x) for x in v] for u, v in units.items()}
+        return [float(s) for s in cols][:n], {u: [float(x) for x in v] for u, v in units.items()}
     starts: list[float] = []
     out: dict[str, list[float]] = {}
     for i, pt in enumerate(series):
         if not isinstance(pt, dict):
             continue
-        starts.append(float(pt.get("cycle", pt.get("start", i))))
+        starts.append(float(pt.get("cycle", pt.get("start", i))))  # type: ignore[arg-type]
         util = pt.get("utilization", {k: v for k, v in pt.items() if k not in ("cycle", "start", "end")})
         for u, v in util.items():
             out.setdefault(u, [0.0] * (len(starts) - 1)).append(float(v))

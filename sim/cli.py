@@ -123,15 +123,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
-    if args.functional:
-        sim_obj = None
-    else:
-        try:
-            from sim.timing import simulate  # type: ignore[attr-defined]
-        except ImportError:
-            simulate = None
-        if simulate is not None:
-            sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions)
+    if not args.functional:
+        from sim.timing import simulate
+
+        sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions)
     if sim_obj is None:
         from sim.functional.runner import run_functional
 
@@ -143,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         outputs = sim_obj.outputs
         result = {"kernel": launch.kernel, "hw": hw.name, **sim_obj.to_json()}
         if args.trace:
-            from sim.timing import write_trace  # type: ignore[attr-defined]
+            from sim.timing import write_trace
 
             write_trace(sim_obj, args.trace)
     result["grid"] = list(launch.grid)

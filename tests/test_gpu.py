@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +154,8 @@ def test_saxpy_run_on_gpu():
     np.testing.assert_allclose(m.outputs[3], want, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(m.outputs[2], x)
     np.testing.assert_array_equal(launch.args[3].array, y)  # host inputs untouched
-    assert len(m.wall_ms_all) == 25 and 0 < m.wall_ms_median < 100
+    assert len(m.wall_ms_all) == 25 and all(t > 0 for t in m.wall_ms_all)
+    assert m.wall_ms_median == statistics.median(m.wall_ms_all)  # recorded, not bounded: a benchmark
     assert m.check is None and m.per_cta_cycles is None
     assert m.device and "num_regs" in m.extra
     print(f"\n[gpu] jit log: {m.jit_log!r}")

@@ -116,12 +116,8 @@ def simulate_kernel(ptx: Path, hw: Any, seed: int = 0, max_instructions: int = 2
     from sim.launch import launch_from_metadata, read_metadata
     from sim.ptx.parser import parse_file
     from sim.reference import check_from_metadata
+    from sim.timing import simulate
 
-    try:
-        from sim.timing import simulate  # type: ignore[attr-defined]
-    except ImportError:
-        raise UsageError("sim.timing.simulate is not available (the timing model has not landed); "
-                         "pass a saved 'python -m sim run --json' result with --sim-json") from None
     prog = prog or parse_file(str(ptx))
     meta = read_metadata(prog.text, str(ptx))
     if not meta:
@@ -329,7 +325,8 @@ def explain(reason: str, cyc: float, sim: dict[str, Any], facts: dict[str, Any],
 
 def cores_in_use(sim: dict[str, Any], hw: dict[str, Any]) -> int:
     """Cores the simulator ran CTAs on: min(cores, ceil(CTAs / CTAs per core)), as sim.timing places them."""
-    occ = sim.get("occupancy") if isinstance(sim.get("occupancy"), dict) else {}
+    occ_raw = sim.get("occupancy")
+    occ = occ_raw if isinstance(occ_raw, dict) else {}
     per = max(1, int(occ.get("ctas_per_core") or 1))
     ctas = int(sim.get("ctas_simulated") or sim.get("ctas_total") or len(sim.get("cycles_per_cta") or []) or 1)
     return max(1, min(int(hw.get("cores", 1)), -(-ctas // per)))
@@ -465,9 +462,10 @@ def compare_dir(out_dir: str | Path, hw_name: str | None, sim_json: str | None =
 
     ptx, plan = read_out_dir(out_dir)
     plan_hw = (plan.get("hw") or {}).get("name")
-    if not hw_name and not plan_hw:
+    hw_ref = hw_name or plan_hw
+    if not hw_ref:
         raise UsageError("plan.json names no hardware: pass --hw (e.g. npu7nm.yaml)", file=str(Path(out_dir)))
-    hw = load_hw(hw_name or plan_hw)
+    hw = load_hw(hw_ref)
     if plan_hw and plan_hw != hw.name:
         raise UsageError(f"the plan was made for {plan_hw}, not {hw.name}: pass --hw {plan_hw} or recompile",
                          file=str(Path(out_dir) / "plan.json"))

@@ -70,7 +70,7 @@ _ATOM = {
     "xor": lambda o, b, c: o ^ b, "exch": lambda o, b, c: b,
     "inc": lambda o, b, c: np.where(o >= b, 0, o + 1).astype(o.dtype),
     "dec": lambda o, b, c: np.where((o == 0) | (o > b), b, o - 1).astype(o.dtype),
-    "cas": lambda o, b, c: np.where(o == b, c, o).astype(o.dtype),
+    "cas": lambda o, b, c: np.where(o == b, c, o).astype(o.dtype),  # type: ignore[attr-defined]
 }
 
 

@@ -103,7 +103,7 @@ def _param_bytes(ptype: str, size: int, a: Arg, i: int, gmem: GlobalMemory, buff
     dt = NP[ptype]
     if dt.kind == "f":
         return dt.type(v).tobytes()
-    return np.array(int(v) & ((1 << (8 * size)) - 1), dtype=np.uint64).astype(dt).tobytes()
+    return np.array(int(v) & ((1 << (8 * size)) - 1), dtype=np.uint64).astype(dt).tobytes()  # type: ignore[arg-type]
 
 
 def make_cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:

@@ -8,6 +8,8 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import simpy
 
 from sim.errors import ExecutionError
@@ -62,7 +64,7 @@ class Scheduler:
         k = self.rr % n if n else 0
         return ws[k:] + ws[:k] if k else ws
 
-    def run(self):
+    def run(self) -> Generator[simpy.Event, object, None]:
         core = self.core
         env = core.env
         width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle

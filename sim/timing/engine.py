@@ -18,7 +18,6 @@ from sim.timing.memory import DeviceMemory
 from sim.timing.static import register_count, regs_per_thread, statics
 
 
-
 class Stats:
     def __init__(self, trace: bool):
         self.stalls: dict[str, int] = defaultdict(int)
@@ -26,7 +25,7 @@ class Stats:
         self.conflicts: dict[int, int] = defaultdict(int)
         self.flushes: dict[int, list] = {}
         self.buckets: list[tuple[int, str, int]] = []  # (t, unit, busy) issue log for the series
-        self.trace = [] if trace else None
+        self.trace: list[dict] | None = [] if trace else None
         self.barriers = 0
 
     def stall(self, reason: str, line: int, cycles: int) -> None:

@@ -62,8 +62,8 @@ class CoreMemory:
                 if not self.l2.access(line):
                     self.dram.bytes += 0  # write-back traffic is not modelled
                 lat = t + (l2c.hit_latency if atomic else self.lsu_latency)
-            elif use_l1 and self.l1 is not None and self.l1.access(line * l2c.line // self.hw.l1.line):
-                lat = t + self.hw.l1.hit_latency
+            elif use_l1 and self.l1 is not None and self.l1.access(line * l2c.line // self.l1.c.line):
+                lat = t + self.l1.c.hit_latency
             elif self.l2.access(line):
                 lat = t + l2c.hit_latency
             else:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import z3
 
 from sim.ptx.ir import Instruction
+from validation.formal.base import ExecutorBase
 from validation.formal.program import is_barrier
 from validation.formal.state import MEM_OPS, TYPE_INFO, State, Unsupported, type_mods
 
 
-class InstructionsMixin:
+class InstructionsMixin(ExecutorBase):
     def step(self, st: State, ins: Instruction) -> None:
         op = ins.opcode
         ops = ins.operands

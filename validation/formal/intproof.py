@@ -38,7 +38,7 @@ def _const(a) -> int | None:
 
 
 class IntTranslator:
-    def __init__(self):
+    def __init__(self) -> None:
         self.memo: dict[int, tuple] = {}  # term id -> (term, int term, side conditions)
         self.ranges: list[z3.BoolRef] = []
         self.n = 0

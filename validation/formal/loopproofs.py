@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import z3
 
+from validation.formal.base import ExecutorBase
 
-class LoopProofsMixin:
+
+class LoopProofsMixin(ExecutorBase):
     def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset:
         """Names of uninterpreted constants and functions occurring in e."""
         key = e.get_id()

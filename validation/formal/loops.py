@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import z3
 
+from validation.formal.base import ExecutorBase
 from validation.formal.state import LoopRec, State, hname
 
 
@@ -32,7 +33,7 @@ def closed_form(kind: str, c, init: z3.BitVecRef, kk: z3.BitVecRef) -> z3.BitVec
     return z3.If(lim, init >> amt, init >> (w - 1))
 
 
-class LoopsMixin:
+class LoopsMixin(ExecutorBase):
     def exec_loop(self, h: int, pre: State) -> list[tuple[int, State]]:
         S = self.S
         lp = S.loops[h]

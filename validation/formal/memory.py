@@ -7,11 +7,12 @@ from __future__ import annotations
 import z3
 
 from sim.ptx.ir import Instruction, Operand
+from validation.formal.base import ExecutorBase
 from validation.formal.program import BC, DONE, GC, PSEUDO, VIS
 from validation.formal.state import TYPE_INFO, Access, State, type_mods
 
 
-class MemoryMixin:
+class MemoryMixin(ExecutorBase):
     def sync_snapshot(self, st: State) -> dict[str, z3.ExprRef]:
         return {p: self.read(st, p) for p in PSEUDO}
 
@@ -66,7 +67,7 @@ class MemoryMixin:
             if op == "ld":
                 addr = ops[1]
                 name = addr.base.name if addr.base is not None and addr.base.kind == "sym" else None
-                if name in self.ctx.param_syms and not addr.value:
+                if name is not None and name in self.ctx.param_syms and not addr.value:
                     tags = frozenset({"param:" + name}) if "param:" + name in self.ctx.buffers else frozenset()
                     self.write(st, ins, ops[0], self.ctx.param_syms[name], tags)
                     return

@@ -6,11 +6,12 @@ import z3
 
 from sim.errors import PtxError
 from sim.ptx.ir import Instruction, Operand
+from validation.formal.base import ExecutorBase
 from validation.formal.program import PSEUDO
 from validation.formal.state import TYPE_INFO, State
 
 
-class OperandsMixin:
+class OperandsMixin(ExecutorBase):
     """Fresh symbols, register reads and writes (guarded writes keep the old value), operand values
     and the buffer tags that follow a pointer through arithmetic."""
 
@@ -144,5 +145,6 @@ class OperandsMixin:
         st.tags[op.name] = tags
 
     def guard(self, st: State, ins: Instruction) -> z3.BoolRef:
+        assert ins.guard is not None, "guard() is called only for guarded instructions"
         g = self.fit(self.read(st, ins.guard), None)
         return z3.Not(g) if ins.guard_neg else g

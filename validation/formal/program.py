@@ -285,7 +285,7 @@ class KernelStructure:
 
     def _liveness(self) -> None:
         du = [self.block_defs_uses(b) for b in range(self.nb)]
-        live_in = [set() for _ in range(self.nb)]
+        live_in: list[set[str]] = [set() for _ in range(self.nb)]
         changed = True
         while changed:
             changed = False

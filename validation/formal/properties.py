@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import z3
 
@@ -38,7 +39,7 @@ class PropResult:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        d = {"name": self.name, "status": self.status, "witness": self.witness, "line": self.line,
+        d: dict[str, Any] = {"name": self.name, "status": self.status, "witness": self.witness, "line": self.line,
              "detail": self.detail, "checks": self.checks, "seconds": round(self.seconds, 3)}
         if self.notes:
             d["notes"] = self.notes
@@ -107,7 +108,7 @@ class Verifier:
         def ev(e):
             return m.eval(e, model_completion=True).as_long()
 
-        w = {"thread": [ev(t) for t in ctx.tid], "block": [ev(c) for c in ctx.ctaid]}
+        w: dict[str, Any] = {"thread": [ev(t) for t in ctx.tid], "block": [ev(c) for c in ctx.ctaid]}
         if two:
             w["other_thread"] = [ev(t) for t in self.tid2]
         if ctx.block is None:
@@ -194,7 +195,7 @@ class Verifier:
             if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
                 continue  # products of two variables: integers first, the bit-vector solver rarely copes
             res, m = self.check(a.pc, z3.Not(goal))
-            if res == z3.sat:
+            if res == z3.sat and m is not None:
                 _, off, label, ext = conds[0]
                 w = off.size()
                 wit = self.witness(m, buffer=label, offset=_signed(m.eval(off, model_completion=True).as_long(), w),
@@ -282,7 +283,7 @@ class Verifier:
                 continue
             r.checks += 1
             res, m = self.check(self.distinct_threads(), a.pc, z3.Or([c for *_, c in partners]))
-            if res == z3.sat:
+            if res == z3.sat and m is not None:
                 b, addr2, _ = next(p for p in partners if z3.is_true(m.eval(p[2], model_completion=True)))
                 wit = self.witness(m, two=True, address=a.addr, other_address=addr2,
                                    access=a.text, other_access=b.text, other_line=b.line,
@@ -355,7 +356,7 @@ class Verifier:
                 continue
             r.checks += 2
             res, m = self.check(rd.pc, z3.Or([x for _, x in same]))
-            if res == z3.sat:
+            if res == z3.sat and m is not None:
                 c = next(c for c, x in same if z3.is_true(m.eval(x, model_completion=True)))
                 wit = self.witness(m, address=rd.addr, copy_line=c.line, group=c.sync[GC],
                                    groups_complete=rd.sync[DONE], access=rd.text)
@@ -366,7 +367,7 @@ class Verifier:
             if res == z3.unknown:
                 r.unknown(rd.line, "solver gave up (timeout)")
             res, m = self.check(self.distinct_threads(), rd2pc, z3.Or([x for _, x in cross]))
-            if res == z3.sat:
+            if res == z3.sat and m is not None:
                 c = next(c for c, x in cross if z3.is_true(m.eval(x, model_completion=True)))
                 wit = self.witness(m, two=True, address=rd2addr, copy_line=c.line, group=c.sync[GC],
                                    groups_visible=s2[VIS], access=rd.text)

@@ -43,33 +43,13 @@ from validation.formal.loopproofs import LoopProofsMixin
 from validation.formal.loops import LoopsMixin
 from validation.formal.memory import MemoryMixin
 from validation.formal.operands import OperandsMixin
-from validation.formal.state import TYPE_INFO, Access, BranchRec, LoopRec, State
+from validation.formal.state import TYPE_INFO, Access, BranchRec, State
 
 __all__ = ["TYPE_INFO", "Access", "Context", "Executor", "make_executor"]
 
 
 class Executor(LoopsMixin, LoopProofsMixin, MemoryMixin, InstructionsMixin, OperandsMixin):
-    """Symbolic execution of one thread copy; records accesses, branches and loops."""
-
-    def __init__(self, ctx: Context, suffix: str = ""):
-        self.ctx = ctx
-        self.k = ctx.k
-        self.S = ctx.S
-        self.counter = 0
-        self.created: list[z3.ExprRef] = []  # thread-local constants, in creation order
-        self.created_names: list[str] = []
-        self.by_name: dict[str, z3.ExprRef] = {}
-        self.loadsyms: dict[str, int] = {}  # name of a loaded value -> line
-        self.undef: dict[str, z3.ExprRef] = {}
-        self.recording = True
-        self.dry = False
-        self.kstack: list[z3.BitVecRef] = []
-        self.accesses: list[Access] = []
-        self.branches: list[BranchRec] = []
-        self.barriers: list[tuple[int, int, z3.BoolRef]] = []
-        self.loops: list[LoopRec] = []
-        self.unsupported: list[tuple[int, str]] = []  # (line, what) instructions not modelled
-        self.solver_timeout_ms = 2000
+    """Symbolic execution of one thread copy; records accesses, branches and loops (state: ExecutorBase)."""
 
     # ------------------------------------------------------------------ control flow
     def merge(self, states: list[State]) -> State | None:
@@ -79,7 +59,7 @@ class Executor(LoopsMixin, LoopProofsMixin, MemoryMixin, InstructionsMixin, Oper
         if len(states) == 1:
             return states[0]
         pc = z3.Or([s.pc for s in states])
-        names = set()
+        names: set[str] = set()
         for s in states:
             names |= s.regs.keys()
         regs, tags = {}, {}
