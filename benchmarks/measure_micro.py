@@ -3,8 +3,9 @@
     source .devwheels/install.sh && python3 benchmarks/measure_micro.py --out $OUT
 
 Figures and sizes: validation/calibrate.py (FIGURES). The result is committed as
-benchmarks/h200_micro.json. ``--dry`` runs the same flow on the functional simulator with the
-simulator sizes (checks the argument plumbing without a GPU).
+validation/micro/h200_micro.json (package data: ``python -m validation calibrate`` reads it).
+``--dry`` runs the same flow on the functional simulator with the simulator sizes (checks the
+argument plumbing without a GPU).
 """
 
 from __future__ import annotations

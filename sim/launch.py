@@ -14,11 +14,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from sim.errors import UsageError
+from sim.functional.types import bf16_to_f32, f32_to_bf16
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -88,32 +89,20 @@ def is_float_dtype(name: str) -> bool:
 
 
 def f32_to_bf16_bits(x: Any) -> np.ndarray:
-    """float values -> bf16 bit patterns (np.uint16), rounding to nearest, ties to even.
-
-    NaN stays a (quiet) NaN of the same sign; infinities and overflow to infinity behave as in
-    IEEE round-to-nearest.
-    """
-    f = np.asarray(x, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    lsb = (bits >> np.uint64(16)) & np.uint64(1)
-    rounded = ((bits + np.uint64(0x7FFF) + lsb) >> np.uint64(16)) & np.uint64(0xFFFF)
-    nan = np.isnan(f)
-    if np.any(nan):
-        quiet = ((bits >> np.uint64(16)) | np.uint64(0x0040)) & np.uint64(0xFFFF)
-        rounded = np.where(nan, quiet, rounded)
-    return rounded.astype(np.uint16)
+    """float values -> bf16 bit patterns (np.uint16), rounding to nearest, ties to even; NaN stays a
+    quiet NaN of the same sign (the one implementation: sim.functional.types.f32_to_bf16)."""
+    return f32_to_bf16(x)
 
 
 def bf16_bits_to_f32(b: Any) -> np.ndarray:
     """bf16 bit patterns (any unsigned 16-bit container) -> np.float32 values (exact)."""
-    u = np.asarray(b).astype(np.uint32) << np.uint32(16)
-    return u.view(np.float32)
+    return bf16_to_f32(np.asarray(b))
 
 
 def buffer_to_float64(arr: np.ndarray, dtype_name: str) -> np.ndarray:
     """A buffer's host array as float64 values (bf16 bit patterns are decoded)."""
     if normalize_dtype(dtype_name) == "bf16":
-        return bf16_bits_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
+        return bf16_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
     return np.asarray(arr).astype(np.float64)
 
 
@@ -173,7 +162,8 @@ class Launch:
             Arg(a.kind, a.dtype, a.value, None if a.array is None else a.array.copy(), a.name, a.role, a.init)
             for a in self.args
         ]
-        return Launch(self.kernel, tuple(self.grid), tuple(self.block), args, self.dynamic_shared)
+        grid, block = cast("tuple[int, int, int]", tuple(self.grid)), cast("tuple[int, int, int]", tuple(self.block))
+        return Launch(self.kernel, grid, block, args, self.dynamic_shared)
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,7 +363,7 @@ def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.nd
         if count and not np.any(vals.astype(np.float32)):
             vals[0] = 1.0
         if n == "bf16":
-            return f32_to_bf16_bits(vals.astype(np.float32))
+            return f32_to_bf16(vals.astype(np.float32))
         arr = vals.astype(DTYPES[n])
     else:
         dt = DTYPES[n]

@@ -1,5 +1,5 @@
 """The simulated side of the H200 calibration table against the committed measurements
-(benchmarks/h200_micro.json): every figure within 10% (validation/calibrate.py, tiny step counts)."""
+(validation/micro/h200_micro.json): every figure within 10% (validation/calibrate.py, tiny step counts)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ both (:func:`write_markdown`). A figure is a per-step cycle count taken by *diff
 (``(cycles(s2) - cycles(s1)) / (s2 - s1)``), so start-up and cold misses cancel; the DRAM figure is
 one cold run divided by its steps (every step touches a new line).
 
-The measured side is committed in ``benchmarks/h200_micro.json`` (see :data:`MEASURED_JSON`).
+The measured side is committed in ``validation/micro/h200_micro.json`` (package data; see :data:`MEASURED_JSON`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ from typing import Any
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-MEASURED_JSON = ROOT / "benchmarks" / "h200_micro.json"
+from validation.micro import MICRO_DIR, by_name, make_chain
+
+MEASURED_JSON = MICRO_DIR / "h200_micro.json"
 TOLERANCE = 0.10  # every simulated figure within 10% of the measured one
 
 
 @dataclass(frozen=True)
 class Figure:
     name: str
-    case: str  # tests.fixtures.cases MICRO_CASES name
+    case: str  # validation.micro MICRO_CASES name
     what: str  # one line for the table
     gpu: dict  # sizes on the GPU
     sim: dict  # sizes in the simulator (tiny)
@@ -76,8 +77,6 @@ Runner = Callable[[Any, dict, list], dict]
 
 
 def _args_for(fig: Figure, sizes: dict) -> tuple[Any, list]:
-    from tests.fixtures.cases import by_name, make_chain
-
     case = by_name(fig.case)
     rng = np.random.default_rng(1)
     if fig.chain_stride is not None:  # a strided chain: do not build (then drop) a huge random one
@@ -165,9 +164,9 @@ def write_markdown(rows: list[dict], measured: dict, hw_path: str, path: pathlib
         "# Calibration: H200 microbenchmarks, measured vs simulated",
         "",
         "Written by `python -m validation calibrate --hw h200.yaml --write-md docs/calibration.md`",
-        "(figures: `validation/calibrate.py`; measured side: `benchmarks/h200_micro.json`,",
+        "(figures: `validation/calibrate.py`; measured side: `validation/micro/h200_micro.json`,",
         f"{measured.get('device', '?')}, {measured.get('date', '?')}; simulated on `{hw_path}`).",
-        "Each figure is the cycles per step of a microbenchmark PTX in `tests/fixtures/micro/`, taken by",
+        "Each figure is the cycles per step of a microbenchmark PTX in `validation/micro/`, taken by",
         "difference of two step counts (the DRAM one: a single cold run). The GPU runs the large sizes,",
         "the simulator tiny ones; both execute the same PTX. Tolerance: 10%.",
         "",
