@@ -44,6 +44,7 @@ def speed_table(d: dict, device: str, source: str, title: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--speed", nargs="+", default=[
+        "benchmarks/data/gpu_final_2026-11-29.json:current planner (commit edd9567, queueing model of the resident warps)",
         "benchmarks/data/gpu_three_way_2026-11-29.json:planner of commit 9f6edf2 (white-box cycle model)",
         "benchmarks/data/gpu_bench_speed_2026-11-29.json:first planner (commit be46d09)"],
         help="FILE:TITLE pairs, newest first")
@@ -51,8 +52,9 @@ def main() -> int:
     a = ap.parse_args()
     parts = ["# Generated kernels against cuBLAS on the H200", "",
              "Reference points measured on this GPU (shared/hw/h200-measured.md): cuBLAS bf16 4096^3 at 672 "
-             "TFLOP/s; the `mma.sync` ceiling at 623 TFLOP/s. The planner's tile choice changed between the two "
-             "runs below; both are kept because the earlier choice was faster on the GPU.", ""]
+             "TFLOP/s; the `mma.sync` ceiling at 623 TFLOP/s. The planner's tile choice changed between the "
+             "runs below (newest first); all are kept to show how each model's choice fared on the GPU. "
+             "cuBLAS varies run to run by up to ~25% at 4096^3 in this per-launch timing.", ""]
     for item in a.speed:
         path, title = item.split(":", 1)
         d = json.loads((ROOT / path).read_text())

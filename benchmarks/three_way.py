@@ -177,7 +177,7 @@ def main() -> int:
     ap.add_argument("command", choices=["compile", "simulate", "table"])
     ap.add_argument("--dir", default=str(ROOT / ".three_way"))
     ap.add_argument("--budget", type=int, default=400_000, help="warp instructions to simulate per shape")
-    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_three_way_2026-11-29.json"))
+    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_final_2026-11-29.json"))
     a = ap.parse_args()
     if a.command == "compile":
         cmd_compile(Path(a.dir))
