@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import UsageError, WorkbenchError
+from sim.result import jsonable
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         _write_outputs(args.out, outputs, {})
     if args.json:
-        print(json.dumps(result, default=_jsonable))
+        print(json.dumps(result, default=jsonable))
     else:
         print(render_text(result))
     if chk is not None and not chk.get("passed", False):
@@ -159,12 +160,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(type(o).__name__)
 
 
 def render_text(r: dict[str, Any]) -> str:

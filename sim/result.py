@@ -66,3 +66,16 @@ class SimResult:
         lines.append(f"occupancy: {o.get('ctas_per_core')} CTAs / {o.get('warps_per_core')} warps per core "
                      f"(limited by {o.get('limiter')})")
         return "\n".join(lines)
+
+
+def jsonable(o: Any) -> Any:
+    """`json.dumps(default=...)` for the numpy scalars/arrays and paths our result dicts carry."""
+    import pathlib
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, pathlib.PurePath):
+        return str(o)
+    raise TypeError(type(o).__name__)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import UsageError, WorkbenchError
+from sim.result import jsonable
 
 REASONS = ("scoreboard", "memory", "pipe_busy", "bank_conflict", "barrier", "branch", "flush", "frontend",
            "no_eligible")
@@ -520,7 +521,7 @@ def cli_main(args: argparse.Namespace) -> int:
         paths = render(args.out, rep)
         rep["files"] = {k: str(v) for k, v in paths.items()}
     if args.json:
-        print(json.dumps(rep, default=_jsonable))
+        print(json.dumps(rep, default=jsonable))
     else:
         print(format_text(rep))
         if args.report:
@@ -529,14 +530,6 @@ def cli_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(type(o).__name__)
 
 
 __all__ = ["build_report", "attribute_gap", "metric_rows", "compare_dir", "hw_summary", "program_facts",

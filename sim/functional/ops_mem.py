@@ -23,15 +23,20 @@ def _dst_list(op):
     return list(op.items) if op.kind == "vec" else [op]
 
 
-def b_ld(ins: Instruction, cx: DecodeCtx):
+def _access(ins: Instruction, cx: DecodeCtx, a):
+    """(type, vector width, numpy dtype, address closure, state space) of a ld/st/atom operand:
+    the instruction's space, or the space of a [symbol] base when the instruction names none."""
     t = cx.type1(ins)
-    n = _vec(ins)
-    dt = NP[t]
-    d, a = ins.operands[:2]
     fa, symspace = cx.addr(a, ins)
     space = ins.info.get("space", "generic")
     if space == "generic" and symspace is not None:
         space = symspace
+    return t, _vec(ins), NP[t], fa, space
+
+
+def b_ld(ins: Instruction, cx: DecodeCtx):
+    d, a = ins.operands[:2]
+    t, n, dt, fa, space = _access(ins, cx, a)
     writers = [cx.wr(x, t, ins) for x in _dst_list(d)]
     if len(writers) != n:
         raise cx.err(ins, f"{n}-element vector load needs {n} destinations")
@@ -44,14 +49,8 @@ def b_ld(ins: Instruction, cx: DecodeCtx):
 
 
 def b_st(ins: Instruction, cx: DecodeCtx):
-    t = cx.type1(ins)
-    n = _vec(ins)
-    dt = NP[t]
     a, s = ins.operands[:2]
-    fa, symspace = cx.addr(a, ins)
-    space = ins.info.get("space", "generic")
-    if space == "generic" and symspace is not None:
-        space = symspace
+    t, n, dt, fa, space = _access(ins, cx, a)
     readers = [cx.rd(x, t, ins) for x in _dst_list(s)]
     if len(readers) != n:
         raise cx.err(ins, f"{n}-element vector store needs {n} sources")
@@ -75,8 +74,6 @@ _ATOM = {
 
 
 def b_atom(ins: Instruction, cx: DecodeCtx):
-    t = cx.type1(ins)
-    dt = NP[t]
     opname = next((x for x in ins.mods if x in _ATOM), None)
     if opname is None:
         raise cx.err(ins, "unsupported atomic operation")
@@ -86,10 +83,7 @@ def b_atom(ins: Instruction, cx: DecodeCtx):
     d = ops[0] if has_dst else None
     a = ops[1] if has_dst else ops[0]
     rest = ops[2:] if has_dst else ops[1:]
-    fa, symspace = cx.addr(a, ins)
-    space = ins.info.get("space", "generic")
-    if space == "generic" and symspace is not None:
-        space = symspace
+    t, _, dt, fa, space = _access(ins, cx, a)
     rb = cx.rd(rest[0], t, ins)
     rc = cx.rd(rest[1], t, ins) if len(rest) > 1 else None
     wd = cx.wr(d, t, ins) if d is not None else None
