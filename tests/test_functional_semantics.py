@@ -168,3 +168,15 @@ def test_out_of_bounds_stops_with_line_and_thread():
         run_snippet(body, "", "uint32", 32)
     msg = e.value.one_line()
     assert "snippet.ptx:19:" in msg and "thread (31, 0, 0)" in msg and "outside buffer" in msg
+
+
+def test_atomic_add_serializes_lanes():
+    body = """
+    atom.global.add.u32 %r2, [%rd1], 1;
+    mul.wide.u32 %rd3, %r0, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4+4], %r2;
+"""
+    out = run_snippet(body, "", "uint32", 33)
+    assert out[0] == 32  # every lane added one
+    assert sorted(out[1:].tolist()) == list(range(32))  # each saw a distinct old value
