@@ -66,6 +66,11 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     from validation.compare import compare_dir
 
     t0 = time.perf_counter()
+    key = _cache_key(case)
+    if case.get("cache") and (Path(case["cache"]) / f"{key}.json").exists():
+        r = json.loads((Path(case["cache"]) / f"{key}.json").read_text())
+        return {**case, **r, "status": "ok", "error": (case["predicted"] - r["simulated"]) / r["simulated"],
+                "cached": True}
     try:
         rep = compare_dir(case["dir"], case["hw"], max_instructions=4 * case["estimate"] + 100_000)
     except Exception as e:  # noqa: BLE001 - one failing case must not hide the others
@@ -73,9 +78,21 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     g = rep["gap"]
     top = next((c["reason"] for c in rep["causes"] if not c.get("modelled")), "")  # compare's headline cause
     chk = (rep.get("check") or {}).get("passed")
-    return {**case, "status": "ok", "simulated": g["simulated"], "error": g["relative"], "largest": top,
-            "check": chk, "warp_instructions": rep["simulated"].get("warp_instructions"),
-            "seconds": time.perf_counter() - t0}
+    res = {"simulated": g["simulated"], "largest": top, "check": chk,
+           "warp_instructions": rep["simulated"].get("warp_instructions"), "seconds": time.perf_counter() - t0}
+    if case.get("cache"):
+        Path(case["cache"]).mkdir(parents=True, exist_ok=True)
+        (Path(case["cache"]) / f"{key}.json").write_text(json.dumps(res))
+    return {**case, **res, "status": "ok", "error": g["relative"]}
+
+
+def _cache_key(case: dict[str, Any]) -> str:
+    """The simulation depends only on the hardware model, the shape, the dtype and the emitted PTX (fixed
+    seed), so a case whose PTX did not change can reuse it; the prediction is always the fresh one."""
+    import hashlib
+
+    ptx = (Path(case["dir"]) / "kernel.ptx").read_bytes()
+    return hashlib.sha256(f"{case['hw_name']}|{case['shape']}|{case['dtype']}|".encode() + ptx).hexdigest()[:24]
 
 
 def write_doc(doc: Path, rows: list[dict[str, Any]], budget: int, wall: float) -> None:
@@ -105,6 +122,11 @@ def write_doc(doc: Path, rows: list[dict[str, Any]], budget: int, wall: float) -
         else:
             lines.append(head + f"| - | - | - | {r['status']} | - | ~{r['estimate']:,} | - |")
     rate = sum(r.get("warp_instructions") or 0 for r in ok) / max(1e-9, sum(r["seconds"] for r in ok))
+    cached = sum(1 for r in ok if r.get("cached"))
+    if cached:
+        lines += ["", f"{cached} of the simulated cases reuse the simulation of the identical PTX from `--cache` "
+                  "(same hardware model, shape, dtype and kernel text; 'sim s' is that run's); the prediction is "
+                  "this run's."]
     lines += ["", f"Skipped cases exceed the budget of {budget:,} estimated warp instructions "
               f"(`--budget`); raise it to run them (this run simulated {rate:,.0f} warp instructions per "
               "second per worker, compile and numpy check included).", ""]
@@ -123,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--shapes", help="subset, e.g. 16x16x16,33x17x40")
     ap.add_argument("--kinds", help="subset of variant:dtype, e.g. mma:f16,simt:f32")
+    ap.add_argument("--cache", help="directory of simulated results keyed by hw, shape and PTX hash: a case whose "
+                    "emitted PTX is unchanged reuses its simulation (the prediction is recomputed)")
     ap.add_argument("--estimate-only", action="store_true", help="print the estimates, simulate nothing")
     args = ap.parse_args(argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
@@ -138,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             for variant, dtype in kinds:
                 out = tmp / f"{hw_name}_{'x'.join(map(str, shape))}_{variant}_{dtype}"
                 base = {"hw": hw, "hw_name": hw_name, "shape": list(shape), "variant": variant, "dtype": dtype,
-                        "dir": str(out)}
+                        "dir": str(out), "cache": args.cache}
                 try:
                     plan = compile_case(hw, shape, variant, dtype, out)
                 except Exception as e:  # noqa: BLE001

@@ -12,6 +12,7 @@ A 32-lane FMA is 32 lane-operations (32 MACs); an m16n8k16 mma is 16*8*16 = 2048
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -146,6 +147,98 @@ def _lines(tile, ein: int, row_extent: int, line: int) -> int:
     if row_extent * ein <= run:  # the tile spans whole rows: contiguous
         return max(1, -(-tile.rows * min(run, row_extent * ein) // line))
     return tile.rows * max(1, -(-run // line))
+
+
+@lru_cache(maxsize=4096)
+def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
+                         l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
+                         sharers: tuple[int, int] = (1, 1)) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-copy latencies of the critical warp of CTA 0 in its first and second K tile (white-box, from
+    the copy addresses the emitter uses: tiling.chunk_coords, bounds-predicated lanes skipped).
+
+    sim.timing tags a cache line at its first access, so a warp whose copy touches a line no earlier
+    access of the CTA touched waits `new_lat` ([dram.latency], cold), one whose lines are all held by
+    the L1 ([l1.size] / ([l1.line] x [l1.assoc]) sets of [l1.assoc] ways, LRU, set = line modulo sets)
+    waits [l1.hit_latency], else (evicted) [l2.hit_latency]. A and B are assumed allocated back to back,
+    256-byte aligned (B starts where A's bytes end, rounded up to 256; any further gap a multiple of
+    sets x line). Copies run in order in every warp; within a copy the warps that are ahead (shorter
+    latency so far) reach their load first. The barrier waits for the warp with the largest sum.
+
+    `sharers` (per operand: CTAs touching the same lines at the same time, of which only the first
+    pays [dram.latency], the others [l2.hit_latency]) turns each copy into a two-valued latency and the
+    barrier into E[max over warps]; cycle_model leaves it at (1, 1) (CTA 0 pays every first touch):
+    with the grid's sharers it brought h200 256^3 f32 from +34% to +14% but pushed 128x64x96 f16 to
+    +17% (docs/kernelgen.md, known gaps)."""
+    from collections import OrderedDict
+
+    W = -(-threads // ws)
+    sets: list[OrderedDict] = [OrderedDict() for _ in range(max(1, l1_sets))]
+    ever: set[int] = set()
+    base = 0
+    bases = []
+    for (rows_all, _ld, _elem) in ((e[1], e[0], g[4]) for e, g in zip(ext, tiles)):
+        bases.append(base)
+        base += -(-rows_all * _ld * _elem // 256) * 256
+    out = []
+    for kt in range(min(2, ktiles)):
+        acc = [0.0] * W
+        per_copy: list[list[float]] = [[] for _ in range(W)]
+        sums: list[dict[float, float]] = [{0.0: 1.0} for _ in range(W)]
+        for ti, (tile_geom, e_lim) in enumerate(zip(tiles, ext)):
+            rows, cols, vec, cpr, elem, kcol = tile_geom
+            ld_ext, row_lim, col_lim = e_lim
+            n = rows * (cols // vec) // threads
+            for j in range(n):
+                for w in sorted(range(W), key=lambda w: (acc[w], w)):
+                    lines = set()
+                    for lane in range(w * ws, min(threads, (w + 1) * ws)):
+                        e = lane + j * threads
+                        r, c = e // cpr, (e % cpr) * vec
+                        gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
+                        if gr >= row_lim or gc >= col_lim:
+                            continue
+                        lines.add((bases[ti] + (gr * ld_ext + gc) * elem) // line)
+                    worst = 0.0
+                    p_first = 1.0  # probability this CTA is not the first toucher of any new line
+                    for ln in sorted(lines):
+                        st = sets[ln % len(sets)]
+                        if ln in st:
+                            lat = l1_lat
+                            st.move_to_end(ln)
+                        else:
+                            lat = l2_lat
+                            if ln not in ever:
+                                p_first *= 1.0 - 1.0 / sharers[ti]
+                            if len(st) >= l1_assoc:
+                                st.popitem(last=False)
+                            st[ln] = True
+                            ever.add(ln)
+                        worst = max(worst, lat)
+                    # two outcomes: new_lat if this CTA touched one of the new lines first, else worst
+                    dist = {worst: p_first} if p_first >= 1.0 else {new_lat: 1.0 - p_first, worst: p_first}
+                    exp = sum(v * q for v, q in dist.items())
+                    acc[w] += exp
+                    per_copy[w].append(exp)
+                    nd: dict[float, float] = {}
+                    for a, pa in sums[w].items():
+                        for v, q in dist.items():
+                            nd[a + v] = nd.get(a + v, 0.0) + pa * q
+                    sums[w] = nd
+        # the barrier waits for the slowest warp: E[max over the W warps of their sums]
+        values = sorted({v for d in sums for v in d})
+        e_max, prev = 0.0, 0.0
+        for v in values:
+            cdf = 1.0
+            for d in sums:
+                cdf *= sum(q for a, q in d.items() if a <= v + 1e-9)
+            e_max += v * (cdf - prev)
+            prev = cdf
+        crit = max(range(W), key=lambda w: acc[w])
+        scale = e_max / acc[crit] if acc[crit] > 0 else 1.0
+        out.append(tuple(x * scale for x in per_copy[crit]))
+    if len(out) == 1:
+        out.append(out[0])
+    return out[0], out[1]
 
 
 def _bank_extra(regs: list[int], hw: HwConfig) -> int:
@@ -298,12 +391,15 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         RW = R * W  # the resident CTAs start together and keep in step (same instruction stream)
         ncopy = max(1, n_a + n_b)
 
-        def copy_chain(lat: float) -> float:
+        def copy_chain(lats: tuple[float, ...]) -> float:
             cc = 0.0
             prev_dep = 0
+            idx = 0
             for n, dt in ((n_a, spec.dtype_a), (n_b, spec.dtype_b)):
                 dep = 1 + (dt != "f32")  # (cvt +) st.shared after the load
                 for j in range(n):
+                    lat = lats[idx] if idx < len(lats) else lats[-1]
+                    idx += 1
                     pre_alu = 10 + (2 if j == 0 else 0)  # emit_simt: 9 address ops + mov zero (+2 per operand)
                     rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
                     after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
@@ -315,15 +411,19 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             cc += resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
             return cc
 
-        # K tiles after the first: a row run of bk elements shorter than an L1 line ([l1.line]) finds
-        # its line already fetched by the previous tile ([l1.hit_latency]) except for run/line of rows
-        # (ld.global without .cg allocates in the L1 in sim.timing)
-        first_copy = copy_chain(lg)
+        # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
+        # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
+        # (_copy_line_latencies); without an L1 every copy waits the mean of DRAM and L2 latency.
         if hw.l1 is not None:
-            f_new = min(1.0, t.bk * ein / hw.l1.line)
-            later_copy = copy_chain(f_new * lg + (1 - f_new) * hw.l1.hit_latency)
+            geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
+                        for tl in (ta, tb))
+            lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
+            lat_first, lat_later = _copy_line_latencies(
+                geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
+                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency))
+            first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
         else:
-            later_copy = first_copy
+            first_copy = later_copy = copy_chain((lg,))
         chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
         copy_region = {"alu": it.get("alu", 0) - 2, "lsu": 2 * (n_a + n_b)}
         comp_region = {"lsu": it["lsu"] - 2 * (n_a + n_b), "fma": it["fma"]}
@@ -333,6 +433,20 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         chain_comp = t.bk * per_kk + fma.latency + rf.get("fma", 0)
         ph_copy = max(chain_copy, resources(copy_region, RW, copy_extra, copy_passes)[0])
         ph_comp = max(chain_comp, resources(comp_region, RW, comp_extra, passes - copy_passes)[0])
+        # The RW warps leave the barrier together and all share the LSU ([pipes[lsu].count]) for their
+        # ld.shared (+ replays, [shared.pass_cycles]) and the FMA unit of their scheduler; the phase
+        # ends when the last one is done. The same closed network as the mma path (mva_throughput):
+        # per-warp unit demands, the rest of the lone warp's chain as a delay; RW / throughput is
+        # the time for every warp to pass once.
+        st_comp = []
+        for name, cyc in demand(comp_region).items():
+            if name == lsu.name:
+                cyc += comp_extra * hw.shared.pass_cycles
+            st_comp.append((cyc, max(1, min(pipes[name].count, S))))
+        st_comp.append(((passes - copy_passes) / hw.shared.ports, 1))
+        x1 = mva_throughput(st_comp, 0.0, 1)
+        xn = mva_throughput(st_comp, max(0.0, chain_comp - 1.0 / x1), RW)
+        ph_comp = max(ph_comp, RW / xn)
         lat_iter = ph_copy + ph_comp + 2 * bar + loop_br
         terms.update(copy=ph_copy, compute=ph_comp)
     else:
