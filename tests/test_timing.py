@@ -248,3 +248,22 @@ def test_deterministic_and_json(tmp_path):
     ev = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert any(e.get("ph") == "X" for e in ev) and any(e.get("ph") == "M" for e in ev)
     assert a.cycles > 0 and 0 < a.utilization["fma"] <= 1
+
+
+def test_ctas_in_waves_on_one_core_all_finish():
+    """More CTAs than a core holds: each next CTA launches when the previous one's results are in.
+    A scheduler left without warps in between must not retire (regression: the last CTA never ran)."""
+    hw = hw_small()  # npu7nm: one core; 1024 threads per CTA fill it
+    body = """mul.wide.u32 %rd3, %r1, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.cg.u32 %r3, [%rd4];
+add.s32 %r4, %r3, 1;
+st.global.u32 [%rd4], %r4;
+"""
+    prog = parse_ptx(HEAD + body + "\nret;\n}\n", "t.ptx")
+    buf = np.arange(1024, dtype=np.uint32)
+    launch = Launch("k", (3, 1, 1), (1024, 1, 1), [Arg("buffer", "u32", array=buf)])
+    res = simulate(prog, launch, hw)
+    assert res.occupancy["ctas_per_core"] == 1
+    assert len(res.cycles_per_cta) == 3 and res.cycles >= sum(res.cycles_per_cta)
+    assert np.array_equal(res.outputs[0], np.arange(1024, dtype=np.uint32) + 3)  # three CTAs added one each

@@ -82,6 +82,7 @@ class Simulation:
         if sample_ctas is not None:
             ctas = ctas[: max(1, sample_ctas)]
         self.pending = list(enumerate(ctas))
+        self.launching = 0  # CTAs popped from `pending` whose launch is scheduled but not done
         # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
         self.devmem = DeviceMemory(hw, min(hw.core.count, -(-self.ctas_total // self.ctas_per_core)))
         self.cta_spans: dict[int, int] = {}
@@ -104,7 +105,9 @@ class Simulation:
         return self._wid - 1
 
     def has_pending(self) -> bool:
-        return bool(self.pending)
+        """CTAs still to run: waiting for a slot, or taken off the list and about to launch
+        (a scheduler with no warps must not retire while a launch is on its way)."""
+        return bool(self.pending) or self.launching > 0
 
     def cta_done(self, core: Core, ct, end: int) -> None:
         self.cta_spans[ct.index] = end - ct.start
@@ -112,11 +115,13 @@ class Simulation:
         if self.pending:
             delay = max(0, end - int(self.env.now))
             item = self.pending.pop(0)
+            self.launching += 1
             self.env.process(self._launch_later(core, item, delay))
 
     def _launch_later(self, core: Core, item, delay: int):
         if delay:
             yield self.env.timeout(delay)
+        self.launching -= 1
         core.launch(item[1], item[0])
 
     def run(self) -> None:
