@@ -152,8 +152,9 @@ def _lines(tile, ein: int, row_extent: int, line: int) -> int:
 @lru_cache(maxsize=4096)
 def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
                          l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
-                         sharers: tuple[int, int] = (1, 1)) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-copy latencies of the critical warp of CTA 0 in its first and second K tile (white-box, from
+                         sharers: tuple[int, int] = (1, 1), near: tuple[int, int] = (1, 1)
+                         ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-copy latencies of the critical warp of CTA 0 in its first and later K tiles (white-box, from
     the copy addresses the emitter uses: tiling.chunk_coords, bounds-predicated lanes skipped).
 
     sim.timing tags a cache line at its first access, so a warp whose copy touches a line no earlier
@@ -164,11 +165,12 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     sets x line). Copies run in order in every warp; within a copy the warps that are ahead (shorter
     latency so far) reach their load first. The barrier waits for the warp with the largest sum.
 
-    `sharers` (per operand: CTAs touching the same lines at the same time, of which only the first
-    pays [dram.latency], the others [l2.hit_latency]) turns each copy into a two-valued latency and the
-    barrier into E[max over warps]; cycle_model leaves it at (1, 1) (CTA 0 pays every first touch):
-    with the grid's sharers it brought h200 256^3 f32 from +34% to +14% but pushed 128x64x96 f16 to
-    +17% (docs/kernelgen.md, known gaps)."""
+    `sharers` (per operand A, B: CTAs of the launch copying the same lines at once; `near` of them on
+    CTA 0's core, same L1): which sharer reaches a copy first is one event per operand and K tile; the
+    first pays `new_lat`, one that is first on its core `l2_lat`, the others `l1_lat` (sim.timing tags
+    a line at its first access). The first K tile and the mean of the next line / (TILE_K x element)
+    K tiles (the period with which a K-contiguous row's lines come new) are returned."""
+
     from collections import OrderedDict
 
     W = -(-threads // ws)
@@ -179,11 +181,13 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     for (rows_all, _ld, _elem) in ((e[1], e[0], g[4]) for e, g in zip(ext, tiles)):
         bases.append(base)
         base += -(-rows_all * _ld * _elem // 256) * 256
+    # a line of [l1.line] bytes holds line / (TILE_K x element) K tiles of a K-contiguous row: the later
+    # K tiles alternate between touching new lines and hitting the L1 with that period
+    period = max([1] + [line // max(1, bk * g[4]) for g in tiles if g[5]])
     out = []
-    for kt in range(min(2, ktiles)):
+    for kt in range(min(1 + min(period, 8), ktiles)):
         acc = [0.0] * W
-        per_copy: list[list[float]] = [[] for _ in range(W)]
-        sums: list[dict[float, float]] = [{0.0: 1.0} for _ in range(W)]
+        rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in range(W)]
         for ti, (tile_geom, e_lim) in enumerate(zip(tiles, ext)):
             rows, cols, vec, cpr, elem, kcol = tile_geom
             ld_ext, row_lim, col_lim = e_lim
@@ -198,8 +202,8 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
                         if gr >= row_lim or gc >= col_lim:
                             continue
                         lines.add((bases[ti] + (gr * ld_ext + gc) * elem) // line)
-                    worst = 0.0
-                    p_first = 1.0  # probability this CTA is not the first toucher of any new line
+                    worst = old = 0.0
+                    new_line = False  # does this copy touch a line no earlier access touched?
                     for ln in sorted(lines):
                         st = sets[ln % len(sets)]
                         if ln in st:
@@ -207,38 +211,48 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
                             st.move_to_end(ln)
                         else:
                             lat = l2_lat
-                            if ln not in ever:
-                                p_first *= 1.0 - 1.0 / sharers[ti]
+                            new_line = new_line or ln not in ever
+                            if ln in ever:
+                                old = max(old, lat)
                             if len(st) >= l1_assoc:
                                 st.popitem(last=False)
                             st[ln] = True
                             ever.add(ln)
                         worst = max(worst, lat)
-                    # two outcomes: new_lat if this CTA touched one of the new lines first, else worst
-                    dist = {worst: p_first} if p_first >= 1.0 else {new_lat: 1.0 - p_first, worst: p_first}
-                    exp = sum(v * q for v, q in dist.items())
-                    acc[w] += exp
-                    per_copy[w].append(exp)
-                    nd: dict[float, float] = {}
-                    for a, pa in sums[w].items():
-                        for v, q in dist.items():
-                            nd[a + v] = nd.get(a + v, 0.0) + pa * q
-                    sums[w] = nd
-        # the barrier waits for the slowest warp: E[max over the W warps of their sums]
-        values = sorted({v for d in sums for v in d})
-        e_max, prev = 0.0, 0.0
-        for v in values:
-            cdf = 1.0
-            for d in sums:
-                cdf *= sum(q for a, q in d.items() if a <= v + 1e-9)
-            e_max += v * (cdf - prev)
-            prev = cdf
-        crit = max(range(W), key=lambda w: acc[w])
-        scale = e_max / acc[crit] if acc[crit] > 0 else 1.0
-        out.append(tuple(x * scale for x in per_copy[crit]))
+                        if lat == l1_lat:
+                            old = max(old, lat)
+                    # the sharers issue this same copy on the same lines: the one that gets there first
+                    # is the first toucher of all of them and waits new_lat, the others `worst`
+                    rec[w].append((ti, new_line, worst, max(old, l1_lat)))
+                    q = 1.0 / sharers[ti] if new_line else 0.0
+                    acc[w] += q * new_lat + (1.0 - q) * worst
+        # Which CTA of the sharers leads is one event per operand and K tile (its warps run together).
+        # Per operand three outcomes: this CTA is the first of all `sharers` (p = 1 / sharers: new_lat),
+        # the first of the `near` sharers on its own core but not of all (1 / near - 1 / sharers: the L2,
+        # [l2.hit_latency]), or a sharer on its own core was there first (1 - 1 / near: that core's L1,
+        # [l1.hit_latency]). Each outcome's barrier waits for its slowest warp; the copy latencies of
+        # that warp are averaged over the outcomes.
+        outcomes = []
+        for ti in range(2):
+            s_, n_ = max(1, sharers[ti]), max(1, min(near[ti], sharers[ti]))
+            outcomes.append([(0, 1.0 / s_), (1, 1.0 / n_ - 1.0 / s_), (2, 1.0 - 1.0 / n_)])
+        per_copy = [0.0] * max(len(r) for r in rec)
+        for oa, pa in outcomes[0]:
+            for ob, pb in outcomes[1]:
+                pr = pa * pb
+                if pr <= 1e-12:
+                    continue
+                first = (oa, ob)
+                lat_w = [[(new_lat, worst, l1_hit)[first[ti]] if nl else worst for ti, nl, worst, l1_hit in r]
+                         for r in rec]
+                crit = max(range(W), key=lambda w: (sum(lat_w[w]), -w))
+                for i, x in enumerate(lat_w[crit]):
+                    per_copy[i] += pr * x
+        out.append(tuple(per_copy))
     if len(out) == 1:
         out.append(out[0])
-    return out[0], out[1]
+    later = tuple(sum(x) / len(out[1:]) for x in zip(*out[1:]))
+    return out[0], later
 
 
 def _bank_extra(regs: list[int], hw: HwConfig) -> int:
@@ -414,14 +428,32 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
         # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
         # (_copy_line_latencies); without an L1 every copy waits the mean of DRAM and L2 latency.
+        near, follow_copy = (1, 1), 0.0
         if hw.l1 is not None:
+            # CTAs that run at once and copy the same lines: a block row shares A, a block column B
+            # (grid ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device:
+            # `cores` x R)
+            conc = cores * R
+            gx, gy = -(-N // t.bn), -(-M // t.bm)
+            sharers = (max(1, min(gx, conc)), max(1, min(gy, conc)))  # A, B
+            # sim.timing deals the first wave round robin (CTA i on core i % cores, R per core): the
+            # sharers of CTA 0 on its own core (same L1) are the linear ids < cores x R that are
+            # multiples of `cores`: x of its block row, y x gx of its block column
+            near = (sum(1 for x in range(gx) if x % cores == 0 and x < conc),
+                    sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
             geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
                         for tl in (ta, tb))
             lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
             lat_first, lat_later = _copy_line_latencies(
                 geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
-                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency))
+                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), sharers, near)
             first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
+            # a co-resident sharer that is not first finds the new lines in the core's L1
+            big = 1 << 20
+            f_first, f_later = _copy_line_latencies(
+                geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
+                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), (big, big), (big, big))
+            follow_copy = (copy_chain(f_first) + (ktiles - 1) * copy_chain(f_later)) / ktiles
         else:
             first_copy = later_copy = copy_chain((lg,))
         chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
@@ -447,6 +479,21 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         x1 = mva_throughput(st_comp, 0.0, 1)
         xn = mva_throughput(st_comp, max(0.0, chain_comp - 1.0 / x1), RW)
         ph_comp = max(ph_comp, RW / xn)
+        if R > 1 and max(near) > 1:
+            # Co-resident sharers of a line get different copy latencies (the first pays [dram.latency],
+            # the others hit the core's L1), so the resident CTAs do not stay in step: a CTA's compute
+            # phase shares the units with its own W warps and with each other CTA's warps for the
+            # fraction f of the iteration that CTA computes, its copy phase being a follower's (L1 hits;
+            # fixed point); the demand of all R x W warps (res_all below) still bounds the iteration.
+            ph_one = max(chain_comp, resources(comp_region, W, comp_extra, passes - copy_passes)[0])
+            ph_follow = max(follow_copy, resources(copy_region, RW, copy_extra, copy_passes)[0])
+            pc = ph_comp
+            for _ in range(8):
+                f = pc / max(1e-9, ph_follow + pc)
+                n_eff = W + (R - 1) * W * f
+                xe = mva_throughput(st_comp, max(0.0, chain_comp - 1.0 / x1), max(1, round(n_eff)))
+                pc = max(ph_one, n_eff / xe)
+            ph_comp = pc
         lat_iter = ph_copy + ph_comp + 2 * bar + loop_br
         terms.update(copy=ph_copy, compute=ph_comp)
     else:
