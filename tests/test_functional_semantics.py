@@ -180,3 +180,21 @@ def test_atomic_add_serializes_lanes():
     out = run_snippet(body, "", "uint32", 33)
     assert out[0] == 32  # every lane added one
     assert sorted(out[1:].tolist()) == list(range(32))  # each saw a distinct old value
+
+
+def test_one_load_reads_two_buffers():
+    """Lanes of one ld.global may point into different allocations (here: out for even lanes,
+    in for odd ones); each lane reads its own buffer."""
+    body = """
+    and.b32 %r5, %r0, 1;
+    setp.eq.u32 %p1, %r5, 0;
+    selp.b64 %rd6, %rd1, %rd2, %p1;
+    ld.global.u32 %r2, [%rd6];
+    mul.wide.u32 %rd3, %r0, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    bar.sync 0;
+    st.global.u32 [%rd4], %r2;
+"""
+    data = np.full(4, 777, dtype=np.uint32)
+    out = run_snippet(body, "", "uint32", 32, {"data": data})
+    assert np.array_equal(out, np.where(np.arange(32) % 2 == 0, 0, 777))  # out starts zeroed

@@ -67,45 +67,68 @@ class GlobalMemory:
                 return a.data[: a.size].copy()
         raise KeyError(hex(base))
 
-    def _find(self, addrs: np.ndarray, nbytes: int) -> tuple[Allocation, np.ndarray]:
-        """The allocation holding every address (fast path), or a Fault for the first bad lane."""
-        a0 = int(addrs[0])
-        for al in self.allocs:
-            if al.base <= a0 < al.base + al.size:
-                break
+    def _spans(self, addrs: np.ndarray, nbytes: int) -> list[tuple[Allocation, np.ndarray | None, np.ndarray]]:
+        """[(allocation, lanes or None for all, byte offsets)] covering every address; a Fault names
+        the first lane whose access is not wholly inside one allocation."""
+        i = np.searchsorted(self._bases, addrs, side="right").astype(np.int64) - 1
+        first = int(i[0])
+        if (i == first).all():  # the common case: one buffer
+            groups: list[tuple[int, np.ndarray | None]] = [(first, None)]
         else:
-            raise Fault(0, a0, "not inside any global buffer")
-        off = addrs - np.uint64(al.base)
-        bad = off > np.uint64(max(al.size - nbytes, 0))
-        if al.size < nbytes or bad.any():
-            j = int(np.argmax(bad)) if bad.any() else 0
-            raise Fault(j, int(addrs[j]), f"outside buffer {al.name or hex(al.base)} "
-                        f"[{al.base:#x}, {al.base + al.size:#x}) of {al.size} bytes")
-        return al, off
+            groups = [(int(k), i == k) for k in np.unique(i)]
+        out = []
+        for k, lanes in groups:
+            sel = addrs if lanes is None else addrs[lanes]
+            if k < 0:
+                j = int(np.argmax(i < 0))
+                raise Fault(j, int(addrs[j]), "not inside any global buffer")
+            al = self.allocs[k]
+            off = sel - np.uint64(al.base)
+            bad = off > np.uint64(max(al.size - nbytes, 0))
+            if al.size < nbytes or bad.any():
+                lane_ids = np.arange(addrs.size) if lanes is None else np.flatnonzero(lanes)
+                j = int(lane_ids[int(np.argmax(bad)) if bad.any() else 0])
+                raise Fault(j, int(addrs[j]), f"outside buffer {al.name or hex(al.base)} "
+                            f"[{al.base:#x}, {al.base + al.size:#x}) of {al.size} bytes")
+            out.append((al, lanes, off))
+        return out
 
     def load(self, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:
         """Load n consecutive elements of dt at each address -> array (lanes, n)."""
         nbytes = dt.itemsize * n
-        al, off = self._find(addrs, nbytes)
+        spans = self._spans(addrs, nbytes)
         _check_align(addrs, nbytes, dt.itemsize)
-        idx = (off // np.uint64(dt.itemsize)).astype(np.int64)
-        v = al.view(dt)
-        if n == 1:
-            return v[idx][:, None]
-        return v[idx[:, None] + np.arange(n)]
+        if len(spans) == 1:
+            al, _, off = spans[0]
+            return _gather(al.view(dt), off, dt, n)
+        out = np.empty((addrs.size, n), dtype=dt)
+        for al, lanes, off in spans:
+            out[lanes] = _gather(al.view(dt), off, dt, n)
+        return out
 
     def store(self, addrs: np.ndarray, values: np.ndarray, dt: np.dtype) -> None:
         """values: (lanes, n) of dt; later lanes win on equal addresses."""
-        n = values.shape[1]
-        nbytes = dt.itemsize * n
-        al, off = self._find(addrs, nbytes)
+        nbytes = dt.itemsize * values.shape[1]
+        spans = self._spans(addrs, nbytes)
         _check_align(addrs, nbytes, dt.itemsize)
-        idx = (off // np.uint64(dt.itemsize)).astype(np.int64)
-        v = al.view(dt)
-        if n == 1:
-            v[idx] = values[:, 0]
-        else:
-            v[idx[:, None] + np.arange(n)] = values
+        for al, lanes, off in spans:
+            _scatter(al.view(dt), off, dt, values if lanes is None else values[lanes])
+
+
+def _gather(v: np.ndarray, off: np.ndarray, dt: np.dtype, n: int) -> np.ndarray:
+    """(lanes, n) elements of the typed view v starting at byte offsets off."""
+    idx = (off // dt.itemsize).astype(np.int64)
+    if n == 1:
+        return v[idx][:, None]
+    return v[idx[:, None] + np.arange(n)]
+
+
+def _scatter(v: np.ndarray, off: np.ndarray, dt: np.dtype, values: np.ndarray) -> None:
+    idx = (off // dt.itemsize).astype(np.int64)
+    if values.shape[1] == 1:
+        v[idx] = values[:, 0]
+    else:
+        v[idx[:, None] + np.arange(values.shape[1])] = values
 
 
 def _check_align(addrs: np.ndarray, nbytes: int, elem: int) -> None:
@@ -131,7 +154,7 @@ class FlatMemory:
             v = self.views[dt] = self.data.view(dt)
         return v
 
-    def _idx(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
+    def _offsets(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
         a = addrs.astype(np.int64)
         lo, hi = a.min(), a.max()
         if lo < 0 or hi > self.size - nbytes:
@@ -141,22 +164,13 @@ class FlatMemory:
         align = nbytes if nbytes & (nbytes - 1) == 0 else dt.itemsize
         if (a & (align - 1)).any():
             _check_align(addrs.astype(np.uint64), nbytes, dt.itemsize)
-        return a // dt.itemsize
+        return a
 
     def load(self, addrs: np.ndarray, dt: np.dtype, n: int = 1) -> np.ndarray:
-        idx = self._idx(addrs, dt.itemsize * n, dt)
-        v = self.view(dt)
-        if n == 1:
-            return v[idx][:, None]
-        return v[idx[:, None] + np.arange(n)]
+        return _gather(self.view(dt), self._offsets(addrs, dt.itemsize * n, dt), dt, n)
 
     def store(self, addrs: np.ndarray, values: np.ndarray, dt: np.dtype) -> None:
-        idx = self._idx(addrs, dt.itemsize * values.shape[1], dt)
-        v = self.view(dt)
-        if values.shape[1] == 1:
-            v[idx] = values[:, 0]
-        else:
-            v[idx[:, None] + np.arange(values.shape[1])] = values
+        _scatter(self.view(dt), self._offsets(addrs, dt.itemsize * values.shape[1], dt), dt, values)
 
 
 class LocalMemory:
