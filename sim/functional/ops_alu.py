@@ -139,18 +139,16 @@ def b_mul24(ins, cx):
     rc = cx.rd(c, t, ins) if c is not None else None
     wd = cx.wr(d, t, ins)
     hi = "hi" in ins.mods
-    shift = 24 if is_signed(t) else 24
 
     def run(w, m, full):
         x = (ra(w).astype(np.int64) << 40) >> 40 if is_signed(t) else ra(w).astype(np.int64) & 0xFFFFFF
         y = (rb(w).astype(np.int64) << 40) >> 40 if is_signed(t) else rb(w).astype(np.int64) & 0xFFFFFF
         p = x * y
-        r = (p >> (48 - 32 + 0)) if hi else p
+        r = (p >> 16) if hi else p  # .hi: bits 47..16 of the 48-bit product
         r = (r & 0xFFFFFFFF).astype(np.uint32).view(NP[t])
         if rc is not None:
             r = r + rc(w)
         wd(w, r, m, full)
-    del shift
     return run
 
 
@@ -580,10 +578,8 @@ def b_cvt(ins, cx):
     sat = "sat" in ins.mods
     irnd = next((x for x in ins.mods if x in _IRND), None)
     frnd = next((x for x in ins.mods if x in ("rn", "rz", "rm", "rp")), "rn")
-    if frnd != "rn" and is_float(dt_) and dt_ != "bf16" and not (is_float(at) and NP[at].itemsize < NP[dt_].itemsize):
-        if not (frnd == "rz" and is_float(at)):
-            pass  # other rounding modes are approximated by round-to-nearest (docs/ptx-subset.md)
-
+    # float rounding modes other than .rn are approximated by round-to-nearest, except .rz narrowing
+    # (docs/ptx-subset.md)
     if is_float(at) and not is_float(dt_):  # float -> int, saturating, NaN -> 0
         rnd = _IRND.get(irnd or "rzi", np.trunc)
         info = np.iinfo(NP[dt_])

@@ -170,7 +170,7 @@ def b_cp(ins, cx):
     if ops[2].kind != "imm":
         raise cx.err(ins, "cp.async cp-size must be an immediate 4, 8 or 16")
     size = int(ops[2].value)
-    rsrc = cx.rd(ops[3], "u32", ins) if len(ops) > 3 and ops[3].kind != "reg" or len(ops) > 3 else None
+    rsrc = cx.rd(ops[3], "u32", ins) if len(ops) > 3 else None  # src-size: the bytes read, rest zero-filled
 
     def run(w, m, full):
         srcsize = np.broadcast_to(np.asarray(rsrc(w)).astype(np.int64), (32,)) if rsrc is not None else \

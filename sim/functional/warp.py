@@ -286,21 +286,16 @@ class Warp:
         data = np.zeros((32, size), dtype=np.uint8)
         ss = np.clip(srcsize, 0, size)
         nz = m & (ss > 0)
-        if nz.any():
-            k = int(ss[nz].max())
-            got = self.mem_load("global", src, nz, u8, 1, ins)  # bounds check of the first byte
-            del got
-            for nbytes in np.unique(ss[nz]):
-                sel = nz & (ss == nbytes)
-                vals = self.mem_load("global", src, sel, u8, int(nbytes), ins)
-                data[sel, : int(nbytes)] = vals[sel]
-            del k
+        for nbytes in np.unique(ss[nz]):  # each source size group, bounds-checked as it is read
+            sel = nz & (ss == nbytes)
+            vals = self.mem_load("global", src, sel, u8, int(nbytes), ins)
+            data[sel, : int(nbytes)] = vals[sel]
         dsel = dst[m]
-        if space_check := (dsel.astype(np.int64) + size > self.cta.shared.size).any() or (dsel % size != 0).any():
-            j = int(np.argmax((dsel.astype(np.int64) + size > self.cta.shared.size) | (dsel % size != 0)))
+        bad = (dsel.astype(np.int64) + size > self.cta.shared.size) | (dsel % size != 0)
+        if bad.any():
+            j = int(np.argmax(bad))
             raise self._fault(ins, Fault(int(np.flatnonzero(m)[j]), int(dsel[j]),
                                          "cp.async destination outside shared memory or misaligned"))
-        del space_check
         self.acc = ("global", src[m], size, False)
         self.open_group.append((dst.copy(), m.copy(), data, size))
 
