@@ -94,7 +94,7 @@ def _build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: n
     return launch
 
 
-def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray], extra: dict[str, Any]) -> None:
+def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
     """All files are written to a temporary folder first, then moved: nothing half-written."""
     dest = Path(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
@@ -103,9 +103,6 @@ def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray], extra: dict[str
         for i, arr in sorted(outputs.items()):
             np.save(Path(tmp) / f"arg{i}.npy", arr)
             names.append(f"arg{i}.npy")
-        for name, obj in extra.items():
-            (Path(tmp) / name).write_text(json.dumps(obj, indent=1))
-            names.append(name)
         for n in names:
             os.replace(Path(tmp) / n, dest / n)
 
@@ -150,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if chk is not None:
         result["check"] = chk
     if args.out:
-        _write_outputs(args.out, outputs, {})
+        _write_outputs(args.out, outputs)
     if args.json:
         print(json.dumps(result, default=jsonable))
     else:
