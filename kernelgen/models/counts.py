@@ -33,6 +33,7 @@ class Counts:
     ptx_regs: int = 0
     post_loads: int = 0  # global loads per thread in the epilogue (C, bias)
     post_stores: int = 0
+    head_alu: int = 0  # mma: ALU instructions a warp issues after the barrier before its first ldmatrix
 
     def total(self, region: str) -> int:
         return sum(getattr(self, region).values())
@@ -151,8 +152,10 @@ def counts(spec: GemmSpec, t: Tiling) -> Counts:
         _add(it, "lsu", 2)  # wait_group + ... (bar is sync)
         it["lsu"] -= 1
         _add(it, "sync", 1)
+        alu0 = it.get("alu", 0)
         regs += tile_issue(it)
         _add(it, "alu", 4 + (1 if ni % 2 else 0))
+        c.head_alu = it["alu"] - alu0
         regs += 2 + (1 if ni % 2 else 0)
         if t.unroll < t.k_steps:  # rolled inner loop: mov; per trip 2-3 pointer adds, add, setp, bra
             trips = t.k_steps // t.unroll

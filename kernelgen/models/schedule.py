@@ -380,7 +380,8 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     # the CTA whose lines are first touches (CTA 0) pays [dram.latency] per new line, [l2.hit_latency]
     # for the other loads of the same line
     l2_lat, dram_lat = hw.l2.hit_latency, hw.dram.latency
-    per_core_bw = hw.dram_bytes_per_cycle / hw.core.count * hw.dram.burst / hw.l2.line  # sim.timing Dram
+    # sim.timing's Dram shares the device bandwidth over the cores the launch keeps busy (`cores`)
+    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
     bar = syn.latency + 1  # [pipes[sync].latency]: release after the last arrival, then refetch
     if hw.branch.predictor == "none":  # [branch.predictor], [pipes[branch].latency], [branch.flush_penalty]
         loop_br = alu.latency + br.latency + hw.branch.flush_penalty
@@ -533,11 +534,20 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # [shared.latency]. Another resident CTA keeps the units busy meanwhile: 1/R of it shows.
         ldm_occ = nldm * occ_of("lsu") + extra_passes / max(1, kk) * hw.shared.pass_cycles
         fill = bar + ldm_occ + hw.shared.latency + extra_passes / max(1, kk * nldm) * hw.shared.pass_cycles
-        base = n_warps / x_n + fill / R  # one K tile of every resident CTA
+        # Before its first ldmatrix a warp issues the next tile's copy address arithmetic on its
+        # scheduler's ALU ([pipes[alu].count]); under round robin ([core.policy] lrr) the warps of that
+        # scheduler interleave, so all of theirs comes first; greedy (gto) runs one warp ahead.
+        share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1
+        fill += c.head_alu * occ_of("alu") * share
+        # One K tile of every resident CTA: the network's time, or the fill followed by the busiest
+        # unit's work for all resident warps, whichever is longer (a lone warp's network time already
+        # holds its fill; with many warps the fill shows before the units saturate).
         res_w = resources(it, W, extra_passes, passes)[0]
-        base = max(base, res_w)
+        base = max(n_warps / x_n, fill / R + resources(it, n_warps, extra_passes, passes)[0], res_w)
         lg = dram_lat if miss_rate > 0 else l2_lat
-        exposed = max(0.0, lg - (S_ - 1) * base)
+        # the copy latency the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
+        # so it shows in ktiles - 1 of the ktiles iterations
+        exposed = max(0.0, lg - (S_ - 1) * base) * (ktiles - 1) / ktiles
         lat_iter = base + exposed
         terms.update(exposed=exposed, compute=chain_comp, mva=n_warps / x_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
@@ -548,6 +558,10 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     if t.variant == "mma":
         pre += dram_lat if miss_rate > 0 else l2_lat  # the first wait: tile 0 fully exposed
     post = resources(c.post, R * W)[0] + (l2_lat if c.post_loads else 0) + lsu.latency
+    if t.variant == "mma":
+        # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
+        # drained by the wait_group 0 after the loop: what of their latency its compute does not cover
+        post += max(0.0, l2_lat - chain_comp)
     cta = pre + ktiles * iter_c + post
     total = max(rounds * cta, dram_cycles)
     return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
