@@ -3,7 +3,9 @@
 Formulas (HwConfig fields in brackets):
 - global bytes requested per CTA = k_tiles * (bm*bk + bk*bn) * in_bytes + bm*bn * out_bytes (+ C)
 - DRAM bytes = unique bytes + re-reads that miss L2: requests beyond the unique footprint hit L2
-  with probability min(1, [l2.size] / footprint)
+  with probability min(1, [l2.size] / footprint); when the footprint exceeds the L2, at most what the
+  waves of [core.count] CTAs read once each (their distinct block rows of A and columns of B), the
+  CTAs of a wave moving over K together
 - supply = [dram.bandwidth_gbps] * 1e9 / ([clock_mhz] * 1e6) bytes per cycle (HwConfig.dram_bytes_per_cycle)
 - burst efficiency = contiguous bytes per tile row / (bursts touched * [dram.burst])
 - bank-conflict score = sum over [shared.banks] banks of (accesses - mean)^2 per warp access, from the
@@ -148,8 +150,20 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     total = ctas * per_cta
     unique = (M * K + K * N) * ein + M * N * eout * (2 if spec.has_c else 1)
     footprint = (M * K + K * N) * ein
-    hit = min(1.0, hw.l2.size / max(1, footprint))  # [l2.size]
-    dram = unique + (total - unique) * (1.0 - hit)
+    dram = unique + (total - unique) * (1.0 - min(1.0, hw.l2.size / max(1, footprint)))  # [l2.size]
+    if footprint > hw.l2.size:
+        # A wave of W CTAs (launch order, x along N fastest) advances over K roughly in step, so the
+        # operand slices its CTAs share are read from DRAM once per wave: its distinct block rows of A
+        # and block columns of B, while one K tile of each of them (x stages) fits in the L2.
+        # W = [core.count] CTAs (one per core: the concurrency every tiling reaches).
+        gx, gy = -(-N // t.bn), -(-M // t.bm)
+        W = max(1, min(ctas, hw.core.count))
+        rows = min(gy, -(-W // gx) + (1 if W % gx else 0))
+        cols = min(gx, W)
+        live = (rows * t.bm + cols * t.bn) * t.bk * ein * t.stages
+        if live <= hw.l2.size:
+            waves = -(-ctas // W)
+            dram = min(dram, max(unique, waves * (rows * t.bm + cols * t.bn) * K * ein + unique - footprint))
     l2_hit = 1.0 - dram / total if total else 0.0
     supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
     # burst efficiency of the global tile rows: contiguous run per row of each operand tile
