@@ -44,7 +44,8 @@ def speed_table(d: dict, device: str, source: str, title: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--speed", nargs="+", default=[
-        "benchmarks/data/gpu_final_2026-11-29.json:current planner (commit edd9567, queueing model of resident warps)",
+        "benchmarks/data/gpu_2026-11-30.json:current planner (commit 6286808: mma fill, epilogue drain, L2 waves)",
+        "benchmarks/data/gpu_final_2026-11-29.json:planner of commit edd9567 (queueing model of resident warps)",
         "benchmarks/data/gpu_three_way_2026-11-29.json:planner of commit 9f6edf2 (white-box cycle model)",
         "benchmarks/data/gpu_bench_speed_2026-11-29.json:first planner (commit be46d09)"],
         help="FILE:TITLE pairs, newest first")

@@ -3,7 +3,7 @@
     python3 benchmarks/three_way.py compile  [--dir .three_way]       # kernelgen --profile kernels
     (device) python3 benchmarks/gpu_bench.py --skip-speed --kernels .three_way --out $OUT
     python3 benchmarks/three_way.py simulate [--dir .three_way]       # -> benchmarks/data/three_way_sim.json
-    python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_three_way_2026-11-29.json
+    python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_2026-11-30.json
 
 The GPU runs the very PTX files compiled here (carried to the device). Large grids are simulated by
 sampling: the simulator runs the first N CTAs of the grid (in launch order, so neighbours that share
