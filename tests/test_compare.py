@@ -156,9 +156,12 @@ def test_demo_bank_conflict_names_the_ldmatrix_line(tmp_path):
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
     conf = rep["simulated"]["bank_conflicts_by_line"]
-    worst = max(conf, key=lambda k: conf[k])
-    assert rep["line_text"][worst].startswith("ldmatrix")
-    assert "by bank conflicts" in rep["headline"] and f"kernel.ptx:{worst} 'ldmatrix" in rep["headline"]
+    top = max(conf.values())
+    worst = [ln for ln, n in conf.items() if n == top]  # the ldmatrix lines of one k16 step tie
+    assert all(rep["line_text"][ln].startswith("ldmatrix") for ln in worst)
+    h = rep["headline"]
+    assert ("by bank conflicts" in h or "hit the same bank" in h) and "extra shared-memory passes" in h
+    assert any(f"kernel.ptx:{ln} 'ldmatrix" in h for ln in worst), h
     assert (out / "report.html").exists() and (out / "stalls.png").exists()
 
 
@@ -181,3 +184,7 @@ def test_demo_loop_exit_every_exit_mispredicts(tmp_path):
     assert outer["count"] == warps  # the K loop exits once per warp
     assert f"{inner['count']} pipeline flushes at kernel.ptx:{inner['line']}" in rep["branch_note"]
     assert "the loop exit mispredicted" in rep["branch_note"]
+    # the planner bounds this kernel by the ALU; the stall it does not predict is the flushes
+    assert rep["headline"].startswith("ALU idle"), rep["headline"]
+    assert f"{inner['count']} pipeline flushes at kernel.ptx:{inner['line']}" in rep["headline"]
+    assert "the loop exit mispredicted" in rep["headline"]

@@ -290,7 +290,9 @@ def explain(reason: str, cyc: float, sim: dict[str, Any], facts: dict[str, Any],
         else:
             why = "a mispredicted branch"
         lost = sum(int(f.get("cycles", 0)) for f in fl if f.get("line") == line)
-        hidden = f"; {lost:,} warp-cycles lost, {cyc:,.0f} of them not hidden by other warps" if lost else ""
+        # the stall cycles are counted for all branches together: this line's share of them
+        shown = cyc * lost / max(1, sum(int(f.get("cycles", 0)) for f in fl))
+        hidden = f"; {lost:,} warp-cycles lost, {shown:,.0f} of them not hidden by other warps" if lost else ""
         detail = f"{n} at {_where(kernel_file, line, text)}, {why}{hidden}"
     elif reason == "bank_conflict":
         conf = sim.get("bank_conflicts_by_line") or {}

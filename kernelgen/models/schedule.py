@@ -506,7 +506,12 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             + kk * max(t.mi * t.ni * t_occ, tens.latency + rf["tensor"]) \
             + tens.latency + rf["tensor"]
         issue_alu = it.get("alu", 0) * occ_of("alu")
-        lat_nowait = bar + issue_alu + chain_comp + loop_br
+        # A lone warp: barrier, the next tile's copy arithmetic (`head`), then the ldmatrix -> mma chain,
+        # which the rest of its ALU issue (inner-loop pointers, advance) and ldmatrix overlap (an mma
+        # holds the tensor unit while the warp issues on)
+        head = c.head_alu * occ_of("alu")
+        lat_nowait = bar + loop_br + head + max(chain_comp, issue_alu - head + kk * nldm * occ_of("lsu")
+                                                + hw.shared.latency)
         # Latency hiding by the resident warps (R CTAs x W warps): a closed queueing network solved
         # by mean-value analysis. Every warp loops over one K tile: it holds the LSU (one unit per
         # core, [pipes[lsu].count]) for its copies and ldmatrix (+ replays, [shared.pass_cycles]),
@@ -528,6 +533,12 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         x_1 = mva_throughput(stations, 0.0, 1)
         delay = max(0.0, lat_nowait - 1.0 / x_1)
         x_n = mva_throughput(stations, delay, n_warps)
+        t_n = n_warps / x_n
+        if 1.0 / x_1 > lat_nowait:
+            # the network holds a warp at one station at a time, so a lone warp's unit times add up;
+            # but its mma occupancy overlaps its own later issue: the lone warp takes lat_nowait, and
+            # the correction fades as the units saturate
+            t_n = max(t_n - (1.0 / x_1 - lat_nowait) * (1.0 / x_1) / t_n, lat_nowait)
         # The network treats the warps as independent; the per-tile barrier releases a CTA's warps
         # together, and each tensor unit waits for its first warp's first fragments: the barrier
         # ([pipes[sync].latency]), that warp's ldmatrix of one k16 step on the LSU (with replays) and
@@ -538,18 +549,30 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # scheduler's ALU ([pipes[alu].count]); under round robin ([core.policy] lrr) the warps of that
         # scheduler interleave, so all of theirs comes first; greedy (gto) runs one warp ahead.
         share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1
-        fill += c.head_alu * occ_of("alu") * share
+        fill += head * share
         # One K tile of every resident CTA: the network's time, or the fill followed by the busiest
         # unit's work for all resident warps, whichever is longer (a lone warp's network time already
         # holds its fill; with many warps the fill shows before the units saturate).
         res_w = resources(it, W, extra_passes, passes)[0]
-        base = max(n_warps / x_n, fill / R + resources(it, n_warps, extra_passes, passes)[0], res_w)
+        # (the units' work after the fill: the copy arithmetic the fill holds is not counted twice)
+        wpu = -(-n_warps // max(1, min(alu.count, S)))
+        tail = {**it, "alu": max(0.0, it.get("alu", 0) - c.head_alu * share / wpu)}
+        base = max(t_n, fill / R + resources(tail, n_warps, extra_passes, passes)[0], res_w)
         lg = dram_lat if miss_rate > 0 else l2_lat
+        if miss_rate > 0:
+            # the CTAs running at once that share a block row (A) / column (B) race for its lines: a
+            # CTA waits [dram.latency] when it is first on either operand, else [l2.hit_latency]
+            conc = cores * R
+            sa, sb = max(1, min(-(-N // t.bn), conc)), max(1, min(-(-M // t.bm), conc))
+            p_miss = 1.0 - (1.0 - 1.0 / sa) * (1.0 - 1.0 / sb)
+            lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
         # the copy latency the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
-        exposed = max(0.0, lg - (S_ - 1) * base) * (ktiles - 1) / ktiles
+        # (the copies of tile kt + S_ - 1 issue after the barrier and the copy arithmetic, so that much
+        # of the S_ - 1 iterations does not cover them)
+        exposed = max(0.0, lg - ((S_ - 1) * base - bar - head * share)) * (ktiles - 1) / ktiles
         lat_iter = base + exposed
-        terms.update(exposed=exposed, compute=chain_comp, mva=n_warps / x_n, fill=fill / R)
+        terms.update(exposed=exposed, compute=chain_comp, mva=t_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
     terms.update(latency=lat_iter, dram=dram_iter, **{"res_" + res_key: res_all})
     iter_c = max(lat_iter, res_all, dram_iter)
