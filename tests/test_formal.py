@@ -47,6 +47,8 @@ CASES = [
     ("async_bugs", "async_no_barrier", ASYNC, {"async_copy": "violated", "shared_race": "violated"}),
     ("async_bugs", "async_wait_too_few", ASYNC, {"async_copy": "violated"}),
     ("async_bugs", "ok_async", ASYNC, {}),
+    ("async_bugs", "async_own_stale", ASYNC, {"async_copy": "violated"}),  # its own copy, an earlier iteration
+    ("async_bugs", "ok_async_own", ASYNC, {}),
     ("loop_bugs", "spin_on_flag", ["--block", "64", "--grid", "4", "--extent", "p0=4", "--extent", "p1=1024"],
      {"termination": "unknown"}),
     ("loop_bugs", "stuck_condition", ["--block", "64", "--grid", "4", "--param", "p2=1..1024",

@@ -28,6 +28,7 @@ class ExecutorBase:
         self.counter = 0
         self.created: list[z3.ExprRef] = []  # thread-local constants, in creation order
         self.created_names: list[str] = []
+        self.iter_created: list[z3.ExprRef] = []  # the constants of loop summaries: one iteration's values
         self.by_name: dict[str, z3.ExprRef] = {}
         self.loadsyms: dict[str, int] = {}  # name of a loaded value -> line
         self.undef: dict[str, z3.ExprRef] = {}

@@ -35,6 +35,15 @@ def closed_form(kind: str, c, init: z3.BitVecRef, kk: z3.BitVecRef) -> z3.BitVec
 
 class LoopsMixin(ExecutorBase):
     def exec_loop(self, h: int, pre: State) -> list[tuple[int, State]]:
+        """Summarise the loop at header h; the constants it creates (iteration counter, havoc'ed
+        registers, the body's loaded values) stand for one arbitrary iteration (``iter_created``)."""
+        mark = len(self.created)
+        try:
+            return self._exec_loop(h, pre)
+        finally:
+            self.iter_created.extend(self.created[mark:])
+
+    def _exec_loop(self, h: int, pre: State) -> list[tuple[int, State]]:
         S = self.S
         lp = S.loops[h]
         line = self.k.body[S.blocks[h].start].line

@@ -70,6 +70,7 @@ class Verifier:
         self.solver = z3.Solver()
         self.solver.add(ctx.assumptions)
         self._ren: Substitution | None = None
+        self._iter: Substitution | None = None
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
 
     # ------------------------------------------------------------------ helpers
@@ -97,6 +98,16 @@ class Verifier:
 
     def t2(self, e):
         return self.renaming()(e)
+
+    def other_iteration(self, e):
+        """The same thread in another iteration of its loops: the loop summaries' constants renamed."""
+        if self._iter is None:
+            seen: dict[str, z3.ExprRef] = {}
+            for c in self.ex.iter_created:
+                seen.setdefault(c.decl().name(), c)
+            self._iter = Substitution([(c, z3.Bool(n + '"') if z3.is_bool(c) else z3.BitVec(n + '"', c.size()))
+                                       for n, c in seen.items()])
+        return self._iter(e)
 
     def distinct_threads(self):
         c = [z3.ULT(t, n) for t, n in zip(self.tid2, self.ctx.ntid)]
@@ -333,7 +344,11 @@ class Verifier:
             return
         reads = [a for a in self.ex.accesses if a.space == "shared" and a.kind in ("read", "atomic")]
         for rd in reads:
-            same, cross = [], []
+            same, cross, later = [], [], []
+            it = self.other_iteration
+            itpc, itaddr, itw = it(rd.pc), it(rd.addr), it(rd.width)
+            si = {k: it(v) for k, v in rd.sync.items()}
+            bi = z3.ZeroExt(32, itaddr)
             rd2pc, rd2addr, rd2w = self.t2(rd.pc), self.t2(rd.addr), self.t2(rd.width)
             s2 = {k: self.t2(v) for k, v in rd.sync.items()}
             b1, b2 = z3.ZeroExt(32, rd.addr), z3.ZeroExt(32, rd2addr)
@@ -348,6 +363,10 @@ class Verifier:
                     before = z3.Or(before, z3.And(rd.sync[GC] == g, rd.sync[BC] == c.sync[BC]))
                 overlap = z3.And(z3.ULT(a1, b1 + z3.ZeroExt(32, rd.width)), z3.ULT(b1, a1 + z3.ZeroExt(32, c.width)))
                 same.append((c, z3.And(c.pc, overlap, before, z3.Not(z3.UGT(rd.sync[DONE], g)))))
+                # the same thread in another iteration of the loops (the copy of an earlier trip)
+                overlap_i = z3.And(z3.ULT(a1, bi + z3.ZeroExt(32, itw)), z3.ULT(bi, a1 + z3.ZeroExt(32, c.width)))
+                before_i = z3.Or(z3.UGT(si[GC], g), z3.And(si[GC] == g, z3.UGT(si[BC], c.sync[BC])))
+                later.append((c, z3.And(c.pc, itpc, overlap_i, before_i, z3.Not(z3.UGT(si[DONE], g)))))
                 # another thread: needs the wait and a barrier after it
                 overlap2 = z3.And(z3.ULT(a1, b2 + z3.ZeroExt(32, rd2w)), z3.ULT(b2, a1 + z3.ZeroExt(32, c.width)))
                 before2 = z3.Or(z3.UGT(s2[GC], g), z3.And(s2[GC] == g, z3.UGT(s2[BC], c.sync[BC])))
@@ -366,6 +385,19 @@ class Verifier:
                 return
             if res == z3.unknown:
                 r.unknown(rd.line, "solver gave up (timeout)")
+            if self.ex.iter_created:
+                r.checks += 1
+                res, m = self.check(z3.Or([x for _, x in later]))
+                if res == z3.sat and m is not None:
+                    c = next(c for c, x in later if z3.is_true(m.eval(x, model_completion=True)))
+                    wit = self.witness(m, address=itaddr, copy_line=c.line, group=c.sync[GC],
+                                       groups_complete=si[DONE], access=rd.text)
+                    r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by the "
+                                             f"same thread's cp.async at line {c.line} (group {wit['group']}) in an "
+                                             "earlier loop iteration, before a cp.async.wait_group covers that group")
+                    return
+                if res == z3.unknown:
+                    r.unknown(rd.line, "solver gave up (timeout)")
             res, m = self.check(self.distinct_threads(), rd2pc, z3.Or([x for _, x in cross]))
             if res == z3.sat and m is not None:
                 c = next(c for c, x in cross if z3.is_true(m.eval(x, model_completion=True)))
