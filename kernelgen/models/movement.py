@@ -115,18 +115,19 @@ def _simt_ld_banks(per: int, grid_n: int, tm: int, tn: int, is_a: bool, lanes: i
 def _compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
     """Compute-side loads per K tile: the same addresses tiling.compute_sites lists."""
     a, b = operand_tiles(spec, t)
+    out: list[tuple[float, int, int]] = []
     if t.variant == "simt":
         lanes = min(32, t.threads)
-        out = []
         for per, is_a in ((t.tm, True), (t.tn, False)):
             vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
             sc = _simt_ld_banks(per, t.grid_n, t.tm, t.tn, is_a, lanes, banks, width)
-            out.append(tuple(x * t.bk * (per // vec) for x in sc))
+            m = t.bk * (per // vec)
+            out.append((sc[0] * m, sc[1] * m, sc[2] * m))
     else:
-        out = []
         for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
             sc = _ldmatrix_banks(tile, banks, width)
-            out.append(tuple(x * (t.bk // 16) * per_warp for x in sc))
+            m = (t.bk // 16) * per_warp
+            out.append((sc[0] * m, sc[1] * m, sc[2] * m))
     return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
 
 

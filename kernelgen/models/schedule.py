@@ -11,6 +11,7 @@ A 32-lane FMA is 32 lane-operations (32 MACs); an m16n8k16 mma is 16*8*16 = 2048
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -87,7 +88,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     for name, ops in work.items():
         p = pipes[name]
         cyc[name] = ops / (p.lanes * p.count)  # [pipes[].lanes], [pipes[].count]
-    bound = max(cyc, key=cyc.get)
+    bound = max(cyc, key=lambda k: cyc[k])
     T = t.threads
     warps = -(-T // hw.warp_size)
     lim = {
@@ -97,7 +98,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         "core.registers": hw.core.registers // max(1, regs * T),
         "shared.size": hw.shared.size // max(1, smem),
     }
-    by = min(lim, key=lim.get)
+    by = min(lim, key=lambda k: lim[k])
     per_core = lim[by]
     ctas = -(-M // t.bm) * -(-N // t.bn)
     waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
@@ -328,10 +329,10 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
     rf = rf_extra(spec, t, hw, c)
 
-    def occ_of(cls: str) -> int:
+    def occ_of(cls: str) -> float:
         return _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)  # m16n8k16 = 2048 MACs
 
-    def demand(region: dict[str, int]) -> dict[str, float]:
+    def demand(region: Mapping[str, float]) -> dict[str, float]:
         """Per-warp cycles on each pipe (by pipe name) for a region's instructions."""
         d: dict[str, float] = {}
         for cls, n in region.items():
@@ -357,7 +358,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     passes += copy_passes
     extra_passes = comp_extra + copy_extra
 
-    def resources(region: dict[str, int], warps: int, extra: float = 0.0, shared_passes: float = 0.0
+    def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
         """Cycles `warps` warps need on the core's shared resources for one pass over `region`:
         issue ([core.schedulers] x [core.issue_width] per cycle), each pipe ([pipes[].count] units,
@@ -369,7 +370,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
                 cyc += extra * hw.shared.pass_cycles  # [shared.pass_cycles]: replays hold the LSU
             terms[name] = cyc * -(-warps // max(1, min(p.count, S)))
         terms["shared"] = shared_passes * warps / hw.shared.ports  # [shared.ports]
-        k = max(terms, key=terms.get)
+        k = max(terms, key=lambda n: terms[n])
         return terms[k], k
 
     ein = DTYPE_BYTES[spec.dtype_a]
