@@ -134,27 +134,30 @@ def simulate_kernel(ptx: Path, hw: Any, seed: int = 0, max_instructions: int = 2
 
 
 def predicted_bank_passes(plan: dict[str, Any], hw: Any) -> tuple[float | None, str]:
-    """Extra shared-memory passes the planner's bank model implies for the whole launch.
+    """Extra shared-memory passes the planner's cycle model charges for the whole launch.
 
-    kernelgen's model scores warp 0 per K tile: (passes - accesses) extra passes; scaled by
-    K tiles x warps x CTAs. Returns (None, why) when the plan cannot be rebuilt.
+    Counted as the simulator counts them (every pass beyond the first of a warp's shared access, so
+    a conflict-free 16-byte ldmatrix.x4 has 3): kernelgen's passes per warp per K tile
+    (kernelgen.models.schedule.shared_passes) x K tiles x warps x CTAs. Returns (None, why) when the
+    plan cannot be rebuilt.
     """
     try:
-        from kernelgen.models.movement import bank_model
+        from kernelgen.models.schedule import shared_passes
         from kernelgen.spec import parse_spec
         from kernelgen.tiling import Tiling
 
         t = plan["tiling"]
         tm, tn = t.get("warp_tile") or t.get("thread_tile")
         til = Tiling(t["variant"], t["TILE_M"], t["TILE_N"], t["TILE_K"], tm, tn, t["stages"], t["pad"][0],
-                     t["pad"][1], t["vector"][0], t["vector"][1])
+                     t["pad"][1], t["vector"][0], t["vector"][1], t.get("unroll_k", 0))
         spec = parse_spec(plan["spec"], "plan.json")
-        _score, passes, accesses = bank_model(spec, til, hw.shared.banks, hw.shared.bank_width)
+        sp = shared_passes(spec, til, hw)
         M, N, K = plan.get("shape") or spec.nominal()
         ktiles = -(-K // til.bk)
         ctas = -(-M // til.bm) * -(-N // til.bn)
         warps = -(-til.threads // hw.warp_size)
-        return float((passes - accesses) * ktiles * warps * ctas), "kernelgen bank model x K tiles x warps x CTAs"
+        return (float((sp.comp_extra + sp.copy_extra) * ktiles * warps * ctas),
+                "kernelgen's shared passes beyond the first per access x K tiles x warps x CTAs")
     except Exception as e:  # noqa: BLE001 - a plan from another version: report the metric as unknown
         return None, f"cannot rebuild the bank model ({type(e).__name__})"
 

@@ -305,6 +305,35 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
     return x
 
 
+@dataclass(frozen=True)
+class SharedPasses:
+    """Shared-memory passes per warp per K tile as sim.timing charges them: every pass beyond the
+    first of a warp access costs [shared.pass_cycles] on the LSU and in latency (cp.async writes are
+    not shared-array accesses there)."""
+    comp_extra: int  # extra passes of the compute-side loads (ld.shared / ldmatrix)
+    copy_extra: int  # extra passes of the copies' st.shared
+    copy_passes: int
+    passes: int  # all passes (compute side + copies)
+
+
+def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
+    from kernelgen.models.counts import counts
+    from kernelgen.models.movement import _compute_banks, _copy_banks
+
+    c = counts(spec, t)
+    banks, bw = hw.shared.banks, hw.shared.bank_width
+    _, passes, _ = _compute_banks(spec, t, banks, bw)
+    sites = c.iter["lsu"] - (c.copies_a + c.copies_b) * (2 if t.variant == "simt" else 1) \
+        - (0 if t.variant == "simt" else 1)
+    comp_extra = max(0, passes - sites)
+    copy_passes = copy_sites = 0
+    for tile in operand_tiles(spec, t):
+        if t.variant == "simt" or tile.vec == 1:
+            copy_passes += _copy_banks(tile, t.threads, banks, bw)[1]
+            copy_sites += tile.chunks // t.threads
+    return SharedPasses(comp_extra, max(0, copy_passes - copy_sites), copy_passes, passes + copy_passes)
+
+
 def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
                 dram_cycles: float, miss_rate: float) -> CycleModel:
     from kernelgen.models.counts import counts
@@ -340,22 +369,8 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             d[p.name] = d.get(p.name, 0.0) + n * occ_of(cls)
         return d
 
-    # shared-memory passes per warp per K tile as sim.timing charges them: every pass beyond the
-    # first of a warp access costs [shared.pass_cycles] on the LSU and in latency (cp.async
-    # writes are not shared-array accesses there)
-    from kernelgen.models.movement import _compute_banks, _copy_banks
-    banks, bw = hw.shared.banks, hw.shared.bank_width
-    _, passes, _ = _compute_banks(spec, t, banks, bw)
-    sites = c.iter["lsu"] - (c.copies_a + c.copies_b) * (2 if t.variant == "simt" else 1) \
-        - (0 if t.variant == "simt" else 1)
-    comp_extra = max(0, passes - sites)  # compute-side loads, per warp per K tile
-    copy_passes = copy_sites = 0
-    for tile in operand_tiles(spec, t):
-        if t.variant == "simt" or tile.vec == 1:
-            copy_passes += _copy_banks(tile, t.threads, banks, bw)[1]
-            copy_sites += tile.chunks // t.threads
-    copy_extra = max(0, copy_passes - copy_sites)  # st.shared of the copies, per warp per K tile
-    passes += copy_passes
+    sp = shared_passes(spec, t, hw)
+    comp_extra, copy_extra, copy_passes, passes = sp.comp_extra, sp.copy_extra, sp.copy_passes, sp.passes
     extra_passes = comp_extra + copy_extra
 
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
