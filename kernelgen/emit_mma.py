@@ -74,7 +74,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     params = kernel_params(spec, name, profile)
     start = emit_profile_start(b) if profile else None
     P = load_params(b, params)
-    prof = emit_profile_setup(b, P, start) if profile else None
+    prof = emit_profile_setup(b, P, start) if start is not None else None
     ta, tb = operand_tiles(spec, t)
     T, S = t.threads, t.stages
     ab = spec.dtype_a

@@ -77,14 +77,15 @@ def enumerate_tilings(spec: GemmSpec, variant: str) -> list[Tiling]:
 
 @dataclass
 class Evaluated:
+    """A candidate that passed the movement and registers layers and has all four models' results."""
     tiling: Tiling
-    movement: Movement | None = None
-    registers: RegisterEstimate | None = None
-    schedule: Schedule | None = None
-    sync: SyncPlan | None = None
-    model: CycleModel | None = None
-    cycles: int = 0
-    cycles_per_cta: int = 0
+    movement: Movement
+    registers: RegisterEstimate
+    schedule: Schedule
+    sync: SyncPlan
+    model: CycleModel
+    cycles: int
+    cycles_per_cta: int
     utilization: dict[str, float] = field(default_factory=dict)
     penalty: float = 0.0
     pareto: bool = False
@@ -117,11 +118,11 @@ class Plan:
 
 def _metric(ev: Evaluated, key: str) -> float:
     if key == "registers_per_thread":
-        return ev.registers.per_thread if ev.registers else 0
+        return ev.registers.per_thread
     if key == "shared_memory_per_block":
-        return ev.movement.smem_bytes if ev.movement else 0
+        return ev.movement.smem_bytes
     if key == "occupancy":
-        return ev.schedule.occupancy if ev.schedule else 0.0
+        return ev.schedule.occupancy
     if key == "alu_utilization":
         return max((ev.utilization.get(p, 0.0) for p in ("tensor", "fma")), default=0.0) if ev.utilization else 0.0
     raise KeyError(key)
@@ -137,8 +138,7 @@ def _soft_penalty(c: Constraint, v: float) -> float:
     return max(0.0, excess) / max(abs(c.value), 1e-9)
 
 
-def _compute_pipe_utilization(ev: Evaluated, hw: HwConfig, total_cycles: int) -> dict[str, float]:
-    s = ev.schedule
+def _compute_pipe_utilization(s: Schedule, hw: HwConfig, total_cycles: int) -> dict[str, float]:
     util = {}
     for p in hw.pipes:
         ops = s.work.get(p.name, 0) * s.ctas
@@ -173,7 +173,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         rejections.append(Rejection(layer, constraint, metric, t))
 
     # layer 0: spec tiling ranges
-    alive: list[Evaluated] = []
+    ranged: list[Tiling] = []
     for t in tilings:
         vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
                 "PAD": t.pad_a, "UNROLL_K": t.unroll if t.variant == "mma" else 1}
@@ -181,71 +181,63 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
         else:
-            alive.append(Evaluated(t))
-    layers_log = [("tiling", total, len(alive))]
+            ranged.append(t)
+    layers_log = [("tiling", total, len(ranged))]
 
     # layer 1: data movement
     smem_cap = min(hw.limits.smem_per_block, hw.shared.size)  # [limits.smem_per_block], [shared.size]
-    nxt = []
-    for ev in alive:
-        ev.movement = movement(spec, ev.tiling, hw, shape)
-        sm = ev.movement.smem_bytes
+    moved: list[tuple[Tiling, Movement]] = []
+    for t in ranged:
+        mv = movement(spec, t, hw, shape)
+        sm = mv.smem_bytes
         if sm > smem_cap:
-            reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, ev.tiling)
+            reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, t)
             continue
         c = next((c for c in hard if c.key == "shared_memory_per_block" and _violates(c, sm)), None)
         if c:
-            reject("movement", c.text(), sm, ev.tiling)
+            reject("movement", c.text(), sm, t)
             continue
-        nxt.append(ev)
-    layers_log.append(("movement", len(alive), len(nxt)))
-    alive = nxt
+        moved.append((t, mv))
+    layers_log.append(("movement", len(ranged), len(moved)))
 
     # layer 2: registers
     reg_cap = min(hw.limits.regs_per_thread, hw.registers.per_thread)  # [limits.regs_per_thread]
-    nxt = []
-    for ev in alive:
-        ev.registers = estimate(spec, ev.tiling, reg_cap)
-        r = ev.registers.per_thread
-        if ev.registers.spill:
-            reject("registers", f"registers_per_thread <= {reg_cap} (hw limits.regs_per_thread: spill)", r,
-                   ev.tiling)
+    fitted: list[tuple[Tiling, Movement, RegisterEstimate]] = []
+    for t, mv in moved:
+        rg = estimate(spec, t, reg_cap)
+        r = rg.per_thread
+        if rg.spill:
+            reject("registers", f"registers_per_thread <= {reg_cap} (hw limits.regs_per_thread: spill)", r, t)
             continue
-        if r * ev.tiling.threads > hw.core.registers:  # [core.registers]
+        if r * t.threads > hw.core.registers:  # [core.registers]
             reject("registers", f"registers_per_block <= {hw.core.registers} (hw core.registers)",
-                   r * ev.tiling.threads, ev.tiling)
+                   r * t.threads, t)
             continue
         c = next((c for c in hard if c.key == "registers_per_thread" and _violates(c, r)), None)
         if c:
-            reject("registers", c.text(), r, ev.tiling)
+            reject("registers", c.text(), r, t)
             continue
-        nxt.append(ev)
-    layers_log.append(("registers", len(alive), len(nxt)))
-    alive = nxt
+        fitted.append((t, mv, rg))
+    layers_log.append(("registers", len(moved), len(fitted)))
 
     # layer 3: ALU scheduling (+ the prediction), layer 4: synchronization
-    nxt = []
-    for ev in alive:
-        t = ev.tiling
+    nxt: list[Evaluated] = []
+    for t, mv, rg in fitted:
         if t.threads > hw.limits.threads_per_block:
             reject("schedule", f"threads <= {hw.limits.threads_per_block} (hw limits.threads_per_block)",
                    t.threads, t)
             continue
-        s = schedule(spec, t, hw, shape, ev.registers.per_thread, ev.movement.smem_bytes)
-        ev.schedule = s
+        s = schedule(spec, t, hw, shape, rg.per_thread, mv.smem_bytes)
         if s.ctas_per_core < 1:
             reject("schedule", f"one CTA fits a core (hw {s.ctas_limited_by})", 0, t)
             continue
         ktiles = -(-K // t.bk)
         per_tile = s.min_cycles_per_cta / max(1, ktiles)
-        ev.sync = sync_plan(t, hw, ktiles, per_tile, ev.movement.l2_hit_rate, s.ctas_per_core)
-        cm = cycle_model(spec, t, hw, shape, ev.movement.smem_bytes, ev.movement.dram_cycles,
-                         1.0 - ev.movement.l2_hit_rate)
-        ev.model = cm
-        ev.cycles = cm.cycles
-        ev.cycles_per_cta = cm.cycles_per_cta
-        ev.utilization = _compute_pipe_utilization(ev, hw, ev.cycles)
-        ev.utilization["dram"] = min(1.0, ev.movement.dram_cycles / max(1, ev.cycles))
+        y = sync_plan(t, hw, ktiles, per_tile, mv.l2_hit_rate, s.ctas_per_core)
+        cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate)
+        ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
+        ev.utilization = _compute_pipe_utilization(s, hw, ev.cycles)
+        ev.utilization["dram"] = min(1.0, mv.dram_cycles / max(1, ev.cycles))
         # utilization by class for constraints
         for cls in ("tensor", "fma"):
             try:
@@ -258,7 +250,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             reject("schedule", c.text(), _metric(ev, c.key), t)
             continue
         nxt.append(ev)
-    layers_log.append(("schedule", len(alive), len(nxt)))
+    layers_log.append(("schedule", len(fitted), len(nxt)))
     alive = nxt
     nxt = []
     for ev in alive:

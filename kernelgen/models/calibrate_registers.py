@@ -30,7 +30,10 @@ def ptxas_registers(ptx: str) -> tuple[int, bool]:
                              capture_output=True, text=True, check=True).stderr
     finally:
         Path(f.name).unlink()
-    regs = int(re.search(r"Used (\d+) registers", out).group(1))
+    m = re.search(r"Used (\d+) registers", out)
+    if m is None:
+        raise RuntimeError(f"ptxas -v printed no register count:\n{out}")
+    regs = int(m.group(1))
     return regs, "0 bytes spill stores" not in out
 
 
