@@ -313,6 +313,9 @@ def prediction_dict(p: Plan) -> dict[str, Any]:
         "shared_memory_per_block": e.movement.smem_bytes,
         "utilization": {k: round(v, 4) for k, v in e.utilization.items()},
         "occupancy": round(e.schedule.occupancy, 4),
+        # the residency the cycle model assumes for sim.timing (PTX-declared registers, not ptxas')
+        "occupancy_simulator": round(min(1.0, e.model.sim_ctas_per_core * -(-e.tiling.threads // p.hw.warp_size)
+                                         * p.hw.warp_size / p.hw.core.max_threads), 4),
         "waves": e.schedule.waves,
         "ctas": e.schedule.ctas,
         "bound": e.schedule.bound_pipe,

@@ -245,9 +245,14 @@ def metric_rows(pred: dict[str, Any], sim: dict[str, Any], hw: dict[str, Any],
     sim_occ = _scalar(occ)
     if isinstance(occ, dict) and isinstance(occ.get("warps_per_core"), int | float):
         sim_occ = min(1.0, occ["warps_per_core"] * hw.get("warp_size", 32) / max(1, hw.get("max_threads", 1)))
-    if pred.get("occupancy") is not None or sim_occ is not None:
+    # the planner's own occupancy uses its ptxas register estimate (what the GPU runs); the simulator
+    # sizes residency from the PTX-declared registers, and so does the prediction it is held against
+    pred_occ = pred.get("occupancy_simulator", pred.get("occupancy"))
+    if pred_occ is not None or sim_occ is not None:
         lim = f"simulator: limited by {occ.get('limiter')}" if isinstance(occ, dict) and occ.get("limiter") else ""
-        rows.append(_row("occupancy", "fraction", pred.get("occupancy"), sim_occ, "pp", lim))
+        if "occupancy_simulator" in pred and pred.get("occupancy") is not None:
+            lim = (lim + "; " if lim else "") + f"on the GPU (ptxas registers): {100 * pred['occupancy']:.1f}%"
+        rows.append(_row("occupancy", "fraction", pred_occ, sim_occ, "pp", lim))
     return rows
 
 
