@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
-from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, schedule
+from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, pipe_busy, schedule
 from kernelgen.models.sync import SyncPlan, sync_plan
 from kernelgen.spec import Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -138,14 +138,6 @@ def _soft_penalty(c: Constraint, v: float) -> float:
     return max(0.0, excess) / max(abs(c.value), 1e-9)
 
 
-def _compute_pipe_utilization(s: Schedule, hw: HwConfig, total_cycles: int) -> dict[str, float]:
-    util = {}
-    for p in hw.pipes:
-        ops = s.work.get(p.name, 0) * s.ctas
-        util[p.name] = min(1.0, ops / max(1.0, total_cycles * p.lanes * p.count * hw.core.count))
-    return util
-
-
 def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False) -> Plan:
     t0 = time.perf_counter()
     shape = spec.nominal()
@@ -236,7 +228,9 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         y = sync_plan(t, hw, ktiles, per_tile, mv.l2_hit_rate, s.ctas_per_core)
         cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate)
         ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
-        ev.utilization = _compute_pipe_utilization(s, hw, ev.cycles)
+        busy = pipe_busy(spec, t, hw, ktiles, s.ctas, cm.terms.get("extra_passes", 0.0))
+        ev.utilization = {p.name: min(1.0, busy.get(p.name, 0.0) / max(1.0, ev.cycles * p.count * cm.cores_used))
+                          for p in hw.pipes}
         ev.utilization["dram"] = min(1.0, mv.dram_cycles / max(1, ev.cycles))
         # utilization by class for constraints
         for cls in ("tensor", "fma"):

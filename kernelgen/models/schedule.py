@@ -305,6 +305,27 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
     return x
 
 
+def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
+              extra_passes: float) -> dict[str, float]:
+    """Busy cycles of each pipe for the whole launch as sim.timing counts them: every warp
+    instruction of the emitted kernel (models/counts.py: prologue, K tiles x loop body, epilogue)
+    holds its unit max([pipes[].interval], ceil(lane-ops / [pipes[].lanes])) cycles; shared-memory
+    replays hold the LSU [shared.pass_cycles] each."""
+    from kernelgen.models.counts import counts
+
+    c = counts(spec, t)
+    pipes = _pipes(hw)
+    busy = {p.name: 0.0 for p in hw.pipes}
+    for region, times in ((c.pre, 1), (c.iter, ktiles), (c.post, 1)):
+        for cls, n in region.items():
+            p = pipes[cls]
+            busy[p.name] = busy.get(p.name, 0.0) + n * times * _occ(p, 2048 if cls == "tensor" else hw.warp_size)
+    lsu = pipes["lsu"].name
+    busy[lsu] += extra_passes * ktiles * hw.shared.pass_cycles
+    warps = -(-t.threads // hw.warp_size)
+    return {k: v * warps * ctas for k, v in busy.items()}
+
+
 @dataclass(frozen=True)
 class SharedPasses:
     """Shared-memory passes per warp per K tile as sim.timing charges them: every pass beyond the
@@ -590,7 +611,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         lat_iter = base + exposed
         terms.update(exposed=exposed, compute=chain_comp, mva=t_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
-    terms.update(latency=lat_iter, dram=dram_iter, **{"res_" + res_key: res_all})
+    terms.update(latency=lat_iter, dram=dram_iter, extra_passes=float(extra_passes), **{"res_" + res_key: res_all})
     iter_c = max(lat_iter, res_all, dram_iter)
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
     pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
