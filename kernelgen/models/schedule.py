@@ -493,7 +493,21 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
                 hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), (big, big), (big, big))
             follow_copy = (copy_chain(f_first) + (ktiles - 1) * copy_chain(f_later)) / ktiles
         else:
-            first_copy = later_copy = copy_chain((lg,))
+            # no L1: a copy waits [dram.latency] when its lines are new, else [l2.hit_latency]. A
+            # K-contiguous row brings a new line every line / (TILE_K x element) K tiles; a line of a
+            # block row (A) / column (B) is new only for the first of the CTAs running at once that
+            # share it (sim.timing tags a line at its first access)
+            conc = cores * R
+            share = {"a": max(1, min(-(-N // t.bn), conc)), "b": max(1, min(-(-M // t.bm), conc))}
+            lat_f, lat_l = [], []
+            for tl, n, op in ((ta, n_a, "a"), (tb, n_b, "b")):
+                run = tl.cols * ein
+                p_new = min(1.0, run / hw.l2.line) if tl.col_dim == "k" and ext["k"] * ein > run else 1.0
+                lat_f += [dram_lat / share[op] + l2_lat * (1 - 1 / share[op])] * n
+                lat_l += [(p_new * dram_lat + (1 - p_new) * l2_lat) / share[op]
+                          + l2_lat * (1 - 1 / share[op])] * n
+            first_copy = copy_chain(tuple(lat_f) or (lg,))
+            later_copy = copy_chain(tuple(lat_l) or (lg,))
         chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
         copy_region = {"alu": it.get("alu", 0) - 2, "lsu": 2 * (n_a + n_b)}
         comp_region = {"lsu": it["lsu"] - 2 * (n_a + n_b), "fma": it["fma"]}
