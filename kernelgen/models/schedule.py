@@ -498,14 +498,14 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             # block row (A) / column (B) is new only for the first of the CTAs running at once that
             # share it (sim.timing tags a line at its first access)
             conc = cores * R
-            share = {"a": max(1, min(-(-N // t.bn), conc)), "b": max(1, min(-(-M // t.bm), conc))}
+            n_share = {"a": max(1, min(-(-N // t.bn), conc)), "b": max(1, min(-(-M // t.bm), conc))}
             lat_f, lat_l = [], []
             for tl, n, op in ((ta, n_a, "a"), (tb, n_b, "b")):
                 run = tl.cols * ein
                 p_new = min(1.0, run / hw.l2.line) if tl.col_dim == "k" and ext["k"] * ein > run else 1.0
-                lat_f += [dram_lat / share[op] + l2_lat * (1 - 1 / share[op])] * n
-                lat_l += [(p_new * dram_lat + (1 - p_new) * l2_lat) / share[op]
-                          + l2_lat * (1 - 1 / share[op])] * n
+                lat_f += [dram_lat / n_share[op] + l2_lat * (1 - 1 / n_share[op])] * n
+                lat_l += [(p_new * dram_lat + (1 - p_new) * l2_lat) / n_share[op]
+                          + l2_lat * (1 - 1 / n_share[op])] * n
             first_copy = copy_chain(tuple(lat_f) or (lg,))
             later_copy = copy_chain(tuple(lat_l) or (lg,))
         chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
