@@ -465,7 +465,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
         # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
         # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
-        # (_copy_line_latencies); without an L1 every copy waits the mean of DRAM and L2 latency.
+        # (_copy_line_latencies); without an L1, from which lines are new (below).
         near, follow_copy = (1, 1), 0.0
         if hw.l1 is not None:
             # CTAs that run at once and copy the same lines: a block row shares A, a block column B
