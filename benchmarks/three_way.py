@@ -63,8 +63,12 @@ def cmd_simulate(d: Path, budget: int) -> None:
         per_cta = max(1, probe.warp_instructions)
         sample = min(total, max(1, cpc, budget // per_cta))
         t0 = time.time()
-        r = simulate(prog, launch, hw, sample_ctas=sample) if sample < total else simulate(prog, launch, hw)
+        # the GPU's per-CTA cycles come from the launch right after the inputs' upload, which leaves
+        # them in the L2: simulate that (warm_l2), and once from an empty L2 for comparison
+        kw = {"sample_ctas": sample} if sample < total else {}
+        r = simulate(prog, launch, hw, warm_l2=True, **kw)
         secs = time.time() - t0
+        cold = simulate(prog, launch_from_metadata(meta, np.random.default_rng(0)), hw, **kw)
         waves = math.ceil(total / (hw.core.count * cpc))
         span = r.cycles
         total_cycles = span * waves if sample < total else span
@@ -75,6 +79,7 @@ def cmd_simulate(d: Path, budget: int) -> None:
             "waves": waves, "predicted_cycles": pred["cycles"], "predicted_cycles_per_cta": pred["cycles_per_cta"],
             "simulated_cycles": total_cycles, "simulated_cycles_per_cta": float(np.mean(r.cycles_per_cta)),
             "simulated_span": span, "warp_instructions": r.warp_instructions, "sim_seconds": round(secs, 1),
+            "simulated_cycles_per_cta_cold": float(np.mean(cold.cycles_per_cta)),
         })
         print(json.dumps(rows[-1]), flush=True)
     SIM_JSON.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "hw": "h200", "rows": rows}, indent=1))
@@ -85,7 +90,30 @@ def _err(a: float, b: float) -> float:
     return (a - b) / b * 100 if b else float("nan")
 
 
-def cmd_table(measured: Path) -> None:
+def l2_table(sim: dict, l2: dict) -> list[str]:
+    """GPU per-CTA cycles with the inputs warm in the L2 and evicted (benchmarks/gpu_l2.py) beside the
+    simulator's from a warm and an empty L2."""
+    by = {r["name"]: r for r in l2["kernels"]}
+    lines = ["", "## L2 state at launch", "",
+             f"Measured {l2['date']} on the H200 by `benchmarks/gpu_l2.py` (median of 5 fresh launches of the mean "
+             "per-CTA clock64 span): warm = launched right after the inputs' upload (what the table above "
+             f"measures), cold = a {l2['flush_bytes'] >> 20} MiB buffer written between the upload and the launch. "
+             "The simulator's warm run starts with the buffer arguments in its L2 (`simulate(..., warm_l2=True)`, "
+             "`python -m sim run --warm-l2`), the cold one with an empty L2.", "",
+             "| M x N x K | GPU warm | sim warm | err | GPU cold | sim cold | err |", "|---|---|---|---|---|---|---|"]
+    for r in sim["rows"]:
+        name = f"{r['M']}x{r['N']}x{r['K']}"
+        g = by.get(name)
+        if not g or "simulated_cycles_per_cta_cold" not in r:
+            continue
+        gw, gc = g["warm_median_mean"], g["cold_median_mean"]
+        sw, sc = r["simulated_cycles_per_cta"], r["simulated_cycles_per_cta_cold"]
+        lines.append(f"| {name} | {gw:,.0f} | {sw:,.0f} | {_err(sw, gw):+.0f}% | {gc:,.0f} | {sc:,.0f} | "
+                     f"{_err(sc, gc):+.0f}% |")
+    return lines
+
+
+def cmd_table(measured: Path, l2: Path | None = None) -> None:
     sim = json.loads(SIM_JSON.read_text())
     meas = json.loads(measured.read_text())
     from sim.hw import load_hw
@@ -139,6 +167,8 @@ def cmd_table(measured: Path) -> None:
               "| | per-CTA cycles | total time |", "|---|---|---|",
               f"| simulated | {mape(sim_cta_err)} | {mape(sim_t_err)} |",
               f"| predicted | {mape(pred_cta_err)} | {mape(pred_t_err)} |", ""]
+    if l2 is not None:
+        lines += l2_table(sim, json.loads(l2.read_text())) + [""]
     (ROOT / "docs/three_way.md").write_text("\n".join(lines))
     _plot(sim["rows"], by, clock)
     print("\n".join(lines[-6:]))
@@ -177,14 +207,16 @@ def main() -> int:
     ap.add_argument("command", choices=["compile", "simulate", "table"])
     ap.add_argument("--dir", default=str(ROOT / ".three_way"))
     ap.add_argument("--budget", type=int, default=400_000, help="warp instructions to simulate per shape")
-    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_final_2026-11-29.json"))
+    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_2026-11-30.json"))
+    ap.add_argument("--l2", default=str(ROOT / "benchmarks/data/gpu_l2_2026-11-30.json"),
+                    help="warm vs cold GPU per-CTA cycles (benchmarks/gpu_l2.py); '' to leave the table out")
     a = ap.parse_args()
     if a.command == "compile":
         cmd_compile(Path(a.dir))
     elif a.command == "simulate":
         cmd_simulate(Path(a.dir), a.budget)
     else:
-        cmd_table(Path(a.measured))
+        cmd_table(Path(a.measured), Path(a.l2) if a.l2 else None)
     return 0
 
 

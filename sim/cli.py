@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", help="write a Chrome trace-event JSON (opens in Perfetto)")
     r.add_argument("--functional", action="store_true", help="values only, no timing model")
+    r.add_argument("--warm-l2", action="store_true",
+                   help="start with the buffer arguments in the L2, as after their host-to-device copies "
+                        "(default: an empty L2)")
     r.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
     r.add_argument("--max-instructions", type=int, default=20_000_000,
                    help="stop after this many warp instructions (endless-loop guard)")
@@ -124,7 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.functional:
         from sim.timing import simulate
 
-        sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions)
+        sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions,
+                           warm_l2=args.warm_l2)
     if sim_obj is None:
         from sim.functional.runner import run_functional
 

@@ -153,6 +153,16 @@ def test_l2_miss_then_hit_cost_their_latencies():
     assert res.dram_bytes == 32  # one sector
 
 
+def test_warm_l2_starts_with_the_buffers_in_the_l2():
+    res, log = run(GL, threads=1, buf_words=1024, warm_l2=True)
+    assert t_of(log, "add.s32 %r3") - t_of(log, "ld.global.cg.u32 %r2") == 20  # l2.hit_latency, not DRAM
+    assert res.cache["l2_hit_rate"] == 1.0 and res.dram_bytes == 0
+    # a buffer larger than the L2 keeps only its most recently copied lines: its start misses
+    hw = hw_small()
+    res, log = run(GL, hw, threads=1, buf_words=2 * hw.l2.size // 4, warm_l2=True)
+    assert t_of(log, "add.s32 %r3") - t_of(log, "ld.global.cg.u32 %r2") == 200
+
+
 def test_two_warps_on_one_dram_bank_queue():
     from sim.functional.memory import GLOBAL_BASE
     from sim.timing.units import Dram

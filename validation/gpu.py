@@ -136,8 +136,13 @@ def run_on_gpu(
     check: dict | None = None,
     roles: list[str] | None = None,
     profile_slots: int | None = None,
+    flush_l2_bytes: int = 0,
 ) -> Measured:
     """JIT the PTX, run ``launch`` once (checked), ``warmup`` times, then ``repeats`` timed times.
+
+    The checked run follows the upload of the inputs, which leaves them in the L2 when they fit;
+    ``flush_l2_bytes`` > 0 writes a scratch buffer of that size between the upload and that run, so
+    it starts with the inputs evicted (what a cold simulation assumes).
 
     ``launch.args`` are not modified: the check compares against their host arrays (the inputs
     before the run). ``roles`` default to each ``Arg.role``. Raises :class:`PtxError` when the JIT
@@ -155,13 +160,13 @@ def run_on_gpu(
     ctx.push()
     try:
         return _run_in_context(cuda, device_name, ptx_text, launch, warmup, max(1, repeats),
-                               check, roles, profile_slots, check_gemm)
+                               check, roles, profile_slots, check_gemm, flush_l2_bytes)
     finally:
         cuda.Context.pop()
 
 
 def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats, check, roles,
-                    profile_slots, check_gemm) -> Measured:
+                    profile_slots, check_gemm, flush_l2_bytes: int = 0) -> Measured:
     logs: dict[str, Any] = {}
 
     def handler(success, info, error):
@@ -243,6 +248,11 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
 
         # 1. the checked run, from the host data (outputs poisoned / zeroed as given)
         upload()
+        if flush_l2_bytes > 0:
+            scratch = cuda.mem_alloc(int(flush_l2_bytes))
+            cuda.memset_d8(scratch, 0x5A, int(flush_l2_bytes))
+            cuda.Context.synchronize()
+            scratch.free()
         call()
         cuda.Context.synchronize()
         outputs: dict[int, np.ndarray] = {}

@@ -60,7 +60,7 @@ _UNIT_TID: dict[str, int] = {}
 
 class Simulation:
     def __init__(self, prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int,
-                 sample_ctas: int | None, lookahead: int | None, regs: int | None):
+                 sample_ctas: int | None, lookahead: int | None, regs: int | None, warm_l2: bool = False):
         self.hw = hw
         self.env = simpy.Environment()
         self.P = prepare(prog, launch)
@@ -85,10 +85,23 @@ class Simulation:
         self.launching = 0  # CTAs popped from `pending` whose launch is scheduled but not done
         # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
         self.devmem = DeviceMemory(hw, min(hw.core.count, -(-self.ctas_total // self.ctas_per_core)))
+        if warm_l2:
+            self.warm_l2(launch)
         self.cta_spans: dict[int, int] = {}
         self.end = 0
         ncores = min(hw.core.count, -(-len(ctas) // self.ctas_per_core))
         self.cores = [Core(self, i) for i in range(max(1, ncores))]
+
+    def warm_l2(self, launch: Launch) -> None:
+        """Put every buffer argument's lines in the L2 in argument order, as the host-to-device copies
+        before a launch leave them (the last copied most recently used; what does not fit is evicted)."""
+        l2, line = self.devmem.l2, self.hw.l2.line
+        for i in sorted(self.P.buffers):
+            arr = launch.args[i].array
+            base, n = self.P.buffers[i], max(1, arr.nbytes if arr is not None else 1)
+            for ln in range(base // line, (base + n - 1) // line + 1):
+                l2.access(ln)
+        l2.hits = l2.misses = 0
 
     def count_instruction(self) -> None:
         self.count += 1
@@ -160,16 +173,19 @@ def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict:
 
 def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False, window: int | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None,
-             lookahead: int | None = None, regs_per_thread: int | None = None) -> SimResult:
+             lookahead: int | None = None, regs_per_thread: int | None = None, warm_l2: bool = False) -> SimResult:
     """Run `launch` cycle by cycle on `hw`. Functional results equal run_functional's.
 
     window: cycles per point of the utilization series (default: about 100 points);
     sample_ctas: simulate only the first N CTAs (outputs are then partial);
     lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order;
                default Core.lookahead of the hwconfig);
-    regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers)."""
+    regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers);
+    warm_l2: the buffer arguments start in the L2, as after their host-to-device copies (default: an
+             empty L2, every first touch a DRAM access)."""
     with np.errstate(all="ignore"):
-        sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread)
+        sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread,
+                         warm_l2)
         sim.run()
         return _result(sim, launch, window)
 
