@@ -34,6 +34,7 @@ class Counts:
     post_loads: int = 0  # global loads per thread in the epilogue (C, bias)
     post_stores: int = 0
     head_alu: int = 0  # mma: ALU instructions a warp issues after the barrier before its first ldmatrix
+    pre_after: dict[str, int] = field(default_factory=dict)  # mma: prologue issued after tile 0's copies
 
     def total(self, region: str) -> int:
         return sum(getattr(self, region).values())
@@ -146,6 +147,11 @@ def counts(spec: GemmSpec, t: Tiling) -> Counts:
         for _ in range(S - 1):
             _add(pre, "alu", 2)
             regs += tile_issue(pre)
+        _add(c.pre_after, "alu", 6 + 1)  # after the first tile's copies: the other tiles and the loop entry
+        _add(c.pre_after, "branch", 1)
+        for _ in range(S - 2):
+            _add(c.pre_after, "alu", 2)
+            tile_issue(c.pre_after)
         _add(pre, "alu", 6 + 1)
         _add(pre, "branch", 1)
         regs += 5

@@ -630,7 +630,10 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
     pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
     if t.variant == "mma":
-        pre += dram_lat if miss_rate > 0 else l2_lat  # the first wait: tile 0 fully exposed
+        # the first wait: tile 0's latency, less what the rest of the prologue (the other stages'
+        # copies) issues under it
+        first = dram_lat if miss_rate > 0 else l2_lat
+        pre += max(0.0, first - resources(c.pre_after, R * W)[0])
     post = resources(c.post, R * W)[0] + (l2_lat if c.post_loads else 0) + lsu.latency
     if t.variant == "mma":
         # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
