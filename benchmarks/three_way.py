@@ -3,7 +3,7 @@
     python3 benchmarks/three_way.py compile  [--dir .three_way]       # kernelgen --profile kernels
     (device) python3 benchmarks/gpu_bench.py --skip-speed --kernels .three_way --out $OUT
     python3 benchmarks/three_way.py simulate [--dir .three_way]       # -> benchmarks/data/three_way_sim.json
-    python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_2026-11-30.json
+    python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_three_way_final_2026-11-30.json
 
 The GPU runs the very PTX files compiled here (carried to the device). Large grids are simulated by
 sampling: the simulator runs the first N CTAs of the grid (in launch order, so neighbours that share
@@ -207,7 +207,7 @@ def main() -> int:
     ap.add_argument("command", choices=["compile", "simulate", "table"])
     ap.add_argument("--dir", default=str(ROOT / ".three_way"))
     ap.add_argument("--budget", type=int, default=400_000, help="warp instructions to simulate per shape")
-    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_2026-11-30.json"))
+    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_three_way_final_2026-11-30.json"))
     ap.add_argument("--l2", default=str(ROOT / "benchmarks/data/gpu_l2_2026-11-30.json"),
                     help="warm vs cold GPU per-CTA cycles (benchmarks/gpu_l2.py); '' to leave the table out")
     a = ap.parse_args()
