@@ -20,9 +20,9 @@ CASES = [
     ("npu7nm.yaml", (128, 64, 96), "simt", "f16"),
     ("npu7nm.yaml", (128, 64, 96), "mma", "bf16"),
     ("npu7nm.yaml", (16, 16, 16), "simt", "f32"),  # a K loop that runs once (trip count 0 back edges)
-    ("h200", (128, 64, 96), "mma", "f16"),  # 3-stage pipeline: stage counters wrap modulo 3
+    ("h200", (128, 64, 96), "mma", "f16"),  # 3+ stage pipeline: stage counters wrap modulo stages
 ]
-STAGES = {("h200", (128, 64, 96), "mma", "f16"): 3}  # the pick must keep exercising that pipeline
+STAGES = {("h200", (128, 64, 96), "mma", "f16"): 3}  # at least: the pick must keep exercising that pipeline
 
 
 @pytest.mark.parametrize("hw,shape,variant,dtype", CASES,
@@ -35,7 +35,7 @@ def test_generated_kernel_proved(tmp_path, hw, shape, variant, dtype):
         import json
 
         tiling = json.loads((ptx.parent / "plan.json").read_text())["tiling"]
-        assert tiling["stages"] == STAGES[hw, shape, variant, dtype], tiling["key"]
+        assert tiling["stages"] >= STAGES[hw, shape, variant, dtype], tiling["key"]
     rep = verify_file(ptx)
     assert {p["name"]: p["status"] for p in rep["properties"]} == {
         n: "proved" for n in ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
