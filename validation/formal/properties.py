@@ -27,6 +27,19 @@ from validation.formal.z3util import Substitution
 NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
 
 
+def _overlap(a, aw, b, bw) -> z3.BoolRef:
+    """Byte ranges [a, a+aw) and [b, b+bw) of 32-bit addresses intersect (compared in 64 bits)."""
+    a, b = z3.ZeroExt(32, a), z3.ZeroExt(32, b)
+    return z3.And(z3.ULT(a, b + z3.ZeroExt(32, bw)), z3.ULT(b, a + z3.ZeroExt(32, aw)))
+
+
+def _after_commit(sync: dict, copy: Access) -> z3.BoolRef:
+    """A point with counters `sync` comes after `copy` was committed (a later group, or a later barrier
+    interval of the same group)."""
+    g = copy.sync[GC]
+    return z3.Or(z3.UGT(sync[GC], g), z3.And(sync[GC] == g, z3.UGT(sync[BC], copy.sync[BC])))
+
+
 @dataclass
 class PropResult:
     name: str
@@ -287,9 +300,7 @@ class Verifier:
                 if a.tags and b.tags and not (a.tags & b.tags):
                     continue
                 pc2, addr2, w2, bc2 = ren(j, b)
-                a1, a2 = z3.ZeroExt(32, a.addr), z3.ZeroExt(32, addr2)
-                overlap = z3.And(z3.ULT(a1, a2 + z3.ZeroExt(32, w2)), z3.ULT(a2, a1 + z3.ZeroExt(32, a.width)))
-                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, overlap)))
+                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, _overlap(a.addr, a.width, addr2, w2))))
             if not partners:
                 continue
             r.checks += 1
@@ -348,29 +359,24 @@ class Verifier:
             it = self.other_iteration
             itpc, itaddr, itw = it(rd.pc), it(rd.addr), it(rd.width)
             si = {k: it(v) for k, v in rd.sync.items()}
-            bi = z3.ZeroExt(32, itaddr)
             rd2pc, rd2addr, rd2w = self.t2(rd.pc), self.t2(rd.addr), self.t2(rd.width)
             s2 = {k: self.t2(v) for k, v in rd.sync.items()}
-            b1, b2 = z3.ZeroExt(32, rd.addr), z3.ZeroExt(32, rd2addr)
             for c in copies:
                 if c.tags and rd.tags and not (c.tags & rd.tags):
                     continue
                 g = c.sync[GC]
-                a1 = z3.ZeroExt(32, c.addr)
                 # the same thread: needs its own wait_group covering the copy's group
-                before = z3.Or(z3.UGT(rd.sync[GC], g), z3.And(rd.sync[GC] == g, z3.UGT(rd.sync[BC], c.sync[BC])))
+                before = _after_commit(rd.sync, c)
                 if self._after_without_sync(c.index, rd.index):
                     before = z3.Or(before, z3.And(rd.sync[GC] == g, rd.sync[BC] == c.sync[BC]))
-                overlap = z3.And(z3.ULT(a1, b1 + z3.ZeroExt(32, rd.width)), z3.ULT(b1, a1 + z3.ZeroExt(32, c.width)))
-                same.append((c, z3.And(c.pc, overlap, before, z3.Not(z3.UGT(rd.sync[DONE], g)))))
+                same.append((c, z3.And(c.pc, _overlap(c.addr, c.width, rd.addr, rd.width), before,
+                                       z3.Not(z3.UGT(rd.sync[DONE], g)))))
                 # the same thread in another iteration of the loops (the copy of an earlier trip)
-                overlap_i = z3.And(z3.ULT(a1, bi + z3.ZeroExt(32, itw)), z3.ULT(bi, a1 + z3.ZeroExt(32, c.width)))
-                before_i = z3.Or(z3.UGT(si[GC], g), z3.And(si[GC] == g, z3.UGT(si[BC], c.sync[BC])))
-                later.append((c, z3.And(c.pc, itpc, overlap_i, before_i, z3.Not(z3.UGT(si[DONE], g)))))
+                later.append((c, z3.And(c.pc, itpc, _overlap(c.addr, c.width, itaddr, itw), _after_commit(si, c),
+                                        z3.Not(z3.UGT(si[DONE], g)))))
                 # another thread: needs the wait and a barrier after it
-                overlap2 = z3.And(z3.ULT(a1, b2 + z3.ZeroExt(32, rd2w)), z3.ULT(b2, a1 + z3.ZeroExt(32, c.width)))
-                before2 = z3.Or(z3.UGT(s2[GC], g), z3.And(s2[GC] == g, z3.UGT(s2[BC], c.sync[BC])))
-                cross.append((c, z3.And(c.pc, overlap2, before2, z3.Not(z3.UGT(s2[VIS], g)))))
+                cross.append((c, z3.And(c.pc, _overlap(c.addr, c.width, rd2addr, rd2w), _after_commit(s2, c),
+                                        z3.Not(z3.UGT(s2[VIS], g)))))
             if not same:
                 continue
             r.checks += 2
