@@ -16,15 +16,20 @@ _OK, _WHY = gpu_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=f"no GPU: {_WHY}")]
 
 
-def test_profile_kernel_reports_per_cta_cycles(tmp_path):
-    from validation.gpu import run_on_gpu
-
+def _profile_kernel(tmp_path, gemm: str) -> tuple[str, dict]:
+    """kernelgen's --profile mma f16 kernel for the h200 at MxNxK: (PTX text, its @workbench metadata)."""
     out = tmp_path / "k"
-    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", "256x256x256",
+    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", gemm,
                     "--dtype", "f16", "--variant", "mma", "--profile", "-o", str(out)], check=True,
                    capture_output=True)
     text = (out / "kernel.ptx").read_text()
-    meta = read_metadata(text)
+    return text, read_metadata(text)
+
+
+def test_profile_kernel_reports_per_cta_cycles(tmp_path):
+    from validation.gpu import run_on_gpu
+
+    text, meta = _profile_kernel(tmp_path, "256x256x256")
     launch = launch_from_metadata(meta, np.random.default_rng())
     prof = meta["profile"]
     m = run_on_gpu(text, launch, warmup=1, repeats=3, check=meta["check"], profile_slots=prof["slots"])
@@ -52,12 +57,7 @@ def test_flushing_the_l2_makes_the_first_tile_a_dram_wait(tmp_path):
     its first tile (on the H200 ~400 cycles more for 16^3: 875 warm vs 1,275 cold, gpu_l2.py)."""
     from validation.gpu import run_on_gpu
 
-    out = tmp_path / "k"
-    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", "16x16x16",
-                    "--dtype", "f16", "--variant", "mma", "--profile", "-o", str(out)], check=True,
-                   capture_output=True)
-    text = (out / "kernel.ptx").read_text()
-    meta = read_metadata(text)
+    text, meta = _profile_kernel(tmp_path, "16x16x16")
     slots = meta["profile"]["slots"]
     spans = {}
     for kind, flush in (("warm", 0), ("cold", 256 << 20)):
