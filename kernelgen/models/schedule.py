@@ -142,14 +142,6 @@ def _occ(p: Pipe, ops: int) -> int:
     return max(p.interval, -(-ops // p.lanes))
 
 
-def _lines(tile, ein: int, row_extent: int, line: int) -> int:
-    """Global lines ([l2.line]) one operand tile touches."""
-    run = tile.cols * ein
-    if row_extent * ein <= run:  # the tile spans whole rows: contiguous
-        return max(1, -(-tile.rows * min(run, row_extent * ein) // line))
-    return tile.rows * max(1, -(-run // line))
-
-
 @lru_cache(maxsize=4096)
 def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
                          l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
@@ -412,10 +404,6 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     ein = DTYPE_BYTES[spec.dtype_a]
     ta, tb = operand_tiles(spec, t)
     ext = {"m": M, "n": N, "k": K}
-    lines_a = _lines(ta, ein, ext[ta.col_dim], hw.l2.line)
-    lines_b = _lines(tb, ein, ext[tb.col_dim], hw.l2.line)
-    # the CTA whose lines are first touches (CTA 0) pays [dram.latency] per new line, [l2.hit_latency]
-    # for the other loads of the same line
     l2_lat, dram_lat = hw.l2.hit_latency, hw.dram.latency
     # sim.timing's Dram shares the device bandwidth over the cores the launch keeps busy (`cores`)
     per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
@@ -428,11 +416,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     it = c.iter
     tile_bytes = (ta.rows * ta.cols + tb.rows * tb.cols) * ein
     dram_iter = R * tile_bytes * miss_rate / max(1e-9, per_core_bw)
+    # CTAs that run at once and copy the same lines: a block row shares A, a block column B (grid
+    # ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device: `cores` x R)
+    conc = cores * R
+    gx, gy = -(-N // t.bn), -(-M // t.bm)
+    sharers = (max(1, min(gx, conc)), max(1, min(gy, conc)))  # A, B
     if t.variant == "simt":
         n_a, n_b = c.copies_a, c.copies_b
-        loads = (n_a + n_b) * W
-        miss = min(1.0, (lines_a + lines_b) / max(1, loads))
-        lg = miss * dram_lat + (1 - miss) * l2_lat
         # The copies run one after another in every warp (a copy's st.shared waits for its load); the
         # W warps of the CTA share the schedulers, so the address arithmetic before each load is paid
         # at the throughput of all W warps (resources), or its dependence chain ([pipes[alu].latency])
@@ -468,12 +458,6 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # (_copy_line_latencies); without an L1, from which lines are new (below).
         near, follow_copy = (1, 1), 0.0
         if hw.l1 is not None:
-            # CTAs that run at once and copy the same lines: a block row shares A, a block column B
-            # (grid ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device:
-            # `cores` x R)
-            conc = cores * R
-            gx, gy = -(-N // t.bn), -(-M // t.bm)
-            sharers = (max(1, min(gx, conc)), max(1, min(gy, conc)))  # A, B
             # sim.timing deals the first wave round robin (CTA i on core i % cores, R per core): the
             # sharers of CTA 0 on its own core (same L1) are the linear ids < cores x R that are
             # multiples of `cores`: x of its block row, y x gx of its block column
@@ -497,17 +481,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             # K-contiguous row brings a new line every line / (TILE_K x element) K tiles; a line of a
             # block row (A) / column (B) is new only for the first of the CTAs running at once that
             # share it (sim.timing tags a line at its first access)
-            conc = cores * R
-            n_share = {"a": max(1, min(-(-N // t.bn), conc)), "b": max(1, min(-(-M // t.bm), conc))}
             lat_f, lat_l = [], []
-            for tl, n, op in ((ta, n_a, "a"), (tb, n_b, "b")):
+            for tl, n, ns in ((ta, n_a, sharers[0]), (tb, n_b, sharers[1])):
                 run = tl.cols * ein
                 p_new = min(1.0, run / hw.l2.line) if tl.col_dim == "k" and ext["k"] * ein > run else 1.0
-                lat_f += [dram_lat / n_share[op] + l2_lat * (1 - 1 / n_share[op])] * n
-                lat_l += [(p_new * dram_lat + (1 - p_new) * l2_lat) / n_share[op]
-                          + l2_lat * (1 - 1 / n_share[op])] * n
-            first_copy = copy_chain(tuple(lat_f) or (lg,))
-            later_copy = copy_chain(tuple(lat_l) or (lg,))
+                lat_f += [dram_lat / ns + l2_lat * (1 - 1 / ns)] * n
+                lat_l += [(p_new * dram_lat + (1 - p_new) * l2_lat) / ns + l2_lat * (1 - 1 / ns)] * n
+            first_copy, later_copy = copy_chain(tuple(lat_f)), copy_chain(tuple(lat_l))
         chain_copy = (first_copy + (ktiles - 1) * later_copy) / ktiles
         copy_region = {"alu": it.get("alu", 0) - 2, "lsu": 2 * (n_a + n_b)}
         comp_region = {"lsu": it["lsu"] - 2 * (n_a + n_b), "fma": it["fma"]}
@@ -609,13 +589,11 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         wpu = -(-n_warps // max(1, min(alu.count, S)))
         tail = {**it, "alu": max(0.0, it.get("alu", 0) - c.head_alu * share / wpu)}
         base = max(t_n, fill / R + resources(tail, n_warps, extra_passes, passes)[0], res_w)
-        lg = dram_lat if miss_rate > 0 else l2_lat
+        lg = float(l2_lat)
         if miss_rate > 0:
-            # the CTAs running at once that share a block row (A) / column (B) race for its lines: a
-            # CTA waits [dram.latency] when it is first on either operand, else [l2.hit_latency]
-            conc = cores * R
-            sa, sb = max(1, min(-(-N // t.bn), conc)), max(1, min(-(-M // t.bm), conc))
-            p_miss = 1.0 - (1.0 - 1.0 / sa) * (1.0 - 1.0 / sb)
+            # the sharers of a block row (A) / column (B) race for its lines: a CTA waits
+            # [dram.latency] when it is first on either operand, else [l2.hit_latency]
+            p_miss = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
             lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
         # the copy latency the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
