@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import hashlib
 import json
 import sys
 import tempfile
@@ -22,30 +21,16 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from accuracy import estimate_warp_instructions, run_case  # noqa: E402  (benchmarks/accuracy.py)
 
 CASES = [("npu7nm.yaml", s) for s in [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256), (16, 8, 1024),
                                       (64, 64, 1024)]] + \
         [("h200", s) for s in [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256), (128, 128, 128),
                                (512, 512, 512), (64, 64, 2048)]]
-
-
-def simulate(job: tuple[str, str, str, str | None]) -> dict:
-    d, key, hw, cache = job
-    f = Path(cache) / f"{key}.json" if cache else None
-    if f is not None and f.exists():
-        return json.loads(f.read_text())
-    from validation.compare import compare_dir
-
-    t0 = time.perf_counter()
-    rep = compare_dir(d, hw)
-    r = {"simulated": rep["gap"]["simulated"], "check": (rep.get("check") or {}).get("passed"),
-         "seconds": time.perf_counter() - t0}
-    if f is not None:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(r))
-    return r
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,17 +56,22 @@ def main(argv: list[str] | None = None) -> int:
         for rank, ev in enumerate(p.survivors[:args.top]):
             q = dataclasses.replace(p, best=ev)
             ptx = emit_mma(spec, ev.tiling, prediction_dict(q))
-            key = hashlib.sha256(f"{hw.name}|{shape}|".encode() + ptx.encode()).hexdigest()[:24]
             d = tmp / f"{hw.name}_{'x'.join(map(str, shape))}_{rank}"
             d.mkdir()
+            pj = plan_json(q)
             (d / "kernel.ptx").write_text(ptx)
-            (d / "plan.json").write_text(json.dumps(plan_json(q)))
-            jobs.append((str(d), key, hw_name, args.cache))
+            (d / "plan.json").write_text(json.dumps(pj))
+            jobs.append({"hw": hw_name, "hw_name": hw.name, "shape": list(shape), "dtype": "f16", "dir": str(d),
+                         "cache": args.cache, "predicted": ev.cycles,
+                         "estimate": estimate_warp_instructions(ptx, pj)})
             rows.append({"hw": hw.name, "shape": shape, "rank": rank, "tiling": ev.tiling.key(),
                          "predicted": ev.cycles})
+    # accuracy.run_case: simulate (or reuse --cache), numpy check, error = (predicted - simulated) / simulated
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        for row, r in zip(rows, ex.map(simulate, jobs)):
-            row.update(r, error=(row["predicted"] - r["simulated"]) / r["simulated"])
+        for row, r in zip(rows, ex.map(run_case, jobs)):
+            if r["status"] != "ok":
+                raise SystemExit(f"{row['hw']} {row['shape']} {row['tiling']}: {r['status']}")
+            row.update(simulated=r["simulated"], check=r.get("check"), error=r["error"])
             print(f"{row['hw']:7} {'x'.join(map(str, row['shape'])):12} #{row['rank']} {row['tiling']:36} "
                   f"{100 * row['error']:+.1f}%", file=sys.stderr)
     lines = ["# Predicted vs simulated for the planner's best candidates", "",
