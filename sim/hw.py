@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import os
 import pathlib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -120,6 +121,7 @@ class HwConfig:
     dram: GlobalMemory
     branch: Branch
     limits: Limits
+    arch: str | None = None  # a real NVIDIA architecture (sm_90a): ptxas can assemble for it; None for a model
     path: str = ""  # file it was loaded from
 
     def pipe_for(self, pipe_class: str) -> Pipe:
@@ -351,6 +353,9 @@ def _build(cls: type, node: _Node, path: str, ctx: _Ctx) -> Any:
 
 def _check_value(cls_name: str, name: str, v: Any, node: _Node, path: str, ctx: _Ctx) -> None:
     """Field-level checks: ranges, powers of two, enumerations, the schema version."""
+    if cls_name == "HwConfig" and name == "arch" and not re.fullmatch(r"sm_\d{2,3}[af]?", v):
+        raise ctx.fail(node.line, path, "must name an NVIDIA architecture as ptxas spells it", v,
+                       "write e.g. arch: sm_90a, or leave the key out for hardware ptxas does not target")
     if cls_name == "HwConfig" and name == "version" and v != SCHEMA_VERSION:
         raise ctx.fail(node.line, path, f"unsupported schema version (this loader reads {SCHEMA_VERSION})",
                        v, f"set version: {SCHEMA_VERSION} and update the file to docs/hwconfig.md")

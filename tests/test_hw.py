@@ -215,3 +215,13 @@ def test_docs_cover_the_schema():
     doc = (ROOT / "docs" / "hwconfig.md").read_text()
     for key, _type, _required in schema():
         assert f"`{key}`" in doc, f"docs/hwconfig.md does not describe {key}"
+
+
+def test_arch_names_a_real_architecture(tmp_path):
+    assert load_hw("h200").arch == "sm_90a" and load_hw("npu7nm").arch is None
+    text = pathlib.Path(load_hw("h200").path).read_text().replace("arch: sm_90a", "arch: hopper")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(HwConfigError) as e:
+        load_hw(str(bad))
+    assert "arch" in e.value.one_line() and "sm_90a" in e.value.one_line()

@@ -277,3 +277,32 @@ st.global.u32 [%rd4], %r4;
     assert res.occupancy["ctas_per_core"] == 1
     assert len(res.cycles_per_cta) == 3 and res.cycles >= sum(res.cycles_per_cta)
     assert np.array_equal(res.outputs[0], np.arange(1024, dtype=np.uint32) + 3)  # three CTAs added one each
+
+
+def _placement(grid: int, cores: int, **kw):
+    hw = hw_small()
+    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, count=cores))
+    prog = parse_ptx(HEAD + "add.s32 %r2, %r1, 1;\nret;\n}\n", "t.ptx")
+    launch = Launch("k", (grid, 1, 1), (32, 1, 1), [Arg("buffer", "u32", array=np.zeros(64, np.uint32))])
+    res = simulate(prog, launch, hw, trace=True, **kw)
+    by_core: dict[int, set[int]] = {}
+    for e in res.trace:
+        if e.get("ph") == "X" and e["tid"] < 100000:
+            by_core.setdefault(e["pid"], set()).add(e["tid"])
+    return res, {c: len(w) for c, w in sorted(by_core.items())}
+
+
+def test_ctas_spread_breadth_first_over_the_cores():
+    """The H200 runs a grid of G <= SMs CTAs on G SMs and deals a larger wave evenly (docs/placement.md):
+    3 one-warp CTAs on 4 cores use 3 cores, 6 use all 4 (2, 2, 1, 1), never packed onto one core."""
+    res, warps = _placement(3, 4)
+    assert res.occupancy["ctas_per_core"] > 6 and warps == {0: 1, 1: 1, 2: 1}
+    assert len(set(res.cycles_per_cta)) == 1  # alone on its core, every CTA takes the same time
+    _, warps = _placement(6, 4)
+    assert warps == {0: 2, 1: 2, 2: 1, 3: 1}
+
+
+def test_sample_takes_whole_cores_as_the_grid_deals_them():
+    """sample_ctas=2 of 8 CTAs on 4 cores: the CTAs the whole grid gives core 0 (CTAs 0 and 4), on one core."""
+    res, warps = _placement(8, 4, sample_ctas=2)
+    assert warps == {0: 2} and res.ctas_simulated == 2 and res.ctas_total == 8

@@ -54,7 +54,8 @@ def main() -> None:
     spread = all(r["sms"] == min(r["grid"], 132) for r in rows)
     balanced = all(r["max_per_sm"] == -(-r["grid"] // 132) or r["waves"] > 1 for r in rows)
     lines += ["", "## What it shows", "",
-              f"- A grid of G <= 132 CTAs runs on G distinct SMs, one CTA each: {'yes, in every row' if spread else 'NO'}.",
+              "- A grid of G <= 132 CTAs runs on G distinct SMs, one CTA each: "
+              f"{'yes, in every row' if spread else 'NO'}.",
               f"- A larger grid that fits in one wave is dealt evenly: the busiest SM runs ceil(G / 132) CTAs "
               f"({'every one-wave row' if balanced else 'NOT every row'}); it is never packed to the residency limit.",
               "- Beyond one wave (G > 132 x residency) CTAs start in waves as slots free up.",

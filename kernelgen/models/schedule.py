@@ -362,7 +362,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     per_core = occupancy_ptx(hw, t.threads, c.ptx_regs, smem)
-    cores = max(1, min(hw.core.count, -(-ctas // per_core)))  # [core.count]; sim.timing packs CTAs
+    cores = max(1, min(hw.core.count, ctas))  # [core.count]: CTAs spread breadth-first (docs/placement.md)
     on_core = -(-ctas // cores)
     R = max(1, min(per_core, on_core))
     rounds = -(-on_core // R)

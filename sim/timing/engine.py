@@ -79,17 +79,23 @@ class Simulation:
         self.ctas_per_core = self.occupancy["ctas_per_core"]
         ctas = list(self.P.ctas)
         self.ctas_total = len(ctas)
+        # the GPU spreads a grid breadth-first over its SMs: G <= [core.count] CTAs run one per core,
+        # a larger wave is dealt evenly (measured: docs/placement.md); the first wave deals CTA i to
+        # core i % cores, so a sample takes every CTA of its first k cores, as the whole grid deals them
+        spread = min(hw.core.count, self.ctas_total)
+        ncores = spread
         if sample_ctas is not None:
-            ctas = ctas[: max(1, sample_ctas)]
+            per_core = min(self.ctas_per_core, -(-self.ctas_total // spread))
+            ncores = max(1, min(spread, -(-max(1, sample_ctas) // per_core)))
+            ctas = [c for i, c in enumerate(ctas) if i % spread < ncores]
         self.pending = list(enumerate(ctas))
         self.launching = 0  # CTAs popped from `pending` whose launch is scheduled but not done
         # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
-        self.devmem = DeviceMemory(hw, min(hw.core.count, -(-self.ctas_total // self.ctas_per_core)))
+        self.devmem = DeviceMemory(hw, spread)
         if warm_l2:
             self.warm_l2(launch)
         self.cta_spans: dict[int, int] = {}
         self.end = 0
-        ncores = min(hw.core.count, -(-len(ctas) // self.ctas_per_core))
         self.cores = [Core(self, i) for i in range(max(1, ncores))]
 
     def warm_l2(self, launch: Launch) -> None:
@@ -177,7 +183,8 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
     """Run `launch` cycle by cycle on `hw`. Functional results equal run_functional's.
 
     window: cycles per point of the utilization series (default: about 100 points);
-    sample_ctas: simulate only the first N CTAs (outputs are then partial);
+    sample_ctas: simulate about N CTAs: all the CTAs that the whole grid deals to the first k cores,
+                 k = ceil(N / CTAs per core) (outputs are then partial);
     lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order;
                default Core.lookahead of the hwconfig);
     regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers);
