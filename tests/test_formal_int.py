@@ -57,3 +57,23 @@ def test_int_translation_is_sound_on_small_cases():
                                z3.ULE(row * K, 2**20), 4000)
     # a wrapping subtraction stays a wrap (0 - 1 is 2^32 - 1, not -1)
     assert not prove_with_integers([z3.ULE(K, 10)], z3.BoolVal(True), z3.ULT(K - 1, 10), 4000)
+
+
+def test_integer_proof_of_a_shared_term_dag_ends_at_its_deadline():
+    """A term DAG 30 levels deep whose levels each use the one below three times: side conditions are
+    collected once per shared subterm (not once per path, 3^30), and the proof answers within its
+    deadline (regression: it ran for many minutes past the verifier's --timeout)."""
+    import time
+
+    import z3
+
+    from validation.formal.intproof import prove_with_integers
+
+    x, n = z3.BitVec("x", 64), z3.BitVec("n", 64)
+    e = x
+    for _ in range(30):
+        e = z3.If(e * e + e < n, e + 1, e * 3)
+    t = time.monotonic()
+    proved = prove_with_integers([z3.ULT(x, 100), z3.ULT(n, 1000)], z3.BoolVal(True), z3.ULT(e, n * 4), 500,
+                                 time.monotonic() + 1.0)
+    assert not proved and time.monotonic() - t < 3.0

@@ -20,12 +20,34 @@ conditions cannot be shown is dropped (weaker, still sound).
 
 from __future__ import annotations
 
+import time
+
 import z3
 
 _UNSIGNED_CMP = {z3.Z3_OP_ULT: lambda a, b: a < b, z3.Z3_OP_ULEQ: lambda a, b: a <= b,
                  z3.Z3_OP_UGT: lambda a, b: a > b, z3.Z3_OP_UGEQ: lambda a, b: a >= b}
 _SIGNED_CMP = {z3.Z3_OP_SLT: lambda a, b: a < b, z3.Z3_OP_SLEQ: lambda a, b: a <= b,
                z3.Z3_OP_SGT: lambda a, b: a > b, z3.Z3_OP_SGEQ: lambda a, b: a >= b}
+
+
+class OutOfTime(Exception):
+    """The proof's time budget ran out (the caller answers unknown)."""
+
+
+def _merge(*lists: list) -> list:
+    """Side conditions of several subterms, each once: a term DAG shares subterms, and concatenating
+    their lists would repeat a shared one once per path to it (exponential in the DAG's depth)."""
+    if sum(1 for x in lists if x) <= 1:
+        return next((x for x in lists if x), [])
+    seen: set[int] = set()
+    out = []
+    for lst in lists:
+        for c in lst:
+            k = c.get_id()
+            if k not in seen:
+                seen.add(k)
+                out.append(c)
+    return out
 
 
 def _const(a) -> int | None:
@@ -38,10 +60,11 @@ def _const(a) -> int | None:
 
 
 class IntTranslator:
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
         self.memo: dict[int, tuple] = {}  # term id -> (term, int term, side conditions)
         self.ranges: list[z3.BoolRef] = []
         self.n = 0
+        self.deadline = deadline  # time.monotonic() past which translation stops (OutOfTime)
 
     def fresh(self, w: int, hi: int | None = None) -> z3.ArithRef:
         self.n += 1
@@ -57,6 +80,8 @@ class IntTranslator:
         hit = self.memo.get(key)
         if hit is not None:
             return hit[1], hit[2]
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OutOfTime
         r = self._bool(e)
         self.memo[key] = (e, *r)
         return r
@@ -72,9 +97,9 @@ class IntTranslator:
                 kd in (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT) and z3.is_bool(e.arg(0)) and e.num_args() == 2):
             if kd == z3.Z3_OP_ITE:
                 (c, s0), (a, s1), (b, s2) = self.bool(e.arg(0)), self.bool(e.arg(1)), self.bool(e.arg(2))
-                return z3.If(c, a, b), s0 + s1 + s2
+                return z3.If(c, a, b), _merge(s0, s1, s2)
             parts = [self.bool(c) for c in e.children()]
-            xs, sc = [p[0] for p in parts], [s for p in parts for s in p[1]]
+            xs, sc = [p[0] for p in parts], _merge(*(p[1] for p in parts))
             op = {z3.Z3_OP_AND: z3.And, z3.Z3_OP_OR: z3.Or, z3.Z3_OP_NOT: lambda x: z3.Not(x),
                   z3.Z3_OP_IMPLIES: z3.Implies, z3.Z3_OP_XOR: z3.Xor,
                   z3.Z3_OP_EQ: lambda a, b: a == b, z3.Z3_OP_DISTINCT: lambda a, b: a != b}[kd]
@@ -86,8 +111,10 @@ class IntTranslator:
             if kd == z3.Z3_OP_ULEQ and b.decl().kind() == z3.Z3_OP_BADD and b.num_args() == 2 and b.arg(0).eq(a):
                 # a <= a + y (unsigned) holds exactly when a + y does not wrap
                 (ia, s1), (iy, s2) = self.bv(a), self.bv(b.arg(1))
-                return ia + iy < 2**w, s1 + s2
+                return ia + iy < 2**w, _merge(s1, s2)
             (ia, s1), (ib, s2) = self.bv(a), self.bv(b)
+            s1 = _merge(s1, s2)
+            s2 = []
             if kd in _UNSIGNED_CMP:
                 return _UNSIGNED_CMP[kd](ia, ib), s1 + s2
             if kd in _SIGNED_CMP:
@@ -104,6 +131,8 @@ class IntTranslator:
         hit = self.memo.get(key)
         if hit is not None:
             return hit[1], hit[2]
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OutOfTime
         r = self._bv(e)
         self.memo[key] = (e, *r)
         return r
@@ -120,10 +149,10 @@ class IntTranslator:
         args = e.children()
         if kd == z3.Z3_OP_ITE:
             (c, s0), (a, s1), (b, s2) = self.bool(args[0]), self.bv(args[1]), self.bv(args[2])
-            return z3.If(c, a, b), s0 + s1 + s2
+            return z3.If(c, a, b), _merge(s0, s1, s2)
         parts = [self.bv(a) if z3.is_bv(a) else (None, []) for a in args]
         xs = [p[0] for p in parts]
-        sc = [s for p in parts for s in p[1]]
+        sc = _merge(*(p[1] for p in parts))
         consts = [_const(a) for a in args]
         if kd == z3.Z3_OP_BADD:  # exact: one wrap at most per addition
             r = xs[0]
@@ -138,10 +167,10 @@ class IntTranslator:
             r = xs[0]
             for x in xs[1:]:
                 r = r * x
-            return r, sc + [r <= 2**w - 1]
+            return r, _merge(sc, [r <= 2**w - 1])
         if kd == z3.Z3_OP_BSHL and consts[1] is not None and consts[1] < w:
             r = xs[0] * 2 ** consts[1]
-            return r, sc + [r <= 2**w - 1]
+            return r, _merge(sc, [r <= 2**w - 1])
         if kd == z3.Z3_OP_BLSHR and consts[1] is not None:
             return (xs[0] / 2 ** consts[1]) if consts[1] < w else z3.IntVal(0), sc
         if kd in (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I) and consts[1]:
@@ -190,15 +219,31 @@ def nonlinear(e: z3.ExprRef, cache: dict) -> bool:
     return r
 
 
-def prove_with_integers(assumptions: list, pc: z3.BoolRef, goal: z3.BoolRef, timeout_ms: int) -> bool:
-    """True when goal holds in every bit-vector model of assumptions and pc (see the module text)."""
-    tr = IntTranslator()
+def prove_with_integers(assumptions: list, pc: z3.BoolRef, goal: z3.BoolRef, timeout_ms: int,
+                        deadline: float | None = None) -> bool:
+    """True when goal holds in every bit-vector model of assumptions and pc (see the module text).
+    timeout_ms bounds each solver query; `deadline` (time.monotonic(), default now + 10 x timeout_ms)
+    bounds the whole proof, translation included: past it the answer is False (not proved), which the
+    verifier reports as unknown."""
+    if deadline is None:
+        deadline = time.monotonic() + 10 * timeout_ms / 1000
+    try:
+        return _prove(assumptions, pc, goal, timeout_ms, deadline)
+    except OutOfTime:
+        return False
+
+
+def _prove(assumptions: list, pc: z3.BoolRef, goal: z3.BoolRef, timeout_ms: int, deadline: float) -> bool:
+    tr = IntTranslator(deadline)
     s = z3.Solver()
-    s.set("timeout", timeout_ms)
 
     def holds(conds: list) -> bool:
         if not conds:
             return True
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            raise OutOfTime
+        s.set("timeout", min(timeout_ms, left_ms))
         s.push()
         s.add(tr.ranges)
         s.add(z3.Not(z3.And(conds)))
@@ -206,20 +251,33 @@ def prove_with_integers(assumptions: list, pc: z3.BoolRef, goal: z3.BoolRef, tim
         s.pop()
         return r == z3.unsat
 
-    def conjuncts(e):
+    memo: dict[int, list] = {}
+
+    def conjuncts(e) -> list:
         """Facts implied by e: its conjuncts, and those common to every disjunct of a disjunction
-        (the path condition after a join is Or(prefix and this, prefix and that))."""
+        (the path condition after a join is Or(prefix and this, prefix and that)); memoised, since
+        path conditions share sub-conditions."""
+        k = e.get_id()
+        hit = memo.get(k)
+        if hit is not None:
+            return hit
+        if time.monotonic() > deadline:
+            raise OutOfTime
         if z3.is_and(e):
-            return [x for c in e.children() for x in conjuncts(c)]
-        if z3.is_or(e):
+            r = _merge(*(conjuncts(c) for c in e.children()))
+        elif z3.is_or(e):
             sets = [conjuncts(c) for c in e.children()]
             common = {x.get_id() for x in sets[0]}
             for other in sets[1:]:
                 common &= {x.get_id() for x in other}
-            return [x for x in sets[0] if x.get_id() in common] + [e]
-        return [e]
+            r = [x for x in sets[0] if x.get_id() in common] + [e]
+        else:
+            r = [e]
+        memo[k] = r
+        return r
 
-    waiting = [tr.bool(x) for x in [x for a in assumptions for x in conjuncts(a)] + conjuncts(pc)]
+    facts = _merge(*(conjuncts(a) for a in assumptions), conjuncts(pc))
+    waiting = [tr.bool(x) for x in facts]
     progress = True
     while progress and waiting:  # a hypothesis may need others admitted first (e.g. a loop's trip bound)
         progress, later = False, []

@@ -236,7 +236,8 @@ class Verifier:
         left = self.deadline - time.monotonic()
         if left <= 0:
             return False
-        return prove_with_integers(self.ctx.assumptions, pc, goal, int(min(self.query_timeout_ms, left * 1000)))
+        return prove_with_integers(self.ctx.assumptions, pc, goal, int(min(self.query_timeout_ms, left * 1000)),
+                                   self.deadline)
 
     # barrier divergence ----------------------------------------------
     def barrier_divergence(self, r: PropResult) -> None:
