@@ -150,3 +150,34 @@ def test_kernelgen_kernel_proved(tmp_path):
                            timeout=120.0)
     rep = verify_text(ptx.read_text(), str(ptx), args)
     assert all(p["status"] == "proved" for p in rep["properties"]), rep["properties"]
+
+
+@pytest.mark.parametrize("flags,says", [
+    (["--param", "p2=-5..5"], "holds 0..4294967295"),
+    (["--param", "p2=0..4096", "--extent", "p0=-4"], "negative"),
+    (["--param", "p2=0..4096", "--extent", "p0=p2//0"], "divide by zero"),
+    (["--param", "p2=0..4096", "--extent", "p0=18446744073709551620"], "64 bits"),
+    (["--param", "p2=0..4096", "--extent", "p0=p2*4-8"], "negative"),
+])
+def test_contradictory_or_wrapping_assumptions_are_errors_not_proofs(flags, says):
+    """The planted off-by-one kernel under assumptions no launch satisfies (or that wrap) used to be
+    'proved' (exit 0): a proof from an empty assumption set. Now one line, exit 2."""
+    r = run_cli(str(BUGS / "bounds_bugs.ptx"), "--kernel", "oob_offbyone", "--block", "256", "--grid", "8",
+                "--extent", "p1=p2*4", *flags)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert says in r.stderr and "bounds_bugs.ptx" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unsatisfiable_assumptions_name_their_origin():
+    import z3
+
+    from sim.errors import UsageError
+    from sim.ptx.parser import parse_ptx
+    from validation.formal.context import Context
+
+    p = BUGS / "bounds_bugs.ptx"
+    prog = parse_ptx(p.read_text(), str(p))
+    k = prog.kernel("oob_offbyone")
+    ext = {k.params[0].name: z3.BitVecVal(2**50, 64)}  # beyond the 2^48 address space the buffers assume
+    with pytest.raises(UsageError, match="contradictory .*extent of p0"):
+        Context(prog, k, grid=(8, 1, 1), block=(256, 1, 1), ranges={}, extents=ext)

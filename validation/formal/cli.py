@@ -65,16 +65,25 @@ def parse_range(text: str, where: str) -> tuple[int, int]:
 
 def extent_expr(text: str, k, ctx_syms: dict, where: str) -> z3.BitVecRef:
     """An extent expression of scalar parameters -> a 64-bit Z3 term."""
+    return extent_terms(text, k, ctx_syms, where)[0]
+
+
+def extent_terms(text: str, k, ctx_syms: dict, where: str) -> tuple[z3.BitVecRef, z3.ArithRef, list]:
+    """(64-bit term, the same expression over unbounded integers, its divisors): the two agree exactly
+    when nothing wraps, which check_extents asks the solver to show."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         raise UsageError(f"{where}: cannot parse extent expression {text!r}; e.g. p3*p5*4") from None
+    divisors: list = []
 
     def conv(n):
         if isinstance(n, ast.Expression):
             return conv(n.body)
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return z3.BitVecVal(n.value, 64)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            if not 0 <= n.value < 2**64:
+                raise UsageError(f"{where}: {n.value} does not fit in 64 bits; give a byte count below 2^48", k.file)
+            return z3.BitVecVal(n.value, 64), z3.IntVal(n.value)
         if isinstance(n, ast.Name):
             pname = _param_name(k, n.id, where)
             p = k.params[[q.name for q in k.params].index(pname)]
@@ -83,25 +92,54 @@ def extent_expr(text: str, k, ctx_syms: dict, where: str) -> z3.BitVecRef:
             if sym is None or info is None or info[1] in ("f", "pred"):
                 raise UsageError(f"{where}: {n.id} is not an integer scalar parameter")
             w = sym.size()
-            return sym if w == 64 else (z3.SignExt(64 - w, sym) if info[1] == "s" else z3.ZeroExt(64 - w, sym))
+            signed = info[1] == "s"
+            bv = sym if w == 64 else (z3.SignExt(64 - w, sym) if signed else z3.ZeroExt(64 - w, sym))
+            return bv, z3.BV2Int(sym, is_signed=signed)
         if isinstance(n, ast.BinOp):
-            a, b = conv(n.left), conv(n.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.FloorDiv: lambda: z3.UDiv(a, b), ast.Div: lambda: z3.UDiv(a, b),
-                   ast.Mod: lambda: z3.URem(a, b)}
+            (a, ia), (b, ib) = conv(n.left), conv(n.right)
+            if isinstance(n.op, (ast.FloorDiv, ast.Div, ast.Mod)):
+                divisors.append(ib)
+            ops = {ast.Add: lambda: (a + b, ia + ib), ast.Sub: lambda: (a - b, ia - ib),
+                   ast.Mult: lambda: (a * b, ia * ib),
+                   ast.FloorDiv: lambda: (z3.UDiv(a, b), ia / ib), ast.Div: lambda: (z3.UDiv(a, b), ia / ib),
+                   ast.Mod: lambda: (z3.URem(a, b), ia % ib)}
             if type(n.op) in ops:
                 return ops[type(n.op)]()
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -conv(n.operand)
+            a, ia = conv(n.operand)
+            return -a, -ia
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max") and n.args:
             vals = [conv(a) for a in n.args]
-            r = vals[0]
-            for v in vals[1:]:
-                r = z3.If(z3.ULT(v, r), v, r) if n.func.id == "min" else z3.If(z3.UGT(v, r), v, r)
-            return r
+            r, ir = vals[0]
+            for v, iv in vals[1:]:
+                if n.func.id == "min":
+                    r, ir = z3.If(z3.ULT(v, r), v, r), z3.If(iv < ir, iv, ir)
+                else:
+                    r, ir = z3.If(z3.UGT(v, r), v, r), z3.If(iv > ir, iv, ir)
+            return r, ir
         raise UsageError(f"{where}: unsupported element in extent expression {text!r}; use + - * // % min max")
 
-    return conv(tree)
+    bv, iv = conv(tree)
+    return bv, iv, divisors
+
+
+def check_extents(ctx: Context, terms: dict[str, tuple], timeout_ms: int = 10_000) -> None:
+    """Each extent, under the launch's assumptions, divides by no zero and evaluates to a byte count in
+    0..2^48 without wrapping in 64 bits; else one line naming the extent and a parameter choice."""
+    for bv, iv, divisors, where in terms.values():
+        bad = z3.Or([d == 0 for d in divisors] + [iv < 0, iv >= 2**48, z3.BV2Int(bv) != iv])
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.add(ctx.assumptions_without_extents)
+        s.add(bad)
+        if s.check() != z3.sat:
+            continue
+        m = s.model()
+        vals = ", ".join(f"{ctx.param_label(q)}={m.eval(v, model_completion=True)}" for q, v in ctx.param_syms.items()
+                         if any(str(v) in str(x) for x in (iv, *divisors)))
+        raise UsageError(f"{where}: the size can be negative, divide by zero or exceed 2^48 bytes"
+                         f"{' (' + vals + ')' if vals else ''}; give a non-negative byte count for every "
+                         "--param value", ctx.k.file)
 
 
 def build_context(text: str, file: str, args) -> Context:
@@ -131,11 +169,15 @@ def build_context(text: str, file: str, args) -> Context:
         key, val = spec.split("=", 1)
         ext_specs[_param_name(k, key.strip(), "--extent")] = (val, f"--extent {spec}")
     extents = {}
+    terms: dict[str, tuple] = {}
     for pname, (expr, where) in ext_specs.items():
         p = k.params[[q.name for q in k.params].index(pname)]
         if p.type not in ("u64", "b64", "s64"):
             raise UsageError(f"{where}: {pname} is .{p.type}, not a 64-bit pointer parameter")
-        extents[pname] = extent_expr(expr, k, ctx.param_syms, where)
+        bv, iv, divisors = extent_terms(expr, k, ctx.param_syms, where)
+        extents[pname] = bv
+        terms[pname] = (bv, iv, divisors, where)
+    check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
     return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
 

@@ -7,7 +7,7 @@ import itertools
 
 import z3
 
-from sim.errors import PtxError
+from sim.errors import PtxError, UsageError
 from sim.functional.operands import make_layout
 from sim.ptx.ir import Kernel, Program
 from validation.formal.program import KernelStructure
@@ -64,12 +64,19 @@ class Context:
             p = k.params[self.param_index[pname]]
             if lo == hi and pname in self.param_syms and TYPE_INFO[p.type][1] in ("u", "s", "b"):
                 self.param_syms[pname] = z3.BitVecVal(lo % 2 ** TYPE_INFO[p.type][0], TYPE_INFO[p.type][0])
+        self._groups: list[tuple[str, int]] = [("the launch shape", 0)]  # (origin, first assumption index)
         for pname, (lo, hi) in ranges.items():
             p = k.params[self.param_index[pname]]
             v = self.param_syms.get(pname)
             if v is None:
                 raise PtxError(f"--param {pname}: parameter type .{p.type} has no integer range", k.file, k.line)
             w, kind = TYPE_INFO[p.type]
+            tlo, thi = (-(2 ** (w - 1)), 2 ** (w - 1) - 1) if kind == "s" else (0, 2**w - 1)
+            if not tlo <= lo <= hi <= thi:
+                raise UsageError(f"--param p{self.param_index[pname]}={lo}..{hi}: this .{p.type} parameter ({pname}) "
+                                 f"holds {tlo}..{thi}; "
+                                 "give a range inside it (LO <= HI)", k.file)
+            self._groups.append((f"--param {pname}={lo}..{hi}", len(self.assumptions)))
             if kind == "s":
                 self.assumptions += [v >= lo, v <= hi]
             else:
@@ -85,6 +92,7 @@ class Context:
                 label = f"p{self.param_index[p.name]} ({p.name})"
                 self.buffers["param:" + p.name] = (base, ext, label)
                 if ext is not None:
+                    self._groups.append((f"the extent of {label}", len(self.assumptions)))
                     bases.append((base, ext))
                     self.assumptions += [base & 255 == 0, z3.UGT(base, 0), z3.ULE(base, base + ext),
                                          z3.ULT(ext, 2**48)]
@@ -97,6 +105,7 @@ class Context:
                 self.buffers["var:" + v.name] = (base, ext, f"{v.space} variable {v.name}")
                 bases.append((base, ext))
                 self.assumptions += [base & 255 == 0, z3.UGT(base, 0), z3.ULE(base, base + ext)]
+        self._groups.append(("disjoint buffers", len(self.assumptions)))
         for (b1, e1), (b2, e2) in itertools.combinations(bases, 2):
             self.assumptions.append(z3.Or(z3.ULE(b1 + e1, b2), z3.ULE(b2 + e2, b1)))
         # shared variables: tag -> (offset, size or None)
@@ -107,6 +116,33 @@ class Context:
                 self.shared["shared:" + v.name] = (self.layout.shared[v.name], size)
         self.nonuniform = self.S.divergence()
         self.dynamic_shared = dynamic_shared
+        self.check_consistent()
+
+    @property
+    def assumptions_without_extents(self) -> list[z3.BoolRef]:
+        """The launch shape and --param ranges: what an extent expression may rely on."""
+        end = next((i for o, i in self._groups if o.startswith(("the extent", "disjoint"))), len(self.assumptions))
+        return self.assumptions[:end]
+
+    def check_consistent(self, timeout_ms: int = 10_000) -> None:
+        """A proof from contradictory assumptions proves anything: ask Z3 whether some launch satisfies
+        them all, and name the groups of an unsatisfiable core otherwise. A solver that gives up
+        (unknown) lets the run go on; its properties can then still only be proved, not assumed."""
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        bounds = [i for _, i in self._groups[1:]] + [len(self.assumptions)]
+        tags = []
+        for gi, ((origin, start), end) in enumerate(zip(self._groups, bounds)):
+            tag = z3.Bool(f"group!{gi}")
+            tags.append((tag, origin))
+            s.add(z3.Implies(tag, z3.And(self.assumptions[start:end] or [z3.BoolVal(True)])))
+        if s.check([t for t, _ in tags]) != z3.unsat:
+            return
+        core = {str(c) for c in s.unsat_core()}
+        names = [o for t, o in tags if str(t) in core] or [o for _, o in tags]
+        raise UsageError(f"the assumptions are contradictory ({' with '.join(names)}): no launch satisfies "
+                         "them, so nothing could be proved; check the --param ranges and --extent sizes",
+                         self.k.file)
 
     def param_label(self, name: str) -> str:
         return f"p{self.param_index[name]}"
