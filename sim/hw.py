@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import pathlib
 import re
@@ -169,6 +170,33 @@ _POWER_OF_TWO: dict[str, set[str]] = {
 }
 
 
+# Upper bounds: far above any real part, low enough that the simulator's per-unit structures
+# (schedulers, banks, cache sets, cores) stay allocatable; a larger value is a typo or an attack.
+_MAX: dict[tuple[str, str], int] = {
+    ("HwConfig", "warp_size"): 1024,
+    ("Core", "count"): 65_536, ("Core", "schedulers"): 64, ("Core", "issue_width"): 16,
+    ("Core", "max_threads"): 1 << 16, ("Core", "max_ctas"): 1024, ("Core", "max_warps"): 4096,
+    ("Core", "registers"): 1 << 24, ("Core", "lookahead"): 256,
+    ("Pipe", "count"): 256, ("Pipe", "lanes"): 1 << 20,
+    ("RegisterFile", "per_thread"): 1 << 16, ("RegisterFile", "banks"): 1024, ("RegisterFile", "read_ports"): 64,
+    ("SharedMemory", "size"): 1 << 30, ("SharedMemory", "banks"): 1024, ("SharedMemory", "bank_width"): 1024,
+    ("SharedMemory", "ports"): 64,
+    ("Cache", "size"): 1 << 34, ("Cache", "line"): 1 << 16, ("Cache", "sector"): 1 << 16, ("Cache", "assoc"): 1024,
+    ("GlobalMemory", "banks"): 1 << 16, ("GlobalMemory", "burst"): 1 << 16,
+    ("Limits", "threads_per_block"): 1 << 16, ("Limits", "regs_per_thread"): 1 << 16,
+    ("Limits", "smem_per_block"): 1 << 30,
+}
+_MAX_ANY = 1 << 40  # any other integer (latencies, intervals)
+_MAX_NODES = 10_000  # YAML nodes after alias expansion: a hardware file has a few hundred
+# Plain scalars that YAML 1.1 (PyYAML) reads as something a reader would not expect
+_SURPRISES = (
+    (re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?"), "a base-60 number (YAML 1.1 reads 1:30 as 90)"),
+    (re.compile(r"[-+]?0[0-9_]+"), "an octal number (YAML 1.1 reads 010 as 8)"),
+    (re.compile(r"[-+]?[0-9][0-9]*(_[0-9]+)+(\.[0-9]*)?"), "a number with underscores"),
+    (re.compile(r"(?i)(y|n|yes|no|on|off)"), "a boolean in YAML 1.1 only"),
+)
+
+
 class HwConfigKeyError(HwConfigError):
     """A HwConfigError whose one line reads ``FILE:LINE key.path: what is wrong (got VALUE); what to do``."""
 
@@ -219,6 +247,8 @@ class _HwLoader(yaml.SafeLoader):
 class _Ctx:
     def __init__(self, file: str):
         self.file = file
+        self.nodes = 0  # YAML nodes visited, aliases expanded
+        self.open: set[int] = set()  # collections on the path being converted (a recursive alias)
 
     def fail(self, line: int, path: str, what: str, got: Any, todo: str) -> HwConfigKeyError:
         return HwConfigKeyError(self.file, line, path or "<top>", f"{what} (got {_fmt(got)}); {todo}")
@@ -251,6 +281,28 @@ def _compose(text: str, ctx: _Ctx) -> _Node:
 
 def _to_node(node: yaml.Node, loader: _HwLoader, ctx: _Ctx, path: str, key_line: int) -> _Node:
     line = node.start_mark.line + 1
+    ctx.nodes += 1
+    if ctx.nodes > _MAX_NODES:
+        raise ctx.fail(line, path, f"more than {_MAX_NODES:,} YAML values (alias expansion?)", _Raw("an alias"),
+                       "write the file without anchors and aliases")
+    if id(node) in ctx.open:
+        raise ctx.fail(line, path, "an alias refers to a mapping that contains it", _Raw("a recursive alias"),
+                       "remove the recursive anchor")
+    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag != "tag:yaml.org,2002:str":
+        for rx, what in _SURPRISES:
+            if rx.fullmatch(node.value):
+                raise ctx.fail(line, path, f"ambiguous scalar: {what}", node.value,
+                               "write a plain decimal number, or quote it if it is a string")
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        ctx.open.add(id(node))
+        try:
+            return _to_collection(node, loader, ctx, path, key_line, line)
+        finally:
+            ctx.open.discard(id(node))
+    return _Node(loader.construct_object(node, deep=True), line, key_line)
+
+
+def _to_collection(node: yaml.Node, loader: _HwLoader, ctx: _Ctx, path: str, key_line: int, line: int) -> _Node:
     if isinstance(node, yaml.MappingNode):
         out: dict[str, _Node] = {}
         for k, v in node.value:
@@ -271,7 +323,7 @@ def _to_node(node: yaml.Node, loader: _HwLoader, ctx: _Ctx, path: str, key_line:
             _to_node(v, loader, ctx, f"{path}[{i}]", v.start_mark.line + 1) for i, v in enumerate(node.value)
         ]
         return _Node(items, line, key_line)
-    return _Node(loader.construct_object(node, deep=True), line, key_line)
+    raise AssertionError(node)
 
 
 def _is_dataclass_type(tp: Any) -> bool:
@@ -364,8 +416,14 @@ def _check_value(cls_name: str, name: str, v: Any, node: _Node, path: str, ctx: 
         raise ctx.fail(node.line, path, f"must be one of {', '.join(choices)}", v, "pick one of those")
     if isinstance(v, str) and not choices and not v.strip():
         raise ctx.fail(node.line, path, "must not be empty", v, "write a name")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ctx.fail(node.line, path, "must be a finite number", v, "write a plain positive number")
     if isinstance(v, float) and v <= 0:
         raise ctx.fail(node.line, path, "must be > 0", v, "write a positive number")
+    if isinstance(v, int | float) and not isinstance(v, bool) and name != "version":
+        top = _MAX.get((cls_name, name), _MAX_ANY)
+        if v > top:
+            raise ctx.fail(node.line, path, f"must be <= {top:,}", v, "write a realistic value")
     if isinstance(v, int) and not isinstance(v, bool) and name != "version":
         if name in _NON_NEGATIVE.get(cls_name, set()) or (cls_name == "Pipe" and name == "latency"):
             low = 1 if cls_name == "Pipe" else 0

@@ -225,3 +225,45 @@ def test_arch_names_a_real_architecture(tmp_path):
     with pytest.raises(HwConfigError) as e:
         load_hw(str(bad))
     assert "arch" in e.value.one_line() and "sm_90a" in e.value.one_line()
+
+
+# ---- hostile input: every bad file ends in one line, quickly ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "old, new, key, what",
+    [
+        (r"^  schedulers:", "  schedulers: 1000000\n", "core.schedulers", "must be <= 64"),
+        (r"^  count:", "  count: 2147483648\n", "core.count", "must be <= 65,536"),
+        (r"^clock_mhz:", "clock_mhz: .inf\n", "clock_mhz", "must be a finite number"),
+        (r"^clock_mhz:", "clock_mhz: .nan\n", "clock_mhz", "must be a finite number"),
+        (r"^  latency:", "  latency: 1:30\n", "dram.latency", "ambiguous scalar: a base-60 number"),
+        (r"^  latency:", "  latency: 010\n", "dram.latency", "ambiguous scalar: an octal number"),
+        (r"^  latency:", "  latency: 1_000\n", "dram.latency", "ambiguous scalar: a number with underscores"),
+    ],
+)
+def test_hostile_values(tmp_path, old, new, key, what):
+    src = NPU.read_text()
+    # the dram block's latency is the last "  latency:" at two spaces of indent
+    lines = src.splitlines(keepends=True)
+    hits = [i for i, ln in enumerate(lines) if re.search(old, ln)]
+    i = hits[-1] if key == "dram.latency" else hits[0]
+    lines[i] = new
+    out = tmp_path / "hostile.yaml"
+    out.write_text("".join(lines))
+    msg = _error(str(out))
+    assert msg.startswith(f"{out}:{i + 1} {key}: {what}"), msg
+
+
+def test_alias_bomb_and_recursive_alias_are_one_line(tmp_path):
+    bomb = ["version: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
+             f"*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(bomb) + "\n")
+    import time
+
+    t = time.monotonic()
+    assert "alias expansion" in _error(str(p)) and time.monotonic() - t < 5
+    p.write_text("version: 1\ncore: &c\n  inner: *c\n")
+    assert "recursive alias" in _error(str(p))
