@@ -306,3 +306,51 @@ def test_sample_takes_whole_cores_as_the_grid_deals_them():
     """sample_ctas=2 of 8 CTAs on 4 cores: the CTAs the whole grid gives core 0 (CTAs 0 and 4), on one core."""
     res, warps = _placement(8, 4, sample_ctas=2)
     assert warps == {0: 2} and res.ctas_simulated == 2 and res.ctas_total == 8
+
+
+# ---- memory system: misses in flight, sectors, write-back, L1 invalidation --------------------
+
+
+def test_second_warp_waits_for_the_miss_in_flight():
+    """Two warps load the same line a few cycles apart: the second finds it allocated but not filled,
+    and gets its data with the first warp's DRAM fill, not l2.hit_latency after its own issue."""
+    res, log = run("ld.global.cg.u32 %r2, [%rd2];\nadd.s32 %r3, %r2, 1;\n", threads=64)
+    ld0, ld1 = t_of(log, "ld.global", warp=0), t_of(log, "ld.global", warp=1)
+    use0, use1 = t_of(log, "add.s32 %r3", warp=0), t_of(log, "add.s32 %r3", warp=1)
+    assert 0 < ld1 - ld0 < 20
+    # was ld1 + 20: a hit 180 cycles before the data existed; now with the fill (one issue slot later)
+    assert use0 - ld0 == 200 and use1 - use0 in (0, 1) and use1 - ld1 > 180
+    assert res.dram_bytes == 32  # one fetch for both
+
+
+def test_l2_lines_fill_by_sector():
+    """A line holds the sectors fetched into it: the next sector of the same line is a miss of its own."""
+    res, log = run("ld.global.cg.u32 %r2, [%rd2];\nadd.s32 %r3, %r2, 1;\n"
+                   "ld.global.cg.u32 %r4, [%rd2+32];\nadd.s32 %r5, %r4, 1;\n", threads=1)
+    assert t_of(log, "add.s32 %r5") - t_of(log, "ld.global.cg.u32 %r4") == 200  # was an l2.hit_latency hit
+    assert res.dram_bytes == 64 and res.cache["l2_hit_rate"] == 0.0
+
+
+def test_evicted_dirty_lines_are_written_back():
+    """L2 of one set of 2 ways: stores to 3 lines of it evict the first, whose written sector goes to
+    DRAM; the stores themselves fetch nothing."""
+    hw = hw_small()
+    hw = dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, size=2 * hw.l2.line, assoc=2))
+    line = hw.l2.line
+    body = "".join(f"st.global.u32 [%rd2+{i * line}], %r1;\n" for i in range(3))
+    res, _ = run(body, hw, threads=1)
+    assert res.dram_bytes == hw.l2.sector
+    res, _ = run("".join(f"st.global.u32 [%rd2+{i * line}], %r1;\n" for i in range(2)), hw, threads=1)
+    assert res.dram_bytes == 0  # both fit: nothing written back during the kernel
+
+
+def test_store_invalidates_the_l1_line():
+    """ld.ca fills the L1; a store to the line drops it there, so the next ld.ca goes to the L2."""
+    from sim.hw import Cache
+
+    hw = hw_small(l1=Cache(size=4096, line=64, sector=32, assoc=4, policy="lru", hit_latency=8))
+    ld = "ld.global.ca.u32 %r{d}, [%rd2];\nadd.s32 %r{u}, %r{d}, 1;\n"
+    res, log = run(ld.format(d=2, u=3) + ld.format(d=4, u=5), hw, threads=1)
+    assert t_of(log, "add.s32 %r5") - t_of(log, "ld.global.ca.u32 %r4") == 8  # l1.hit_latency
+    res, log = run(ld.format(d=2, u=3) + "st.global.u32 [%rd2+4], %r3;\n" + ld.format(d=4, u=5), hw, threads=1)
+    assert t_of(log, "add.s32 %r5") - t_of(log, "ld.global.ca.u32 %r4") == 20  # l2.hit_latency

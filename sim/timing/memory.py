@@ -4,6 +4,12 @@
 data is ready, charging the units it uses. Latencies are load-to-use totals (docs/hwconfig.md):
 shared -> SharedMemory.latency (+ SharedMemory.pass_cycles per extra conflict pass), L1 hit ->
 l1.hit_latency, L2 hit -> l2.hit_latency, miss -> DRAM (GlobalMemory.latency + bank queueing).
+
+Misses in flight are tracked per line (the caches' miss-status registers): a request that finds its
+sectors allocated but not yet filled waits for the fill instead of hitting early. The L2 is sectored
+(a miss fetches only the missing l2.sector-byte sectors) and write-back: stores mark their sectors
+dirty, and evicting a dirty line writes them to DRAM. A store invalidates the line in this core's L1
+(write-through, no write-allocate).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ class DeviceMemory:
         self.l2 = SetAssocCache(hw.l2, "l2")
         self.sharing_cores = sharing_cores
         self.shared_passes: dict = {}  # SharedBanks memo shared by all cores
+        self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
+        self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
 
 
 class CoreMemory:
@@ -29,6 +37,8 @@ class CoreMemory:
         self.shared = SharedBanks(hw.shared, dev.shared_passes)
         self.l1 = SetAssocCache(hw.l1, "l1") if hw.l1 is not None else None
         self.l2 = dev.l2
+        self.dev = dev
+        self.l1_fill: dict[int, int] = {}  # L1 line -> cycle its pending fill arrives
         self.dram = Dram(hw, dev.sharing_cores)
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.conflicts = 0  # extra shared passes
@@ -54,24 +64,60 @@ class CoreMemory:
         per_line: dict[int, int] = {}
         spl = l2c.line // l2c.sector
         for s in sectors.tolist():
-            per_line[s // spl] = per_line.get(s // spl, 0) + 1
+            per_line[s // spl] = per_line.get(s // spl, 0) | 1 << (s % spl)
         worst = t + self.lsu_latency
-        for line, nsec in per_line.items():
+        for line, mask in per_line.items():
             if is_store or atomic:
-                # write-through, no L1 allocate: the write lands in the L2 (allocated there)
-                if not self.l2.access(line):
-                    self.dram.bytes += 0  # write-back traffic is not modelled
-                lat = t + (l2c.hit_latency if atomic else self.lsu_latency)
-            elif use_l1 and self.l1 is not None and self.l1.access(line * l2c.line // self.l1.c.line):
-                lat = t + self.l1.c.hit_latency
-            elif self.l2.access(line):
-                lat = t + l2c.hit_latency
+                lat = self._write(t, line, mask, atomic)
             else:
-                done, wait = self.dram.request(t, line * l2c.line, nsec * l2c.sector)
-                self.dram_wait += wait
-                lat = done
+                lat = self._read(t, line, mask, use_l1)
             worst = max(worst, lat)
         return worst
+
+    def _read(self, t: int, line: int, mask: int, use_l1: bool) -> int:
+        l2c = self.hw.l2
+        l1line = -1
+        if use_l1 and self.l1 is not None:
+            l1line = line * l2c.line // self.l1.c.line
+            if self.l1.access(l1line):
+                return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
+        missing = self.l2.lookup(line, mask)
+        self._write_back(t, self.l2.victim)
+        pending = self.dev.l2_fill.get(line, 0)
+        if not missing:
+            lat = max(t + l2c.hit_latency, pending)  # merged into the miss in flight, if any
+        else:
+            done, wait = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+            self.dram_wait += wait
+            lat = max(done, pending)
+            self.dev.l2_fill[line] = lat
+        if l1line >= 0:
+            self.l1_fill[l1line] = lat
+        return lat
+
+    def _write(self, t: int, line: int, mask: int, atomic: bool) -> int:
+        """Write-through to the L2 (allocated there, the written sectors dirty), no L1 allocate; the
+        line leaves this core's L1."""
+        l2c = self.hw.l2
+        if self.l1 is not None:
+            l1line = line * l2c.line // self.l1.c.line
+            self.l1.invalidate(l1line)
+            self.l1_fill.pop(l1line, None)
+        self.l2.lookup(line, mask)
+        self._write_back(t, self.l2.victim)
+        self.dev.dirty[line] = self.dev.dirty.get(line, 0) | mask
+        if atomic:  # the read-modify-write waits for the line in the L2 (a fill in flight included)
+            return max(t + l2c.hit_latency, self.dev.l2_fill.get(line, 0))
+        return t + self.lsu_latency
+
+    def _write_back(self, t: int, victim: int | None) -> None:
+        """An evicted dirty line's sectors go to DRAM (occupying its bank, counted in its bytes)."""
+        if victim is None:
+            return
+        self.dev.l2_fill.pop(victim, None)
+        dirty = self.dev.dirty.pop(victim, 0)
+        if dirty:
+            self.dram.request(t, victim * self.hw.l2.line, bin(dirty).count("1") * self.hw.l2.sector)
 
     def access(self, t: int, acc: tuple, cache_op: str, atomic: bool) -> tuple[int, int]:
         """(ready cycle, extra shared passes) for the functional model's w.acc tuple."""

@@ -107,29 +107,48 @@ class SharedBanks:
 
 
 class SetAssocCache:
-    """Cache.size / line / assoc, LRU (Cache.policy), hit latency Cache.hit_latency."""
+    """Cache.size / line / assoc, LRU (Cache.policy), hit latency Cache.hit_latency. A line holds the
+    sectors (Cache.sector bytes) fetched into it: a request hits only when all its sectors are there."""
 
     def __init__(self, c: Cache, name: str):
         self.c = c
         self.name = name
         self.sets = c.size // (c.line * c.assoc)
-        self.lines: list[OrderedDict] = [OrderedDict() for _ in range(self.sets)]
+        self.full = (1 << (c.line // c.sector)) - 1  # every sector of a line
+        self.lines: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(self.sets)]  # line -> sectors
         self.hits = 0
         self.misses = 0
+        self.victim: int | None = None  # the line the last lookup evicted
 
-    def access(self, line_addr: int, allocate: bool = True) -> bool:
-        """True on a hit; on a miss the line is filled (LRU victim evicted) when allocate."""
+    def lookup(self, line_addr: int, mask: int, allocate: bool = True) -> int:
+        """The sectors of `mask` that are not present (0: a hit). On a miss they are filled when
+        allocate (the line allocated first if absent, its set's LRU line evicted into `victim`)."""
+        self.victim = None
         s = self.lines[line_addr % self.sets]
-        if line_addr in s:
+        have = s.get(line_addr)
+        if have is not None:
             s.move_to_end(line_addr)
-            self.hits += 1
-            return True
+            missing = mask & ~have
+            if not missing:
+                self.hits += 1
+                return 0
+            self.misses += 1
+            if allocate:
+                s[line_addr] = have | mask
+            return missing
         self.misses += 1
         if allocate:
             if len(s) >= self.c.assoc:
-                s.popitem(last=False)
-            s[line_addr] = True
-        return False
+                self.victim = s.popitem(last=False)[0]
+            s[line_addr] = mask
+        return mask
+
+    def access(self, line_addr: int, allocate: bool = True) -> bool:
+        """True on a hit of the whole line; on a miss the line is filled when allocate."""
+        return self.lookup(line_addr, self.full, allocate) == 0
+
+    def invalidate(self, line_addr: int) -> None:
+        self.lines[line_addr % self.sets].pop(line_addr, None)
 
     def hit_rate(self) -> float | None:
         n = self.hits + self.misses
