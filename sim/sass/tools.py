@@ -1,0 +1,206 @@
+"""Find ``ptxas`` and ``nvdisasm``, compile PTX to a cubin, disassemble it, read ptxas' resource report.
+
+The tools come first from the pip wheels (``nvidia-cuda-nvcc``, ``nvidia-cuda-nvdisasm``: binaries
+under ``site-packages/nvidia/<cuXX>/bin/``, found through the ``nvidia`` namespace package), then from
+the PATH. One compile (``ptxas -arch=ARCH -lineinfo -v``) serves both the listing and the resource
+report; its outputs are cached under ``$XDG_CACHE_HOME/gemm-workbench/sass`` keyed by the sha256 of
+the PTX text, the arch and both tools' versions.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.errors import PtxError, WorkbenchError
+
+INSTALL_HINT = 'pip install -e ".[sass]"'
+DEFAULT_ARCH = "sm_90a"
+
+
+class SassError(WorkbenchError):
+    """A SASS tool is missing or failed."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What ``ptxas -v`` reports for one entry function."""
+
+    regs: int
+    barriers: int
+    smem_static: int  # bytes of statically declared shared memory
+    cmem: int  # bytes of constant bank 0 (0 where ptxas does not print it)
+    stack_frame: int
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One ptxas + nvdisasm run: the disassembly text and ptxas' ``-v`` log."""
+
+    arch: str
+    disassembly: str
+    ptxas_log: str
+
+
+def _wheel_dirs() -> list[Path]:
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    out: list[Path] = []
+    for root in spec.submodule_search_locations:
+        base = Path(root)
+        out += sorted(base.glob("cu*/bin"), reverse=True)  # cu13/bin before cu12/bin
+        out += sorted(base.glob("cuda_*/bin"))  # the older per-package layout (nvidia/cuda_nvcc/bin)
+    return out
+
+
+def find_tool(name: str) -> Path | None:
+    """``name`` from the pip wheels, else from the PATH; None when neither has it."""
+    for d in _wheel_dirs():
+        p = d / name
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def tool(name: str) -> Path:
+    """Like find_tool, but a missing tool is a SassError naming the fix."""
+    p = find_tool(name)
+    if p is None:
+        raise SassError(f"{name} not found (neither the nvidia pip wheels nor the PATH have it): {INSTALL_HINT}")
+    return p
+
+
+def tools_available() -> bool:
+    return find_tool("ptxas") is not None and find_tool("nvdisasm") is not None
+
+
+@functools.cache
+def tool_version(path: Path) -> str:
+    """The last line of ``TOOL --version`` (``Build cuda_13.5.r13.5/compiler.39125733_0``)."""
+    out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
+    lines = [s for s in out.stdout.splitlines() if s.strip()]
+    return lines[-1].strip() if lines else "unknown"
+
+
+@functools.cache
+def _nvdisasm_flags(path: Path) -> tuple[str, ...]:
+    """-c (code only), -hex (encodings), and the PTX line info: -gp where this nvdisasm has it (it reads
+    .nv_debug_line_sass, which points at lines of the PTX text), else -g (the .debug_line section)."""
+    out = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60)
+    line_flag = "-gp" if "--print-line-info-ptx" in out.stdout else "-g"
+    return ("-c", "-hex", line_flag)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gemm-workbench" / "sass"
+
+
+def _ptxas_error(log: str, file: str) -> PtxError:
+    """ptxas prints ``ptxas PATH, line N; error   : MESSAGE``; keep the first error, name the user's file."""
+    m = re.search(r"line (\d+); error\s*:\s*(.*)", log)
+    if m:
+        return PtxError(f"ptxas rejected the PTX: {m.group(2).strip()}", file, int(m.group(1)))
+    first = next((s for s in log.splitlines() if s.strip()), "no message")
+    return PtxError(f"ptxas rejected the PTX: {first.strip()}", file)
+
+
+def _run(args: list[str], file: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as e:
+        raise SassError(f"{Path(args[0]).name} ran over 600 s; try a smaller kernel", file) from e
+
+
+def compile_ptx(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> Compiled:
+    """ptxas -arch=ARCH -lineinfo -v, then nvdisasm -c -hex -gp, cached by content and tool versions."""
+    ptxas, nvdisasm = tool("ptxas"), tool("nvdisasm")
+    key = hashlib.sha256("\0".join([ptx_text, arch, tool_version(ptxas), tool_version(nvdisasm)]).encode())
+    cached = cache_dir() / f"{key.hexdigest()}.json"
+    if cached.is_file():
+        try:
+            d = json.loads(cached.read_text())
+            return Compiled(arch, d["disassembly"], d["ptxas_log"])
+        except (ValueError, KeyError, OSError):
+            pass  # a damaged cache entry is recompiled and rewritten
+    with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
+        src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx_text)
+        r = _run([str(ptxas), f"-arch={arch}", "-lineinfo", "-v", str(src), "-o", str(cubin)], file)
+        if r.returncode != 0:
+            raise _ptxas_error(r.stderr + r.stdout, file)
+        d = _run([str(nvdisasm), *_nvdisasm_flags(nvdisasm), str(cubin)], file)
+        if d.returncode != 0:
+            msg = (d.stderr.strip().splitlines() or ["no message"])[0]
+            raise SassError(f"nvdisasm failed on the cubin ptxas wrote: {msg}", file)
+    out = Compiled(arch, d.stdout, r.stdout + r.stderr)
+    _store(cached, out)
+    return out
+
+
+def _store(path: Path, c: Compiled) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"disassembly": c.disassembly, "ptxas_log": c.ptxas_log}))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only cache only costs the recompile
+
+
+_FUNC = re.compile(r"Function properties for (\S+)")
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+
+
+def _num(pattern: str, text: str) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Resources per entry function from a ``ptxas -v`` log."""
+    out: dict[str, Resources] = {}
+    name: str | None = None  # the entry function being compiled
+    props: str | None = None  # the function whose properties the next lines give
+    frame = ""
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            name, frame = m.group(1), ""
+        elif m := _FUNC.search(line):
+            props = m.group(1)
+        elif "bytes stack frame" in line and props == name:
+            frame = line
+        elif name is not None and (m := re.search(r"Used (\d+) registers", line)):
+            out[name] = Resources(
+                regs=int(m.group(1)),
+                barriers=_num(r"used (\d+) barriers", line),
+                smem_static=_num(r"(\d+) bytes smem", line),
+                cmem=_num(r"(\d+) bytes cmem\[0\]", line),
+                stack_frame=_num(r"(\d+) bytes stack frame", frame),
+                spill_stores=_num(r"(\d+) bytes spill stores", frame),
+                spill_loads=_num(r"(\d+) bytes spill loads", frame),
+            )
+            name = None
+    return out
+
+
+def resources(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> dict[str, Resources]:
+    """Registers, shared memory, spills per kernel, as ptxas allocates them for ``arch``."""
+    return parse_resources(compile_ptx(ptx_text, arch, file).ptxas_log)
