@@ -1,12 +1,34 @@
-"""The one ISA table: opcode -> operand syntax, pipe class, latency class, semantics key.
+"""The one ISA table: opcode -> operand syntax, pipe, semantic class, memory, ordering and control roles.
 
 Parser (operand counts), functional model (semantics builders keyed by the same opcodes), timing
-model (pipe class), verifier and docs all read this table; nothing else switches on opcode strings
-to decide what kind of instruction it is.
+model (pipe, latency class, memory direction, ordering), verifier (control flow, barriers, async
+groups, uniformity) and docs all read this table through the query functions below; nothing else
+switches on opcode strings to decide what kind of instruction it is (tests/test_isa_table.py scans
+for that). The decoder caches every per-instruction answer in ``ins.info`` once.
 
-Syntax strings name the operands: ``d`` a destination, ``a b c`` sources, ``[a]`` a memory
-address, ``L`` a label, ``{, x}`` an optional trailing operand. ``pipe`` is a pipe class of
-``sim.hw.PIPE_CLASSES``; "arith" means fma for f16/f32 types, fp64 for f64 and alu otherwise.
+Fields of an ``Op``:
+  syntax      operands: ``d`` a destination, ``a b c`` sources, ``[a]`` a memory address, ``L`` a
+              label, ``{, x}`` an optional trailing operand
+  pipe        a pipe class of ``sim.hw.PIPE_CLASSES``, or PIPE_ARITH / PIPE_CVT (chosen by type)
+  cls         semantic class: arith (int or float by type) | alu | compare | sfu | lsu | tensor |
+              warp | branch | sync | async
+  mem         memory direction: none | read | write | rmw (atomics) | copy (cp.async: reads global,
+              writes shared later)
+  space       "mods" (the .global/.shared/... modifier, else generic) or a fixed space
+  mem_bytes   bytes one thread accesses when that is not type size x vector width (ldmatrix rows)
+  order       ordering role: "" | fence | barrier (bar.sync / bar.arrive / bar.warp.sync: barrier_role)
+  ordered     the issue stage serialises it (branches, barriers, fences, sleep)
+  flow        control flow: "" | branch | exit (ret, exit, trap end the thread)
+  latency     latency class: pipe (the pipe's) | shared (crosses the shared-memory crossbar)
+  nonuniform  results may differ between threads from equal inputs (memory, other lanes)
+  packed      accepts packed-half types (f16x2, bf16x2) where the type table gives them a dtype
+
+Adding an opcode: (1) one ``Op`` entry here, (2) its semantics builder under the same key in
+``sim/functional/ops_alu.py`` or ``ops_mem.py`` (and in ``validation/formal`` if the verifier must
+model it beyond "writes a fresh value"), (3) a numpy-checked test in
+tests/test_functional_semantics.py and a line in docs/ptx-subset.md. tests/test_isa_table.py fails
+until the table, the semantics and the pipes agree. Opcodes not in the table are rejected at parse
+time with file:line.
 """
 
 from __future__ import annotations
@@ -15,14 +37,27 @@ from dataclasses import dataclass
 
 from sim.errors import PtxError
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
+from sim.ptx.types import TYPES, is_packed, type_mods
+
+PIPE_ARITH = "arith"  # fma for f16/bf16/f32 and packed halves, fp64 for f64, alu otherwise
+PIPE_CVT = "convert"  # fp64 when a type is f64, alu otherwise
 
 
 @dataclass(frozen=True)
 class Op:
     syntax: str
     pipe: str
+    cls: str
     has_dst: bool = True  # first operand is written
-    kind: str = "compute"  # compute | memory | branch | barrier | async | warp | special
+    mem: str = "none"
+    space: str = ""
+    mem_bytes: int = 0
+    order: str = ""
+    ordered: bool = False
+    flow: str = ""
+    latency: str = "pipe"
+    nonuniform: bool = False
+    packed: bool = False
     doc: str = ""
 
     @property
@@ -33,95 +68,192 @@ class Op:
         return n_req, n_req + n_opt
 
 
+def _arith(syntax: str, doc: str = "", packed: bool = False) -> Op:
+    return Op(syntax, PIPE_ARITH, "arith", packed=packed, doc=doc)
+
+
+def _alu(syntax: str, doc: str = "") -> Op:
+    return Op(syntax, "alu", "alu", doc=doc)
+
+
+def _sfu(syntax: str) -> Op:
+    return Op(syntax, "sfu", "sfu")
+
+
+def _mem(syntax: str, mem: str, has_dst: bool = True, doc: str = "") -> Op:
+    return Op(syntax, "lsu", "lsu", has_dst, mem=mem, space="mods", nonuniform=has_dst, doc=doc)
+
+
+def _flow(flow: str) -> Op:
+    return Op("L" if flow == "branch" else "", "branch", "branch", False, ordered=True, flow=flow)
+
+
 ISA: dict[str, Op] = {
     # integer and float arithmetic
-    "add": Op("d, a, b", "arith", doc="add (wraps for integers; .sat; .rn for floats)"),
-    "sub": Op("d, a, b", "arith"),
-    "mul": Op("d, a, b", "arith", doc=".lo/.hi/.wide for integers"),
-    "mad": Op("d, a, b, c", "arith", doc=".lo/.hi/.wide for integers; .rn for floats (fused)"),
-    "mul24": Op("d, a, b", "alu"),
-    "mad24": Op("d, a, b, c", "alu"),
-    "fma": Op("d, a, b, c", "arith", doc="fused multiply-add, one rounding"),
-    "div": Op("d, a, b", "sfu", doc="integer division truncates toward zero; float .rn/.approx/.full"),
-    "rem": Op("d, a, b", "alu"),
-    "abs": Op("d, a", "arith"),
-    "neg": Op("d, a", "arith"),
-    "min": Op("d, a, b", "arith"),
-    "max": Op("d, a, b", "arith"),
-    "copysign": Op("d, a, b", "arith"),
-    "rcp": Op("d, a", "sfu"),
-    "sqrt": Op("d, a", "sfu"),
-    "rsqrt": Op("d, a", "sfu"),
-    "sin": Op("d, a", "sfu"),
-    "cos": Op("d, a", "sfu"),
-    "lg2": Op("d, a", "sfu"),
-    "ex2": Op("d, a", "sfu"),
-    "tanh": Op("d, a", "sfu"),
-    "testp": Op("d, a", "alu"),
+    "add": _arith("d, a, b", "add (wraps for integers; .sat; .rn for floats)", packed=True),
+    "sub": _arith("d, a, b", packed=True),
+    "mul": _arith("d, a, b", ".lo/.hi/.wide for integers", packed=True),
+    "mad": _arith("d, a, b, c", ".lo/.hi/.wide for integers; .rn for floats (fused)"),
+    "mul24": _alu("d, a, b"),
+    "mad24": _alu("d, a, b, c"),
+    "fma": _arith("d, a, b, c", "fused multiply-add, one rounding", packed=True),
+    "div": Op("d, a, b", "sfu", "arith", doc="integer division truncates toward zero; float .rn/.approx/.full"),
+    "rem": _alu("d, a, b"),
+    "abs": _arith("d, a", packed=True),
+    "neg": _arith("d, a", packed=True),
+    "min": _arith("d, a, b", packed=True),
+    "max": _arith("d, a, b", packed=True),
+    "copysign": _arith("d, a, b"),
+    "rcp": _sfu("d, a"),
+    "sqrt": _sfu("d, a"),
+    "rsqrt": _sfu("d, a"),
+    "sin": _sfu("d, a"),
+    "cos": _sfu("d, a"),
+    "lg2": _sfu("d, a"),
+    "ex2": _sfu("d, a"),
+    "tanh": _sfu("d, a"),
+    "testp": _alu("d, a"),
     # logic and bits
-    "and": Op("d, a, b", "alu"),
-    "or": Op("d, a, b", "alu"),
-    "xor": Op("d, a, b", "alu"),
-    "not": Op("d, a", "alu"),
-    "cnot": Op("d, a", "alu"),
-    "lop3": Op("d, a, b, c, e", "alu", doc="lop3.b32 d, a, b, c, immLut"),
-    "shl": Op("d, a, b", "alu"),
-    "shr": Op("d, a, b", "alu", doc=".s shifts in the sign, .u/.b zeros"),
-    "shf": Op("d, a, b, c", "alu", doc="funnel shift .l/.r .wrap/.clamp"),
-    "popc": Op("d, a", "alu"),
-    "clz": Op("d, a", "alu"),
-    "brev": Op("d, a", "alu"),
-    "bfe": Op("d, a, b, c", "alu"),
-    "bfi": Op("d, a, b, c, e", "alu"),
-    "prmt": Op("d, a, b, c", "alu"),
+    "and": _alu("d, a, b"),
+    "or": _alu("d, a, b"),
+    "xor": _alu("d, a, b"),
+    "not": _alu("d, a"),
+    "cnot": _alu("d, a"),
+    "lop3": _alu("d, a, b, c, e", "lop3.b32 d, a, b, c, immLut"),
+    "shl": _alu("d, a, b"),
+    "shr": _alu("d, a, b", ".s shifts in the sign, .u/.b zeros"),
+    "shf": _alu("d, a, b, c", "funnel shift .l/.r .wrap/.clamp"),
+    "popc": _alu("d, a"),
+    "clz": _alu("d, a"),
+    "brev": _alu("d, a"),
+    "bfe": _alu("d, a, b, c"),
+    "bfi": _alu("d, a, b, c, e"),
+    "prmt": _alu("d, a, b, c"),
     # comparison, selection, data movement, conversion
-    "setp": Op("d, a, b{, c}", "alu", doc="d may be a pair p|q; optional boolean c with .and/.or/.xor"),
-    "selp": Op("d, a, b, c", "alu"),
-    "slct": Op("d, a, b, c", "alu"),
-    "mov": Op("d, a", "alu", doc="also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}"),
-    "cvt": Op("d, a", "alu", doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints"),
-    "cvta": Op("d, a", "alu", doc="generic <-> state space addresses"),
+    "setp": Op("d, a, b{, c}", "alu", "compare", doc="d may be a pair p|q; optional boolean c with .and/.or/.xor"),
+    "selp": _alu("d, a, b, c"),
+    "slct": _alu("d, a, b, c"),
+    "mov": _alu("d, a", "also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}"),
+    "cvt": Op("d, a", PIPE_CVT, "alu",
+              doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints"),
+    "cvta": _alu("d, a", "generic <-> state space addresses"),
     # memory
-    "ld": Op("d, [a]", "lsu", kind="memory", doc="ld{.space}{.cache}{.vN}.type"),
-    "ldu": Op("d, [a]", "lsu", kind="memory"),
-    "st": Op("[a], b", "lsu", has_dst=False, kind="memory"),
-    "atom": Op("d, [a], b{, c}", "lsu", kind="memory", doc="add min max inc dec and or xor exch cas"),
-    "red": Op("[a], b", "lsu", has_dst=False, kind="memory"),
-    "ldmatrix": Op("d, [a]", "lsu", kind="warp", doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
-    "cp": Op("{[d], [a], b, c}", "lsu", has_dst=False, kind="async",
-             doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; wait_all"),
-    "prefetch": Op("[a]", "lsu", has_dst=False, kind="memory"),
-    "membar": Op("", "sync", has_dst=False, kind="barrier"),
-    "fence": Op("", "sync", has_dst=False, kind="barrier"),
+    "ld": _mem("d, [a]", "read", doc="ld{.space}{.cache}{.vN}.type"),
+    "ldu": _mem("d, [a]", "read"),
+    "st": _mem("[a], b", "write", has_dst=False),
+    "atom": _mem("d, [a], b{, c}", "rmw", doc="add min max inc dec and or xor exch cas"),
+    "red": _mem("[a], b", "rmw", has_dst=False),
+    "ldmatrix": Op("d, [a]", "lsu", "warp", mem="read", space="shared", mem_bytes=16, nonuniform=True,
+                   doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
+    "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
+             doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
+                 "wait_all (roles: async_role)"),
+    "prefetch": Op("[a]", "lsu", "lsu", False, space="mods"),
+    "membar": Op("", "sync", "sync", False, order="fence", ordered=True),
+    "fence": Op("", "sync", "sync", False, order="fence", ordered=True),
     # control
-    "bra": Op("L", "branch", has_dst=False, kind="branch"),
-    "ret": Op("", "branch", has_dst=False, kind="branch"),
-    "exit": Op("", "branch", has_dst=False, kind="branch"),
-    "trap": Op("", "branch", has_dst=False, kind="branch"),
-    "bar": Op("{a, b}", "sync", has_dst=False, kind="barrier",
+    "bra": _flow("branch"),
+    "ret": _flow("exit"),
+    "exit": _flow("exit"),
+    "trap": _flow("exit"),
+    "bar": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
               doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red"),
-    "barrier": Op("{a, b}", "sync", has_dst=False, kind="barrier"),
-    "nanosleep": Op("a", "sync", has_dst=False),
+    "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True),
+    "nanosleep": Op("a", "sync", "sync", False, ordered=True),
     # warp-level
-    "shfl": Op("d, a, b, c, e", "lsu", kind="warp", doc="shfl.sync.{up,down,bfly,idx}.b32 d|p, a, b, c, membermask"),
-    "vote": Op("d, a, b", "alu", kind="warp", doc="vote.sync.{all,any,uni,ballot}"),
-    "activemask": Op("d", "alu", kind="warp"),
-    "redux": Op("d, a, b", "alu", kind="warp"),
-    "mma": Op("d, a, b, c", "tensor", kind="warp",
+    "shfl": Op("d, a, b, c, e", "lsu", "warp", latency="shared", nonuniform=True, space="mods",
+               doc="shfl.sync.{up,down,bfly,idx}.b32 d|p, a, b, c, membermask"),
+    "vote": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", doc="vote.sync.{all,any,uni,ballot}"),
+    "activemask": Op("d", "alu", "warp", nonuniform=True, space="mods"),
+    "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods"),
+    "mma": Op("d, a, b, c", "tensor", "tensor", nonuniform=True, space="mods",
               doc="mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (and m16n8k8)"),
 }
 
-# Ops that write no register even though they have operands (derived from the table).
-_NO_DST = {name for name, op in ISA.items() if not op.has_dst}
+_SPACES = ("global", "shared", "local", "const", "param")
+_ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
+
+
+# -- queries (answers cached in ins.info by decode_instruction) ------------------------------------
+def op_of(ins: Instruction) -> Op:
+    return ISA[ins.opcode]
+
+
+def op_class(ins: Instruction) -> str:
+    return ins.info["cls"]
+
+
+def is_branch(ins: Instruction) -> bool:
+    return ins.info["flow"] == "branch"
+
+
+def is_terminator(ins: Instruction) -> bool:
+    """ret / exit / trap: the thread leaves the kernel (when its guard holds)."""
+    return ins.info["flow"] == "exit"
+
+
+def barrier_role(ins: Instruction) -> str:
+    """"cta" (bar.sync / barrier.sync / bar.red: every thread waits), "arrive" (a CTA barrier this
+    thread does not wait at), "warp" (bar.warp.sync), "" (not a barrier)."""
+    return ins.info["bar"]
+
+
+def is_cta_barrier(ins: Instruction) -> bool:
+    return ins.info["bar"] == "cta"
+
+
+def async_role(ins: Instruction) -> str:
+    """cp.async role: "copy" (issue), "commit" (commit_group), "wait" (wait_group N), "wait_all", ""."""
+    return ins.info["async"]
+
+
+def mem_dir(ins: Instruction) -> str:
+    """none | read | write | rmw | copy (cp.async issue)."""
+    return ins.info["mem"]
+
+
+def mem_space(ins: Instruction) -> str:
+    """The state space named by the instruction (or fixed by the opcode), "generic" when none."""
+    return ins.info["space"]
+
+
+def access_bytes(ins: Instruction) -> int:
+    """Bytes one thread reads or writes: the element type size times the vector width, or the
+    opcode's fixed row size (ldmatrix); 4 when the instruction names no type."""
+    fixed = ISA[ins.opcode].mem_bytes
+    if fixed:
+        return fixed
+    tys = type_mods(ins.mods)
+    vec = next((int(m[1]) for m in ins.mods if m in ("v2", "v4", "v8")), 1)
+    return (TYPES[tys[-1]].size if tys else 4) * vec
+
+
+def is_ordered(ins: Instruction) -> bool:
+    """Issues only after every older instruction and before any younger one."""
+    return ins.info["ordered"]
+
+
+def is_nonuniform(ins: Instruction) -> bool:
+    """Results may differ between threads even from equal inputs (loads other than .param/.const,
+    atomics, warp exchanges, tensor fragments)."""
+    return ins.info["nonuniform"]
+
+
+def latency_class(ins: Instruction) -> str:
+    return ISA[ins.opcode].latency
+
+
+def has_dst(ins: Instruction) -> bool:
+    return ins.info["has_dst"]
 
 
 def pipe_of(ins: Instruction) -> str:
     op = ISA[ins.opcode]
-    if op.pipe != "arith":
-        if ins.opcode == "cvt" and any(m == "f64" for m in ins.mods):
-            return "fp64"
+    types = type_mods(ins.mods)
+    if op.pipe == PIPE_CVT:
+        return "fp64" if "f64" in types else "alu"
+    if op.pipe != PIPE_ARITH:
         return op.pipe
-    types = [m for m in ins.mods if m in _TYPE_MODS]
     t = types[-1] if types else ""
     if t == "f64":
         return "fp64"
@@ -130,8 +262,20 @@ def pipe_of(ins: Instruction) -> str:
     return "alu"
 
 
-_TYPE_MODS = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
-              "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "b128"}
+def _barrier_role(op: Op, mods: tuple[str, ...]) -> str:
+    if op.order != "barrier":
+        return ""
+    if "warp" in mods:
+        return "warp"
+    if "arrive" not in mods and ("sync" in mods or "red" in mods or not mods):
+        return "cta"
+    return "arrive"
+
+
+def _async_role(op: Op, mods: tuple[str, ...]) -> str:
+    if op.cls != "async":
+        return ""
+    return next((role for mod, role in _ASYNC_ROLES if mod in mods), "copy")
 
 
 def _regs(op: Operand, out: list[str]) -> None:
@@ -144,18 +288,26 @@ def _regs(op: Operand, out: list[str]) -> None:
         out.append(op.base.name)
 
 
+def _check(ins: Instruction, op: Op, k: Kernel) -> None:
+    lo, hi = op.arity
+    n = len(ins.operands)
+    if not op.order and op.cls != "async" and not lo <= n <= hi:
+        raise PtxError(f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file, ins.line)
+    if ins.guard is not None and ins.guard not in k.regs:
+        raise PtxError(f"guard register {ins.guard} is not declared: add it to a .reg .pred directive",
+                       k.file, ins.line)
+    for t in type_mods(ins.mods):
+        if is_packed(t) and not (op.packed and TYPES[t].np is not None):
+            raise PtxError(f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
+                           "see docs/ptx-subset.md", k.file, ins.line)
+
+
 def decode_instruction(ins: Instruction, k: Kernel) -> None:
     op = ISA.get(ins.opcode)
     if op is None:
         raise PtxError(f"unsupported instruction '{ins.full}' ({ins.text}): the simulator does not "
                        "implement it; see docs/ptx-subset.md for the supported subset", k.file, ins.line)
-    lo, hi = op.arity
-    n = len(ins.operands)
-    if ins.opcode not in ("cp", "bar", "barrier", "membar", "fence") and not lo <= n <= hi:
-        raise PtxError(f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file, ins.line)
-    if ins.guard is not None and ins.guard not in k.regs:
-        raise PtxError(f"guard register {ins.guard} is not declared: add it to a .reg .pred directive",
-                       k.file, ins.line)
+    _check(ins, op, k)
     ins.pipe = pipe_of(ins)
     dst: list[str] = []
     src: list[str] = []
@@ -175,16 +327,20 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
         src.append(ins.guard)
     ins.dst_regs = tuple(dst)
     ins.src_regs = tuple(src)
-    ins.info["kind"] = op.kind
-    if op.kind in ("memory", "warp", "async"):
-        ins.info["space"] = next((m for m in ins.mods if m in _SPACES), "generic")
-    if ins.opcode == "bra":
+    mods = ins.mods
+    role = _async_role(op, mods)
+    bar = _barrier_role(op, mods)
+    space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
+    mem = op.mem if role in ("", "copy") else "none"
+    info = ins.info
+    info.update(cls=op.cls, flow=op.flow, bar=bar, has_dst=op.has_dst, mem=mem, space=space,
+                ordered=op.ordered or role in ("commit", "wait", "wait_all"),
+                nonuniform=op.nonuniform and not (mem == "read" and space in ("param", "const")))
+    info["async"] = role
+    if op.flow == "branch":
         if not ops or ops[0].kind != "label":
             raise PtxError(f"bra needs a label target ({ins.text})", k.file, ins.line)
-        ins.info["target"] = k.labels[ops[0].name]
-
-
-_SPACES = ("global", "shared", "local", "const", "param")
+        info["target"] = k.labels[ops[0].name]
 
 
 def decode_kernel(k: Kernel, prog: Program) -> None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
+import shutil
+import subprocess
 
-from tests.simhelp import run_snippet
+import numpy as np
+import pytest
+
+from sim.functional.runner import run_functional
+from sim.launch import Arg, Launch
+from sim.ptx.parser import parse_ptx
+from tests.simhelp import HEADER, run_snippet
 
 STORE_R = """
     mul.wide.u32 %rd3, %r0, 4;
@@ -198,3 +205,98 @@ def test_one_load_reads_two_buffers():
     data = np.full(4, 777, dtype=np.uint32)
     out = run_snippet(body, "", "uint32", 32, {"data": data})
     assert np.array_equal(out, np.where(np.arange(32) % 2 == 0, 0, 777))  # out starts zeroed
+
+
+# -- packed halves: f16x2 / bf16x2 ----------------------------------------------------------------
+PACKED_OPS = {  # PTX statement (d = %r4, sources %r1..%r3) and the float64 reference per element
+    "add.rn": (2, lambda a, b, c: a + b),
+    "sub.rn": (2, lambda a, b, c: a - b),
+    "mul.rn": (2, lambda a, b, c: a * b),
+    "fma.rn": (3, lambda a, b, c: a * b + c),
+    "min": (2, lambda a, b, c: np.fmin(a, b)),
+    "max": (2, lambda a, b, c: np.fmax(a, b)),
+    "neg": (1, lambda a, b, c: -a),
+    "abs": (1, lambda a, b, c: np.abs(a)),
+}
+
+
+def _packed_kernel(stmt: str) -> str:
+    return HEADER + f""".visible .entry k(.param .u64 k_out, .param .u64 k_a, .param .u64 k_b, .param .u64 k_c)
+{{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [k_out];
+    ld.param.u64 %rd2, [k_a];
+    ld.param.u64 %rd3, [k_b];
+    ld.param.u64 %rd4, [k_c];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd3, %rd3;
+    cvta.to.global.u64 %rd4, %rd4;
+    mov.u32 %r0, %tid.x;
+    mul.wide.u32 %rd5, %r0, 4;
+    add.s64 %rd6, %rd2, %rd5;
+    ld.global.u32 %r1, [%rd6];
+    add.s64 %rd7, %rd3, %rd5;
+    ld.global.u32 %r2, [%rd7];
+    add.s64 %rd8, %rd4, %rd5;
+    ld.global.u32 %r3, [%rd8];
+    {stmt}
+    add.s64 %rd9, %rd1, %rd5;
+    st.global.u32 [%rd9], %r4;
+    ret;
+}}
+"""
+
+
+def _halves(rng, elem: str) -> np.ndarray:
+    """64 random non-zero values exactly representable in elem, as their 16-bit patterns."""
+    x = rng.uniform(0.125, 16.0, 64) * rng.choice([-1.0, 1.0], 64)
+    if elem == "f16":
+        return x.astype(np.float16).view(np.uint16)
+    return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)  # truncated: exact bf16
+
+
+def _to_f64(bits: np.ndarray, elem: str) -> np.ndarray:
+    if elem == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    """float64 -> nearest bf16 pattern, ties to even: the closest of three neighbouring patterns."""
+    t = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.int64)
+    cand = np.stack([t - 1, t, t + 1])
+    vals = ((cand.astype(np.uint32) << 16).view(np.float32)).astype(np.float64)
+    dist = np.abs(vals - x)
+    best = dist.min(axis=0)
+    score = np.where(dist == best, 0, 2) + (cand & 1)  # nearest, then even
+    return cand[np.argmin(score, axis=0), np.arange(x.size)].astype(np.uint16)
+
+
+def _ptxas_ok(ptx: str, tmp_path) -> None:
+    if shutil.which("ptxas") is None:
+        return
+    f = tmp_path / "k.ptx"
+    f.write_text(ptx)
+    r = subprocess.run(["ptxas", "-arch=sm_90a", str(f), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+@pytest.mark.parametrize("op", list(PACKED_OPS))
+def test_packed_half_arithmetic(op, elem, tmp_path):
+    n, ref = PACKED_OPS[op]
+    stmt = f"{op}.{elem}x2 %r4, " + ", ".join(f"%r{i + 1}" for i in range(n)) + ";"
+    ptx = _packed_kernel(stmt)
+    _ptxas_ok(ptx, tmp_path)
+    rng = np.random.default_rng()
+    ins = [_halves(rng, elem) for _ in range(3)]  # element 0 of lane i in the low half of word i
+    out = np.full(32, 0xDEADBEEF, dtype=np.uint32)
+    args = [Arg("buffer", "uint32", array=out)] + [Arg("buffer", "uint32", array=h.view(np.uint32)) for h in ins]
+    res = run_functional(parse_ptx(ptx, "packed.ptx"), Launch("k", (1, 1, 1), (32, 1, 1), args))
+    got = res.outputs[0].view(np.uint16)
+    exact = ref(*[_to_f64(h, elem) for h in ins])
+    want = exact.astype(np.float16).view(np.uint16) if elem == "f16" else _round_bf16(exact)
+    assert np.array_equal(got, want), (stmt, got[:4], want[:4])

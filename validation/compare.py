@@ -77,7 +77,7 @@ def program_facts(prog: Any, kernel: str | None = None, hw: Any = None) -> dict[
         pipes[str(ins.line)] = name
     branches: dict[int, dict[str, Any]] = {}
     for ins in k.body:
-        if ins.opcode != "bra":
+        if ins.info["flow"] != "branch":
             continue
         label = next((o.name for o in ins.operands if o.kind == "label"), None)
         if label is None or label not in k.labels:

@@ -3,57 +3,92 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from sim import isa
 from sim.ptx.ir import Kernel
+
+EXIT = -1  # the block index of "leaves the kernel"
+
+
+@dataclass
+class Block:
+    index: int
+    start: int
+    end: int  # exclusive
+    succ: list[tuple[int, str | None, bool]] = field(default_factory=list)  # (block, guard, negated)
+    pred: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Cfg:
+    blocks: list[Block]
+    block_of: dict[int, int]  # instruction index -> block index
+
+    def exit_succ(self) -> list[list[int]]:
+        """Successor lists with the exit as block len(blocks) (what immediate_postdominators takes);
+        a block that only leaves the kernel has the exit as its one successor."""
+        nb = len(self.blocks)
+        return [[(s if s != EXIT else nb) for s, _, _ in b.succ] or [nb] for b in self.blocks]
+
+
+def build_cfg(k: Kernel) -> Cfg:
+    """Basic blocks of a kernel body (leaders: the first instruction, branch targets, labels and the
+    instruction after a branch or a terminator) and their guarded successor edges. An unguarded
+    ret/exit/trap has no successor; a guarded one may leave (EXIT) or fall through."""
+    body = k.body
+    n = len(body)
+    leaders = {0} if n else set()
+    for i, ins in enumerate(body):
+        if isa.is_branch(ins):
+            leaders.add(ins.info["target"])
+            if i + 1 < n:
+                leaders.add(i + 1)
+        elif isa.is_terminator(ins) and i + 1 < n:
+            leaders.add(i + 1)
+    leaders.update(k.labels.values())
+    starts = sorted(x for x in leaders if x < n)
+    blocks: list[Block] = []
+    block_of: dict[int, int] = {}
+    for bi, s in enumerate(starts):
+        e = starts[bi + 1] if bi + 1 < len(starts) else n
+        blocks.append(Block(bi, s, e))
+        for j in range(s, e):
+            block_of[j] = bi
+    for b in blocks:
+        last = body[b.end - 1]
+        fall = block_of.get(b.end, EXIT)
+        if isa.is_branch(last):
+            tgt = block_of.get(last.info["target"], EXIT)
+            if last.guard is None:
+                b.succ.append((tgt, None, False))
+            else:
+                b.succ.append((tgt, last.guard, last.guard_neg))
+                b.succ.append((fall, last.guard, not last.guard_neg))
+        elif isa.is_terminator(last):
+            if last.guard is not None:
+                b.succ.append((EXIT, last.guard, last.guard_neg))
+                b.succ.append((fall, last.guard, not last.guard_neg))
+        elif fall != EXIT:
+            b.succ.append((fall, None, False))
+    for b in blocks:
+        for t, _, _ in b.succ:
+            if t != EXIT and b.index not in blocks[t].pred:
+                blocks[t].pred.append(b.index)
+    return Cfg(blocks, block_of)
 
 
 def reconvergence_points(k: Kernel) -> dict[int, int]:
     """For each branch instruction index: the index where its divergent paths meet again
     (first instruction of the immediate post-dominator block), or -1 when they only meet at exit."""
-    body = k.body
-    n = len(body)
-    if n == 0:
-        return {}
-    leaders = {0}
-    for i, ins in enumerate(body):
-        if ins.opcode == "bra":
-            leaders.add(ins.info["target"])
-            if i + 1 < n:
-                leaders.add(i + 1)
-        elif ins.opcode in ("ret", "exit", "trap") and i + 1 < n:
-            leaders.add(i + 1)
-    leaders.update(t for t in k.labels.values() if t < n)
-    starts = sorted(leaders)
-    block_of = {}
-    for bi, s in enumerate(starts):
-        e = starts[bi + 1] if bi + 1 < len(starts) else n
-        for j in range(s, e):
-            block_of[j] = bi
-    nb = len(starts)
-    EXIT = nb
-    succ: list[set[int]] = [set() for _ in range(nb)]
-    for bi in range(nb):
-        e = (starts[bi + 1] if bi + 1 < nb else n) - 1
-        last = body[e]
-        fall = block_of.get(e + 1, EXIT)
-        if last.opcode == "bra":
-            tgt = last.info["target"]
-            succ[bi].add(block_of.get(tgt, EXIT))
-            if last.guard is not None:
-                succ[bi].add(fall)
-        elif last.opcode in ("ret", "exit", "trap"):
-            succ[bi].add(EXIT)
-            if last.guard is not None:
-                succ[bi].add(fall)
-        else:
-            succ[bi].add(fall)
-    ipdom = immediate_postdominators(succ)
+    cfg = build_cfg(k)
+    nb = len(cfg.blocks)
+    ipdom = immediate_postdominators(cfg.exit_succ())
     result: dict[int, int] = {}
-    for i, ins in enumerate(body):
-        if ins.opcode != "bra":
-            continue
-        ip = ipdom[block_of[i]]
-        result[i] = starts[ip] if ip != EXIT else -1
+    for i, ins in enumerate(k.body):
+        if isa.is_branch(ins):
+            ip = ipdom[cfg.block_of[i]]
+            result[i] = cfg.blocks[ip].start if ip != nb else -1
     return result
 
 

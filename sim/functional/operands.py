@@ -12,9 +12,7 @@ import numpy as np
 from sim.errors import PtxError
 from sim.functional.types import NP, UINT, bits_to, is_float, storage, to_storage
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
-
-TYPE_MODS = ("b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
-             "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "pred", "tf32")
+from sim.ptx.types import type_mods
 
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any, Any, np.ndarray, bool], None]
@@ -84,9 +82,12 @@ class DecodeCtx:
         return PtxError(f"{msg} ({ins.text})", self.k.file, ins.line)
 
     # -- types -----------------------------------------------------------------------------------
-    @staticmethod
-    def types(ins: Instruction) -> list[str]:
-        return [m for m in ins.mods if m in TYPE_MODS]
+    def types(self, ins: Instruction) -> list[str]:
+        ts = type_mods(ins.mods)
+        for t in ts:
+            if t not in NP:
+                raise self.err(ins, f"type .{t} is not supported by the simulator (docs/ptx-subset.md)")
+        return ts
 
     def type1(self, ins: Instruction) -> str:
         ts = self.types(ins)

@@ -6,6 +6,9 @@ that computes all 32 lanes with numpy and writes the active ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from sim.functional.operands import DecodeCtx
@@ -15,12 +18,15 @@ from sim.functional.types import (
     UINT,
     bf16_to_f32,
     f32_to_bf16,
+    f64_to_bf16,
     fma_f32,
     fma_f64,
     is_float,
+    is_packed,
     is_signed,
 )
 from sim.ptx.ir import Instruction
+from sim.ptx.types import TYPES
 
 WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64", "u64": "u64", "s64": "s64"}
 
@@ -39,13 +45,12 @@ def _back(x, t):
 def _binary(fn_int, fn_float):
     def build(ins: Instruction, cx: DecodeCtx):
         t = cx.type1(ins)
+        if is_packed(t):
+            return b_packed(ins, cx, t)
         d, a, b = ins.operands[:3]
         ra, rb, wd = cx.rd(a, t, ins), cx.rd(b, t, ins), cx.wr(d, t, ins)
         sat = "sat" in ins.mods
         if is_float(t):
-            if t in ("f16x2", "bf16x2"):
-                raise cx.err(ins, "packed f16x2/bf16x2 arithmetic is not supported")
-
             def run(w, m, full):
                 wd(w, m=m, full=full, v=_back(fn_float(_f(ra(w), t), _f(rb(w), t)), t))
         else:
@@ -66,7 +71,7 @@ def _binary(fn_int, fn_float):
 
 def b_mul(ins: Instruction, cx: DecodeCtx):
     t = cx.type1(ins)
-    if is_float(t):
+    if is_float(t) or is_packed(t):
         return _binary(None, np.multiply)(ins, cx)
     mode = next((x for x in ("lo", "hi", "wide") if x in ins.mods), "lo")
     d, a, b = ins.operands[:3]
@@ -154,6 +159,8 @@ def b_mul24(ins, cx):
 
 def b_fma(ins: Instruction, cx: DecodeCtx):
     t = cx.type1(ins)
+    if is_packed(t):
+        return b_packed(ins, cx, t)
     d, a, b, c = ins.operands[:4]
     ra, rb, rc, wd = cx.rd(a, t, ins), cx.rd(b, t, ins), cx.rd(c, t, ins), cx.wr(d, t, ins)
     sat = "sat" in ins.mods
@@ -214,6 +221,8 @@ def b_rem(ins, cx):
 def _unary(fn_int, fn_float):
     def build(ins: Instruction, cx: DecodeCtx):
         t = cx.type1(ins)
+        if is_packed(t):
+            return b_packed(ins, cx, t)
         d, a = ins.operands[:2]
         ra, wd = cx.rd(a, t, ins), cx.wr(d, t, ins)
         if is_float(t):
@@ -255,6 +264,66 @@ def b_testp(ins, cx):
            "subnormal": lambda x: (x != 0) & (np.abs(x) < np.finfo(NP[t]).tiny)}
     fn = fns[op]
     return lambda w, m, full: wd(w, fn(ra(w)), m, full)
+
+
+# -- packed halves (f16x2, bf16x2): element 0 in the low 16 bits ----------------------------------
+# element type -> (bits -> f32, f32 -> bits, f64 -> bits), each rounding once to nearest even
+_HALF = {
+    "f16": (lambda b: b.view(np.float16).astype(np.float32),
+            lambda x: np.asarray(x, np.float32).astype(np.float16).view(np.uint16),
+            lambda x: np.asarray(x, np.float64).astype(np.float16).view(np.uint16)),
+    "bf16": (bf16_to_f32, f32_to_bf16, f64_to_bf16),
+}
+_SIGN2 = np.uint32(0x80008000)
+
+
+def _fma64(a, b, c):
+    return a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+
+
+# opcode -> (operands, function, works on): "f32" element lanes rounded once from f32, "f64" from
+# f64 (fma: one rounding), "bits" the whole register (neg / abs flip / clear each half's sign bit)
+PACKED: dict[str, tuple[int, Callable[..., Any], str]] = {
+    "add": (2, np.add, "f32"),
+    "sub": (2, np.subtract, "f32"),
+    "mul": (2, np.multiply, "f32"),
+    "min": (2, np.fmin, "f32"),
+    "max": (2, np.fmax, "f32"),
+    "fma": (3, _fma64, "f64"),
+    "neg": (1, lambda x: x ^ _SIGN2, "bits"),
+    "abs": (1, lambda x: x & ~_SIGN2, "bits"),
+}
+
+
+def b_packed(ins: Instruction, cx: DecodeCtx, t: str):
+    """Two halves per 32-bit register, each computed in f32 (f64 for fma: one rounding) and rounded
+    once to the element type; add/sub/mul in f32 round as the half-precision operation would."""
+    if ins.opcode not in PACKED or TYPES[t].elem not in _HALF:
+        raise cx.err(ins, f"'{ins.full}' is not supported (packed ops: {' '.join(PACKED)})")
+    n, fn, on = PACKED[ins.opcode]
+    ops = ins.operands
+    rs = [cx.rd(o, t, ins) for o in ops[1:1 + n]]
+    wd = cx.wr(ops[0], t, ins)
+    if on == "bits":
+        return lambda w, m, full: wd(w, fn(np.asarray(rs[0](w), np.uint32)), m, full)
+    to32, from32, from64 = _HALF[TYPES[t].elem]
+    back = from64 if on == "f64" else from32
+    sat = "sat" in ins.mods
+
+    def half(vals, shift):
+        return [to32(((np.asarray(v, np.uint32) >> np.uint32(shift)) & np.uint32(0xFFFF)).astype(np.uint16))
+                for v in vals]
+
+    def lane(vals, shift):
+        r = fn(*half(vals, shift))
+        if sat:
+            r = np.clip(np.nan_to_num(r, nan=0.0), 0, 1)
+        return back(r).astype(np.uint32)
+
+    def run(w, m, full):
+        vals = [np.broadcast_to(r(w), (32,)) for r in rs]
+        wd(w, lane(vals, 0) | (lane(vals, 16) << np.uint32(16)), m, full)
+    return run
 
 
 # -- logic and bit manipulation -----------------------------------------------------------------

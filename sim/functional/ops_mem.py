@@ -78,7 +78,7 @@ def b_atom(ins: Instruction, cx: DecodeCtx):
     if opname is None:
         raise cx.err(ins, "unsupported atomic operation")
     fn = _ATOM[opname]
-    has_dst = ins.opcode == "atom"
+    has_dst = ins.info["has_dst"]
     ops = ins.operands
     d = ops[0] if has_dst else None
     a = ops[1] if has_dst else ops[0]

@@ -1,36 +1,19 @@
-"""PTX types as numpy dtypes, bit-exact conversions between register storage and instruction types."""
+"""PTX types as numpy dtypes (from the one table, sim.ptx.types), bit-exact conversions between
+register storage and instruction types."""
 
 from __future__ import annotations
 
 import numpy as np
 
-NP: dict[str, np.dtype] = {
-    "b8": np.dtype(np.uint8), "u8": np.dtype(np.uint8), "s8": np.dtype(np.int8),
-    "b16": np.dtype(np.uint16), "u16": np.dtype(np.uint16), "s16": np.dtype(np.int16),
-    "f16": np.dtype(np.float16), "bf16": np.dtype(np.uint16),
-    "b32": np.dtype(np.uint32), "u32": np.dtype(np.uint32), "s32": np.dtype(np.int32),
-    "f32": np.dtype(np.float32), "f16x2": np.dtype(np.uint32), "bf16x2": np.dtype(np.uint32),
-    "tf32": np.dtype(np.uint32),
-    "b64": np.dtype(np.uint64), "u64": np.dtype(np.uint64), "s64": np.dtype(np.int64),
-    "f64": np.dtype(np.float64), "pred": np.dtype(np.bool_),
-}
+from sim.ptx.types import TYPES, is_float, is_packed, is_signed
+
+# the types the functional model computes on (sim.ptx.types: np is None for the others)
+NP: dict[str, np.dtype] = {name: t.np for name, t in TYPES.items() if t.np is not None}
 UINT: dict[int, np.dtype] = {
     1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)
 }
 SINT: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
-TYPES = set(NP)
-
-
-def is_float(t: str) -> bool:
-    return t in ("f16", "bf16", "f32", "f64")
-
-
-def is_signed(t: str) -> bool:
-    return t.startswith("s")
-
-
-def width(t: str) -> int:
-    return NP[t].itemsize
+__all__ = ["NP", "UINT", "SINT", "is_float", "is_packed", "is_signed"]
 
 
 def storage(regtype: str) -> np.dtype:
@@ -94,6 +77,17 @@ def f32_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     if nan.any():
         out = np.where(nan, ((u >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16), out)
     return out
+
+
+def f64_to_bf16(x: np.ndarray) -> np.ndarray:
+    """f64 -> bf16 bits rounded once to nearest even: to f32 by round-to-odd (24 bits hold the 8 of
+    bf16 plus two, so the second rounding cannot double-round), then to bf16."""
+    x = np.asarray(x, np.float64)
+    r = x.astype(np.float32)
+    r = np.where(np.abs(r.astype(np.float64)) > np.abs(x), np.nextafter(r, np.float32(0)), r)
+    u = r.view(np.uint32) | (r.astype(np.float64) != x).astype(np.uint32)
+    u = np.where(np.isfinite(x), u, x.astype(np.float32).view(np.uint32))
+    return f32_to_bf16(u.view(np.float32))
 
 
 def f16_bits_to_f32(bits: np.ndarray) -> np.ndarray:

@@ -136,7 +136,7 @@ class Warp:
         self.acc = None
         self.instructions += 1
         try:
-            ctl = ins.exec(self, m, full) if (full or m.any() or ins.opcode == "bra") else None
+            ctl = ins.exec(self, m, full) if (full or m.any() or ins.info["flow"] == "branch") else None
         except Fault as f:
             raise self._fault(ins, f) from None
         except ExecutionError:

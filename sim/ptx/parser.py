@@ -12,12 +12,9 @@ from pathlib import Path
 from sim.errors import PtxError
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
 from sim.ptx.lexer import Token, tokenize
+from sim.ptx.types import TYPES
 
-TYPE_SIZES = {
-    "b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
-    "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
-    "b64": 8, "u64": 8, "s64": 8, "f64": 8, "pred": 1, "b128": 16,
-}
+TYPE_SIZES = {name: t.size for name, t in TYPES.items()}  # bytes
 
 SPECIAL_REGS = {
     "%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%clock", "%clock64",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from sim import isa
 from sim.hw import HwConfig
 from sim.timing.units import RegBanks
 
-_MEM_OPS = {"ld", "ldu", "st", "atom", "red", "ldmatrix"}
-_ORDERED_OPS = {"bra", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "nanosleep"}
 _CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
-# St.cpk: cp.async role as a small int for the hot path
+# St.cpk: cp.async role (isa.async_role) as a small int for the hot path
 CP_NONE, CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL = 0, 1, 2, 3, 4
-_CP_KIND = {None: CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
+_CP_KIND = {"": CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
 
 
 class St:
@@ -29,8 +28,7 @@ class St:
         self.text = ins.text
         pipe = hw.pipe_for(ins.pipe)
         self.pipe = pipe.name
-        op = ins.opcode
-        self.tensor = op == "mma"
+        self.tensor = isa.op_class(ins) == "tensor"
         self.ops = hw.warp_size  # lane-operations: a warp instruction is warp_size lane-ops
         if self.tensor:  # an mMnNkK mma is M*N*K MACs
             shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "m16n8k16")
@@ -38,7 +36,7 @@ class St:
             n, k = rest.split("k")
             self.ops = int(m) * int(n) * int(k)
         self.lat = pipe.latency
-        if op == "shfl":  # crosses the shared-memory crossbar
+        if isa.latency_class(ins) == "shared":  # crosses the shared-memory crossbar
             self.lat = hw.shared.latency
         self.srcs = frozenset(ins.src_regs)
         self.dsts = frozenset(ins.dst_regs)
@@ -46,24 +44,21 @@ class St:
         # between two source registers ready in the same cycle is the first one's
         self.rsrcs = tuple(dict.fromkeys(ins.src_regs))
         self.clock = any(o.kind == "sreg" and o.name.startswith("%clock") for o in ins.operands)
-        self.cp = None
-        if op == "cp":
-            mods = ins.mods
-            self.cp = "commit" if "commit_group" in mods else "wait" if "wait_group" in mods else \
-                "wait_all" if "wait_all" in mods else "copy"
-        self.mem = op in _MEM_OPS or self.cp == "copy"
-        self.store = op in ("st", "atom", "red")
-        self.atomic = op in ("atom", "red")
-        self.branch = op in ("bra", "ret", "exit", "trap")
-        self.bar = op in ("bar", "barrier") and "warp" not in ins.mods
-        self.ordered = op in _ORDERED_OPS or self.clock or self.cp in ("commit", "wait", "wait_all")
+        self.cp = isa.async_role(ins) or None
+        mem = isa.mem_dir(ins)
+        self.mem = mem != "none"
+        self.store = mem in ("write", "rmw")
+        self.atomic = mem == "rmw"
+        self.is_bra = isa.is_branch(ins)
+        self.branch = self.is_bra or isa.is_terminator(ins)
+        self.bar = isa.barrier_role(ins) in ("cta", "arrive")
+        self.ordered = isa.is_ordered(ins) or self.clock
         self.cache_op = next((m for m in ins.mods if m in _CACHE_OPS), "")
         self.rf_extra = rf.extra_cycles(tuple(r for r in ins.src_regs if not r.startswith("%p")))
         # PipeUnit.occupancy(ops) + register-bank extra cycles; latency to the result incl. the extra
         self.occ = max(pipe.interval, -(-self.ops // pipe.lanes)) + self.rf_extra
         self.lat_total = self.lat + self.rf_extra
-        self.is_bra = self.branch and op == "bra"
-        self.cpk = _CP_KIND[self.cp]
+        self.cpk = _CP_KIND[isa.async_role(ins)]
         self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
         self.dst_ids: tuple[int, ...] = ()
         self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)

@@ -1,192 +1,130 @@
 """Integer semantics of PTX instructions over bit-vectors (a mixin of the executor). Floating point
-results are fresh values; only integer and predicate arithmetic matters to the properties."""
+results are fresh values; only integer and predicate arithmetic matters to the properties. Which
+instructions are branches, barriers, async copies or memory accesses comes from sim/isa.py; the
+semantics here are keyed by opcode (SEMANTICS_*), as the functional model's are."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import z3
 
-from sim.ptx.ir import Instruction
+from sim import isa
+from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import is_barrier
-from validation.formal.state import MEM_OPS, TYPE_INFO, State, Unsupported, type_mods
+from validation.formal.state import TYPE_INFO, State, type_mods
 
 
 class InstructionsMixin(ExecutorBase):
     def step(self, st: State, ins: Instruction) -> None:
-        op = ins.opcode
         ops = ins.operands
-        if op in ("bra", "ret", "exit", "trap", "brkpt"):
+        if isa.is_branch(ins) or isa.is_terminator(ins):
             return
-        if is_barrier(ins):
+        if isa.is_cta_barrier(ins):
             self.do_barrier(st, ins)
             return
-        if op == "cp" and "async" in ins.mods:
+        if isa.async_role(ins):
             self.do_cp_async(st, ins)
             return
-        if op in ("bar", "barrier"):
-            if "warp" not in ins.mods:
+        role = isa.barrier_role(ins)
+        if role:
+            if role != "warp":
                 self.unsupported.append((ins.line, f"{ins.full} (only full-CTA bar.sync is modelled)"))
             return
-        if op in MEM_OPS:
+        if isa.mem_dir(ins) != "none":
             self.do_memory(st, ins)
             return
-        if op in ("membar", "fence", "nanosleep", "pmevent", "griddepcontrol", "setmaxnreg"):
+        if isa.op_class(ins) == "sync":
             return
         if not ops or not ins.dst_regs and ops[0].kind not in ("reg", "vec", "pair", "sink"):
             return
         tys = type_mods(ins)
-        t = tys[-1] if tys else "b32"
-        w, kind = TYPE_INFO[t]
+        w, kind = TYPE_INFO[tys[-1] if tys else "b32"]
         dst = ops[0]
         srcs = ops[1:]
         signed = kind == "s"
         allt = frozenset().union(*[self.tags_of(st, o) for o in srcs]) if srcs else frozenset()
-
-        def A(i, width=-1, sg=None):
-            return self.val(st, srcs[i], w if width == -1 else width, signed if sg is None else sg)
-
-        if op == "mov":
-            if dst.kind == "vec":  # unpack
-                src = A(0, 64 if w <= 64 and len(dst.items) * 32 == 64 else w)
-                n = len(dst.items)
-                pw = src.size() // n if not z3.is_bool(src) else 1
-                for i, it in enumerate(dst.items):
-                    self.write(st, ins, it, z3.Extract((i + 1) * pw - 1, i * pw, src))
-                return
-            if srcs and srcs[0].kind == "vec":
-                items = srcs[0].items
-                pw = w // len(items)
-                parts = [self.val(st, it, pw) for it in items]
-                self.write(st, ins, dst, z3.Concat(*reversed(parts)))
-                return
-            if srcs and srcs[0].kind == "fimm":
-                self.write(st, ins, dst, self.fresh("f", self.width_of_reg(dst.name)))
-                return
-            dw = self.width_of_reg(dst.name) if dst.kind == "reg" else w
-            self.write(st, ins, dst, self.val(st, srcs[0], dw), allt)
+        typed = SEMANTICS_TYPED.get(ins.opcode)
+        if typed is not None:
+            typed(self, st, ins, tys, allt)
             return
-        if kind == "f" and op not in ("selp", "setp", "cvt", "cvta"):
+        if kind == "f":
             if dst.kind == "reg":
                 self.write(st, ins, dst, self.fresh("f", self.width_of_reg(dst.name)))
             return
-        if kind == "pred" and op in ("and", "or", "xor", "not", "mov"):
-            a = A(0, None)
-            if op == "not":
-                r = z3.Not(a)
-            else:
-                b = A(1, None)
-                r = z3.And(a, b) if op == "and" else z3.Or(a, b) if op == "or" else z3.Xor(a, b)
-            self.write(st, ins, dst, r)
+        logic = SEMANTICS_PRED.get(ins.opcode)
+        if kind == "pred" and logic is not None:
+            self.write(st, ins, dst, logic(*[self.val(st, o, None, signed) for o in srcs]))
             return
-        if op == "setp":
-            self.do_setp(st, ins, tys)
-            return
-        if op == "selp":
-            c = self.val(st, srcs[2], None)
-            self.write(st, ins, dst, z3.If(c, A(0), A(1)), allt)
-            return
-        if op == "cvt":
-            dt = tys[0] if tys else t
-            stp = tys[1] if len(tys) > 1 else dt
-            dw, dk = TYPE_INFO[dt]
-            sw, sk = TYPE_INFO[stp]
-            if dk == "f" or sk == "f":
-                self.write(st, ins, dst, self.fresh("cvt", self.width_of_reg(dst.name)))
-                return
-            v = self.val(st, srcs[0], sw)
-            v = self.fit(v, dw, sk == "s")
-            if "sat" in ins.mods:
-                v = self.fresh("sat", dw)
-            self.write(st, ins, dst, v, allt)
-            return
-        if op == "cvta":
-            aw = w
-            v = self.val(st, srcs[0], aw)
-            if "to" in ins.mods and "shared" in ins.mods:
-                v = self.fit(v, 32)
-            self.write(st, ins, dst, v, allt)
-            return
-        if op in ("add", "sub", "mul", "mad", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr",
-                  "abs", "neg", "not", "cnot", "mul24", "mad24"):
-            if "sat" in ins.mods or "cc" in ins.mods or "hi" in ins.mods and op in ("mul24", "mad24"):
-                self.write(st, ins, dst, self.fresh(op, self.width_of_reg(dst.name)), allt)
-                return
-            r = self.int_op(st, ins, op, srcs, w, signed)
+        arith = SEMANTICS_INT.get(ins.opcode)
+        if arith is not None:
+            r = None if "sat" in ins.mods or "cc" in ins.mods else arith(_Args(self, st, ins, srcs, w, signed))
+            if r is None:
+                r = self.fresh(ins.opcode, self.width_of_reg(dst.name))
             self.write(st, ins, dst, r, allt)
             return
         # anything else that writes registers: a fresh value per destination
         for o in ops[:1]:
             if o.kind == "reg":
-                self.write(st, ins, o, self.fresh(op, self.width_of_reg(o.name)), allt)
+                self.write(st, ins, o, self.fresh(ins.opcode, self.width_of_reg(o.name)), allt)
             elif o.kind in ("vec", "pair"):
                 for it in o.items:
                     if it.kind == "reg":
-                        self.write(st, ins, it, self.fresh(op, self.width_of_reg(it.name)))
+                        self.write(st, ins, it, self.fresh(ins.opcode, self.width_of_reg(it.name)))
 
-    def int_op(self, st, ins, op, srcs, w, signed):
-        wide = "wide" in ins.mods
-        hi = "hi" in ins.mods
+    def do_mov(self, st: State, ins: Instruction, tys: list[str], allt: frozenset) -> None:
+        dst, srcs = ins.operands[0], ins.operands[1:]
+        w, kind = TYPE_INFO[tys[-1] if tys else "b32"]
+        if dst.kind == "vec":  # unpack
+            src = self.val(st, srcs[0], 64 if w <= 64 and len(dst.items) * 32 == 64 else w, kind == "s")
+            n = len(dst.items)
+            pw = src.size() // n if not z3.is_bool(src) else 1
+            for i, it in enumerate(dst.items):
+                self.write(st, ins, it, z3.Extract((i + 1) * pw - 1, i * pw, src))
+            return
+        if srcs and srcs[0].kind == "vec":
+            items = srcs[0].items
+            pw = w // len(items)
+            parts = [self.val(st, it, pw) for it in items]
+            self.write(st, ins, dst, z3.Concat(*reversed(parts)))
+            return
+        if srcs and srcs[0].kind == "fimm":
+            self.write(st, ins, dst, self.fresh("f", self.width_of_reg(dst.name)))
+            return
+        dw = self.width_of_reg(dst.name) if dst.kind == "reg" else w
+        self.write(st, ins, dst, self.val(st, srcs[0], dw), allt)
 
-        def A(i, width=w):
-            return self.val(st, srcs[i], width, signed)
+    def do_selp(self, st: State, ins: Instruction, tys: list[str], allt: frozenset) -> None:
+        dst, srcs = ins.operands[0], ins.operands[1:]
+        w, kind = TYPE_INFO[tys[-1] if tys else "b32"]
+        c = self.val(st, srcs[2], None)
+        a, b = self.val(st, srcs[0], w, kind == "s"), self.val(st, srcs[1], w, kind == "s")
+        self.write(st, ins, dst, z3.If(c, a, b), allt)
 
-        if op in ("mul", "mad", "mul24", "mad24"):
-            if wide:
-                a, b = self.fit(A(0), 2 * w, signed), self.fit(A(1), 2 * w, signed)
-                r = a * b
-                if op in ("mad", "mad24"):
-                    r = r + A(2, 2 * w)
-                return r
-            if hi:
-                a, b = self.fit(A(0), 2 * w, signed), self.fit(A(1), 2 * w, signed)
-                r = z3.Extract(2 * w - 1, w, a * b)
-                if op == "mad":
-                    r = r + A(2)
-                return r
-            r = A(0) * A(1)
-            if op in ("mad", "mad24"):
-                r = r + A(2)
-            return r
-        if op == "add":
-            return A(0) + A(1)
-        if op == "sub":
-            return A(0) - A(1)
-        if op == "div":
-            return A(0) / A(1) if signed else z3.UDiv(A(0), A(1))
-        if op == "rem":
-            return z3.SRem(A(0), A(1)) if signed else z3.URem(A(0), A(1))
-        if op == "min":
-            a, b = A(0), A(1)
-            return z3.If(a < b if signed else z3.ULT(a, b), a, b)
-        if op == "max":
-            a, b = A(0), A(1)
-            return z3.If(a > b if signed else z3.UGT(a, b), a, b)
-        if op == "and":
-            return A(0) & A(1)
-        if op == "or":
-            return A(0) | A(1)
-        if op == "xor":
-            return A(0) ^ A(1)
-        if op == "not":
-            return ~A(0)
-        if op == "cnot":
-            return z3.If(A(0) == 0, z3.BitVecVal(1, w), z3.BitVecVal(0, w))
-        if op == "neg":
-            return -A(0)
-        if op == "abs":
-            a = A(0)
-            return z3.If(a < 0, -a, a)
-        if op in ("shl", "shr"):
-            a = A(0)
-            b = self.val(st, srcs[1], 32, False)
-            b = self.fit(b, w)
-            # PTX clamps shift amounts larger than the width; Z3 gives the same results
-            if op == "shl":
-                return a << b
-            return a >> b if signed else z3.LShR(a, b)
-        raise Unsupported(op)
+    def do_cvt(self, st: State, ins: Instruction, tys: list[str], allt: frozenset) -> None:
+        dst, srcs = ins.operands[0], ins.operands[1:]
+        dt = tys[0] if tys else "b32"
+        stp = tys[1] if len(tys) > 1 else dt
+        dw, dk = TYPE_INFO[dt]
+        sw, sk = TYPE_INFO[stp]
+        if dk == "f" or sk == "f":
+            self.write(st, ins, dst, self.fresh("cvt", self.width_of_reg(dst.name)))
+            return
+        v = self.val(st, srcs[0], sw)
+        v = self.fit(v, dw, sk == "s")
+        if "sat" in ins.mods:
+            v = self.fresh("sat", dw)
+        self.write(st, ins, dst, v, allt)
 
-    def do_setp(self, st: State, ins: Instruction, tys: list[str]) -> None:
+    def do_cvta(self, st: State, ins: Instruction, tys: list[str], allt: frozenset) -> None:
+        dst, srcs = ins.operands[0], ins.operands[1:]
+        v = self.val(st, srcs[0], TYPE_INFO[tys[-1] if tys else "b32"][0])
+        if "to" in ins.mods and "shared" in ins.mods:
+            v = self.fit(v, 32)
+        self.write(st, ins, dst, v, allt)
+
+    def do_setp(self, st: State, ins: Instruction, tys: list[str], allt: frozenset = frozenset()) -> None:
         ops = ins.operands
         t = tys[-1] if tys else "s32"
         w, kind = TYPE_INFO[t]
@@ -220,3 +158,95 @@ class InstructionsMixin(ExecutorBase):
             self.write(st, ins, d.items[1], r2)
         else:
             self.write(st, ins, d, r1)
+
+
+class _Args:
+    """The source operands of an integer instruction as bit-vectors of its type's width."""
+
+    def __init__(self, ex: ExecutorBase, st: State, ins: Instruction, srcs: list[Operand], w: int,
+                 signed: bool):
+        self.ex, self.st, self.srcs, self.w, self.signed = ex, st, srcs, w, signed
+        self.wide = "wide" in ins.mods
+        self.hi = "hi" in ins.mods
+
+    def __call__(self, i: int, width: int = -1) -> Any:
+        return self.ex.val(self.st, self.srcs[i], self.w if width == -1 else width, self.signed)
+
+    def double(self, i: int) -> Any:
+        return self.ex.fit(self(i), 2 * self.w, self.signed)
+
+
+def _mul(acc: bool, hi_ok: bool = True) -> Callable[[_Args], Any]:
+    """mul / mad (acc) and their 24-bit forms (whose .hi is not modelled: hi_ok False)."""
+    def f(x: _Args) -> Any:
+        w = x.w
+        if x.wide:
+            r = x.double(0) * x.double(1)
+            return r + x(2, 2 * w) if acc else r
+        if x.hi:
+            if not hi_ok:
+                return None
+            r = z3.Extract(2 * w - 1, w, x.double(0) * x.double(1))
+            return r + x(2) if acc else r
+        r = x(0) * x(1)
+        return r + x(2) if acc else r
+    return f
+
+
+def _shift(left: bool) -> Callable[[_Args], Any]:
+    def f(x: _Args) -> Any:
+        a = x(0)
+        # PTX clamps shift amounts larger than the width; Z3 gives the same results
+        b = x.ex.fit(x.ex.val(x.st, x.srcs[1], 32, False), x.w)
+        if left:
+            return a << b
+        return a >> b if x.signed else z3.LShR(a, b)
+    return f
+
+
+def _minmax(lo: bool) -> Callable[[_Args], Any]:
+    def f(x: _Args) -> Any:
+        a, b = x(0), x(1)
+        if lo:
+            return z3.If(a < b if x.signed else z3.ULT(a, b), a, b)
+        return z3.If(a > b if x.signed else z3.UGT(a, b), a, b)
+    return f
+
+
+def _abs(x: _Args) -> Any:
+    a = x(0)
+    return z3.If(a < 0, -a, a)
+
+
+# Integer semantics over bit-vectors, keyed by opcode (a None result: not modelled, a fresh value)
+SEMANTICS_INT: dict[str, Callable[[_Args], Any]] = {
+    "add": lambda x: x(0) + x(1),
+    "sub": lambda x: x(0) - x(1),
+    "mul": _mul(False),
+    "mad": _mul(True),
+    "mul24": _mul(False, hi_ok=False),
+    "mad24": _mul(True, hi_ok=False),
+    "div": lambda x: x(0) / x(1) if x.signed else z3.UDiv(x(0), x(1)),
+    "rem": lambda x: z3.SRem(x(0), x(1)) if x.signed else z3.URem(x(0), x(1)),
+    "min": _minmax(True),
+    "max": _minmax(False),
+    "and": lambda x: x(0) & x(1),
+    "or": lambda x: x(0) | x(1),
+    "xor": lambda x: x(0) ^ x(1),
+    "not": lambda x: ~x(0),
+    "cnot": lambda x: z3.If(x(0) == 0, z3.BitVecVal(1, x.w), z3.BitVecVal(0, x.w)),
+    "neg": lambda x: -x(0),
+    "abs": _abs,
+    "shl": _shift(True),
+    "shr": _shift(False),
+}
+# Predicate logic, keyed by opcode
+SEMANTICS_PRED: dict[str, Callable[..., Any]] = {"and": z3.And, "or": z3.Or, "xor": z3.Xor, "not": z3.Not}
+# Instructions whose semantics read their own types (floats included), keyed by opcode
+SEMANTICS_TYPED: dict[str, Callable[..., None]] = {
+    "mov": InstructionsMixin.do_mov,
+    "setp": InstructionsMixin.do_setp,
+    "selp": InstructionsMixin.do_selp,
+    "cvt": InstructionsMixin.do_cvt,
+    "cvta": InstructionsMixin.do_cvta,
+}

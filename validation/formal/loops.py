@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import z3
 
+from sim import isa
 from validation.formal.base import ExecutorBase
 from validation.formal.state import LoopRec, State, hname
 
@@ -239,6 +240,6 @@ class LoopsMixin(ExecutorBase):
         for b in S.loops[h].body:
             for i in range(S.blocks[b].start, S.blocks[b].end):
                 ins = body[i]
-                if ins.opcode == "setp":
+                if isa.op_class(ins) == "compare":
                     out |= {op.value for op in ins.operands[1:3] if op.kind == "imm" and 0 < op.value <= 4096}
         return out

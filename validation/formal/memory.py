@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import z3
 
+from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
 from validation.formal.program import BC, DONE, GC, PSEUDO, VIS
-from validation.formal.state import TYPE_INFO, Access, State, type_mods
+from validation.formal.state import Access, State
 
 
 class MemoryMixin(ExecutorBase):
@@ -53,18 +54,10 @@ class MemoryMixin(ExecutorBase):
                                     self.sync_snapshot(st), self.S.block_of[ins.index]))
 
     def do_memory(self, st: State, ins: Instruction) -> None:
-        op, mods, ops = ins.opcode, ins.mods, ins.operands
-        tys = type_mods(ins)
-        esize = (TYPE_INFO[tys[-1]][0] // 8) if tys else 4
-        vec = 1
-        for m in mods:
-            if m in ("v2", "v4", "v8"):
-                vec = int(m[1])
-        space = next((s for s in ("global", "shared", "local", "param", "const") if s in mods), "generic")
-        if op in ("prefetch", "prefetchu"):
-            return
+        ops = ins.operands
+        direction, space, nbytes = isa.mem_dir(ins), isa.mem_space(ins), isa.access_bytes(ins)
         if space == "param":
-            if op == "ld":
+            if direction == "read":
                 addr = ops[1]
                 name = addr.base.name if addr.base is not None and addr.base.kind == "sym" else None
                 if name is not None and name in self.ctx.param_syms and not addr.value:
@@ -74,29 +67,21 @@ class MemoryMixin(ExecutorBase):
                 self.write(st, ins, ops[0], self.fresh("param", self.width_of_reg(ops[0].name))
                            if ops[0].kind == "reg" else None)
             return
-        if op == "ldmatrix":
-            n = 4 if "x4" in mods else 2 if "x2" in mods else 1
-            self.record(st, ins, "shared", "read", ops[1], 16 if n else 16)
-            self.fresh_dst(st, ins, ops[0], ins.line)
-            return
-        if op == "stmatrix":
-            self.record(st, ins, "shared", "write", ops[0], 16)
-            return
         if space in ("local", "const"):
-            if op in ("ld", "ldu"):
+            if direction == "read":
                 self.fresh_dst(st, ins, ops[0], ins.line)
             return
-        if op in ("ld", "ldu"):
-            self.record(st, ins, space, "read", ops[1], esize * vec)
+        if direction == "read":
+            self.record(st, ins, space, "read", ops[1], nbytes)
             self.fresh_dst(st, ins, ops[0], ins.line)
             return
-        if op == "st":
-            self.record(st, ins, space, "write", ops[0], esize * vec)
+        if direction == "write":
+            self.record(st, ins, space, "write", ops[0], nbytes)
             return
-        if op in ("atom", "red"):
-            addr_i = 1 if op == "atom" else 0
-            self.record(st, ins, space, "atomic", ops[addr_i], esize * vec)
-            if op == "atom":
+        if direction == "rmw":
+            dst = isa.has_dst(ins)
+            self.record(st, ins, space, "atomic", ops[1 if dst else 0], nbytes)
+            if dst:
                 self.fresh_dst(st, ins, ops[0], ins.line)
             return
         self.unsupported.append((ins.line, ins.full))

@@ -12,43 +12,30 @@ treat them like ordinary registers (havoc, induction, invariants):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from sim import isa
 from sim.errors import PtxError
-from sim.functional.cfg import immediate_postdominators
+from sim.functional.cfg import EXIT, Block, build_cfg, immediate_postdominators
 from sim.ptx.ir import Instruction, Kernel
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
 PSEUDO = (BC, GC, DONE, VIS)
 
-TERMINATORS = ("ret", "exit", "trap")
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
                     "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
                     "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
-# opcodes whose results differ between threads even from equal inputs (data from memory or lanes)
-NONUNIFORM_OPS = ("ld", "ldu", "atom", "shfl", "vote", "match", "activemask", "mma", "wgmma",
-                  "ldmatrix", "redux", "tex", "tld4", "suld")
-
-
-def is_barrier(ins: Instruction) -> bool:
-    """A CTA-wide barrier (bar.sync / barrier.sync / bar.red), not bar.warp.sync or bar.arrive."""
-    if ins.opcode not in ("bar", "barrier") or "warp" in ins.mods or "arrive" in ins.mods:
-        return False
-    return "sync" in ins.mods or "red" in ins.mods or not ins.mods
+_ASYNC_DEFS_USES = {"commit": ({GC}, {GC}), "wait": ({DONE}, {GC, DONE}), "wait_all": ({DONE, GC}, {GC, DONE}),
+                    "copy": (set(), {GC})}
 
 
 def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
-    op, mods = ins.opcode, ins.mods
-    if is_barrier(ins):
+    if isa.is_cta_barrier(ins):
         return {BC, VIS}, {BC, DONE}
-    if op == "cp" and "async" in mods:
-        if "commit_group" in mods:
-            return {GC}, {GC}
-        if "wait_group" in mods:
-            return {DONE}, {GC, DONE}
-        if "wait_all" in mods:
-            return {DONE, GC}, {GC, DONE}
-        return set(), {GC}
+    role = isa.async_role(ins)
+    if role:
+        d, u = _ASYNC_DEFS_USES[role]
+        return set(d), set(u)
     return set(), set()
 
 
@@ -63,15 +50,6 @@ def instr_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
 
 
 @dataclass
-class Block:
-    index: int
-    start: int
-    end: int  # exclusive
-    succ: list[tuple[int, str | None, bool]] = field(default_factory=list)  # (block, guard, negated)
-    pred: list[int] = field(default_factory=list)
-
-
-@dataclass
 class Loop:
     header: int
     body: set[int]
@@ -82,51 +60,14 @@ class Loop:
 
 
 class KernelStructure:
-    EXIT = -1
+    EXIT = EXIT
 
     def __init__(self, k: Kernel):
         self.k = k
-        body = k.body
-        n = len(body)
-        leaders = {0} if n else set()
-        for i, ins in enumerate(body):
-            if ins.opcode == "bra":
-                leaders.add(ins.info["target"])
-                if i + 1 < n:
-                    leaders.add(i + 1)
-            elif ins.opcode in TERMINATORS and i + 1 < n:
-                leaders.add(i + 1)
-        leaders.update(t for t in k.labels.values() if t < n)
-        starts = sorted(x for x in leaders if x < n)
-        self.blocks: list[Block] = []
-        self.block_of: dict[int, int] = {}
-        for bi, s in enumerate(starts):
-            e = starts[bi + 1] if bi + 1 < len(starts) else n
-            self.blocks.append(Block(bi, s, e))
-            for j in range(s, e):
-                self.block_of[j] = bi
+        self.cfg = build_cfg(k)
+        self.blocks: list[Block] = self.cfg.blocks
+        self.block_of: dict[int, int] = self.cfg.block_of
         nb = len(self.blocks)
-        for b in self.blocks:
-            last = body[b.end - 1]
-            fall = self.block_of.get(b.end, self.EXIT)
-            if last.opcode == "bra":
-                tgt = self.block_of.get(last.info["target"], self.EXIT)
-                if last.guard is None:
-                    b.succ.append((tgt, None, False))
-                else:
-                    b.succ.append((tgt, last.guard, last.guard_neg))
-                    b.succ.append((fall, last.guard, not last.guard_neg))
-            elif last.opcode in TERMINATORS:
-                if last.guard is not None:
-                    b.succ.append((self.EXIT, last.guard, last.guard_neg))
-                    b.succ.append((fall, last.guard, not last.guard_neg))
-            else:
-                if fall != self.EXIT:
-                    b.succ.append((fall, None, False))
-        for b in self.blocks:
-            for s, _, _ in b.succ:
-                if s != self.EXIT and b.index not in self.blocks[s].pred:
-                    self.blocks[s].pred.append(b.index)
         self.nb = nb
         self._dominators()
         self._loops()
@@ -234,7 +175,7 @@ class KernelStructure:
                 d += 1
                 p = self.loops[p].parent
             lp.depth = d
-            lp.has_barrier = any(is_barrier(self.k.body[i]) for b in lp.body
+            lp.has_barrier = any(isa.is_cta_barrier(self.k.body[i]) for b in lp.body
                                  for i in range(self.blocks[b].start, self.blocks[b].end))
         self.loop_of: dict[int, int | None] = {}
         for b in range(self.nb):
@@ -256,9 +197,8 @@ class KernelStructure:
     # ------------------------------------------------------------------ post-dominators
     def _postdominators(self) -> None:
         nb = self.nb
-        succ = [[(s if s != self.EXIT else nb) for s, _, _ in b.succ] or [nb] for b in self.blocks]
-        self.ipdom: dict[int, int] = {b: (ip if ip != nb else self.EXIT)
-                                      for b, ip in enumerate(immediate_postdominators(succ))}
+        self.ipdom: dict[int, int] = {b: (ip if ip != nb else self.EXIT) for b, ip in
+                                      enumerate(immediate_postdominators(self.cfg.exit_succ()))}
 
     def divergence_region(self, b: int) -> set[int]:
         """Blocks reachable from block b's successors before its immediate post-dominator."""
@@ -330,8 +270,7 @@ class KernelStructure:
                         continue
                     bad = b in div_blocks or bool(uses & nonuni)
                     if not bad:
-                        if ins.opcode in NONUNIFORM_OPS and not (ins.opcode == "ld" and (
-                                "param" in ins.mods or "const" in ins.mods)):
+                        if isa.is_nonuniform(ins):
                             bad = True
                         for op in ins.operands[1:] if ins.dst_regs else ins.operands:
                             if op.kind == "sreg" and op.name.split(".")[0] in NONUNIFORM_SREGS:

@@ -17,9 +17,10 @@ from typing import Any
 
 import z3
 
+from sim import isa
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
-from validation.formal.program import BC, DONE, GC, VIS, is_barrier
+from validation.formal.program import BC, DONE, GC, VIS
 from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
@@ -243,7 +244,7 @@ class Verifier:
     def barrier_divergence(self, r: PropResult) -> None:
         S = self.ctx.S
         self._unsupported(r, ("partial barrier", "only full-CTA"))
-        bar_blocks = {b for b in range(S.nb) if any(is_barrier(S.k.body[i])
+        bar_blocks = {b for b in range(S.nb) if any(isa.is_cta_barrier(S.k.body[i])
                                                    for i in range(S.blocks[b].start, S.blocks[b].end))}
         if not bar_blocks:
             r.detail = "no barriers"
@@ -333,14 +334,13 @@ class Verifier:
             if i == dst:
                 return True
             ins = body[i]
-            if is_barrier(ins) or (ins.opcode == "cp" and any(m in ins.mods for m in
-                                                               ("commit_group", "wait_group", "wait_all"))):
+            if isa.is_cta_barrier(ins) or isa.async_role(ins) in ("commit", "wait", "wait_all"):
                 continue
-            if ins.opcode == "bra":
+            if isa.is_branch(ins):
                 q.append(ins.info["target"])
                 if ins.guard is not None:
                     q.append(i + 1)
-            elif ins.opcode in ("ret", "exit", "trap"):
+            elif isa.is_terminator(ins):
                 if ins.guard is not None:
                     q.append(i + 1)
             else:

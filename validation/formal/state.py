@@ -8,16 +8,12 @@ from dataclasses import dataclass, field
 import z3
 
 from sim.ptx.ir import Instruction
+from sim.ptx.types import TYPES
+from sim.ptx.types import type_mods as ptx_type_mods
 
-TYPE_INFO: dict[str, tuple[int, str]] = {}
-for _w in (8, 16, 32, 64):
-    for _k in ("b", "u", "s"):
-        TYPE_INFO[f"{_k}{_w}"] = (_w, _k)
-TYPE_INFO.update({"f16": (16, "f"), "bf16": (16, "f"), "f16x2": (32, "f"), "bf16x2": (32, "f"),
-                  "f32": (32, "f"), "tf32": (32, "f"), "f64": (64, "f"), "pred": (1, "pred"),
-                  "e4m3x2": (16, "f"), "e5m2x2": (16, "f")})
-
-MEM_OPS = ("ld", "ldu", "st", "atom", "red", "ldmatrix", "stmatrix", "cp", "prefetch", "prefetchu")
+# PTX type -> (bits, kind letter: b u s f pred), from the one table (packed halves count as float)
+_LETTER = {"bits": "b", "uint": "u", "int": "s", "float": "f", "packed": "f", "pred": "pred"}
+TYPE_INFO: dict[str, tuple[int, str]] = {name: (t.bits, _LETTER[t.kind]) for name, t in TYPES.items()}
 
 
 def hname(e: z3.ExprRef) -> str:
@@ -25,7 +21,7 @@ def hname(e: z3.ExprRef) -> str:
 
 
 def type_mods(ins: Instruction) -> list[str]:
-    return [m for m in ins.mods if m in TYPE_INFO]
+    return ptx_type_mods(ins.mods)
 
 
 @dataclass
@@ -79,7 +75,3 @@ class LoopRec:
     status: str = "unknown"
     text: str = ""
     violation: z3.BoolRef | None = None
-
-
-class Unsupported(Exception):
-    pass

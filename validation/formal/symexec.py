@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import z3
 
+from sim import isa
 from validation.formal.context import Context
 from validation.formal.instructions import InstructionsMixin
 from validation.formal.loopproofs import LoopProofsMixin
@@ -83,7 +84,7 @@ class Executor(LoopsMixin, LoopProofsMixin, MemoryMixin, InstructionsMixin, Oper
         body = self.k.body
         for i in range(blk.start, blk.end):
             ins = body[i]
-            if ins.opcode in ("ret", "exit", "trap") and ins.guard is None:
+            if isa.is_terminator(ins) and ins.guard is None:
                 return []
             self.step(st, ins)
         last = body[blk.end - 1]
