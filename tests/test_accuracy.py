@@ -17,12 +17,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import accuracy  # noqa: E402
 
-from validation.cases import GemmCase, cases  # noqa: E402
+from validation.cases import SMOKE_SHAPES, GemmCase, cases  # noqa: E402
 
 BUDGET = 60_000
+CASES = [c if c.shape in SMOKE_SHAPES else pytest.param(c, marks=pytest.mark.slow) for c in cases()]
 
 
-@pytest.mark.parametrize("c", cases(), ids=lambda c: c.id)
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
 def test_prediction_within_10_percent_of_simulation(tmp_path, c: GemmCase):
     from sim.hw import load_hw
 

@@ -17,7 +17,7 @@ from kernelgen.planner import plan, prediction_dict
 from kernelgen.spec import load_spec, parse_spec, shorthand
 from sim.errors import UsageError
 from sim.hw import Branch, Cache, Core, GlobalMemory, HwConfig, Limits, Pipe, RegisterFile, SharedMemory
-from validation.cases import SHAPES, VARIANTS
+from validation.cases import SHAPES, SMOKE_SHAPES, VARIANTS
 
 
 def h200_like() -> HwConfig:
@@ -179,7 +179,8 @@ def _ptxas(ptx: str, tmp_path) -> tuple[int, str]:
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [s if s in SMOKE_SHAPES else pytest.param(s, marks=pytest.mark.slow)
+                                   for s in SHAPES])
 @pytest.mark.parametrize("variant,dtype", VARIANTS)
 @pytest.mark.parametrize("extra", range(len(EXTRA)))
 def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, extra, tmp_path):

@@ -16,8 +16,7 @@ from sim.ptx.parser import parse_ptx
 from sim.reference import check_from_metadata
 from validation.cases import HWS, SHAPES, SMOKE_SHAPES, VARIANTS
 
-SIM_SHAPES = [s if s in SMOKE_SHAPES else pytest.param(s, marks=pytest.mark.slow, id="x".join(map(str, s)))
-              for s in SHAPES]
+SIM_SHAPES = [s if s in SMOKE_SHAPES else pytest.param(s, marks=pytest.mark.slow) for s in SHAPES]
 
 
 @pytest.mark.parametrize("hw", HWS)
