@@ -2,8 +2,8 @@
 
     python benchmarks/accuracy.py [--hw npu7nm.yaml,h200] [--doc docs/accuracy.md] [--budget 400000] [--jobs 2]
 
-Cases: shapes (16,16,16), (33,17,40), (128,64,96), (256,256,256) x (simt f32|f16|bf16, mma f16|bf16)
-(the table of tests/test_kernelgen.py), each planned for and simulated on every hardware model.
+Cases: validation/cases.py's table, shapes (16,16,16), (33,17,40), (128,64,96), (256,256,256) x
+(simt f32|f16|bf16, mma f16|bf16), each planned for and simulated on every hardware model.
 The simulator is Python (tens of thousands of warp instructions per second), so a case whose warp
 instructions, estimated statically from its PTX (instructions before, inside and after the K loop x
 K tiles x warps x CTAs), exceed ``--budget`` is skipped and listed as skipped with its estimate.
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-SHAPES = [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256)]
-KINDS = [("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16")]
+from validation.cases import HWS, SHAPES, VARIANTS  # noqa: E402 - the one GEMM case table
+
 TARGET = 0.10
 
 
@@ -139,7 +139,7 @@ def write_doc(doc: Path, rows: list[dict[str, Any]], budget: int, wall: float) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hw", default="npu7nm.yaml,h200", help="comma-separated hardware configs")
+    ap.add_argument("--hw", default=",".join(HWS), help="comma-separated hardware configs")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "accuracy.md"))
     ap.add_argument("--budget", type=int, default=400_000, help="skip cases estimated above this many warp instr")
     ap.add_argument("--jobs", type=int, default=2)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--estimate-only", action="store_true", help="print the estimates, simulate nothing")
     args = ap.parse_args(argv)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
-    kinds = [tuple(k.split(":")) for k in args.kinds.split(",")] if args.kinds else KINDS
+    kinds = [tuple(k.split(":")) for k in args.kinds.split(",")] if args.kinds else VARIANTS
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="accuracy."))
     from sim.hw import load_hw

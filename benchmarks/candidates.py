@@ -27,10 +27,9 @@ for _p in (ROOT, ROOT / "benchmarks"):
 
 from accuracy import estimate_warp_instructions, run_case  # noqa: E402  (benchmarks/accuracy.py)
 
-CASES = [("npu7nm.yaml", s) for s in [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256), (16, 8, 1024),
-                                      (64, 64, 1024)]] + \
-        [("h200", s) for s in [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256), (128, 128, 128),
-                               (512, 512, 512), (64, 64, 2048)]]
+from validation.cases import CANDIDATE_SHAPES  # noqa: E402
+
+CASES = [(hw, s) for hw, shapes in CANDIDATE_SHAPES.items() for s in shapes]
 
 
 def main(argv: list[str] | None = None) -> int:

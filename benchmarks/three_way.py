@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SHAPES = [(16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
-          (64, 4096, 4096), (4096, 4096, 4096)]
+from validation.cases import THREE_WAY_SHAPES as SHAPES  # noqa: E402 - the one GEMM case table
+
 SIM_JSON = ROOT / "benchmarks/data/three_way_sim.json"
 
 

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sim.errors import WorkbenchError
+from sim.errors import WorkbenchError, run_cli
 
 
 def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
@@ -81,25 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+    return run_cli(_run, argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
-        args = ap.parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse already printed one usage line
         return int(e.code or 0) and 2
-    try:
-        files = compile_kernel(args.hw, args.op, args.gemm, args.dtype, args.out_dtype, args.variant,
-                               args.verbose, args.profile)
-        write_atomically(Path(args.out), files)
-    except WorkbenchError as e:
-        if args.debug:
-            raise
-        print(f"kernelgen: error: {e.one_line()}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as e:
-        if args.debug:
-            raise
-        print(f"kernelgen: error: {e}", file=sys.stderr)
-        return 2
+    files = compile_kernel(args.hw, args.op, args.gemm, args.dtype, args.out_dtype, args.variant,
+                           args.verbose, args.profile)
+    write_atomically(Path(args.out), files)
     print(f"kernelgen: wrote {args.out}/kernel.ptx, plan.json, analysis.md, candidates.csv", file=sys.stderr)
     return 0
 

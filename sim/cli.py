@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import UsageError, WorkbenchError
+from sim.errors import run_cli
 from sim.result import jsonable
 
 
@@ -47,54 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np.random.Generator) -> Any:
-    from sim.launch import Launch, launch_from_metadata, parse_arg_spec, parse_dim3, split_named
+def build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np.random.Generator) -> Any:
+    """The launch from the kernel's header (when it describes the chosen entry) and the
+    ``--grid``/``--block``/``--shared``/``--arg`` overrides (sim.launch.bind_launch)."""
+    from sim.launch import bind_launch
 
-    kname = args.kernel or (meta or {}).get("kernel")
-    k = prog.kernel(kname)
-    if meta and not args.arg:
-        launch = launch_from_metadata(meta, rng)
-    else:
-        if not args.arg and k.params:
-            raise UsageError(f"kernel {k.name} has {len(k.params)} parameters and no @workbench header: "
-                             "bind them with --arg (literal, @file.npy or zeros:DTYPE:COUNT)", prog.file)
-        bound: list[Any] = [None] * len(k.params)
-        pos = 0
-        for spec in args.arg:
-            name, body = split_named(spec)
-            if name is None:
-                idx = pos
-                pos += 1
-            else:
-                idx = next((i for i, p in enumerate(k.params) if p.name == name), -1)
-                if idx < 0 and name.startswith("p") and name[1:].isdigit():
-                    idx = int(name[1:])
-                if idx < 0:
-                    known = ", ".join(p.name for p in k.params)
-                    raise UsageError(f"--arg {spec}: no parameter named {name!r} (have {known}, or p0..)")
-            if idx >= len(k.params):
-                raise UsageError(f"--arg {spec}: kernel {k.name} has only {len(k.params)} parameters")
-            a = parse_arg_spec(body, k.params[idx].type, idx)
-            a.name = k.params[idx].name
-            bound[idx] = a
-        missing = [k.params[i].name for i, a in enumerate(bound) if a is None]
-        if missing:
-            raise UsageError(f"no --arg for parameter(s) {', '.join(missing)} of {k.name}: "
-                             "pass one --arg per parameter", prog.file)
-        grid = args.grid or (",".join(map(str, meta["grid"])) if meta else None)
-        block = args.block or (",".join(map(str, meta["block"])) if meta else None)
-        if grid is None or block is None:
-            raise UsageError("--grid X,Y,Z and --block X,Y,Z are required for a kernel without a "
-                             "@workbench header", prog.file)
-        launch = Launch(k.name, parse_dim3(grid, "grid"), parse_dim3(block, "block"), bound)
-    if args.grid and meta and not args.arg:
-        launch.grid = parse_dim3(args.grid, "grid")
-    if args.block and meta and not args.arg:
-        launch.block = parse_dim3(args.block, "block")
-    if args.shared is not None:
-        launch.dynamic_shared = args.shared
-    launch.kernel = k.name
-    return launch
+    k = prog.kernel(args.kernel or (meta or {}).get("kernel"))
+    used_meta = meta if meta is not None and meta.get("kernel", k.name) == k.name else None
+    return bind_launch(k.name, [(p.name, p.type) for p in k.params], used_meta, args.arg, args.grid,
+                       args.block, args.shared, rng, prog.file)
 
 
 def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
@@ -120,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     hw = load_hw(args.hw)
     meta = read_metadata(prog.text, args.ptx)
     rng = np.random.default_rng(args.seed)
-    launch = _build_launch(prog, args, meta, rng)
+    launch = build_launch(prog, args, meta, rng)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
@@ -161,8 +122,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def render_text(r: dict[str, Any]) -> str:
     lines = [f"kernel {r['kernel']} on {r['hw']}: grid {tuple(r['grid'])} block {tuple(r['block'])}"]
     if r.get("timing") == "functional-only":
@@ -198,21 +157,7 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return cmd_run(args)
-    except WorkbenchError as e:
-        if args.debug:
-            raise
-        print(e.one_line(), file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - contract: one line unless --debug
-        if args.debug:
-            raise
-        print(f"{args.ptx}: internal error: {type(e).__name__}: {e} (rerun with --debug)",
-              file=sys.stderr)
-        return 2
+    return run_cli(lambda a: cmd_run(build_parser().parse_args(a)), argv)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Sequence
+
 
 class WorkbenchError(Exception):
     """A user-facing error: bad input, unsupported construct, impossible constraint."""
@@ -33,3 +36,35 @@ class ExecutionError(WorkbenchError):
 
 class UsageError(WorkbenchError):
     """A wrong command-line argument."""
+
+
+def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
+    """Run a command's ``main_fn(argv)`` under the house error contract and return its exit status.
+
+    A :class:`WorkbenchError` prints its one line (``file:line: message``) and an ``OSError`` its
+    file and reason, both exit 2; any other exception prints ``internal error: ...`` and exits 2,
+    or shows its traceback when ``--debug`` is among the arguments; Ctrl-C prints ``interrupted``
+    and exits 130. Every message is one line on stderr.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        return int(main_fn(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the contract: one line, no traceback unless --debug
+        if debug:
+            raise
+        print(error_line(e), file=sys.stderr)
+        return 2
+
+
+def error_line(e: Exception) -> str:
+    """The one line the command lines print for ``e``."""
+    if isinstance(e, WorkbenchError):
+        return e.one_line()
+    if isinstance(e, OSError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror}; check the path and its permissions".replace("\n", " ")
+    return f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)".replace("\n", " ")

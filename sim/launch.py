@@ -3,7 +3,9 @@
 A :class:`Launch` is a kernel name, a grid, a block, dynamic shared memory and the bound
 arguments (:class:`Arg`: scalars and host buffers). It comes either from the ``// @workbench``
 metadata header that kernelgen writes (:func:`launch_from_metadata`, see
-``docs/kernel-metadata.md``) or from command-line specs (:func:`parse_arg_spec`).
+``docs/kernel-metadata.md``) or from command-line specs (:func:`parse_arg_spec`); :func:`bind_launch`
+combines both for every command that takes ``--grid``/``--block``/``--arg`` (``python -m sim run``,
+``python -m validation gpu``).
 
 Pure numpy + json: this module imports nothing from kernelgen or validation.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -439,3 +442,82 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
         else:
             raise bad(f"param {i} ({name}): kind must be 'buffer' or 'scalar', not {kind!r}")
     return Launch(kernel, grid, block, args, dyn)
+
+
+# --------------------------------------------------------------------------------------------
+# header + command line -> Launch (the one binder of ``--arg``)
+
+
+def bind_args(kernel: str, params: Sequence[tuple[str, str]], specs: Sequence[str],
+              base: Sequence[Arg | None], file: str | None = None) -> list[Arg]:
+    """Bind ``--arg`` specs onto ``base`` (the header's arguments, or None per parameter).
+
+    ``params`` are the entry's (PTX name, PTX type) pairs. A spec binds the next parameter in order,
+    or the one ``NAME=SPEC`` names (its PTX name or ``pN``); it keeps the header's role. Every
+    parameter must end up bound; a scalar is packed as the PTX type declares it.
+    """
+    names = [n for n, _ in params]
+    args: list[Arg | None] = list(base)
+    pos = 0
+    for spec in specs:
+        name, body = split_named(spec)
+        if name is None:
+            idx = pos
+            pos += 1
+            if idx >= len(params):
+                raise UsageError(f"--arg {spec}: '{kernel}' takes only {len(params)} parameters; "
+                                 "remove the extra --arg", file=file)
+        elif name in names:
+            idx = names.index(name)
+        elif re.fullmatch(r"p\d+", name) and int(name[1:]) < len(params):
+            idx = int(name[1:])
+        else:
+            raise UsageError(f"--arg {spec}: '{name}' is not a parameter of '{kernel}' "
+                             f"(parameters: {', '.join(names)}, or p0..p{len(params) - 1})", file=file)
+        new = parse_arg_spec(body, params[idx][1], idx)
+        old = args[idx]
+        new.name, new.role = names[idx], old.role if old is not None else ""
+        args[idx] = new
+    bound: list[Arg] = []
+    for i, maybe in enumerate(args):
+        if maybe is None:
+            raise UsageError(f"parameter {i} ({names[i]}) is not bound; add --arg for it", file=file)
+        a = maybe
+        ptype = params[i][1].lstrip(".")
+        if a.kind == "scalar" and ptype in DTYPES:
+            a.dtype = normalize_dtype(ptype)
+        elif a.kind == "buffer" and (ptype not in DTYPES or DTYPES[ptype].itemsize != 8):
+            raise UsageError(f"parameter {i} ({names[i]}) is .{ptype}, not a 64-bit pointer, "
+                             "but is bound to a buffer; fix the header or --arg", file=file)
+        bound.append(a)
+    return bound
+
+
+def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | None, specs: Sequence[str],
+                grid: str | None, block: str | None, shared: int | None, rng: np.random.Generator,
+                file: str | None = None) -> Launch:
+    """The launch of ``kernel`` from its ``@workbench`` header ``meta`` (None when it has none or
+    the header describes another entry) and the command-line ``--grid``/``--block``/``--shared``/
+    ``--arg`` values, which override the header's. Without a header grid, block and every
+    parameter must be given."""
+    if meta is not None:
+        launch = launch_from_metadata(meta, rng)
+        launch.kernel = kernel
+        if len(launch.args) != len(params):
+            raise UsageError(f"header lists {len(launch.args)} params, '{kernel}' has {len(params)}; "
+                             "fix the header", file=file)
+        base: list[Arg | None] = list(launch.args)
+    else:
+        if not (grid and block):
+            raise UsageError("no @workbench header: give --grid X,Y,Z --block X,Y,Z and one --arg "
+                             "per parameter", file=file)
+        launch = Launch(kernel, (1, 1, 1), (1, 1, 1))
+        base = [None] * len(params)
+    launch.args = bind_args(kernel, params, specs, base, file)
+    if grid:
+        launch.grid = parse_dim3(grid, "--grid")
+    if block:
+        launch.block = parse_dim3(block, "--block")
+    if shared is not None:
+        launch.dynamic_shared = shared
+    return launch

@@ -1,9 +1,9 @@
 """validation.formal over the kernelgen suite: every generated kernel proved, no false alarm.
 
-A representative subset (both variants, three shapes, both hardware models, plus the 3-stage cp.async
-pipeline that needs the wrapping stage counters); ``python -m validation.formal.suite`` runs the
-whole matrix and writes the table of docs/verify.md (wall and process time per kernel: a benchmark,
-not a timed test).
+A representative subset (validation.cases.FORMAL_QUICK: both variants, three shapes, both hardware
+models, plus the 3-stage cp.async pipeline that needs the wrapping stage counters);
+``python -m validation.formal.suite`` runs the whole matrix and writes the table of docs/verify.md
+(wall and process time per kernel: a benchmark, not a timed test).
 """
 
 from __future__ import annotations
@@ -12,30 +12,24 @@ import pytest
 
 pytest.importorskip("z3")
 
+from validation.cases import FORMAL_QUICK, GemmCase, cases  # noqa: E402
 from validation.formal.suite import compile_kernel, verify_file  # noqa: E402
 
-CASES = [
-    ("npu7nm.yaml", (33, 17, 40), "simt", "f32"),
-    ("npu7nm.yaml", (33, 17, 40), "mma", "f16"),
-    ("npu7nm.yaml", (128, 64, 96), "simt", "f16"),
-    ("npu7nm.yaml", (128, 64, 96), "mma", "bf16"),
-    ("npu7nm.yaml", (16, 16, 16), "simt", "f32"),  # a K loop that runs once (trip count 0 back edges)
-    ("h200", (128, 64, 96), "mma", "f16"),  # 3+ stage pipeline: stage counters wrap modulo stages
-]
-STAGES = {("h200", (128, 64, 96), "mma", "f16"): 3}  # at least: the pick must keep exercising that pipeline
+
+def test_quick_cases_are_table_cases():
+    assert set(FORMAL_QUICK) <= set(cases())
 
 
-@pytest.mark.parametrize("hw,shape,variant,dtype", CASES,
-                         ids=[f"{h.split('.')[0]}-{'x'.join(map(str, s))}-{v}-{d}" for h, s, v, d in CASES])
-def test_generated_kernel_proved(tmp_path, hw, shape, variant, dtype):
-    ptx, err = compile_kernel(hw, shape, variant, dtype, tmp_path)
+@pytest.mark.parametrize("c", list(FORMAL_QUICK), ids=lambda c: c.id)
+def test_generated_kernel_proved(tmp_path, c: GemmCase):
+    ptx, err = compile_kernel(c.hw, c.shape, c.variant, c.dtype, tmp_path)
     if ptx is None:
         pytest.skip(f"kernelgen compile failed: {err[:200]}")
-    if (hw, shape, variant, dtype) in STAGES:
+    if FORMAL_QUICK[c]:  # at least that many stages: the pick must keep exercising that pipeline
         import json
 
         tiling = json.loads((ptx.parent / "plan.json").read_text())["tiling"]
-        assert tiling["stages"] >= STAGES[hw, shape, variant, dtype], tiling["key"]
+        assert tiling["stages"] >= FORMAL_QUICK[c], tiling["key"]
     rep = verify_file(ptx)
     assert {p["name"]: p["status"] for p in rep["properties"]} == {
         n: "proved" for n in ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")

@@ -14,6 +14,7 @@ from sim.launch import launch_from_metadata, read_metadata
 from sim.ptx.parser import parse_file, parse_ptx
 from tests.fixtures.cases import CASES, check, reference_for
 from tests.simhelp import case_launch
+from validation.cases import SMOKE_SHAPES, VARIANTS
 from validation.gpu import gpu_available
 
 _OK, _WHY = gpu_available()
@@ -43,12 +44,8 @@ def test_fixture_on_gpu_matches_numpy_and_simulator(case):
             assert np.linalg.norm(g - s) <= 1e-5 * max(np.linalg.norm(g), 1e-30), f"arg{i}"
 
 
-SHAPES = [(16, 16, 16), (33, 17, 40), (128, 64, 96)]
-VARIANTS = [("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16")]
-
-
 @pytest.mark.parametrize("variant,dtype", VARIANTS)
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", SMOKE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_kernelgen_kernel_on_gpu(tmp_path, shape, variant, dtype):
     from validation.gpu import run_on_gpu
 

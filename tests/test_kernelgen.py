@@ -17,6 +17,7 @@ from kernelgen.planner import plan, prediction_dict
 from kernelgen.spec import load_spec, parse_spec, shorthand
 from sim.errors import UsageError
 from sim.hw import Branch, Cache, Core, GlobalMemory, HwConfig, Limits, Pipe, RegisterFile, SharedMemory
+from validation.cases import SHAPES, SMOKE_SHAPES, VARIANTS
 
 
 def h200_like() -> HwConfig:
@@ -165,8 +166,6 @@ def test_bank_conflict_score_sees_padding():
 
 # ------------------------------------------------------------------------ ptxas + register model
 
-SHAPES = [(16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256)]
-KINDS = [("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16")]
 EXTRA = [{}, {"beta": 0.5, "epilogue": ["bias", "gelu"], "layout": {"a": "col", "b": "row", "c": "col"}}]
 
 
@@ -180,8 +179,9 @@ def _ptxas(ptx: str, tmp_path) -> tuple[int, str]:
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("variant,dtype", KINDS)
+@pytest.mark.parametrize("shape", [s if s in SMOKE_SHAPES else pytest.param(s, marks=pytest.mark.slow)
+                                   for s in SHAPES])
+@pytest.mark.parametrize("variant,dtype", VARIANTS)
 @pytest.mark.parametrize("extra", range(len(EXTRA)))
 def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, extra, tmp_path):
     M, N, K = shape

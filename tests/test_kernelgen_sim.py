@@ -14,15 +14,14 @@ from sim.functional.runner import run_functional
 from sim.launch import launch_from_metadata, read_metadata
 from sim.ptx.parser import parse_ptx
 from sim.reference import check_from_metadata
+from validation.cases import HWS, SHAPES, SMOKE_SHAPES, VARIANTS
 
-SHAPES = [(16, 16, 16), (33, 17, 40), (128, 64, 96),
-          pytest.param((256, 256, 256), marks=pytest.mark.slow, id="256x256x256")]
-VARIANTS = [("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16")]
+SIM_SHAPES = [s if s in SMOKE_SHAPES else pytest.param(s, marks=pytest.mark.slow) for s in SHAPES]
 
 
-@pytest.mark.parametrize("hw", ["npu7nm.yaml", "h200"])
+@pytest.mark.parametrize("hw", HWS)
 @pytest.mark.parametrize("variant,dtype", VARIANTS)
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", SIM_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_generated_kernel_passes_numpy_check_in_simulator(tmp_path, shape, variant, dtype, hw):
     M, N, K = shape
     out = tmp_path / "k"

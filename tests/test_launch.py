@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -389,3 +390,76 @@ def test_launch_copy_is_deep():
     c = launch.copy()
     c.args[0].array[0] = 5
     assert launch.args[0].array[0] == 1
+
+
+# ------------------------------------------------------------------------------------------
+# one --arg binder: python -m sim run and python -m validation gpu bind the same specs alike
+
+_SAXPY = Path(__file__).parent / "data" / "gpu" / "saxpy.ptx"
+_SAXPY_META = {
+    "version": 1, "kernel": "saxpy", "grid": [8, 1, 1], "block": [128, 1, 1],
+    "params": [
+        {"name": "saxpy_param_0", "kind": "scalar", "dtype": "u32", "role": "n", "value": 1000},
+        {"name": "saxpy_param_1", "kind": "scalar", "dtype": "f32", "role": "a", "value": 2.5},
+        {"name": "saxpy_param_2", "kind": "buffer", "dtype": "f32", "role": "x", "count": 1000, "init": "random"},
+        {"name": "saxpy_param_3", "kind": "buffer", "dtype": "f32", "role": "y", "count": 1000, "init": "poison"},
+    ],
+}
+
+
+def _launch(tmp_path: Path, command: str, header: dict | None, cli: list[str]) -> Launch:
+    """The launch ``python -m sim run`` or ``python -m validation gpu`` builds (no GPU needed)."""
+    from sim.cli import build_launch as sim_launch
+    from sim.cli import build_parser as sim_parser
+    from sim.ptx.parser import parse_file
+    from validation.__main__ import build_parser as validation_parser
+    from validation.gpu import build_launch as gpu_launch
+
+    path = tmp_path / "k.ptx"
+    path.write_text((f"// @workbench {json.dumps(header)}\n" if header else "") + _SAXPY.read_text())
+    if command == "sim":
+        args = sim_parser().parse_args(["run", str(path), "--hw", "npu7nm.yaml", "--seed", "0", *cli])
+        prog = parse_file(str(path))
+        return sim_launch(prog, args, read_metadata(prog.text, str(path)), np.random.default_rng(0))
+    argv = ["gpu", str(path), "--seed", "0", *cli]
+    return gpu_launch(path.read_text(), str(path), validation_parser(argv).parse_args(argv))[0]
+
+
+@pytest.mark.parametrize("header, cli", [
+    (None, ["--kernel", "saxpy", "--grid", "8", "--block", "128", "--arg", "1000", "--arg", "2",
+            "--arg", "zeros:f32:1000", "--arg", "zeros:f32:1000"]),
+    (None, ["--kernel", "saxpy", "--grid", "8,1,1", "--block", "128", "--arg", "16", "--arg", "0.5",
+            "--arg", "p3=zeros:f32:1000", "--arg", "saxpy_param_2=@X", "--shared", "64"]),
+    (_SAXPY_META, []),
+    (_SAXPY_META, ["--grid", "2", "--arg", "256", "--arg", "saxpy_param_3=zeros:f32:256"]),
+])
+def test_cli_binders_agree(tmp_path, header, cli):
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(1000, dtype=np.float32))
+    cli = [c.replace("@X", f"@{x}") for c in cli]
+    a, b = (_launch(tmp_path, command, header, cli) for command in ("sim", "gpu"))
+    assert (a.kernel, a.grid, a.block, a.dynamic_shared) == (b.kernel, b.grid, b.block, b.dynamic_shared)
+    assert len(a.args) == len(b.args) == 4
+    for x, y in zip(a.args, b.args):
+        assert (x.kind, x.dtype, x.value, x.name, x.role, x.init) == (y.kind, y.dtype, y.value, y.name, y.role, y.init)
+        if x.kind == "buffer":
+            assert x.array.dtype == y.array.dtype
+            np.testing.assert_array_equal(x.array, y.array)
+
+
+@pytest.mark.parametrize("cli, message", [
+    (["--arg", "1"], "no @workbench header: give --grid X,Y,Z --block X,Y,Z"),
+    (["--grid", "8", "--block", "128", "--arg", "1.5"], "argument 0 ('1.5'): float literal"),
+    (["--grid", "8", "--block", "128", "--arg", "8", "--arg", "2.0"],
+     "parameter 2 (saxpy_param_2) is not bound; add --arg"),
+    (["--grid", "8", "--block", "128", "--arg", "q=1"], "'q' is not a parameter of 'saxpy'"),
+    (["--grid", "8", "--block", "128", *["--arg", "1"] * 5], "'saxpy' takes only 4 parameters"),
+    (["--grid", "8", "--block", "128", "--arg", "zeros:f32:4"], "not a 64-bit pointer"),
+])
+def test_cli_binders_reject_alike(tmp_path, cli, message):
+    errors = []
+    for command in ("sim", "gpu"):
+        with pytest.raises(UsageError) as e:
+            _launch(tmp_path, command, None, ["--kernel", "saxpy", *cli])
+        errors.append(e.value.message)
+    assert errors[0] == errors[1] and message in errors[0]

@@ -45,29 +45,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    debug = getattr(args, "debug", False)
-    from sim.errors import WorkbenchError
+    from sim.errors import run_cli
 
-    try:
-        return int(_load(args.command).cli_main(args) or 0)
-    except WorkbenchError as e:
-        if debug:
-            raise
-        print(e.one_line(), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # noqa: BLE001 - the contract: one line, no traceback unless --debug
-        if debug:
-            raise
-        path = getattr(args, "ptx", None) or ""
-        where = f"{path}: " if path else ""
-        msg = f"{where}internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
-        print(msg.replace("\n", " "), file=sys.stderr)
-        return 2
+    return run_cli(_run, argv)
+
+
+def _run(argv: list[str]) -> int:
+    args = build_parser(argv).parse_args(argv)
+    return int(_load(args.command).cli_main(args) or 0)
 
 
 if __name__ == "__main__":

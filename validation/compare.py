@@ -28,8 +28,6 @@ import numpy as np
 from sim.errors import UsageError, WorkbenchError
 from sim.result import jsonable
 
-REASONS = ("scoreboard", "memory", "pipe_busy", "bank_conflict", "barrier", "branch", "flush", "frontend",
-           "no_eligible")
 REASON_LABEL = {
     "scoreboard": "register dependence (scoreboard)", "pipe_busy": "pipe busy (structural)",
     "bank_conflict": "shared-memory bank conflicts", "memory": "memory latency", "barrier": "barrier wait",

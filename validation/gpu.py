@@ -371,7 +371,7 @@ def add_arguments(p) -> None:
 
 def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, dict | None]:
     """(launch, meta, check) from the header and the command-line overrides."""
-    from sim.launch import launch_from_metadata, parse_arg_spec, parse_dim3, read_metadata, split_named
+    from sim.launch import bind_launch, read_metadata
 
     meta = read_metadata(ptx_text, file=path)
     entries = ptx_entries(ptx_text)
@@ -392,58 +392,8 @@ def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, d
                              "use scalar or pointer parameters", file=path)
 
     used_meta = meta if meta is not None and meta.get("kernel", kernel) == kernel else None
-    rng = np.random.default_rng(args.seed)
-    if used_meta is not None:
-        launch = launch_from_metadata(used_meta, rng)
-        launch.kernel = kernel
-        if len(launch.args) != len(params):
-            raise UsageError(f"header lists {len(launch.args)} params, '{kernel}' has {len(params)}; "
-                             "fix the header", file=path)
-    else:
-        if not (args.grid and args.block):
-            raise UsageError("no @workbench header: give --grid X,Y,Z --block X,Y,Z and one --arg "
-                             "per parameter", file=path)
-        launch = Launch(kernel, (1, 1, 1), (1, 1, 1), [None] * len(params))  # type: ignore[list-item]
-    if args.grid:
-        launch.grid = parse_dim3(args.grid, "--grid")
-    if args.block:
-        launch.block = parse_dim3(args.block, "--block")
-    if args.shared is not None:
-        launch.dynamic_shared = args.shared
-
-    names = [n for _, n in params]
-    pos = 0
-    for spec in args.arg:
-        name, body = split_named(spec)
-        if name is not None:
-            if name in names:
-                idx = names.index(name)
-            elif re.fullmatch(r"p\d+", name) and int(name[1:]) < len(params):
-                idx = int(name[1:])
-            else:
-                raise UsageError(f"--arg {spec}: '{name}' is not a parameter of '{kernel}' "
-                                 f"(parameters: {', '.join(names)})", file=path)
-        else:
-            idx = pos
-            pos += 1
-            if idx >= len(params):
-                raise UsageError(f"--arg {spec}: '{kernel}' takes only {len(params)} parameters; "
-                                 "remove the extra --arg", file=path)
-        ptype = params[idx][0]
-        a = parse_arg_spec(body, ptype, idx)
-        a.name = params[idx][1]
-        old = launch.args[idx]
-        a.role = old.role if old is not None else ""
-        launch.args[idx] = a
-    for i, a in enumerate(launch.args):
-        if a is None:
-            raise UsageError(f"parameter {i} ({names[i]}) is not bound; add --arg for it", file=path)
-        ptype = params[i][0]
-        if a.kind == "scalar":
-            a.dtype = normalize_dtype(ptype)  # pack as the PTX declares it
-        elif _SCALAR_NP.get(ptype, np.uint8)().itemsize != 8:
-            raise UsageError(f"parameter {i} ({names[i]}) is .{ptype}, not a 64-bit pointer, "
-                             "but is bound to a buffer; fix the header or --arg", file=path)
+    launch = bind_launch(kernel, [(n, t) for t, n in params], used_meta, args.arg, args.grid, args.block,
+                         args.shared, np.random.default_rng(args.seed), path)
     check = used_meta.get("check") if used_meta is not None else None
     return launch, used_meta, check
 

@@ -266,7 +266,7 @@ def rf_extra(spec: GemmSpec, t: Tiling, hw: HwConfig, c) -> dict[str, float]:
         tot = sum(_bank_extra([acc0 + i * t.tn + j, av0 + i, bv0 + j], hw) for i in range(t.tm) for j in range(t.tn))
         return {"fma": tot / (t.tm * t.tn)}
     # mma: 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
-    return {"tensor": _bank_extra([0, 1, 2, 3], hw) if False else _mma_extra(hw)}
+    return {"tensor": _mma_extra(hw)}
 
 
 def _mma_extra(hw: HwConfig) -> int:

@@ -59,6 +59,7 @@ class _Parser:
         self.toks: list[Token] = tokenize(text, file)
         self.i = 0
         self.text = text
+        self.lines = text.splitlines()
 
     # -- token helpers -------------------------------------------------------------------------
     def err(self, msg: str, tok: Token | None = None) -> PtxError:
@@ -366,8 +367,7 @@ class _Parser:
         return ins
 
     def _stmt_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
     def parse_operand(self, k: Kernel) -> Operand:
         t = self.next()

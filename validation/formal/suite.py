@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-HWS = ("npu7nm.yaml", "h200")
-SHAPES = ((16, 16, 16), (33, 17, 40), (128, 64, 96), (256, 256, 256))
-VARIANTS = (("simt", "f32"), ("simt", "f16"), ("simt", "bf16"), ("mma", "f16"), ("mma", "bf16"))
+from validation.cases import HWS, SHAPES, VARIANTS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -65,7 +65,6 @@ class Case:
     reference: Callable[[list], dict[int, np.ndarray]]
     rtol: float                                 # rel_err bound; 0 = exact equality
     nonneg_outputs: tuple[int, ...] = ()        # only checked to be >= 0
-    dynamic_smem: int = 0
     notes: str = ""
     features: tuple[str, ...] = field(default=())  # PTX features exercised (informational)
     root: Path = MICRO_DIR                      # the folder `file` is relative to
@@ -81,10 +80,6 @@ class Case:
     def launch(self, sizes: Sizes | None = None) -> tuple[Dim3, Dim3]:
         s = self.sizes if sizes is None else sizes
         return self.grid(s), self.block(s)
-
-    def total_threads(self, sizes: Sizes | None = None) -> int:
-        g, b = self.launch(sizes)
-        return int(np.prod(g) * np.prod(b))
 
 
 def make_chain(rng: np.random.Generator, n: int, stride: int | None = None) -> np.ndarray:

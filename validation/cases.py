@@ -1,0 +1,81 @@
+"""The GEMM case table: every generated-kernel case is written here once (STYLE habit 6).
+
+A case is a hardware model, a GEMM shape ``(M, N, K)``, an emitter variant and an A/B dtype (the
+output is f32). The same table is checked at three levels, each with its own tolerance: the
+planner's prediction against the simulator (benchmarks/accuracy.py, tests/test_accuracy.py), the
+simulator's values against numpy (tests/test_kernelgen_sim.py), the verifier (validation.formal.suite,
+tests/test_formal_suite.py) and the GPU (benchmarks/gpu_sanitize.py, tests/test_gpu_fixtures.py).
+The H200 timing shapes (three-way and speed) and the planner-candidate shapes live here too.
+
+Plain data: importable by tests and benchmarks without the simulator, the verifier or pycuda.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Shape = tuple[int, int, int]
+
+#: The hardware models every case is planned for.
+HWS: tuple[str, ...] = ("npu7nm.yaml", "h200")
+
+#: Small shapes: odd sizes (not multiples of any tile) and a K loop that runs once.
+SMOKE_SHAPES: tuple[Shape, ...] = ((16, 16, 16), (33, 17, 40), (128, 64, 96))
+
+#: The full matrix adds one shape with many CTAs (slow to simulate in Python).
+SHAPES: tuple[Shape, ...] = SMOKE_SHAPES + ((256, 256, 256),)
+
+#: Emitter variant x A/B dtype: every pair the emitters support.
+VARIANTS: tuple[tuple[str, str], ...] = (("simt", "f32"), ("simt", "f16"), ("simt", "bf16"),
+                                         ("mma", "f16"), ("mma", "bf16"))
+
+
+@dataclass(frozen=True)
+class GemmCase:
+    hw: str
+    shape: Shape
+    variant: str
+    dtype: str
+
+    @property
+    def gemm(self) -> str:
+        """``MxNxK``, the ``--gemm`` spelling."""
+        return "x".join(map(str, self.shape))
+
+    @property
+    def id(self) -> str:
+        """A test id, e.g. ``npu7nm-33x17x40-mma-f16``."""
+        return f"{self.hw.split('.')[0]}-{self.gemm}-{self.variant}-{self.dtype}"
+
+
+def cases(hws: tuple[str, ...] = HWS, shapes: tuple[Shape, ...] = SHAPES,
+          variants: tuple[tuple[str, str], ...] = VARIANTS) -> list[GemmCase]:
+    """The matrix hw x shape x (variant, dtype), in that nesting order."""
+    return [GemmCase(hw, s, v, d) for hw in hws for s in shapes for v, d in variants]
+
+
+#: The verifier's quick subset (tests/test_formal_suite.py; the suite runs all of :func:`cases`):
+#: both variants, three shapes, both hardware models. The value is the least number of pipeline
+#: stages the planner's pick must keep (the h200 mma case exercises stage counters that wrap).
+FORMAL_QUICK: dict[GemmCase, int] = {
+    GemmCase("npu7nm.yaml", (33, 17, 40), "simt", "f32"): 0,
+    GemmCase("npu7nm.yaml", (33, 17, 40), "mma", "f16"): 0,
+    GemmCase("npu7nm.yaml", (128, 64, 96), "simt", "f16"): 0,
+    GemmCase("npu7nm.yaml", (128, 64, 96), "mma", "bf16"): 0,
+    GemmCase("npu7nm.yaml", (16, 16, 16), "simt", "f32"): 0,  # a K loop that runs once
+    GemmCase("h200", (128, 64, 96), "mma", "f16"): 3,
+}
+
+#: Predicted vs simulated vs measured on the H200 (benchmarks/three_way.py, gpu_bench.py), f16 mma.
+THREE_WAY_SHAPES: tuple[Shape, ...] = ((16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512),
+                                       (1024, 1024, 1024), (64, 4096, 4096), (4096, 4096, 4096))
+
+#: Generated kernels against cuBLAS on the H200 (benchmarks/gpu_bench.py), bf16 and f16.
+SPEED_SHAPES: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (128, 4096, 7168))
+
+#: The planner's best f16 mma candidates, simulated (benchmarks/candidates.py): the table's shapes
+#: plus long-K and (on h200) larger ones.
+CANDIDATE_SHAPES: dict[str, tuple[Shape, ...]] = {
+    "npu7nm.yaml": SHAPES + ((16, 8, 1024), (64, 64, 1024)),
+    "h200": SHAPES + ((128, 128, 128), (512, 512, 512), (64, 64, 2048)),
+}
