@@ -6,11 +6,12 @@
     python3 benchmarks/three_way.py table --measured benchmarks/data/gpu_three_way_final_2026-11-30.json
 
 The GPU runs the very PTX files compiled here (carried to the device). Large grids are simulated by
-sampling: the simulator runs the first N CTAs of the grid (in launch order, so neighbours that share
-A or B panels in the L2 run together), N as many as fit a budget of warp instructions (estimated
-from a one-CTA probe) but at least one core's resident CTAs, and all CTAs when the budget allows.
-The total is extrapolated as waves x the sampled span, waves = ceil(CTAs / (cores x CTAs per
-core)); per-CTA cycles are the mean over the simulated CTAs.
+sampling: the simulator runs every CTA that the whole grid deals to its first k cores (the H200 spreads
+a grid breadth-first, CTA i to SM i % SMs in the first wave: docs/placement.md), k so that about N
+CTAs run, N as many as fit a budget of warp instructions (estimated from a one-CTA probe) but at least
+one core's resident CTAs, and all CTAs when the budget allows. The total is extrapolated as waves x the
+sampled span, waves = ceil(CTAs / (cores x CTAs per core)); per-CTA cycles are the mean over the
+simulated CTAs.
 """
 
 from __future__ import annotations
@@ -207,8 +208,8 @@ def main() -> int:
     ap.add_argument("command", choices=["compile", "simulate", "table"])
     ap.add_argument("--dir", default=str(ROOT / ".three_way"))
     ap.add_argument("--budget", type=int, default=400_000, help="warp instructions to simulate per shape")
-    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_three_way_final_2026-11-30.json"))
-    ap.add_argument("--l2", default=str(ROOT / "benchmarks/data/gpu_l2_2026-11-30.json"),
+    ap.add_argument("--measured", default=str(ROOT / "benchmarks/data/gpu_three_way_2026-11-30b.json"))
+    ap.add_argument("--l2", default=str(ROOT / "benchmarks/data/gpu_l2_2026-11-30b.json"),
                     help="warm vs cold GPU per-CTA cycles (benchmarks/gpu_l2.py); '' to leave the table out")
     a = ap.parse_args()
     if a.command == "compile":
