@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", help="directory of simulated results keyed by hw, shape and PTX hash")
     ap.add_argument("--doc", default=str(ROOT / "docs" / "candidates.md"))
     args = ap.parse_args(argv)
-    from kernelgen.emit_mma import emit_mma
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.report import plan_json
     from kernelgen.spec import shorthand
+    from kernelgen.variants import get
     from sim.hw import load_hw
 
     t0 = time.perf_counter()
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         p = plan(spec, hw, "mma", False)
         for rank, ev in enumerate(p.survivors[:args.top]):
             q = dataclasses.replace(p, best=ev)
-            ptx = emit_mma(spec, ev.tiling, prediction_dict(q))
+            ptx = get("mma").emit(spec, ev.tiling, prediction_dict(q))
             d = tmp / f"{hw.name}_{'x'.join(map(str, shape))}_{rank}"
             d.mkdir()
             pj = plan_json(q)

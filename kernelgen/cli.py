@@ -1,4 +1,4 @@
-"""python -m kernelgen compile --hw HW (--op spec.yaml | --gemm MxNxK [--dtype f16]) [--variant simt|mma]
+"""python -m kernelgen compile --hw HW (--op spec.yaml | --gemm MxNxK [--dtype f16]) [--variant NAME]
 -o OUT [--verbose]  ->  OUT/kernel.ptx, OUT/plan.json, OUT/analysis.md, OUT/candidates.csv
 
 Also installed as ``deepgemm compile --hardware HW --op gemm.yaml --output OUT``.
@@ -15,17 +15,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kernelgen.variants import names
 from sim.errors import WorkbenchError, run_cli
 
 
 def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
                    variant: str | None, verbose: bool = False, profile: bool = False) -> dict[str, str]:
     """Plan and emit; returns {filename: text}."""
-    from kernelgen.emit_mma import emit_mma
-    from kernelgen.emit_simt import emit_simt
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.report import analysis_md, candidates_csv, plan_json
     from kernelgen.spec import load_spec, shorthand
+    from kernelgen.variants import get
     from sim.hw import load_hw
 
     hw = load_hw(hw_name)
@@ -35,8 +35,7 @@ def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, o
         for line in p.log:
             print(f"kernelgen: {line}", file=sys.stderr)
     pred = prediction_dict(p)
-    emit = emit_simt if p.best.tiling.variant == "simt" else emit_mma
-    ptx = emit(spec, p.best.tiling, pred, profile=profile)
+    ptx = get(p.best.tiling.variant).emit(spec, p.best.tiling, pred, profile=profile)
     return {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
             "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
 
@@ -71,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"], help="A and B dtype (--gemm)")
     c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16"], help="D dtype (--gemm)")
-    c.add_argument("--variant", choices=["simt", "mma"], help="restrict to one emitter")
+    c.add_argument("--variant", choices=names(), help="restrict to one emitter")
     c.add_argument("-o", "--output", "--out", dest="out", required=True, help="output directory")
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
     c.add_argument("--profile", action="store_true",

@@ -136,10 +136,19 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
                    sdst: str, mode: str, dtype: str) -> None:
     """Copy one block tile global -> shared, predicated on the problem edges (out of range -> 0).
 
-    mode "simt": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
-    mode "mma": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
+    mode "f32": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
+    mode "async": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
     a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16.
     """
+    n = tile.chunks // threads
+    b.part(("copy", mode, dtype, n, tile.vec == 1),
+           lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
+                              mode, dtype))
+
+
+def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
+               origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
+               sdst: str, mode: str, dtype: str) -> None:
     row0, col0, _ = coords
     n = tile.chunks // threads
     rb, cb = b.reg("u32"), b.reg("u32")
@@ -163,7 +172,7 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
         off, ga = b.reg("u64"), b.reg("u64")
         b.i(f"mul.wide.u32 {off}, {idx}, {es}")
         b.i(f"add.u64 {ga}, {gbase}, {off}")
-        if mode == "simt":
+        if mode == "f32":
             v = b.reg("f32")
             if dtype == "f32":
                 b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
@@ -190,6 +199,12 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
 def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
                   elems: list[tuple[int, int, str]]) -> None:
     """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N."""
+    flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c)
+    b.part(("epilogue", flavour, len(rows), len(cols), len(elems)), lambda: _epilogue(b, spec, P, rows, cols, elems))
+
+
+def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
+              elems: list[tuple[int, int, str]]) -> None:
     b.comment("Epilogue (spec: alpha, beta, epilogue, dtype.out, layout.c): per-row and per-column\n"
               "edge predicates, then each accumulator is scaled, combined, activated, cast, stored.")
     rp = []

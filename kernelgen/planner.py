@@ -17,62 +17,14 @@ from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, pipe_bu
 from kernelgen.models.sync import SyncPlan, sync_plan
 from kernelgen.spec import Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
+from kernelgen.variants import get, names
 from sim.errors import UsageError
 from sim.hw import HwConfig
-
-P2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-
-
-def _align_for(spec: GemmSpec, dim: str) -> int:
-    return getattr(spec, dim.upper()).align(8)
 
 
 def enumerate_tilings(spec: GemmSpec, variant: str) -> list[Tiling]:
     """Structurally valid tilings (powers of two, whole copies per thread) of one variant."""
-    out = []
-    if variant == "simt":
-        for bm in (16, 32, 64, 128):
-            for bn in (16, 32, 64, 128):
-                for bk in (8, 16, 32):
-                    for tm in (1, 2, 4, 8):
-                        for tn in (1, 2, 4, 8):
-                            if tm > bm or tn > bn:
-                                continue
-                            T = (bm // tm) * (bn // tn)
-                            if T < 32 or T > 1024 or (bm * bk) % T or (bn * bk) % T:
-                                continue
-                            for pad in (0, 4):
-                                out.append(Tiling("simt", bm, bn, bk, tm, tn, 1, pad, pad, 1, 1))
-        return out
-    ca = "k" if spec.layout_a == "row" else "m"
-    cb = "n" if spec.layout_b == "row" else "k"
-    va, vb = _align_for(spec, ca), _align_for(spec, cb)
-    ur = spec.tile_range("UNROLL_K")
-
-    def unrolls(bk: int) -> list[int]:
-        # default: every k16 step unrolled (0); a spec UNROLL_K range asks for a rolled inner loop
-        if ur is None:
-            return [0]
-        return [u for u in (1, 2, 4) if u < bk // 16 and bk // 16 % u == 0 and ur.allows(u)] + \
-            ([0] if ur.allows(bk // 16) else [])
-    for bm in (16, 32, 64, 128, 256):
-        for bn in (8, 16, 32, 64, 128, 256):
-            for bk in (16, 32, 64):
-                for gm in (1, 2, 4, 8):
-                    for gn in (1, 2, 4, 8):
-                        if gm * gn > 16 or bm % (16 * gm) or bn % (8 * gn):
-                            continue
-                        tm, tn = bm // gm, bn // gn
-                        if tm * tn > 64 * 64:
-                            continue
-                        T = 32 * gm * gn
-                        if ((bm * bk) // va) % T or ((bn * bk) // vb) % T:
-                            continue
-                        for stages in (2, 3, 4):
-                            for pad in (0, 8):
-                                for u in unrolls(bk):
-                                    out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u))
-    return out
+    return get(variant).tilings(spec)
 
 
 @dataclass
@@ -142,17 +94,16 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     t0 = time.perf_counter()
     shape = spec.nominal()
     M, N, K = shape
-    variants = [variant] if variant else ["simt", "mma"]
-    has_tensor = any("tensor" in p.classes for p in hw.pipes)
-    if "mma" in variants and (spec.dtype_a not in ("f16", "bf16") or not has_tensor):
-        why = (f"dtype {spec.dtype_a} has no m16n8k16 mma" if spec.dtype_a not in ("f16", "bf16")
-               else f"{hw.name} has no pipe of class 'tensor'")
-        if variant == "mma":
-            raise UsageError(f"--variant mma impossible: {why}; use --variant simt")
-        variants.remove("mma")
+    if variant:
+        why = get(variant).unavailable(spec, hw)
+        if why:
+            others = [n for n in names() if n != variant and not get(n).unavailable(spec, hw)]
+            raise UsageError(f"--variant {variant} impossible: {why}"
+                             + (f"; use --variant {' or '.join(others)}" if others else ""))
+    variants = [variant] if variant else [n for n in names() if not get(n).unavailable(spec, hw)]
     tilings: list[Tiling] = []
     for v in variants:
-        tilings += enumerate_tilings(spec, v)
+        tilings += get(v).tilings(spec)
     total = len(tilings)
     pruned: dict[str, dict[str, int]] = {}
     rejections: list[Rejection] = []
@@ -168,7 +119,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     ranged: list[Tiling] = []
     for t in tilings:
         vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
-                "PAD": t.pad_a, "UNROLL_K": t.unroll if t.variant == "mma" else 1}
+                "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t)}
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
@@ -322,9 +273,10 @@ def prediction_dict(p: Plan) -> dict[str, Any]:
 
 def tiling_json(t: Tiling, spec: GemmSpec) -> dict[str, Any]:
     a, b = operand_tiles(spec, t)
+    v = get(t.variant)
     return {"variant": t.variant, "TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk,
-            ("thread_tile" if t.variant == "simt" else "warp_tile"): [t.tm, t.tn],
+            v.tile_label: [t.tm, t.tn],
             "threads": t.threads, "stages": t.stages, "pad": [t.pad_a, t.pad_b],
             "vector": [t.vec_a, t.vec_b],
-            "unroll_k": t.unroll if t.variant == "mma" else 1,
+            "unroll_k": v.unroll_k(t),
             "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key()}

@@ -2,11 +2,20 @@
 
 The emitters only use a conventional instruction subset (see docs/kernelgen.md) so that the
 workbench's PTX simulator can run every kernel they write.
+
+The builder also records every instruction it is handed as (region, first token, times executed
+per pass over its region): ``kernelgen.counting`` classifies them by pipe, which is how the planner
+counts the instructions of a kernel without hand-kept formulas. In counting mode (``counting=True``)
+a ``part`` seen before is replayed from its record instead of being written again.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+R = TypeVar("R")
 
 PTX_VERSION = "8.7"
 PTX_TARGET = "sm_90a"
@@ -26,11 +35,19 @@ def f32_hex(x: float) -> str:
     return f"0f{struct.unpack('<I', struct.pack('<f', float(x)))[0]:08X}"
 
 
+# part key -> (ops, register counts added, labels added, return value) of a counting-mode part
+_PARTS: dict[Hashable, tuple[list[tuple[str, int]], dict[str, int], int, Any]] = {}
+
+
 class PtxBuilder:
-    def __init__(self) -> None:
+    def __init__(self, counting: bool = False) -> None:
         self.lines: list[str] = []
         self.counts = {k: 0 for k in REG_CLASSES}
         self.label_n = 0
+        self.counting = counting
+        self.region = "pre"  # "pre" | "iter" (one K-loop iteration) | "post"
+        self.times = 1  # how many times an instruction written now runs per pass over its region
+        self.ops: list[tuple[str, str, int]] = []  # (region, first token, times)
 
     def reg(self, cls: str) -> str:
         n = self.counts[cls]
@@ -47,6 +64,28 @@ class PtxBuilder:
     def i(self, text: str) -> None:
         """One instruction (``;`` appended)."""
         self.lines.append(f"\t{text};")
+        head = text.split(" ", 2)
+        self.ops.append((self.region, head[1] if head[0][0] == "@" else head[0], self.times))
+
+    def part(self, key: Hashable, write: Callable[[], R]) -> R:
+        """Run ``write`` (it writes instructions into this builder). In counting mode the first run
+        under ``key`` is recorded and later ones replay that record: ``key`` must name everything
+        the instruction sequence and the registers ``write`` declares depend on."""
+        if not self.counting:
+            return write()
+        hit = _PARTS.get(key)
+        if hit is None:
+            n0, regs0, labels0 = len(self.ops), dict(self.counts), self.label_n
+            out = write()
+            ops = [(tok, times) for _, tok, times in self.ops[n0:]]
+            _PARTS[key] = (ops, {k: v - regs0[k] for k, v in self.counts.items()}, self.label_n - labels0, out)
+            return out
+        ops, regs, labels, out = hit
+        self.ops.extend((self.region, tok, times) for tok, times in ops)
+        for k, v in regs.items():
+            self.counts[k] += v
+        self.label_n += labels
+        return out
 
     def comment(self, text: str) -> None:
         self.lines.append("")
@@ -78,6 +117,5 @@ def render_kernel(header_json: str, name: str, params: list[tuple[str, str]],
     out.append("{")
     out.extend(b.reg_decls())
     out.extend(b.lines)
-    out.append("\tret;")
     out.append("}")
     return "\n".join(out) + "\n"

@@ -1,7 +1,7 @@
 """A candidate tiling and the geometry both the emitters and the models read.
 
 The emitters and the data-movement model take shared-memory addresses from the same functions
-below (``copy_sites``, ``compute_sites``), so the bank-conflict score is computed from the very
+(``copy_sites`` below, each variant's ``compute_sites``), so the bank-conflict score is computed from the very
 addresses the emitted loads and stores use.
 """
 
@@ -15,12 +15,12 @@ from kernelgen.spec import DTYPE_BYTES, GemmSpec
 
 @dataclass(frozen=True)
 class Tiling:
-    variant: str  # "simt" | "mma"
+    variant: str  # a name in kernelgen.variants.MODULES
     bm: int  # block tile (TILE_M)
     bn: int  # TILE_N
     bk: int  # TILE_K
-    tm: int  # simt: rows per thread; mma: rows per warp (warp tile M)
-    tn: int  # simt: cols per thread; mma: cols per warp (warp tile N)
+    tm: int  # rows per grid cell (a thread or a warp: variant.cell_threads)
+    tn: int  # cols per grid cell
     stages: int  # shared-memory buffers (simt: 1; mma: cp.async pipeline depth)
     pad_a: int  # elements of padding per shared row of A
     pad_b: int
@@ -46,8 +46,9 @@ class Tiling:
 
     @cached_property
     def threads(self) -> int:
-        g = self.grid_m * self.grid_n
-        return g if self.variant == "simt" else 32 * g
+        from kernelgen.variants import get
+
+        return self.grid_m * self.grid_n * get(self.variant).cell_threads
 
     @property
     def mi(self) -> int:  # mma m16 tiles per warp
@@ -74,8 +75,8 @@ class OperandTile:
     """One operand's block tile as laid out in global memory and copied to shared memory.
 
     rows x cols in global orientation (cols contiguous in global memory). ``row_dim``/``col_dim``
-    name the problem dims ("m", "n", "k"). Shared layout: simt stores it transposed to [k][m|n]
-    (f32); mma keeps the global orientation (row * (cols + pad) + col, 16-bit elements).
+    name the problem dims ("m", "n", "k"). Shared layout: ``f32`` (variant.shared_f32) stores it
+    transposed to [k][m|n] as f32; otherwise the global orientation (row * (cols + pad) + col).
     """
 
     name: str  # "a" | "b"
@@ -87,8 +88,8 @@ class OperandTile:
     pad: int
     elem_global: int  # bytes per element in global memory
     elem_shared: int  # bytes per element in shared memory
-    simt: bool
-    mn_extent: int  # BM or BN (simt shared row length before padding)
+    f32: bool  # stored [k][m|n] as f32 (variant.shared_f32)
+    mn_extent: int  # BM or BN (the f32 layout's shared row length before padding)
 
     @property
     def chunks_per_row(self) -> int:
@@ -100,14 +101,14 @@ class OperandTile:
 
     def shared_offset(self, row: int, col: int) -> int:
         """Byte offset inside one stage of the shared tile of element (row, col), global orientation."""
-        if self.simt:  # stored [k][mn]
+        if self.f32:  # stored [k][mn]
             k, mn = (col, row) if self.col_dim == "k" else (row, col)
             return (k * (self.mn_extent + self.pad) + mn) * self.elem_shared
         return (row * (self.cols + self.pad) + col) * self.elem_shared
 
     @property
     def stage_bytes(self) -> int:
-        if self.simt:
+        if self.f32:
             kdim = self.cols if self.col_dim == "k" else self.rows
             b = kdim * (self.mn_extent + self.pad) * self.elem_shared
         else:
@@ -122,17 +123,19 @@ class OperandTile:
 
 @lru_cache(maxsize=1 << 16)
 def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
-    simt = t.variant == "simt"
+    from kernelgen.variants import get
+
+    f32 = get(t.variant).shared_f32
     es_in = DTYPE_BYTES[spec.dtype_a]
-    es_sh = 4 if simt else es_in
+    es_sh = 4 if f32 else es_in
     if spec.layout_a == "row":
-        a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, simt, t.bm)
+        a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
     else:
-        a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, simt, t.bm)
+        a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
     if spec.layout_b == "row":
-        b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, simt, t.bn)
+        b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
     else:
-        b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, simt, t.bn)
+        b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
     return a, b
 
 
@@ -160,7 +163,7 @@ def copy_sites(tile: OperandTile, threads: int) -> list[Site]:
     out = []
     for i in range(n):
         addrs = tuple(tile.shared_offset(*tile.chunk_coords(l, i, threads)) for l in range(lanes))
-        width = tile.vec * tile.elem_shared if not tile.simt else tile.elem_shared
+        width = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
         out.append(Site(f"st_{tile.name}{i}", "st", width, addrs, 1))
     return out
 
@@ -181,26 +184,3 @@ def lane_ldmatrix_row(tile: OperandTile, lane: int, warp_off: int, x2: bool = Fa
     if tile.row_dim == "n":  # B col: smem [n][k], no transpose
         return warp_off + 8 * (j >> 1) + i, 8 * (j & 1)
     return 8 * (j & 1) + i, warp_off + 8 * (j >> 1)  # B row: smem [k][n], .trans
-
-
-def compute_sites(spec: GemmSpec, t: Tiling) -> list[Site]:
-    a, b = operand_tiles(spec, t)
-    sites = []
-    if t.variant == "simt":
-        lanes = min(32, t.threads)
-        for name, _tile, per, grid_n_shift in (("a", a, t.tm, True), ("b", b, t.tn, False)):
-            vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
-            addrs = []
-            for l in range(lanes):
-                tx, ty = l % t.grid_n, l // t.grid_n
-                mn = (ty * t.tm) if grid_n_shift else (tx * t.tn)
-                addrs.append(mn * 4)
-            sites.append(Site(f"ld_{name}", "ld", 4 * vec, tuple(addrs), t.bk * (per // vec)))
-        return sites
-    for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
-        addrs = []
-        for l in range(32):
-            r, c = lane_ldmatrix_row(tile, l, 0)
-            addrs.append(tile.shared_offset(r, c))
-        sites.append(Site(f"ldmatrix_{tile.name}", "ldmatrix", 16, tuple(addrs), (t.bk // 16) * per_warp))
-    return sites

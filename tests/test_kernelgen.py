@@ -11,10 +11,9 @@ import subprocess
 import pytest
 
 from kernelgen.cli import main
-from kernelgen.emit_mma import emit_mma
-from kernelgen.emit_simt import emit_simt
 from kernelgen.planner import plan, prediction_dict
 from kernelgen.spec import load_spec, parse_spec, shorthand
+from kernelgen.variants import get
 from sim.errors import UsageError
 from sim.hw import Branch, Cache, Core, GlobalMemory, HwConfig, Limits, Pipe, RegisterFile, SharedMemory
 from validation.cases import SHAPES, SMOKE_SHAPES, VARIANTS
@@ -189,7 +188,7 @@ def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, ex
     for hw in hw_configs():
         p = plan(spec, hw, variant)
         pred = prediction_dict(p)
-        ptx = (emit_simt if variant == "simt" else emit_mma)(spec, p.best.tiling, pred)
+        ptx = get(variant).emit(spec, p.best.tiling, pred)
         assert ptx.startswith("// @workbench {")
         meta = json.loads(ptx.splitlines()[0].split("@workbench ", 1)[1])
         assert meta["block"][0] == p.best.tiling.threads and meta["prediction"]["cycles"] == pred["cycles"]
@@ -265,20 +264,15 @@ def _regions(ptx):
                                                  ("mma", "f16", {}), ("mma", "bf16", {
                                                      "epilogue": ["bias", "gelu"],
                                                      "layout": {"a": "col", "b": "row", "c": "col"}})])
-def test_counts_mirror_emitted_ptx(variant, dtype, extra):
+def test_counts_match_parsed_ptx(variant, dtype, extra):
     import random
-
-    from kernelgen.emit_mma import emit_mma
-    from kernelgen.emit_simt import emit_simt
-    from kernelgen.models.counts import counts
-    from kernelgen.planner import enumerate_tilings
-    from kernelgen.spec import parse_spec
 
     spec = parse_spec({"M": 40, "N": 24, "K": 48, "dtype": dtype, **extra})
     random.seed(3)
-    for t in random.sample(enumerate_tilings(spec, variant), 5):
-        got, regs = _regions((emit_simt if variant == "simt" else emit_mma)(spec, t, {}))
-        c = counts(spec, t)
+    v = get(variant)
+    for t in random.sample(v.tilings(spec), 5):
+        got, regs = _regions(v.emit(spec, t, {}))
+        c = v.counts(spec, t)
         for r in ("pre", "iter", "post"):
             assert got[r] == {k: v for k, v in getattr(c, r).items() if v}, (t.key(), r)
         assert regs == c.ptx_regs, t.key()

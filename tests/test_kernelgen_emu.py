@@ -347,11 +347,10 @@ class Emu:
 
 import pytest  # noqa: E402
 
-from kernelgen.emit_mma import emit_mma  # noqa: E402
-from kernelgen.emit_simt import emit_simt  # noqa: E402
 from kernelgen.planner import enumerate_tilings  # noqa: E402
 from kernelgen.spec import parse_spec  # noqa: E402
 from kernelgen.tiling import Tiling  # noqa: E402
+from kernelgen.variants import get  # noqa: E402
 
 
 def _make(dt, n, rng):
@@ -367,7 +366,7 @@ def _make(dt, n, rng):
 
 def emulate_error(spec, t: Tiling) -> float:
     """Relative Frobenius error of the emitted kernel against a float64 numpy reference."""
-    ptx = (emit_simt if t.variant == "simt" else emit_mma)(spec, t, {})
+    ptx = get(t.variant).emit(spec, t, {})
     emu = Emu(ptx)
     M, N, K = spec.nominal()
     rng = np.random.default_rng(0)

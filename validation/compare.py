@@ -89,7 +89,9 @@ def program_facts(prog: Any, kernel: str | None = None, hw: Any = None) -> dict[
 
 def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
     """Plain facts of a HwConfig for reports: clock, cores, roofline peaks (FLOP/s, B/s), branch model."""
-    cls = "tensor" if variant == "mma" else "fma"
+    from kernelgen.variants import get
+
+    cls = get(variant).compute_class
     try:
         p = hw.pipe_for(cls)
     except KeyError:
@@ -143,9 +145,10 @@ def predicted_bank_passes(plan: dict[str, Any], hw: Any) -> tuple[float | None, 
         from kernelgen.models.schedule import shared_passes
         from kernelgen.spec import parse_spec
         from kernelgen.tiling import Tiling
+        from kernelgen.variants import get
 
         t = plan["tiling"]
-        tm, tn = t.get("warp_tile") or t.get("thread_tile")
+        tm, tn = t[get(t["variant"]).tile_label]
         til = Tiling(t["variant"], t["TILE_M"], t["TILE_N"], t["TILE_K"], tm, tn, t["stages"], t["pad"][0],
                      t["pad"][1], t["vector"][0], t["vector"][1], t.get("unroll_k", 0))
         spec = parse_spec(plan["spec"], "plan.json")

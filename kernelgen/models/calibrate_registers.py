@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from kernelgen.models.registers import CALIBRATION, calibration_key, live_ranges
-from kernelgen.planner import enumerate_tilings
 from kernelgen.spec import parse_spec
+from kernelgen.variants import get, names
 
 
 def ptxas_registers(ptx: str) -> tuple[int, bool]:
@@ -47,22 +47,19 @@ def specs():
     yield parse_spec({**odd, "dtype": {"a": "bf16", "out": "f16"}, **epi})
 
 def main(argv: list[str] | None = None) -> None:
-    """``--only simt|mma`` recalibrates one variant and merges into the existing table."""
+    """``--only NAME`` recalibrates one variant and merges into the existing table."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     only = args[args.index("--only") + 1] if "--only" in args else None
-    from kernelgen.emit_mma import emit_mma
-    from kernelgen.emit_simt import emit_simt
-
     jobs: dict[str, list] = {}
     for spec in specs():
-        for variant in ("simt", "mma"):
+        for variant in names():
             if only and variant != only:
                 continue
-            for t in enumerate_tilings(spec, variant):
+            for t in get(variant).tilings(spec):
                 k = f"{calibration_key(spec, t)}:T{t.threads}"
-                if t.variant == "simt":
+                if get(variant).calibrate_by_grid:
                     k += f":g{t.grid_n}"
                 lst = jobs.setdefault(k, [])
                 if not lst:
@@ -70,8 +67,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def run(item):
         spec, t = item
-        emit = emit_simt if t.variant == "simt" else emit_mma
-        regs, spill = ptxas_registers(emit(spec, t, {}))
+        regs, spill = ptxas_registers(get(t.variant).emit(spec, t, {}))
         return (calibration_key(spec, t), t.threads, t.variant, t.grid_n, regs / sum(live_ranges(spec, t)),
                 spill)
 
@@ -82,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
             if not spill:
                 ratios.setdefault(k, []).append(r)
                 ratios.setdefault(f"{k}:T{threads}", []).append(r)
-                if variant == "simt":
+                if get(variant).calibrate_by_grid:
                     ratios[f"{k}:T{threads}:g{grid_n}"] = [r]
     table = {}
     if only:

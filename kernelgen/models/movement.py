@@ -9,7 +9,7 @@ Formulas (HwConfig fields in brackets):
 - supply = [dram.bandwidth_gbps] * 1e9 / ([clock_mhz] * 1e6) bytes per cycle (HwConfig.dram_bytes_per_cycle)
 - burst efficiency = contiguous bytes per tile row / (bursts touched * [dram.burst])
 - bank-conflict score = sum over [shared.banks] banks of (accesses - mean)^2 per warp access, from the
-  addresses the emitted st.shared / ld.shared / ldmatrix use (tiling.copy_sites, compute_sites);
+  addresses the emitted st.shared / ld.shared / ldmatrix use (tiling.copy_sites, variant.compute_sites);
   bank = (address / [shared.bank_width]) % [shared.banks]; passes = max accesses to one bank
 """
 
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, operand_tiles
+from kernelgen.variants import get
 from sim.hw import HwConfig
 
 
@@ -39,7 +40,7 @@ class Movement:
     bank_accesses_per_tile: int
 
 
-def _site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
+def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) of one warp-wide access; 16-byte accesses go in phases of 8 lanes."""
     per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
     lanes = len(site.addrs)
@@ -67,7 +68,7 @@ def _sum_sites(sites: list[Site], banks: int, width: int) -> tuple[float, int, i
         k0 = s.addrs[0] - s.addrs[0] % width
         key = (s.width, *(a - k0 for a in s.addrs))
         if key not in seen:
-            seen[key] = _site_score(s, banks, width)
+            seen[key] = site_score(s, banks, width)
         sc, ps, ph = seen[key]
         score += sc * s.per_iteration
         passes += ps * s.per_iteration
@@ -77,7 +78,7 @@ def _sum_sites(sites: list[Site], banks: int, width: int) -> tuple[float, int, i
 
 @lru_cache(maxsize=65536)
 def _shifted_site(kind: str, width: int, addrs: tuple[int, ...], banks: int, bw: int) -> tuple[float, int, int]:
-    return _site_score(Site("", kind, width, addrs, 1), banks, bw)
+    return site_score(Site("", kind, width, addrs, 1), banks, bw)
 
 
 @lru_cache(maxsize=65536)
@@ -87,7 +88,7 @@ def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tupl
     n = tile.chunks // threads
     lanes = min(32, threads)
     base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
-    w = tile.vec * tile.elem_shared if not tile.simt else tile.elem_shared
+    w = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
     period = banks * width
     score, passes, acc = 0.0, 0, 0
     for i in range(n):
@@ -98,44 +99,11 @@ def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tupl
     return score, passes, acc
 
 
-@lru_cache(maxsize=65536)
-def _ldmatrix_banks(tile: OperandTile, banks: int, width: int) -> tuple[float, int, int]:
-    addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
-    return _site_score(Site("", "ldmatrix", 16, addrs, 1), banks, width)
-
-
-@lru_cache(maxsize=65536)
-def _simt_ld_banks(per: int, grid_n: int, tm: int, tn: int, is_a: bool, lanes: int, banks: int,
-                   width: int) -> tuple[float, int, int]:
-    vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
-    addrs = tuple(((l // grid_n) * tm if is_a else (l % grid_n) * tn) * 4 for l in range(lanes))
-    return _site_score(Site("", "ld", 4 * vec, addrs, 1), banks, width)
-
-
-def _compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
-    """Compute-side loads per K tile: the same addresses tiling.compute_sites lists."""
-    a, b = operand_tiles(spec, t)
-    out: list[tuple[float, int, int]] = []
-    if t.variant == "simt":
-        lanes = min(32, t.threads)
-        for per, is_a in ((t.tm, True), (t.tn, False)):
-            vec = 4 if per % 4 == 0 else (2 if per % 2 == 0 else 1)
-            sc = _simt_ld_banks(per, t.grid_n, t.tm, t.tn, is_a, lanes, banks, width)
-            m = t.bk * (per // vec)
-            out.append((sc[0] * m, sc[1] * m, sc[2] * m))
-    else:
-        for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
-            sc = _ldmatrix_banks(tile, banks, width)
-            m = (t.bk // 16) * per_warp
-            out.append((sc[0] * m, sc[1] * m, sc[2] * m))
-    return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
-
-
 def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) per K tile for warp 0: copies into shared + compute-side loads."""
     a, b = operand_tiles(spec, t)
     parts = (_copy_banks(a, t.threads, banks, width), _copy_banks(b, t.threads, banks, width),
-             _compute_banks(spec, t, banks, width))
+             get(t.variant).compute_banks(spec, t, banks, width))
     return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
 
 
@@ -175,12 +143,6 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         effs.append(run / (bursts * hw.dram.burst))
     burst = min(effs)
     score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
-    if t.variant == "simt":
-        sh_read = ktiles * t.bk * (t.bm + t.bn) * 4 * (t.threads // max(1, min(t.grid_m, t.grid_n)))
-        reg_bytes = ktiles * t.bk * (t.tm + t.tn) * 4 * t.threads
-    else:
-        warps = t.threads // 32
-        reg_bytes = ktiles * t.bk * (t.tm + t.tn) * ein * warps
-        sh_read = reg_bytes
+    sh_read, reg_bytes = get(t.variant).shared_traffic(t, ktiles, ein)
     return Movement(smem, per_cta, total, int(dram), l2_hit, sh_read, reg_bytes, dram / supply, burst,
                     score, passes, acc)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling
+from kernelgen.variants import get
 
 CALIBRATION = Path(__file__).with_name("registers_calibration.json")
 
@@ -53,14 +54,7 @@ def _table() -> dict[str, float]:
 def live_ranges(spec: GemmSpec, t: Tiling) -> tuple[int, int, int, int]:
     nbuf = 3 + spec.has_c + spec.has_bias
     params = 2 * nbuf + 4 + spec.has_c  # 64-bit pointers, M N K alpha (beta)
-    if t.variant == "simt":
-        acc = t.tm * t.tn
-        frag = t.tm + t.tn
-        addressing = 10  # tid, tx, ty, bm0, bn0, k0, 2 copy bases, 2 compute bases
-    else:
-        acc = t.mi * t.ni * 4
-        frag = 2 * (t.mi * 4 + t.ni * 2)  # current + next k step
-        addressing = 14 + (t.ni % 2)  # lane coords, stage/loop counters, ldmatrix and cp.async bases
+    acc, frag, addressing = get(t.variant).live_ranges(t)
     return acc, frag, addressing, params
 
 
@@ -71,7 +65,7 @@ def estimate(spec: GemmSpec, t: Tiling, regs_limit: int) -> RegisterEstimate:
     key = calibration_key(spec, t)
     tab = _table()
     fine = f"{key}:T{t.threads}"
-    finer = f"{fine}:g{t.grid_n}"  # simt: the thread grid's shape changes ptxas's scheduling
+    finer = f"{fine}:g{t.grid_n}"  # variant.calibrate_by_grid: the grid's shape changes ptxas's scheduling
     factor = tab.get(finer, tab.get(fine, tab.get(key, 1.0)))
     key = finer if finer in tab else (fine if fine in tab else key)
     per_thread = int(round(analytic * factor))

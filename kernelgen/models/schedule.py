@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
+from kernelgen.variants import get
 from sim.hw import HwConfig, Pipe
 
 
@@ -41,19 +42,13 @@ def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
     w: dict[str, int] = {"alu": 0, "lsu": 0, "fma": 0, "tensor": 0}
     w["alu"] += ktiles * (copies * 9 + T * 8) + out * 8 + T * 40
     w["lsu"] += ktiles * copies * 2 + out * (2 if spec.has_c else 1)
-    if t.variant == "simt":
-        w["fma"] += ktiles * t.bk * t.bm * t.bn
-        vec = lambda n: -(-n // 4)  # noqa: E731
-        w["lsu"] += ktiles * t.bk * T * (vec(t.tm) + vec(t.tn))
-    else:
-        warps = T // 32
-        w["tensor"] += ktiles * (t.bk // 16) * t.mi * t.ni * warps * 2048
-        w["lsu"] += ktiles * (t.bk // 16) * (t.mi + (t.ni + 1) // 2) * T
+    for cls, n in get(t.variant).compute_work(spec, t, ktiles).items():
+        w[cls] += n
     w["fma"] += out * (3 + 2 * spec.has_c + (8 if spec.activation == "gelu" else 0))
     return w
 
 
-_ADDR_DEPTH = 7  # emit_simt: longest dependence chain of one copy's address (add, add, setp, and, selp, mul.wide, add)
+_ADDR_DEPTH = 7  # SIMT copy: longest dependence chain of its address (add, add, setp, and, selp, mul.wide, add)
 
 _PIPES: dict[int, tuple[HwConfig, dict[str, Pipe]]] = {}
 
@@ -108,7 +103,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
 
 # ------------------------------------------------------------------------------------------------
 # Cycle model: per K-tile iteration critical path vs resource demand, from the emitted instruction
-# counts (models/counts.py). Every term names the HwConfig field it uses.
+# counts (variant.counts). Every term names the HwConfig field it uses.
 # ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -248,32 +243,12 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     return out[0], later
 
 
-def _bank_extra(regs: list[int], hw: HwConfig) -> int:
+def bank_extra(regs: list[int], hw: HwConfig) -> int:
     """sim.timing RegBanks: max over [registers.banks] of ceil(reads / [registers.read_ports]) - 1."""
     per: dict[int, int] = {}
     for r in set(regs):
         per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
     return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1) if per else 0
-
-
-def rf_extra(spec: GemmSpec, t: Tiling, hw: HwConfig, c) -> dict[str, float]:
-    """Mean register-bank extra cycles of the inner-loop compute instructions, from the register
-    numbers the emitters use (the simulator banks a register by its number modulo [registers.banks])."""
-    if t.variant == "simt":
-        acc0 = 1 + spec.has_c  # %f0 = alpha (%f1 = beta)
-        av0 = acc0 + t.tm * t.tn + c.copies_a + c.copies_b
-        bv0 = av0 + t.tm
-        tot = sum(_bank_extra([acc0 + i * t.tn + j, av0 + i, bv0 + j], hw) for i in range(t.tm) for j in range(t.tn))
-        return {"fma": tot / (t.tm * t.tn)}
-    # mma: 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
-    return {"tensor": _mma_extra(hw)}
-
-
-def _mma_extra(hw: HwConfig) -> int:
-    per: dict[int, int] = {}
-    for r in (0, 1, 2, 3, 0, 1, 0, 1, 2, 3):
-        per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
-    return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1)
 
 
 def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> float:
@@ -300,12 +275,10 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
 def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
               extra_passes: float) -> dict[str, float]:
     """Busy cycles of each pipe for the whole launch as sim.timing counts them: every warp
-    instruction of the emitted kernel (models/counts.py: prologue, K tiles x loop body, epilogue)
+    instruction of the emitted kernel (variant.counts: prologue, K tiles x loop body, epilogue)
     holds its unit max([pipes[].interval], ceil(lane-ops / [pipes[].lanes])) cycles; shared-memory
     replays hold the LSU [shared.pass_cycles] each."""
-    from kernelgen.models.counts import counts
-
-    c = counts(spec, t)
+    c = get(t.variant).counts(spec, t)
     pipes = _pipes(hw)
     busy = {p.name: 0.0 for p in hw.pipes}
     for region, times in ((c.pre, 1), (c.iter, ktiles), (c.post, 1)):
@@ -330,18 +303,16 @@ class SharedPasses:
 
 
 def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
-    from kernelgen.models.counts import counts
-    from kernelgen.models.movement import _compute_banks, _copy_banks
+    from kernelgen.models.movement import _copy_banks
 
-    c = counts(spec, t)
+    v = get(t.variant)
+    c = v.counts(spec, t)
     banks, bw = hw.shared.banks, hw.shared.bank_width
-    _, passes, _ = _compute_banks(spec, t, banks, bw)
-    sites = c.iter["lsu"] - (c.copies_a + c.copies_b) * (2 if t.variant == "simt" else 1) \
-        - (0 if t.variant == "simt" else 1)
-    comp_extra = max(0, passes - sites)
+    _, passes, _ = v.compute_banks(spec, t, banks, bw)
+    comp_extra = max(0, passes - v.compute_load_sites(c))
     copy_passes = copy_sites = 0
     for tile in operand_tiles(spec, t):
-        if t.variant == "simt" or tile.vec == 1:
+        if v.copy_stores_shared(tile):
             copy_passes += _copy_banks(tile, t.threads, banks, bw)[1]
             copy_sites += tile.chunks // t.threads
     return SharedPasses(comp_extra, max(0, copy_passes - copy_sites), copy_passes, passes + copy_passes)
@@ -349,12 +320,12 @@ def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
 
 def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
                 dram_cycles: float, miss_rate: float) -> CycleModel:
-    from kernelgen.models.counts import counts
     from kernelgen.spec import DTYPE_BYTES
     from kernelgen.tiling import operand_tiles
 
     M, N, K = shape
-    c = counts(spec, t)
+    v = get(t.variant)
+    c = v.counts(spec, t)
     pipes = _pipes(hw)
     ws = hw.warp_size
     W = -(-t.threads // ws)
@@ -369,7 +340,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     lsu, alu, fma, syn, br = pipes["lsu"], pipes["alu"], pipes["fma"], pipes["sync"], pipes["branch"]
     tens = pipes["tensor"]
 
-    rf = rf_extra(spec, t, hw, c)
+    rf = v.rf_extra(spec, t, hw, c)
 
     def occ_of(cls: str) -> float:
         return _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)  # m16n8k16 = 2048 MACs
@@ -421,7 +392,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     conc = cores * R
     gx, gy = -(-N // t.bn), -(-M // t.bm)
     sharers = (max(1, min(gx, conc)), max(1, min(gy, conc)))  # A, B
-    if t.variant == "simt":
+    if not v.async_copies:  # copies, barrier, compute, barrier
         n_a, n_b = c.copies_a, c.copies_b
         # The copies run one after another in every warp (a copy's st.shared waits for its load); the
         # W warps of the CTA share the schedulers, so the address arithmetic before each load is paid
@@ -442,7 +413,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
                 for j in range(n):
                     lat = lats[idx] if idx < len(lats) else lats[-1]
                     idx += 1
-                    pre_alu = 10 + (2 if j == 0 else 0)  # emit_simt: 9 address ops + mov zero (+2 per operand)
+                    pre_alu = 10 + (2 if j == 0 else 0)  # variants/simt.py: 9 address ops + mov zero (+2 per operand)
                     rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
                     after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
                     thr = resources({"alu": max(0, rem) + after, "lsu": 1 + (1 if prev_dep else 0)}, RW,
@@ -528,7 +499,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             ph_comp = pc
         lat_iter = ph_copy + ph_comp + 2 * bar + loop_br
         terms.update(copy=ph_copy, compute=ph_comp)
-    else:
+    else:  # a cp.async pipeline of t.stages buffers
         S_ = t.stages
         kk = t.bk // 16
         nldm = t.mi + (t.ni + 1) // 2
@@ -607,13 +578,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     iter_c = max(lat_iter, res_all, dram_iter)
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
     pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
-    if t.variant == "mma":
+    if v.async_copies:
         # the first wait: tile 0's latency, less what the rest of the prologue (the other stages'
         # copies) issues under it
         first = dram_lat if miss_rate > 0 else l2_lat
         pre += max(0.0, first - resources(c.pre_after, R * W)[0])
     post = resources(c.post, R * W)[0] + (l2_lat if c.post_loads else 0) + lsu.latency
-    if t.variant == "mma":
+    if v.async_copies:
         # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
         # drained by the wait_group 0 after the loop: what of their latency its compute does not cover
         post += max(0.0, l2_lat - chain_comp)

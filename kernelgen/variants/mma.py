@@ -13,9 +13,12 @@ K are zero-filled (src-size 0), so the group count stays uniform and no branch i
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
+from kernelgen.counting import Counts, tally
 from kernelgen.emit_common import (
+    Param,
     emit_copy_tile,
     emit_epilogue,
     emit_profile_setup,
@@ -27,9 +30,12 @@ from kernelgen.emit_common import (
     load_params,
     metadata,
 )
+from kernelgen.models.movement import site_score
+from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
-from kernelgen.tiling import OperandTile, Tiling, log2, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles
+from sim.hw import HwConfig
 
 
 def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off: str, x2: bool) -> str:
@@ -65,12 +71,54 @@ def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off:
     return off
 
 
-def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
-              profile: bool = False) -> str:
+def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: list[list[list[str]]],
+             trans_a: str, trans_b: str, ab: str, steps: tuple[int, int, int, int]) -> None:
+    """The k16 steps of one K tile on the read stage: ldmatrix A and B fragments, mma.sync; with
+    unroll_k < k_steps a rolled inner loop whose body runs k_steps / unroll_k times per K tile."""
+    k_step_a, k_step_b, m_step, n_step = steps
+    afr = [b.regs("u32", 4) for _ in range(t.mi)]
+    bfr = [b.regs("u32", 2) for _ in range(t.ni)]
+    U = t.unroll
+    rolled = U < t.k_steps
+    if rolled:
+        ki, pk = b.reg("u32"), b.reg("pred")
+        inner = b.label("kstep")
+        b.comment(f"Rolled inner loop (plan: unroll_k={U}): {t.k_steps // U} trips of {U} k16 steps")
+        b.i(f"mov.u32 {ki}, 0")
+        b.put_label(inner)
+        b.times = t.k_steps // U
+    for kk in range(U):
+        for mi in range(t.mi):
+            imm = kk * k_step_a + mi * m_step
+            b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_a}.shared.b16 {{{', '.join(afr[mi])}}}, [{ra}+{imm}]")
+        for ni in range(0, t.ni, 2):
+            imm = kk * k_step_b + ni * n_step
+            if ni + 1 < t.ni:
+                regs = bfr[ni] + bfr[ni + 1]
+                b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_b}.shared.b16 {{{', '.join(regs)}}}, [{rb}+{imm}]")
+            else:
+                b.i(f"ldmatrix.sync.aligned.m8n8.x2{trans_b}.shared.b16 {{{', '.join(bfr[ni])}}}, [{rb2}+{imm}]")
+        for mi in range(t.mi):
+            for ni in range(t.ni):
+                d = ", ".join(acc[mi][ni])
+                b.i(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{{d}}}, {{{', '.join(afr[mi])}}}, "
+                    f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
+
+    if rolled:
+        b.i(f"add.u32 {ra}, {ra}, {U * k_step_a}")
+        b.i(f"add.u32 {rb}, {rb}, {U * k_step_b}")
+        if rb2 is not None:
+            b.i(f"add.u32 {rb2}, {rb2}, {U * k_step_b}")
+        b.i(f"add.u32 {ki}, {ki}, 1")
+        b.i(f"setp.lt.u32 {pk}, {ki}, {t.k_steps // U}")
+        b.i(f"@{pk} bra {inner}")
+    b.times = 1
+
+
+def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) -> tuple[PtxBuilder, list[Param]]:
     if spec.dtype_a not in ("f16", "bf16"):
         raise ValueError(f"dtype(={spec.dtype_a}) must be f16 or bf16 for mma.sync")
-    name = name or f"{spec.name}_mma"
-    b = PtxBuilder()
+    b = PtxBuilder(counting)
     params = kernel_params(spec, name, profile)
     start = emit_profile_start(b) if profile else None
     P = load_params(b, params)
@@ -120,10 +168,13 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
 
     b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 f32 (plan: warp tile), zeroed")
     acc = [[b.regs("f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
-    for row in acc:
-        for frag in row:
-            for r in frag:
-                b.i(f"mov.f32 {r}, {f32_hex(0.0)}")
+
+    def zero() -> None:
+        for row in acc:
+            for frag in row:
+                for r in frag:
+                    b.i(f"mov.f32 {r}, {f32_hex(0.0)}")
+    b.part(("mma.zero", t.mi, t.ni), zero)
 
     def origin(dim: str, kreg: str) -> str:
         return {"m": bm0, "n": bn0, "k": kreg}[dim]
@@ -135,7 +186,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
             b.i(f"add.u32 {dst}, {so}, {coords[2]}")
             emit_copy_tile(b, tile, T, coords, origin(tile.row_dim, kreg), origin(tile.col_dim, kreg),
                            P[tile.row_dim.upper()], P[tile.col_dim.upper()], P[tile.col_dim.upper()],
-                           gbase, dst, "mma", ab)
+                           gbase, dst, "async", ab)
         b.i("cp.async.commit_group")
 
     kl, ws, rs, kt, ktiles = b.regs("u32", 5)
@@ -158,6 +209,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     b.i(f"@{pz} bra {done}")
     b.put_label(loop)
+    b.region = "iter"
     b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
               "visible and guarantees stage (kt-1) % stages is no longer read (sync plan: 1 barrier/iteration)")
     b.i(f"cp.async.wait_group {S - 2}")
@@ -176,45 +228,12 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
         rb2 = b.reg("u32")
         b.i(f"add.u32 {rb2}, {rb}, {lb2}")
     b.i(f"add.u32 {rb}, {rb}, {lb}")
-    afr = [b.regs("u32", 4) for _ in range(t.mi)]
-    bfr = [b.regs("u32", 2) for _ in range(t.ni)]
     k_step_a = ta.shared_offset(0, 16) if ta.col_dim == "k" else ta.shared_offset(16, 0)
     k_step_b = tb.shared_offset(0, 16) if tb.col_dim == "k" else tb.shared_offset(16, 0)
     m_step = ta.shared_offset(16, 0) if ta.row_dim == "m" else ta.shared_offset(0, 16)
     n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
-    U = t.unroll
-    rolled = U < t.k_steps
-    if rolled:
-        ki, pk = b.reg("u32"), b.reg("pred")
-        inner = b.label("kstep")
-        b.comment(f"Rolled inner loop (plan: unroll_k={U}): {t.k_steps // U} trips of {U} k16 steps")
-        b.i(f"mov.u32 {ki}, 0")
-        b.put_label(inner)
-    for kk in range(U):
-        for mi in range(t.mi):
-            imm = kk * k_step_a + mi * m_step
-            b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_a}.shared.b16 {{{', '.join(afr[mi])}}}, [{ra}+{imm}]")
-        for ni in range(0, t.ni, 2):
-            imm = kk * k_step_b + ni * n_step
-            if ni + 1 < t.ni:
-                regs = bfr[ni] + bfr[ni + 1]
-                b.i(f"ldmatrix.sync.aligned.m8n8.x4{trans_b}.shared.b16 {{{', '.join(regs)}}}, [{rb}+{imm}]")
-            else:
-                b.i(f"ldmatrix.sync.aligned.m8n8.x2{trans_b}.shared.b16 {{{', '.join(bfr[ni])}}}, [{rb2}+{imm}]")
-        for mi in range(t.mi):
-            for ni in range(t.ni):
-                d = ", ".join(acc[mi][ni])
-                b.i(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{{d}}}, {{{', '.join(afr[mi])}}}, "
-                    f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
-
-    if rolled:
-        b.i(f"add.u32 {ra}, {ra}, {U * k_step_a}")
-        b.i(f"add.u32 {rb}, {rb}, {U * k_step_b}")
-        if rb2 is not None:
-            b.i(f"add.u32 {rb2}, {rb2}, {U * k_step_b}")
-        b.i(f"add.u32 {ki}, {ki}, 1")
-        b.i(f"setp.lt.u32 {pk}, {ki}, {t.k_steps // U}")
-        b.i(f"@{pk} bra {inner}")
+    b.part(("mma.compute", t.mi, t.ni, t.k_steps, t.unroll, trans_a, trans_b, ab, rb2 is None),
+           lambda: _compute(b, t, ra, rb, rb2, acc, trans_a, trans_b, ab, (k_step_a, k_step_b, m_step, n_step)))
     b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
     for r in (rs, ws):
         p = b.reg("pred")
@@ -227,6 +246,7 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
     b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
     b.i(f"@{pl} bra {loop}")
     b.put_label(done)
+    b.region = "post"
     emit_profile_slot(b, prof, 2, "after the K loop")
     b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
     b.i("cp.async.wait_group 0")
@@ -255,10 +275,157 @@ def emit_mma(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | 
                 elems.append((2 * mi + (ci >> 1), 2 * ni + (ci & 1), acc[mi][ni][ci]))
     emit_epilogue(b, spec, P, rows, cols, elems)
     emit_profile_slot(b, prof, 3, "at CTA end")
+    b.i("ret")
+    return b, params
 
+
+def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
+         profile: bool = False) -> str:
+    name = name or f"{spec.name}_mma"
+    b, params = _build(spec, t, name, profile, False)
+    ta, tb = operand_tiles(spec, t)
+    S = t.stages
+    ab = spec.dtype_a
     meta = metadata(spec, t, name, params, prediction)
     shared = [(f"{name}_smem_a", S * ta.stage_bytes), (f"{name}_smem_b", S * tb.stage_bytes)]
     title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k16 {ab}, A {spec.layout_a}, B {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
                          title)
+
+
+def _check_pipeline(stages: int, ktiles: int) -> tuple[bool, str]:
+    """Replay the commit/wait schedule: at iteration kt, tile kt must be complete after the wait."""
+    if stages < 2:
+        return False, f"stages(={stages}) must be >= 2 for the cp.async pipeline"
+    committed = stages - 1
+    for kt in range(min(ktiles, 4 * stages)):
+        done = committed - (stages - 2)  # wait_group stages-2 leaves at most that many pending
+        if done < kt + 1:
+            return False, f"tile {kt} not complete after wait_group {stages - 2}"
+        committed += 1  # this iteration issues and commits tile kt + stages - 1
+    return True, "every wait is reached by all threads (uniform loop), each waited tile was committed"
+
+
+@lru_cache(maxsize=65536)
+def _ldmatrix_banks(tile: OperandTile, banks: int, width: int) -> tuple[float, int, int]:
+    addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
+    return site_score(Site("", "ldmatrix", 16, addrs, 1), banks, width)
+
+
+class Mma:
+    name = "mma"
+    cell_threads = 32
+    shared_f32 = False
+    compute_class = "tensor"
+    tile_label = "warp_tile"
+    async_copies = True
+    calibrate_by_grid = False
+
+    def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
+        if spec.dtype_a not in ("f16", "bf16"):
+            return f"dtype {spec.dtype_a} has no m16n8k16 mma"
+        if not any("tensor" in p.classes for p in hw.pipes):
+            return f"{hw.name} has no pipe of class 'tensor'"
+        return None
+
+    def tilings(self, spec: GemmSpec) -> list[Tiling]:
+        ca = "k" if spec.layout_a == "row" else "m"
+        cb = "n" if spec.layout_b == "row" else "k"
+        va, vb = getattr(spec, ca.upper()).align(8), getattr(spec, cb.upper()).align(8)
+        ur = spec.tile_range("UNROLL_K")
+
+        def unrolls(bk: int) -> list[int]:
+            # default: every k16 step unrolled (0); a spec UNROLL_K range asks for a rolled inner loop
+            if ur is None:
+                return [0]
+            return [u for u in (1, 2, 4) if u < bk // 16 and bk // 16 % u == 0 and ur.allows(u)] + \
+                ([0] if ur.allows(bk // 16) else [])
+        out = []
+        for bm in (16, 32, 64, 128, 256):
+            for bn in (8, 16, 32, 64, 128, 256):
+                for bk in (16, 32, 64):
+                    for gm in (1, 2, 4, 8):
+                        for gn in (1, 2, 4, 8):
+                            if gm * gn > 16 or bm % (16 * gm) or bn % (8 * gn):
+                                continue
+                            tm, tn = bm // gm, bn // gn
+                            if tm * tn > 64 * 64:
+                                continue
+                            T = 32 * gm * gn
+                            if ((bm * bk) // va) % T or ((bn * bk) // vb) % T:
+                                continue
+                            for stages in (2, 3, 4):
+                                for pad in (0, 8):
+                                    for u in unrolls(bk):
+                                        out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u))
+        return out
+
+    def unroll_k(self, t: Tiling) -> int:
+        return t.unroll
+
+    def emit(self, spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
+             profile: bool = False) -> str:
+        return emit(spec, t, prediction, name, profile)
+
+    def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
+        return _counts(spec, t)
+
+    def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
+        # fragments: current + next k step; addressing: lane coords, stage/loop counters, ldmatrix and
+        # cp.async bases
+        return t.mi * t.ni * 4, 2 * (t.mi * 4 + t.ni * 2), 14 + (t.ni % 2)
+
+    def compute_sites(self, spec: GemmSpec, t: Tiling) -> list[Site]:
+        a, b = operand_tiles(spec, t)
+        sites = []
+        for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
+            addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
+            sites.append(Site(f"ldmatrix_{tile.name}", "ldmatrix", 16, addrs, (t.bk // 16) * per_warp))
+        return sites
+
+    def compute_banks(self, spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
+        a, b = operand_tiles(spec, t)
+        out: list[tuple[float, int, int]] = []
+        for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
+            sc = _ldmatrix_banks(tile, banks, width)
+            m = (t.bk // 16) * per_warp
+            out.append((sc[0] * m, sc[1] * m, sc[2] * m))
+        return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
+
+    def shared_traffic(self, t: Tiling, ktiles: int, ein: int) -> tuple[int, int]:
+        reg_bytes = ktiles * t.bk * (t.tm + t.tn) * ein * (t.threads // 32)
+        return reg_bytes, reg_bytes
+
+    def compute_work(self, spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
+        warps = t.threads // 32
+        return {"tensor": ktiles * (t.bk // 16) * t.mi * t.ni * warps * 2048,
+                "lsu": ktiles * (t.bk // 16) * (t.mi + (t.ni + 1) // 2) * t.threads}
+
+    def copy_stores_shared(self, tile: OperandTile) -> bool:
+        return tile.vec == 1  # 1-element chunks: ld.global + st.shared; wider ones cp.async
+
+    def compute_load_sites(self, c: Counts) -> int:
+        return c.iter["lsu"] - (c.copies_a + c.copies_b) - 1
+
+    def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
+        # 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
+        per: dict[int, int] = {}
+        for r in (0, 1, 2, 3, 0, 1, 0, 1, 2, 3):
+            per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
+        return {"tensor": max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1)}
+
+    def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
+                  ctas_per_core: int) -> SyncPlan:
+        ok, why = _check_pipeline(t.stages, ktiles)
+        exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
+        return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+
+
+@lru_cache(maxsize=65536)
+def _counts(spec: GemmSpec, t: Tiling) -> Counts:
+    a, b = operand_tiles(spec, t)
+    return tally(_build(spec, t, "k", False, True)[0], (a.chunks // t.threads, b.chunks // t.threads))
+
+
+VARIANT = Mma()

@@ -1,0 +1,84 @@
+"""Kernel variants as plug-ins. A variant is one module: it enumerates its tilings, emits their PTX,
+counts the instructions of what it emits (``kernelgen.counting``) and states the per-variant facts
+the four models read. The planner, the CLI, the reports and validation ask this registry; none of
+them switches on a variant's name. A new variant is one module plus one line in ``MODULES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import Any, Protocol
+
+from kernelgen.counting import Counts
+from kernelgen.models.sync import SyncPlan
+from kernelgen.spec import GemmSpec
+from kernelgen.tiling import OperandTile, Site, Tiling
+from sim.hw import HwConfig
+
+MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma"}
+
+
+class Variant(Protocol):
+    name: str
+    cell_threads: int  # threads per cell of the tiling's grid (a thread, or a warp)
+    shared_f32: bool  # operands converted to f32 and stored [k][m|n] in shared memory
+    compute_class: str  # the pipe class that does the multiply-adds
+    tile_label: str  # what (tm, tn) is, in plan.json
+    async_copies: bool  # global -> shared by a cp.async pipeline (else copies then barrier)
+    calibrate_by_grid: bool  # register calibration keyed by the grid's shape too
+
+    def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
+        """Why this variant cannot serve spec on hw, or None."""
+
+    def tilings(self, spec: GemmSpec) -> list[Tiling]:
+        """Structurally valid tilings (powers of two, whole copies per thread)."""
+
+    def unroll_k(self, t: Tiling) -> int:
+        """The value the spec's UNROLL_K range is checked against."""
+
+    def emit(self, spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
+             profile: bool = False) -> str: ...
+
+    def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
+        """Instruction counts of what emit writes (profile off), from the emitter itself."""
+
+    def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
+        """(accumulators, fragments, addressing) registers live across the K loop."""
+
+    def compute_sites(self, spec: GemmSpec, t: Tiling) -> list[Site]:
+        """Warp 0's compute-side shared loads of one K tile."""
+
+    def compute_banks(self, spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
+        """(score, passes, accesses) of those loads per K tile."""
+
+    def shared_traffic(self, t: Tiling, ktiles: int, ein: int) -> tuple[int, int]:
+        """(bytes read from shared, fragment bytes moved shared -> registers) per CTA."""
+
+    def compute_work(self, spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
+        """Lane-operations per class of the compute loop of one CTA."""
+
+    def copy_stores_shared(self, tile: OperandTile) -> bool:
+        """Do the copies of tile store to shared with st.shared (not cp.async)?"""
+
+    def compute_load_sites(self, c: Counts) -> int:
+        """Shared-load instructions the model takes per K tile (from the loop body's LSU count)."""
+
+    def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
+        """Mean register-bank extra cycles of the inner-loop compute instructions, by class."""
+
+    def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
+                  ctas_per_core: int) -> SyncPlan:
+        """Barriers and async-copy waits per K tile, the latency they leave exposed, a deadlock check."""
+
+
+@cache
+def get(name: str) -> Variant:
+    if name not in MODULES:
+        raise KeyError(f"variant(={name}) must be one of {', '.join(MODULES)}")
+    v: Variant = importlib.import_module(MODULES[name]).VARIANT
+    return v
+
+
+def names() -> list[str]:
+    return list(MODULES)
