@@ -73,8 +73,11 @@ def render(rs: list[dict], gpu: dict | None, sim: dict) -> str:
         L.append(f"Measured {gpu['date']} on {gpu['device']} (driver {gpu.get('driver')}) by "
                  "`benchmarks/silicon/run_gpu.py`; ")
     else:
-        L.append("**Placeholder: not measured yet.** The GPU column fills in when the lead runs "
-                 "`benchmarks/silicon/run_gpu.py` on the H200 and `table.py --gpu OUT/silicon_gpu.json`. ")
+        L.append("**Placeholder: not measured yet.** The measured column fills in after "
+                 "`bash ../shared/device/stage.sh` once, then on the H200 (carry `.devwheels`): "
+                 "`source .devwheels/install.sh && python3 benchmarks/silicon/run_gpu.py --out $OUT` "
+                 "(about 2-4 minutes), then here `python3 benchmarks/silicon/table.py --gpu "
+                 "<files_at>/silicon_gpu.json`. ")
     L[-1] += (f"simulated {sim.get('date')} on {sim.get('hw')} (PTX mode, warm L2) by "
               f"`benchmarks/silicon/simulate.py` in {sim.get('wall_s')} s on the 2-core development machine.")
     L += ["",
