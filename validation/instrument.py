@@ -152,8 +152,9 @@ def instrument_ptx(text: str, file: str | None = None) -> Instrumented:
             close = _matching(code, m.end() - 1, "(", ")")
             inner = code[m.end():close]
             nparams = inner.count(".param")
+            at = m.end() + len(inner.rstrip())  # right after the last parameter
             sep = ",\n\t" if inner.strip() else "\n\t"
-            edits.append((close, close, f"{sep}{decl}\n"))
+            edits.append((at, at, f"{sep}{decl}"))
             after = close + 1
         else:
             nparams = 0
