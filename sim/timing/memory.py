@@ -1,15 +1,17 @@
 """Memory path of one core: shared-memory banks, L1 (if configured), the device L2 and DRAM.
 
-`access(t, acc, st)` turns one warp access (the functional model's ``w.acc``) into the cycle its
-data is ready, charging the units it uses. Latencies are load-to-use totals (docs/hwconfig.md):
-shared -> SharedMemory.latency (+ SharedMemory.pass_cycles per extra conflict pass), L1 hit ->
-l1.hit_latency, L2 hit -> l2.hit_latency, miss -> DRAM (GlobalMemory.latency + bank queueing).
+`access` turns one warp access (the memory fields of the functional model's `Executed` record)
+into the cycle its data is ready, charging the units it uses. Latencies are load-to-use totals
+(docs/hwconfig.md): shared -> SharedMemory.latency (+ SharedMemory.pass_cycles per extra conflict
+pass), L1 hit -> l1.hit_latency, L2 hit -> l2.hit_latency, miss -> DRAM (GlobalMemory.latency +
+bank queueing).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sim.functional.record import Direction
 from sim.hw import HwConfig
 from sim.timing.units import Dram, SetAssocCache, SharedBanks
 
@@ -18,21 +20,19 @@ class DeviceMemory:
     """What all cores share: the L2, and the number of cores sharing the DRAM bandwidth."""
 
     def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
-        self.l2 = SetAssocCache(hw.l2, "l2")
+        self.l2 = SetAssocCache(hw.l2)
         self.sharing_cores = sharing_cores
-        self.shared_passes: dict = {}  # SharedBanks memo shared by all cores
+        self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
 
 
 class CoreMemory:
     def __init__(self, hw: HwConfig, dev: DeviceMemory):
         self.hw = hw
         self.shared = SharedBanks(hw.shared, dev.shared_passes)
-        self.l1 = SetAssocCache(hw.l1, "l1") if hw.l1 is not None else None
+        self.l1 = SetAssocCache(hw.l1) if hw.l1 is not None else None
         self.l2 = dev.l2
         self.dram = Dram(hw, dev.sharing_cores)
         self.lsu_latency = hw.pipe_for("lsu").latency
-        self.conflicts = 0  # extra shared passes
-        self.dram_wait = 0
 
     def shared_access(self, t: int, addrs: np.ndarray, size: int) -> tuple[int, int]:
         """(ready cycle, extra passes)."""
@@ -40,7 +40,6 @@ class CoreMemory:
         p = self.shared.passes(addrs, size)
         start = self.shared.take(t, p)
         extra = p - 1
-        self.conflicts += extra
         return start + sm.latency + extra * sm.pass_cycles, extra
 
     def global_access(self, t: int, addrs: np.ndarray, size: int, is_store: bool, use_l1: bool,
@@ -58,27 +57,25 @@ class CoreMemory:
         worst = t + self.lsu_latency
         for line, nsec in per_line.items():
             if is_store or atomic:
-                # write-through, no L1 allocate: the write lands in the L2 (allocated there)
-                if not self.l2.access(line):
-                    self.dram.bytes += 0  # write-back traffic is not modelled
+                # write-through, no L1 allocate: the write lands in the L2 (allocated there; write-back
+                # traffic to DRAM is not modelled)
+                self.l2.access(line)
                 lat = t + (l2c.hit_latency if atomic else self.lsu_latency)
             elif use_l1 and self.l1 is not None and self.l1.access(line * l2c.line // self.l1.c.line):
                 lat = t + self.l1.c.hit_latency
             elif self.l2.access(line):
                 lat = t + l2c.hit_latency
             else:
-                done, wait = self.dram.request(t, line * l2c.line, nsec * l2c.sector)
-                self.dram_wait += wait
-                lat = done
+                lat, _ = self.dram.request(t, line * l2c.line, nsec * l2c.sector)
             worst = max(worst, lat)
         return worst
 
-    def access(self, t: int, acc: tuple, cache_op: str, atomic: bool) -> tuple[int, int]:
-        """(ready cycle, extra shared passes) for the functional model's w.acc tuple."""
-        space, addrs, size, is_store = acc
+    def access(self, t: int, space: str, addrs: np.ndarray, size: int, direction: Direction,
+               cache_op: str) -> tuple[int, int]:
+        """(ready cycle, extra shared passes) of one warp access (the fields of an `Executed` record)."""
         if space == "shared":
             return self.shared_access(t, addrs, size)
         if space in ("global", "local"):
             use_l1 = cache_op not in ("cg", "cs", "cv") and space != "local" or space == "local"
-            return self.global_access(t, addrs, size, is_store, use_l1, atomic), 0
+            return self.global_access(t, addrs, size, direction != "read", use_l1, direction == "atomic"), 0
         return t + self.lsu_latency, 0  # .param / .const: constant cache, treated as a hit
