@@ -13,6 +13,8 @@ from sim.functional.memory import (
     FlatMemory,
     GlobalMemory,
     LocalMemory,
+    reduce_all,
+    reduce_any,
 )
 from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
@@ -33,7 +35,7 @@ class Frame:
         self.pc = pc
         self.mask = mask
         self.rpc = rpc
-        self.full = bool(mask.all())
+        self.full = bool(reduce_all(mask))
 
 
 class CTA:
@@ -126,13 +128,13 @@ class Warp:
         if ins.guard is not None:
             g = self.r[ins.guard]
             m = m & ~g if ins.guard_neg else m & g
-            full = full and bool(m.all())
+            full = full and bool(reduce_all(m))
         rec = self.rec = Executed(ins, m)
         self.full = full
         self.cycle = cycle
         self.instructions += 1
         try:
-            ctl = ins.exec(self, m, full) if (full or m.any() or ins.opcode == "bra") else None
+            ctl = ins.exec(self, m, full) if (full or reduce_any(m) or ins.opcode == "bra") else None
         except Fault as f:
             raise self._fault(ins, f) from None
         except ExecutionError:
@@ -163,8 +165,8 @@ class Warp:
             top.pc = target
             return
         nt = top.mask & ~taken
-        any_t = bool(taken.any())
-        any_nt = bool(nt.any())
+        any_t = bool(reduce_any(taken))
+        any_nt = bool(reduce_any(nt))
         if not any_nt:
             top.pc = target
         elif not any_t:
@@ -180,8 +182,8 @@ class Warp:
         keep = ~m
         for f in self.stack:
             f.mask = f.mask & keep
-            f.full = bool(f.mask.all())
-        while self.stack and not self.stack[-1].mask.any():
+            f.full = bool(reduce_all(f.mask))
+        while self.stack and not reduce_any(self.stack[-1].mask):
             self.stack.pop()
         if not self.stack:
             self.flush_async()
@@ -191,7 +193,7 @@ class Warp:
         st = self.stack
         while len(st) > 1 and st[-1].pc == st[-1].rpc:
             st.pop()
-        while st and not st[-1].mask.any():
+        while st and not reduce_any(st[-1].mask):
             st.pop()
         if not st:
             self.done = True
@@ -228,7 +230,7 @@ class Warp:
             if space != "local":
                 return self._mem(space).load(act, dt, n)
         out = np.zeros((32, n), dtype=dt)
-        if not m.any():
+        if not reduce_any(m):
             return out
         act = addrs[m]
         idx = np.flatnonzero(m)
@@ -244,7 +246,7 @@ class Warp:
 
     def mem_store(self, space: str, addrs: np.ndarray, m: np.ndarray, vals: np.ndarray, dt: np.dtype,
                   ins: Instruction, record: bool = True) -> None:
-        if not m.any():
+        if not reduce_any(m):
             return
         act = addrs[m]
         idx = np.flatnonzero(m)
@@ -278,7 +280,7 @@ class Warp:
     def async_copy(self, dst: np.ndarray, src: np.ndarray, m: np.ndarray, size: int,
                    srcsize: np.ndarray, ins: Instruction) -> None:
         """Read the source now; the bytes land in shared memory when the group is waited on."""
-        if not m.any():
+        if not reduce_any(m):
             return
         u8 = np.dtype(np.uint8)
         data = np.zeros((32, size), dtype=np.uint8)

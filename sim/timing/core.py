@@ -41,7 +41,6 @@ class CtaT:
 class Scheduler:
     def __init__(self, core: Core, index: int):
         self.core = core
-        self.index = index
         self.warps: list[WarpT] = []
         self.last: WarpT | None = None
         self.rr = 0

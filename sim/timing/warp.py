@@ -57,7 +57,7 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
-                 "block_reason", "finished", "last_done", "open_done", "groups_done", "issued", "cached",
+                 "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
                  "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
@@ -78,7 +78,6 @@ class WarpT:
         self.last_done = 0
         self.open_done = 0
         self.groups_done: list[int] = []
-        self.issued = 0
         self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
@@ -266,7 +265,6 @@ class WarpT:
             self._branch(st, rec.next_pc, t)
         if st.bar and rec.ctl != ARRIVE:
             core.barrier_arrive(self, t)
-        self.issued += 1
         ld = done if done > t + 1 else t + 1
         if ld > self.last_done:
             self.last_done = ld
