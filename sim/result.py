@@ -46,27 +46,6 @@ class SimResult:
             d[f.name] = v
         return d
 
-    def summary(self) -> str:
-        lines = [f"{self.kernel} on {self.hw}: {self.cycles} cycles, {self.warp_instructions} warp instructions, "
-                 f"IPC {self.ipc:.3f} ({self.ctas_simulated}/{self.ctas_total} CTAs simulated)"]
-        util = ", ".join(f"{k} {100 * v:.1f}%" for k, v in self.utilization.items() if v)
-        lines.append(f"utilization: {util or 'none'}")
-        st = ", ".join(f"{k} {v}" for k, v in self.stalls.items() if v)
-        lines.append(f"stall cycles: {st or 'none'}")
-        c = self.cache
-        fmt = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
-        lines.append(f"L1 hit {fmt(c.get('l1_hit_rate'))}, L2 hit {fmt(c.get('l2_hit_rate'))}, "
-                     f"DRAM {self.dram_bytes} B")
-        if self.bank_conflicts_by_line:
-            lines.append("bank conflicts (extra passes) by line: " +
-                         ", ".join(f"{k}: {v}" for k, v in sorted(self.bank_conflicts_by_line.items())))
-        for f in self.flushes:
-            lines.append(f"flush x{f['count']} at line {f['line']}: {f['text']}")
-        o = self.occupancy
-        lines.append(f"occupancy: {o.get('ctas_per_core')} CTAs / {o.get('warps_per_core')} warps per core "
-                     f"(limited by {o.get('limiter')})")
-        return "\n".join(lines)
-
 
 def jsonable(o: Any) -> Any:
     """`json.dumps(default=...)` for the numpy scalars/arrays and paths our result dicts carry."""

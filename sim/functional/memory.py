@@ -12,6 +12,10 @@ ALLOC_GAP = 0x1_0000  # unmapped bytes between allocations, so an overrun does n
 SHARED_WINDOW = 0x7E00_0000_0000  # generic address of shared byte 0
 LOCAL_WINDOW = 0x7D00_0000_0000  # generic address of local byte 0
 WINDOW_SIZE = 1 << 32
+# ufunc reductions called directly: ndarray.any() / all() / min() / max() each go through a Python
+# wrapper (numpy/_core/_methods.py), a cost the per-instruction path of a 32-lane warp feels
+reduce_any, reduce_all = np.logical_or.reduce, np.logical_and.reduce
+reduce_min, reduce_max, reduce_or = np.minimum.reduce, np.maximum.reduce, np.bitwise_or.reduce
 
 
 class Fault(Exception):
@@ -72,7 +76,7 @@ class GlobalMemory:
         the first lane whose access is not wholly inside one allocation."""
         i = np.searchsorted(self._bases, addrs, side="right").astype(np.int64) - 1
         first = int(i[0])
-        if (i == first).all():  # the common case: one buffer
+        if reduce_all(i == first):  # the common case: one buffer
             groups: list[tuple[int, np.ndarray | None]] = [(first, None)]
         else:
             groups = [(int(k), i == k) for k in np.unique(i)]
@@ -85,7 +89,7 @@ class GlobalMemory:
             al = self.allocs[k]
             off = sel - np.uint64(al.base)
             bad = off > np.uint64(max(al.size - nbytes, 0))
-            if al.size < nbytes or bad.any():
+            if al.size < nbytes or reduce_any(bad):
                 lane_ids = np.arange(addrs.size) if lanes is None else np.flatnonzero(lanes)
                 j = int(lane_ids[int(np.argmax(bad)) if bad.any() else 0])
                 raise Fault(j, int(addrs[j]), f"outside buffer {al.name or hex(al.base)} "
@@ -134,7 +138,7 @@ def _scatter(v: np.ndarray, off: np.ndarray, dt: np.dtype, values: np.ndarray) -
 def _check_align(addrs: np.ndarray, nbytes: int, elem: int) -> None:
     align = nbytes if nbytes & (nbytes - 1) == 0 else elem
     mis = (addrs % np.uint64(align)) != 0
-    if mis.any():
+    if reduce_any(mis):
         j = int(np.argmax(mis))
         raise Fault(j, int(addrs[j]), f"misaligned {nbytes}-byte access (needs {align}-byte alignment)")
 
@@ -146,7 +150,7 @@ class FlatMemory:
         self.size = size
         self.data = _padded(size)
         self.name = name
-        self.views: dict = {}
+        self.views: dict[np.dtype, np.ndarray] = {}
 
     def view(self, dt: np.dtype) -> np.ndarray:
         v = self.views.get(dt)
@@ -156,13 +160,12 @@ class FlatMemory:
 
     def _offsets(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
         a = addrs.astype(np.int64)
-        lo, hi = a.min(), a.max()
-        if lo < 0 or hi > self.size - nbytes:
+        if reduce_min(a) < 0 or reduce_max(a) > self.size - nbytes:
             bad = (a < 0) | (a > self.size - nbytes)
             j = int(np.argmax(bad))
             raise Fault(j, int(a[j]), f"outside {self.name} memory of {self.size} bytes")
         align = nbytes if nbytes & (nbytes - 1) == 0 else dt.itemsize
-        if (a & (align - 1)).any():
+        if reduce_or(a & (align - 1)):
             _check_align(addrs.astype(np.uint64), nbytes, dt.itemsize)
         return a
 

@@ -52,7 +52,7 @@ def _binary(fn_int, fn_float):
         sat = "sat" in ins.mods
         if is_float(t):
             def run(w, m, full):
-                wd(w, m=m, full=full, v=_back(fn_float(_f(ra(w), t), _f(rb(w), t)), t))
+                wd(w, _back(fn_float(_f(ra(w), t), _f(rb(w), t)), t), m, full)
         else:
             if fn_int is None:
                 raise cx.err(ins, f"'{ins.full}' needs a floating-point type")
@@ -258,7 +258,7 @@ def b_testp(ins, cx):
     op = next(x for x in ("finite", "infinite", "number", "notanumber", "normal", "subnormal") if x in ins.mods)
     d, a = ins.operands[:2]
     ra, wd = cx.rd(a, t, ins), cx.wr(d, "pred", ins)
-    fns = {"finite": np.isfinite, "infinite": np.isinf, "number": lambda x: ~np.isnan(x),
+    fns: dict[str, Any] = {"finite": np.isfinite, "infinite": np.isinf, "number": lambda x: ~np.isnan(x),
            "notanumber": np.isnan,
            "normal": lambda x: np.isfinite(x) & (np.abs(x) >= np.finfo(NP[t]).tiny),
            "subnormal": lambda x: (x != 0) & (np.abs(x) < np.finfo(NP[t]).tiny)}

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from sim.functional.operands import DecodeCtx
+from sim.functional.operands import DecodeCtx, Reader
 from sim.functional.types import NP, UINT, bf16_to_f32, bits_to, f32_to_bf16, is_float
-from sim.ptx.ir import Instruction
+from sim.ptx.ir import Instruction, Operand
 
-BRANCH, EXIT, BARRIER = 1, 2, 3
+if TYPE_CHECKING:
+    from sim.functional.warp import Warp
+
+    # an instruction's functional closure: (warp, active lanes, every lane active) -> control code
+    Exec = Callable[[Warp, np.ndarray, bool], int | None]
+
+# control codes of Executed.ctl: ARRIVE is a barrier that does not wait (bar.arrive)
+BRANCH, EXIT, BARRIER, ARRIVE = 1, 2, 3, 4
 LANES = np.arange(32)
 
 
@@ -19,11 +29,12 @@ def _vec(ins: Instruction) -> int:
     return 1
 
 
-def _dst_list(op):
+def _dst_list(op: Operand) -> list[Operand]:
     return list(op.items) if op.kind == "vec" else [op]
 
 
-def _access(ins: Instruction, cx: DecodeCtx, a):
+def _access(ins: Instruction, cx: DecodeCtx, a: Operand,
+            ) -> tuple[str, int, np.dtype, Callable[[Any], np.ndarray], str]:
     """(type, vector width, numpy dtype, address closure, state space) of a ld/st/atom operand:
     the instruction's space, or the space of a [symbol] base when the instruction names none."""
     t = cx.type1(ins)
@@ -34,28 +45,28 @@ def _access(ins: Instruction, cx: DecodeCtx, a):
     return t, _vec(ins), NP[t], fa, space
 
 
-def b_ld(ins: Instruction, cx: DecodeCtx):
+def b_ld(ins: Instruction, cx: DecodeCtx) -> Exec:
     d, a = ins.operands[:2]
     t, n, dt, fa, space = _access(ins, cx, a)
     writers = [cx.wr(x, t, ins) for x in _dst_list(d)]
     if len(writers) != n:
         raise cx.err(ins, f"{n}-element vector load needs {n} destinations")
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         vals = w.mem_load(space, fa(w), m, dt, n, ins)
         for i, wr in enumerate(writers):
             wr(w, vals[:, i], m, full)
     return run
 
 
-def b_st(ins: Instruction, cx: DecodeCtx):
+def b_st(ins: Instruction, cx: DecodeCtx) -> Exec:
     a, s = ins.operands[:2]
     t, n, dt, fa, space = _access(ins, cx, a)
     readers = [cx.rd(x, t, ins) for x in _dst_list(s)]
     if len(readers) != n:
         raise cx.err(ins, f"{n}-element vector store needs {n} sources")
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         vals = np.empty((32, n), dtype=dt)
         for i, rd in enumerate(readers):
             vals[:, i] = rd(w)
@@ -73,7 +84,7 @@ _ATOM = {
 }
 
 
-def b_atom(ins: Instruction, cx: DecodeCtx):
+def b_atom(ins: Instruction, cx: DecodeCtx) -> Exec:
     opname = next((x for x in ins.mods if x in _ATOM), None)
     if opname is None:
         raise cx.err(ins, "unsupported atomic operation")
@@ -88,7 +99,7 @@ def b_atom(ins: Instruction, cx: DecodeCtx):
     rc = cx.rd(rest[1], t, ins) if len(rest) > 1 else None
     wd = cx.wr(d, t, ins) if d is not None else None
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         addrs = fa(w)
         bv = np.broadcast_to(np.asarray(rb(w), dtype=dt), (32,))
         cv = np.broadcast_to(np.asarray(rc(w), dtype=dt), (32,)) if rc is not None else bv
@@ -101,37 +112,38 @@ def b_atom(ins: Instruction, cx: DecodeCtx):
             vals[lane, 0] = new[0]
             w.mem_store(space, addrs, lm, vals, dt, ins, record=False)
             old_all[lane] = old
-        w.acc = (space, addrs[m], dt.itemsize, True)
+        rec = w.rec
+        rec.space, rec.addrs, rec.size, rec.direction = space, addrs[m], dt.itemsize, "atomic"
         if wd is not None:
             wd(w, old_all, m, full)
     return run
 
 
-def b_prefetch(ins, cx):
+def b_prefetch(ins: Instruction, cx: DecodeCtx) -> Exec:
     return lambda w, m, full: None
 
 
-def b_nop(ins, cx):
+def b_nop(ins: Instruction, cx: DecodeCtx) -> Exec:
     return lambda w, m, full: None
 
 
-def b_bra(ins, cx):
+def b_bra(ins: Instruction, cx: DecodeCtx) -> Exec:
     return lambda w, m, full: BRANCH
 
 
-def b_exit(ins, cx):
+def b_exit(ins: Instruction, cx: DecodeCtx) -> Exec:
     return lambda w, m, full: EXIT
 
 
-def b_trap(ins, cx):
-    def run(w, m, full):
+def b_trap(ins: Instruction, cx: DecodeCtx) -> Exec:
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         from sim.errors import ExecutionError
 
         raise ExecutionError(f"trap executed ({ins.text})", cx.k.file, ins.line)
     return run
 
 
-def b_bar(ins, cx):
+def b_bar(ins: Instruction, cx: DecodeCtx) -> Exec:
     mods = set(ins.mods)
     if "warp" in mods:  # bar.warp.sync: the warp runs in lockstep here
         return lambda w, m, full: None
@@ -140,18 +152,17 @@ def b_bar(ins, cx):
     ops = ins.operands
     rid = cx.rd(ops[0], "u32", ins) if ops else (lambda w: 0)
     rcount = cx.rd(ops[1], "u32", ins) if len(ops) > 1 else None
-    arrive = "arrive" in mods
+    ctl = ARRIVE if "arrive" in mods else BARRIER
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> int:
         w.bar_id = int(np.asarray(rid(w)).flat[0])
         w.bar_count = int(np.asarray(rcount(w)).flat[0]) if rcount is not None else 0
-        w.bar_arrive_only = arrive
-        return BARRIER
+        return ctl
     return run
 
 
 # -- async copies -------------------------------------------------------------------------------
-def b_cp(ins, cx):
+def b_cp(ins: Instruction, cx: DecodeCtx) -> Exec:
     mods = ins.mods
     if "bulk" in mods or "async" not in mods:
         raise cx.err(ins, f"'{ins.full}' is not supported (cp.async.ca/cg.shared.global only)")
@@ -172,7 +183,7 @@ def b_cp(ins, cx):
     size = int(ops[2].value)
     rsrc = cx.rd(ops[3], "u32", ins) if len(ops) > 3 else None  # src-size: the bytes read, rest zero-filled
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         srcsize = np.broadcast_to(np.asarray(rsrc(w)).astype(np.int64), (32,)) if rsrc is not None else \
             np.full(32, size, dtype=np.int64)
         w.async_copy(fd(w), fs(w), m, size, srcsize, ins)
@@ -180,7 +191,7 @@ def b_cp(ins, cx):
 
 
 # -- warp-level ---------------------------------------------------------------------------------
-def b_shfl(ins, cx):
+def b_shfl(ins: Instruction, cx: DecodeCtx) -> Exec:
     mode = next(x for x in ("up", "down", "bfly", "idx") if x in ins.mods)
     d, a, b, c = ins.operands[:4]
     ra, rb, rc = cx.rd(a, "b32", ins), cx.rd(b, "u32", ins), cx.rd(c, "u32", ins)
@@ -189,7 +200,7 @@ def b_shfl(ins, cx):
     else:
         wd, wp = cx.wr(d, "b32", ins), None
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         src = np.broadcast_to(np.asarray(ra(w)), (32,))
         bval = np.broadcast_to(np.asarray(rb(w)).astype(np.int64) & 0x1F, (32,))
         cv = np.broadcast_to(np.asarray(rc(w)).astype(np.int64), (32,))
@@ -216,41 +227,42 @@ def b_shfl(ins, cx):
     return run
 
 
-def b_vote(ins, cx):
+def b_vote(ins: Instruction, cx: DecodeCtx) -> Exec:
     mode = next(x for x in ("all", "any", "uni", "ballot") if x in ins.mods)
     d, a = ins.operands[:2]
     ra = cx.rd(a, "pred", ins)
     if mode == "ballot":
         wd = cx.wr(d, "b32", ins)
 
-        def ballot(w, m, full):
+        def ballot(w: Warp, m: np.ndarray, full: bool) -> None:
             p = np.broadcast_to(ra(w), (32,)) & m
             wd(w, np.uint32(int(np.sum(p.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
         return ballot
     wd = cx.wr(d, "pred", ins)
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         p = np.broadcast_to(ra(w), (32,))[m]
         r = bool(p.all()) if mode == "all" else bool(p.any()) if mode == "any" else bool(p.all() or not p.any())
         wd(w, np.bool_(r), m, full)
     return run
 
 
-def b_activemask(ins, cx):
+def b_activemask(ins: Instruction, cx: DecodeCtx) -> Exec:
     wd = cx.wr(ins.operands[0], "b32", ins)
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         wd(w, np.uint32(int(np.sum(m.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
     return run
 
 
-def b_redux(ins, cx):
+def b_redux(ins: Instruction, cx: DecodeCtx) -> Exec:
     t = cx.type1(ins)
     op = next(x for x in ("add", "min", "max", "and", "or", "xor") if x in ins.mods)
     d, a = ins.operands[:2]
     ra, wd = cx.rd(a, t, ins), cx.wr(d, t, ins)
-    fns = {"add": np.sum, "min": np.min, "max": np.max, "and": np.bitwise_and.reduce,
-           "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}
+    fns: dict[str, Callable[[np.ndarray], Any]] = {
+        "add": np.sum, "min": np.min, "max": np.max, "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce,
+        "xor": np.bitwise_xor.reduce}
     fn = fns[op]
     return lambda w, m, full: wd(w, NP[t].type(fn(np.broadcast_to(ra(w), (32,))[m])), m, full)
 
@@ -260,7 +272,7 @@ _T = LANES % 4
 _G = LANES // 4
 
 
-def b_ldmatrix(ins, cx):
+def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
     nmat = next(int(x[1]) for x in ins.mods if x in ("x1", "x2", "x4"))
     trans = "trans" in ins.mods
     d, a = ins.operands[:2]
@@ -279,7 +291,7 @@ def b_ldmatrix(ins, cx):
         r0, c0 = _G, 2 * _T
         r1, c1 = _G, 2 * _T + 1
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         rows = w.mem_load("shared", fa(w), need, u16, 8, ins)  # (32, 8): row of lane i's address
         for j, wr in enumerate(ws):
             mat = rows[8 * j: 8 * j + 8]
@@ -289,7 +301,7 @@ def b_ldmatrix(ins, cx):
     return run
 
 
-def _mma_maps(k: int):
+def _mma_maps(k: int) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]], list[tuple[Any, Any]]]:
     """(register, half) -> (row, col) of each lane's fragment elements (ptx-facts.md)."""
     g, t = _G, _T
     if k == 16:
@@ -302,7 +314,7 @@ def _mma_maps(k: int):
     return a, b, c
 
 
-def b_mma(ins, cx):
+def b_mma(ins: Instruction, cx: DecodeCtx) -> Exec:
     mods = ins.mods
     shape = next((x for x in mods if x.startswith("m16n8k")), None)
     if shape not in ("m16n8k16", "m16n8k8") or "row" not in mods or "col" not in mods:
@@ -321,7 +333,7 @@ def b_mma(ins, cx):
     if len(ra) != len(amap) // 2 or len(rb) != len(bmap) // 2 or len(rc) != 4 or len(wd) != 4:
         raise cx.err(ins, "wrong number of fragment registers for the mma shape")
 
-    def halves(regs, w):
+    def halves(regs: list[Reader], w: Warp) -> list[np.ndarray]:
         out = []
         for r in regs:
             v = np.broadcast_to(np.asarray(r(w)), (32,)).astype(np.uint32)
@@ -329,12 +341,12 @@ def b_mma(ins, cx):
             out.append((v >> np.uint32(16)).astype(np.uint16))
         return out
 
-    def to_f64(bits):
+    def to_f64(bits: np.ndarray) -> np.ndarray:
         if it == "bf16":
             return bf16_to_f32(bits).astype(np.float64)
         return bits.view(np.float16).astype(np.float64)
 
-    def run(w, m, full):
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
         A = np.zeros((16, kdim))
         B = np.zeros((kdim, 8))
         C = np.zeros((16, 8))
@@ -375,4 +387,4 @@ SEMANTICS_MEM = {
     "mma": b_mma,
 }
 
-__all__ = ["SEMANTICS_MEM", "BRANCH", "EXIT", "BARRIER", "bits_to", "f32_to_bf16", "is_float", "UINT"]
+__all__ = ["SEMANTICS_MEM", "BRANCH", "EXIT", "BARRIER", "ARRIVE", "bits_to", "f32_to_bf16", "is_float", "UINT"]

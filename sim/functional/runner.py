@@ -140,9 +140,9 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
                 continue
             step = w.step
             while not w.done:
-                _, ctl = step()
+                ctl = step().ctl
                 count += 1
-                if ctl == BARRIER and not w.bar_arrive_only:
+                if ctl == BARRIER:
                     waiting.append(w)
                     break
             progressed = True

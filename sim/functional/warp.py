@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from sim.errors import ExecutionError
@@ -15,13 +13,17 @@ from sim.functional.memory import (
     FlatMemory,
     GlobalMemory,
     LocalMemory,
+    reduce_all,
+    reduce_any,
 )
-from sim.functional.ops_mem import BARRIER, BRANCH, EXIT
+from sim.functional.ops_mem import BRANCH, EXIT
+from sim.functional.record import Executed
 from sim.functional.types import storage
-from sim.ptx.ir import Instruction
+from sim.ptx.ir import Instruction, Kernel
 
 LANES = np.arange(32)
-ALL = np.ones(32, dtype=bool)
+# one cp.async copy of a group: (destination addresses, lanes, bytes read, bytes per lane)
+Copy = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 class Frame:
@@ -33,7 +35,7 @@ class Frame:
         self.pc = pc
         self.mask = mask
         self.rpc = rpc
-        self.full = bool(mask.all())
+        self.full = bool(reduce_all(mask))
 
 
 class CTA:
@@ -50,7 +52,7 @@ class CTA:
 class Launched:
     """What all warps of a launch share: the decoded kernel, memories, parameters."""
 
-    def __init__(self, kernel: Any, gmem: GlobalMemory, const: FlatMemory, params: FlatMemory,
+    def __init__(self, kernel: Kernel, gmem: GlobalMemory, const: FlatMemory, params: FlatMemory,
                  globals_: dict[str, int], grid: tuple[int, int, int], block: tuple[int, int, int],
                  rpcs: dict[int, int], file: str):
         self.kernel = kernel
@@ -66,6 +68,9 @@ class Launched:
 
 
 class Warp:
+    rec: Executed  # the instruction executing now (set by step; its memory access is filled in as it runs)
+    full: bool  # ... and whether every lane runs it
+
     def __init__(self, L: Launched, cta: CTA, wid: int, regtypes: dict[str, str]):
         self.L = L
         self.cta = cta
@@ -98,30 +103,23 @@ class Warp:
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
         self.instructions = 0  # warp instructions executed
-        self.clock_fn = None  # set by the timing model; functional-only uses the instruction count
-        # Per-instruction facts for the timing model
-        self.acc: tuple | None = None  # (space, active addresses, bytes per lane, is_store)
-        self.last_mask = ALL
-        self.cur_full = False
-        self.taken = False
-        self.diverged = False
+        self.cycle: int | None = None  # what %clock reads (the timing model's issue cycle), else instructions
         # barrier and async-copy state
         self.bar_id = 0
         self.bar_count = 0
-        self.bar_arrive_only = False
-        self.open_group: list = []
-        self.groups: list[list] = []
-        self.waited_groups = 0  # for the timing model: how many groups must be complete now
+        self.open_group: list[Copy] = []
+        self.groups: list[list[Copy]] = []
+        self.landed = 0  # groups landed in shared memory by waits
 
     # -- execution ---------------------------------------------------------------------------------
-    def clock(self, name: str) -> Any:
-        c = self.clock_fn() if self.clock_fn is not None else self.instructions
+    def clock(self, name: str) -> np.uint32 | np.uint64:
+        c = self.cycle if self.cycle is not None else self.instructions
         if name == "%clock":
             return np.uint32(c & 0xFFFFFFFF)
         return np.uint64(c)
 
-    def step(self) -> tuple[Instruction, int | None]:
-        """Execute one warp instruction; returns it and a control code (None, BRANCH, EXIT, BARRIER)."""
+    def step(self, cycle: int | None = None) -> Executed:
+        """Execute one warp instruction (%clock reads `cycle` when given); returns what it did."""
         top = self.stack[-1]
         pc = top.pc
         ins = self.L.body[pc]
@@ -130,13 +128,13 @@ class Warp:
         if ins.guard is not None:
             g = self.r[ins.guard]
             m = m & ~g if ins.guard_neg else m & g
-            full = full and bool(m.all())
-        self.last_mask = m
-        self.cur_full = full
-        self.acc = None
+            full = full and bool(reduce_all(m))
+        rec = self.rec = Executed(ins, m)
+        self.full = full
+        self.cycle = cycle
         self.instructions += 1
         try:
-            ctl = ins.exec(self, m, full) if (full or m.any() or ins.info["flow"] == "branch") else None
+            ctl = ins.exec(self, m, full) if (full or reduce_any(m) or ins.info["flow"] == "branch") else None
         except Fault as f:
             raise self._fault(ins, f) from None
         except ExecutionError:
@@ -147,28 +145,28 @@ class Warp:
             top.pc = pc + 1
             if top.pc == top.rpc:
                 self._reconverge()
-            return ins, None
-        if ctl == BRANCH:
-            self._branch(top, pc, ins, m)
-        elif ctl == EXIT:
-            self._exit(top, pc, m)
-        elif ctl == BARRIER:
-            top.pc = pc + 1
-        self._reconverge()
-        return ins, ctl
+        else:
+            rec.ctl = ctl
+            if ctl == BRANCH:
+                self._branch(top, pc, ins, m)
+            elif ctl == EXIT:
+                self._exit(top, pc, m)
+            else:  # BARRIER, ARRIVE
+                top.pc = pc + 1
+            self._reconverge()
+        st = self.stack
+        rec.next_pc = st[-1].pc if st else -1
+        rec.landed = self.landed
+        return rec
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
         target = ins.info["target"]
         if top.full and ins.guard is None:
             top.pc = target
-            self.taken = True
-            self.diverged = False
             return
         nt = top.mask & ~taken
-        any_t = bool(taken.any())
-        any_nt = bool(nt.any())
-        self.taken = any_t
-        self.diverged = any_t and any_nt
+        any_t = bool(reduce_any(taken))
+        any_nt = bool(reduce_any(nt))
         if not any_nt:
             top.pc = target
         elif not any_t:
@@ -184,8 +182,8 @@ class Warp:
         keep = ~m
         for f in self.stack:
             f.mask = f.mask & keep
-            f.full = bool(f.mask.all())
-        while self.stack and not self.stack[-1].mask.any():
+            f.full = bool(reduce_all(f.mask))
+        while self.stack and not reduce_any(self.stack[-1].mask):
             self.stack.pop()
         if not self.stack:
             self.flush_async()
@@ -195,7 +193,7 @@ class Warp:
         st = self.stack
         while len(st) > 1 and st[-1].pc == st[-1].rpc:
             st.pop()
-        while st and not st[-1].mask.any():
+        while st and not reduce_any(st[-1].mask):
             st.pop()
         if not st:
             self.done = True
@@ -225,18 +223,19 @@ class Warp:
 
     def mem_load(self, space: str, addrs: np.ndarray, m: np.ndarray, dt: np.dtype, n: int,
                  ins: Instruction) -> np.ndarray:
-        if m is self.last_mask and self.cur_full:  # every lane active: no gather or scatter
+        rec = self.rec
+        if m is rec.mask and self.full:  # every lane active: no gather or scatter
             space, act = self._space_of(space, addrs)
-            self.acc = (space, act, dt.itemsize * n, False)
+            rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * n, "read"
             if space != "local":
                 return self._mem(space).load(act, dt, n)
         out = np.zeros((32, n), dtype=dt)
-        if not m.any():
+        if not reduce_any(m):
             return out
         act = addrs[m]
         idx = np.flatnonzero(m)
         space, act = self._space_of(space, act)
-        self.acc = (space, act, dt.itemsize * n, False)
+        rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * n, "read"
         try:
             out[m] = self._mem(space).load(act, dt, n) if space != "local" else \
                 self.cta.local.load(self.thread[m], act, dt, n)  # type: ignore[union-attr]
@@ -247,13 +246,14 @@ class Warp:
 
     def mem_store(self, space: str, addrs: np.ndarray, m: np.ndarray, vals: np.ndarray, dt: np.dtype,
                   ins: Instruction, record: bool = True) -> None:
-        if not m.any():
+        if not reduce_any(m):
             return
         act = addrs[m]
         idx = np.flatnonzero(m)
         space, act = self._space_of(space, act)
         if record:
-            self.acc = (space, act, dt.itemsize * vals.shape[1], True)
+            rec = self.rec
+            rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * vals.shape[1], "write"
         if space in ("const", "param"):
             raise ExecutionError(f"store to read-only .{space} space in '{ins.text}'", self.L.file, ins.line)
         try:
@@ -265,7 +265,7 @@ class Warp:
             f.lane = int(idx[f.lane]) if f.lane < len(idx) else 0
             raise
 
-    def _mem(self, space: str) -> Any:
+    def _mem(self, space: str) -> GlobalMemory | FlatMemory:
         if space == "global":
             return self.L.gmem
         if space == "shared":
@@ -280,7 +280,7 @@ class Warp:
     def async_copy(self, dst: np.ndarray, src: np.ndarray, m: np.ndarray, size: int,
                    srcsize: np.ndarray, ins: Instruction) -> None:
         """Read the source now; the bytes land in shared memory when the group is waited on."""
-        if not m.any():
+        if not reduce_any(m):
             return
         u8 = np.dtype(np.uint8)
         data = np.zeros((32, size), dtype=np.uint8)
@@ -296,7 +296,8 @@ class Warp:
             j = int(np.argmax(bad))
             raise self._fault(ins, Fault(int(np.flatnonzero(m)[j]), int(dsel[j]),
                                          "cp.async destination outside shared memory or misaligned"))
-        self.acc = ("global", src[m], size, False)
+        rec = self.rec
+        rec.space, rec.addrs, rec.size, rec.direction = "global", src[m], size, "read"
         self.open_group.append((dst.copy(), m.copy(), data, size))
 
     def async_commit(self) -> None:
@@ -308,9 +309,9 @@ class Warp:
             self.async_commit()
         while len(self.groups) > n:
             self._land(self.groups.pop(0))
-            self.waited_groups += 1
+            self.landed += 1
 
-    def _land(self, group: list) -> None:
+    def _land(self, group: list[Copy]) -> None:
         sh = self.cta.shared
         for dst, m, data, size in group:
             for lane in np.flatnonzero(m):

@@ -9,32 +9,38 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 import simpy
 
 from sim.errors import ExecutionError
 from sim.functional.runner import barrier_ready, make_cta
+from sim.functional.warp import CTA, Warp
 from sim.hw import HwConfig
 from sim.timing.memory import CoreMemory
 from sim.timing.units import PipeUnit
 from sim.timing.warp import INF, WarpT
 
+if TYPE_CHECKING:
+    from sim.timing.engine import Simulation
+
 
 class CtaT:
-    def __init__(self, cta, index: int, start: int):
+    """Timing state of one resident CTA: its warps, how many still run, who waits at a barrier."""
+
+    def __init__(self, cta: CTA, index: int, start: int):
         self.cta = cta
         self.index = index
         self.start = start
         self.warps: list[WarpT] = []
         self.live = 0
-        self.waiting: list = []
-        self.arrivals: dict[int, int] = {}
+        self.waiting: list[Warp] = []
+        self.arrivals: dict[int, int] = {}  # id(warp) -> cycle it arrived at the barrier
 
 
 class Scheduler:
     def __init__(self, core: Core, index: int):
         self.core = core
-        self.index = index
         self.warps: list[WarpT] = []
         self.last: WarpT | None = None
         self.rr = 0
@@ -42,7 +48,7 @@ class Scheduler:
         self.wake_ev: simpy.Event | None = None
         # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
         # one of Pipe.count units)
-        self.units = [core.units[st.pipe][index % len(core.units[st.pipe])] for st in core.statics]
+        self.units: list[PipeUnit] = [core.units[st.pipe][index % len(core.units[st.pipe])] for st in core.statics]
         self.proc = core.env.process(self.run())
 
     def wake(self, at: float) -> None:
@@ -138,7 +144,7 @@ class Scheduler:
 
 
 class Core:
-    def __init__(self, sim, index: int):
+    def __init__(self, sim: Simulation, index: int):
         hw: HwConfig = sim.hw
         self.sim = sim
         self.hw = hw
@@ -151,20 +157,16 @@ class Core:
         self.mem = CoreMemory(hw, sim.devmem)
         self.scheds = [Scheduler(self, i) for i in range(hw.core.schedulers)]
         self.live_ctas: list[CtaT] = []
-        self.slots = sim.ctas_per_core
         self.next_sched = 0
 
     @property
     def now(self) -> int:
         return int(self.env.now)
 
-    def count_instruction(self) -> None:
-        self.sim.count_instruction()
-
     def pending_work(self) -> bool:
         return bool(self.live_ctas) or self.sim.has_pending()
 
-    def launch(self, ctaid: tuple, index: int) -> None:
+    def launch(self, ctaid: tuple[int, int, int], index: int) -> None:
         cta = make_cta(self.sim.P, ctaid)
         ct = CtaT(cta, index, self.now)
         for w in cta.warps:
@@ -202,7 +204,6 @@ class Core:
                 wt.fetch_at = at
                 wt.dirty = True
                 wt.sched.wake(at)
-        self.stats.barrier(at)
 
     def warp_finished(self, wt: WarpT) -> None:
         ct = wt.cta

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -13,9 +15,12 @@ from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
 from sim.result import STALL_REASONS, SimResult
-from sim.timing.core import Core
+from sim.timing.core import Core, CtaT
 from sim.timing.memory import DeviceMemory
-from sim.timing.static import register_count, regs_per_thread, statics
+from sim.timing.static import St, register_count, regs_per_thread, statics
+
+if TYPE_CHECKING:
+    from sim.timing.warp import WarpT
 
 
 class Stats:
@@ -23,31 +28,22 @@ class Stats:
         self.stalls: dict[str, int] = defaultdict(int)
         self.by_line: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.conflicts: dict[int, int] = defaultdict(int)
-        self.flushes: dict[int, list] = {}
+        self.flushes: dict[int, list[Any]] = {}  # line -> [count, text, cycles]
         self.buckets: list[tuple[int, str, int]] = []  # (t, unit, busy) issue log for the series
-        self.trace: list[dict] | None = [] if trace else None
-        self.barriers = 0
-
-    def stall(self, reason: str, line: int, cycles: int) -> None:
-        self.stalls[reason] += cycles
-        if line:
-            self.by_line[line][reason] += cycles
+        self.trace: list[dict[str, Any]] | None = [] if trace else None
 
     def conflict(self, line: int, extra: int, cycles: int) -> None:
         self.conflicts[line] += extra
         self.stalls["bank_conflict"] += cycles
         self.by_line[line]["bank_conflict"] += cycles
 
-    def flush(self, st, cycles: int) -> None:
+    def flush(self, st: St, cycles: int) -> None:
+        """A mispredicted branch (its cycles show up as the scheduler's "flush" stall)."""
         f = self.flushes.setdefault(st.line, [0, st.text, 0])
         f[0] += 1
         f[2] += cycles
-        self.stalls["flush"] += 0  # the cycles show up as the scheduler's "flush" stall
 
-    def barrier(self, at: int) -> None:
-        self.barriers += 1
-
-    def issued(self, wt, st, t: int, done: int) -> None:
+    def issued(self, wt: WarpT, st: St, t: int, done: int) -> None:
         if self.trace is not None:
             self.trace.append({"name": st.text, "ph": "X", "ts": t, "dur": max(1, done - t),
                                "pid": wt.core.index, "tid": wt.gid, "args": {"line": st.line}})
@@ -68,7 +64,7 @@ class Simulation:
         self.kernel = k
         self.statics = statics(k.body, hw)
         self.nregs = register_count(self.statics)
-        self.indep_memo: dict[tuple, tuple] = {}  # window signature -> independent entries (warp.py)
+        self.indep_memo: dict[tuple[int, ...], tuple[int, ...]] = {}  # window signature -> independent entries
         self.lookahead = max(1, lookahead if lookahead is not None else hw.core.lookahead)
         self.stats = Stats(trace)
         self.max_instructions = max_instructions
@@ -109,14 +105,9 @@ class Simulation:
                 l2.access(ln)
         l2.hits = l2.misses = 0
 
-    def count_instruction(self) -> None:
-        self.count += 1
-        if self.count > self.max_instructions:
-            self.count_instruction_overflow()
-
     def count_instruction_overflow(self) -> None:
-        if self.count > self.max_instructions:
-            raise ExecutionError(f"more than {self.max_instructions} warp instructions: an endless loop? "
+        """Called by the warps when `count` passed `max_instructions`."""
+        raise ExecutionError(f"more than {self.max_instructions} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.P.L.file)
 
     def next_warp_id(self) -> int:
@@ -128,7 +119,7 @@ class Simulation:
         (a scheduler with no warps must not retire while a launch is on its way)."""
         return bool(self.pending) or self.launching > 0
 
-    def cta_done(self, core: Core, ct, end: int) -> None:
+    def cta_done(self, core: Core, ct: CtaT, end: int) -> None:
         self.cta_spans[ct.index] = end - ct.start
         self.end = max(self.end, end)
         if self.pending:
@@ -137,7 +128,8 @@ class Simulation:
             self.launching += 1
             self.env.process(self._launch_later(core, item, delay))
 
-    def _launch_later(self, core: Core, item, delay: int):
+    def _launch_later(self, core: Core, item: tuple[int, tuple[int, int, int]], delay: int,
+                      ) -> Generator[simpy.Event, object, None]:
         if delay:
             yield self.env.timeout(delay)
         self.launching -= 1
@@ -160,7 +152,7 @@ class Simulation:
                                  "the others never reach)", self.P.L.file, line)
 
 
-def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict:
+def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict[str, Any]:
     """Resident CTAs per core: min over Core.max_ctas, Core.max_threads, Core.max_warps,
     Core.registers (regs per thread x warp-rounded threads) and SharedMemory.size."""
     warps = -(-nthreads // hw.warp_size)
@@ -203,7 +195,7 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     cycles = max(1, sim.end)
     ncores = len(sim.cores)
     busy = {p.name: 0 for p in hw.pipes}
-    util = {}
+    util: dict[str, float] = {}
     for c in sim.cores:
         for name, us in c.units.items():
             busy[name] += sum(u.busy for u in us)
@@ -221,7 +213,7 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     cache = {"l1_hit_rate": (l1_hits / l1_all) if l1_all else None, "l2_hit_rate": sim.devmem.l2.hit_rate()}
     win = window or max(1, -(-cycles // 100))
     nwin = -(-cycles // win)
-    series: dict = {"window": win, "t": [i * win for i in range(nwin)]}
+    series: dict[str, Any] = {"window": win, "t": [i * win for i in range(nwin)]}
     per = {p.name: np.zeros(nwin) for p in hw.pipes}
     for t, unit, occ in st.buckets:
         per[unit][min(nwin - 1, t // win)] += occ
@@ -257,8 +249,8 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     )
 
 
-def _trace_meta(sim: Simulation) -> list[dict]:
-    ev = []
+def _trace_meta(sim: Simulation) -> list[dict[str, Any]]:
+    ev: list[dict[str, Any]] = []
     for c in sim.cores:
         ev.append({"name": "process_name", "ph": "M", "pid": c.index, "args": {"name": f"core {c.index}"}})
     for c in sim.cores:

@@ -1,9 +1,10 @@
 """Memory path of one core: shared-memory banks, L1 (if configured), the device L2 and DRAM.
 
-`access(t, acc, st)` turns one warp access (the functional model's ``w.acc``) into the cycle its
-data is ready, charging the units it uses. Latencies are load-to-use totals (docs/hwconfig.md):
-shared -> SharedMemory.latency (+ SharedMemory.pass_cycles per extra conflict pass), L1 hit ->
-l1.hit_latency, L2 hit -> l2.hit_latency, miss -> DRAM (GlobalMemory.latency + bank queueing).
+`access` turns one warp access (the memory fields of the functional model's `Executed` record)
+into the cycle its data is ready, charging the units it uses. Latencies are load-to-use totals
+(docs/hwconfig.md): shared -> SharedMemory.latency (+ SharedMemory.pass_cycles per extra conflict
+pass), L1 hit -> l1.hit_latency, L2 hit -> l2.hit_latency, miss -> DRAM (GlobalMemory.latency +
+bank queueing).
 
 Misses in flight are tracked per line (the caches' miss-status registers): a request that finds its
 sectors allocated but not yet filled waits for the fill instead of hitting early. The L2 is sectored
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.functional.record import Direction
 from sim.hw import HwConfig
 from sim.timing.units import Dram, SetAssocCache, SharedBanks
 
@@ -24,9 +26,9 @@ class DeviceMemory:
     """What all cores share: the L2, and the number of cores sharing the DRAM bandwidth."""
 
     def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
-        self.l2 = SetAssocCache(hw.l2, "l2")
+        self.l2 = SetAssocCache(hw.l2)
         self.sharing_cores = sharing_cores
-        self.shared_passes: dict = {}  # SharedBanks memo shared by all cores
+        self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
         self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
 
@@ -35,14 +37,12 @@ class CoreMemory:
     def __init__(self, hw: HwConfig, dev: DeviceMemory):
         self.hw = hw
         self.shared = SharedBanks(hw.shared, dev.shared_passes)
-        self.l1 = SetAssocCache(hw.l1, "l1") if hw.l1 is not None else None
+        self.l1 = SetAssocCache(hw.l1) if hw.l1 is not None else None
         self.l2 = dev.l2
         self.dev = dev
         self.l1_fill: dict[int, int] = {}  # L1 line -> cycle its pending fill arrives
         self.dram = Dram(hw, dev.sharing_cores)
         self.lsu_latency = hw.pipe_for("lsu").latency
-        self.conflicts = 0  # extra shared passes
-        self.dram_wait = 0
 
     def shared_access(self, t: int, addrs: np.ndarray, size: int) -> tuple[int, int]:
         """(ready cycle, extra passes)."""
@@ -50,7 +50,6 @@ class CoreMemory:
         p = self.shared.passes(addrs, size)
         start = self.shared.take(t, p)
         extra = p - 1
-        self.conflicts += extra
         return start + sm.latency + extra * sm.pass_cycles, extra
 
     def global_access(self, t: int, addrs: np.ndarray, size: int, is_store: bool, use_l1: bool,
@@ -87,8 +86,7 @@ class CoreMemory:
         if not missing:
             lat = max(t + l2c.hit_latency, pending)  # merged into the miss in flight, if any
         else:
-            done, wait = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
-            self.dram_wait += wait
+            done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
             lat = max(done, pending)
             self.dev.l2_fill[line] = lat
         if l1line >= 0:
@@ -119,12 +117,12 @@ class CoreMemory:
         if dirty:
             self.dram.request(t, victim * self.hw.l2.line, bin(dirty).count("1") * self.hw.l2.sector)
 
-    def access(self, t: int, acc: tuple, cache_op: str, atomic: bool) -> tuple[int, int]:
-        """(ready cycle, extra shared passes) for the functional model's w.acc tuple."""
-        space, addrs, size, is_store = acc
+    def access(self, t: int, space: str, addrs: np.ndarray, size: int, direction: Direction,
+               cache_op: str) -> tuple[int, int]:
+        """(ready cycle, extra shared passes) of one warp access (the fields of an `Executed` record)."""
         if space == "shared":
             return self.shared_access(t, addrs, size)
         if space in ("global", "local"):
             use_l1 = cache_op not in ("cg", "cs", "cv") and space != "local" or space == "local"
-            return self.global_access(t, addrs, size, is_store, use_l1, atomic), 0
+            return self.global_access(t, addrs, size, direction != "read", use_l1, direction == "atomic"), 0
         return t + self.lsu_latency, 0  # .param / .const: constant cache, treated as a hit

@@ -21,16 +21,8 @@ class PipeUnit:
 
     def __init__(self, pipe: Pipe):
         self.pipe = pipe
-        self.free = 0  # cycle at which it accepts the next instruction
+        self.free = 0  # cycle at which it accepts the next instruction (St.occ cycles after the last)
         self.busy = 0  # cycles occupied (for utilization)
-
-    def occupancy(self, ops: int) -> int:
-        """max(Pipe.interval, ceil(lane-ops / Pipe.lanes)) cycles."""
-        return max(self.pipe.interval, -(-ops // self.pipe.lanes))
-
-    def take(self, t: int, occ: int) -> None:
-        self.free = t + occ
-        self.busy += occ
 
 
 class RegBanks:
@@ -56,12 +48,13 @@ class SharedBanks:
     conflict-free passes by its real addresses (one word read by several lanes is a broadcast).
     Wide accesses go in phases of banks*bank_width bytes (v4 = 8 lanes per phase, v2 = 16)."""
 
-    def __init__(self, sm: SharedMemory, memo: dict | None = None):
+    def __init__(self, sm: SharedMemory, memo: dict[tuple[bytes, str, int], int] | None = None):
         self.sm = sm
         self.row = sm.banks * sm.bank_width  # bytes one conflict-free pass serves
-        self._cache: dict[tuple, int] = {}  # (addresses relative to their row, size) -> passes
-        self._raw: dict[tuple, int] = {} if memo is None else memo  # (address bytes, dtype, size) -> passes
-        # (memo: one dict shared by the cores of a simulation, passes depend only on SharedMemory)
+        self._cache: dict[tuple[bytes, int], int] = {}  # (addresses relative to their row, size) -> passes
+        # (address bytes, dtype, size) -> passes; memo: one dict shared by the cores of a simulation,
+        # as the passes depend only on SharedMemory
+        self._raw: dict[tuple[bytes, str, int], int] = {} if memo is None else memo
         self.free = [0] * sm.ports  # one slot per port (SharedMemory.ports accesses in parallel)
         self.busy = 0
 
@@ -110,9 +103,8 @@ class SetAssocCache:
     """Cache.size / line / assoc, LRU (Cache.policy), hit latency Cache.hit_latency. A line holds the
     sectors (Cache.sector bytes) fetched into it: a request hits only when all its sectors are there."""
 
-    def __init__(self, c: Cache, name: str):
+    def __init__(self, c: Cache):
         self.c = c
-        self.name = name
         self.sets = c.size // (c.line * c.assoc)
         self.full = (1 << (c.line // c.sector)) - 1  # every sector of a line
         self.lines: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(self.sets)]  # line -> sectors

@@ -8,8 +8,8 @@ instructions and may issue a younger one past an older stalled one when they are
 the static scheduling ptxas does when it turns PTX into SASS; lookahead=1 is strict in-order issue.
 Branches, barriers, fences, %clock reads and cp.async commit/wait issue only as the oldest.
 
-Hot path notes (the scheduler calls `earliest` several times per issued instruction):
-- the answer of `earliest` is cached with the cycle up to which it stays valid (`valid_until`):
+Hot path notes (the scheduler asks for the earliest issue cycle several times per issued instruction):
+- that answer (`recompute`) is cached with the cycle up to which it stays valid (`valid_until`):
   until then only a unit can get busier (so the cached cycle is at worst optimistic and is
   re-checked when reached); any change of the warp's own state sets `dirty`;
 - which window entries are independent of every older one depends only on the static
@@ -19,15 +19,28 @@ Hot path notes (the scheduler calls `earliest` several times per issued instruct
 
 from __future__ import annotations
 
-from sim.functional.ops_mem import BARRIER, EXIT
+from typing import TYPE_CHECKING, Final
+
+from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
+from sim.functional.record import Executed
+from sim.functional.warp import Warp
 from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL, St
+from sim.timing.units import PipeUnit
+
+if TYPE_CHECKING:
+    from sim.timing.core import Core, CtaT, Scheduler
 
 INF = float("inf")
 
-
-# A window entry is a tuple (St, w.acc, next pc, cp.async groups to wait for, deferred %clock read)
-ST, ACC, NEXT_PC, NEED_GROUPS, DEFERRED = range(5)
-Entry = tuple
+# A window entry: the instruction's static facts and what it did when fetched, or None for a %clock
+# read, which is executed only when it issues
+ST: Final = 0
+REC: Final = 1
+Entry = tuple[St, Executed | None]
+# The answer of WarpT.recompute: (cycle, window index, stall reason, PTX line)
+Earliest = tuple[float, int, str, int]
+# One WarpT.plan row: (operands ready, reason, unit, cp.async wait, window index, PTX line)
+PlanRow = tuple[float, str, PipeUnit, float, int, int]
 
 
 def independent(win_sts: list[St]) -> tuple[int, ...]:
@@ -44,10 +57,10 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
-                 "block_reason", "finished", "last_done", "open_done", "groups_done", "issued", "cached",
-                 "valid_until", "dirty", "free_ok", "plan", "lim", "statics", "units", "sim", "indep")
+                 "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
+                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep")
 
-    def __init__(self, w, cta_t, sched, core, gid: int):
+    def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
         self.cta = cta_t
         self.sched = sched
@@ -55,7 +68,7 @@ class WarpT:
         self.sim = core.sim
         self.gid = gid  # global warp id (trace track, GTO age)
         self.window: list[Entry] = []
-        self.sig: list[int] = []  # PTX indices of the window's instructions (memo key of free_ok)
+        self.sig: list[int] = []  # PTX indices of the window's instructions (memo key of `indep`)
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
@@ -65,17 +78,14 @@ class WarpT:
         self.last_done = 0
         self.open_done = 0
         self.groups_done: list[int] = []
-        self.issued = 0
-        self.cached: tuple = (-1, -1, "", 0)  # last earliest() answer, valid while nothing changed
+        self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
-        self.free_ok: tuple[int, ...] = ()  # window indices not blocked by an older unissued entry
-        self.plan: list[tuple] | tuple = ()  # _plan(free_ok), rebuilt when dirty
+        self.plan: list[PlanRow] = []  # _plan of the independent entries, rebuilt when dirty
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
         self.indep = core.sim.indep_memo
-        w.clock_fn = None
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -85,28 +95,31 @@ class WarpT:
         lim = self.lim
         statics = self.statics
         sim = self.sim
+        pc = w.pc
         while len(win) < lim and not w.done and self.fetch_at <= now:
-            st = statics[w.pc]
+            st = statics[pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
                 if not win:
-                    win.append((st, None, -1, 0, True))
+                    win.append((st, None))
                     sig.append(st.index)
                     self.dirty = True
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
-            _, ctl = w.step()
+            rec = w.step()
+            pc = rec.next_pc
+            ctl = rec.ctl
             self.dirty = True
             sim.count += 1
             if sim.count > sim.max_instructions:
                 sim.count_instruction_overflow()
-            win.append((st, w.acc, w.pc, w.waited_groups, False))
+            win.append((st, rec))
             sig.append(st.index)
             if st.is_bra:
                 self.fetch_at = INF  # until the branch issues (see issue)
                 self.block_reason = "branch"
                 break
-            if ctl == BARRIER and st.bar and not w.bar_arrive_only:
+            if ctl == BARRIER and st.bar:
                 self.fetch_at = INF  # until the CTA barrier releases
                 self.block_reason = "barrier"
                 break
@@ -114,17 +127,12 @@ class WarpT:
                 break
 
     # -- the earliest cycle something can issue -------------------------------------------------------
-    def earliest(self, now: int) -> tuple[float, int, str, int]:
+    def recompute(self, now: int) -> Earliest:
         """(cycle, window index, stall reason, PTX line) of the first issuable instruction.
 
-        The answer is cached: units only get busier and the warp's own state marks it dirty, so a
-        cached future cycle is at worst optimistic and gets re-checked then."""
-        if not self.dirty and self.valid_until > now:
-            return self.cached
-        return self.recompute(now)
-
-    def recompute(self, now: int) -> tuple[float, int, str, int]:
-        """earliest() without the cache check."""
+        The scheduler reuses the answer (`cached`) while not `dirty` and before `valid_until`: units
+        only get busier and the warp's own state marks it dirty, so a cached future cycle is at worst
+        optimistic and gets re-checked then."""
         win = self.window
         if self.fetch_at <= now and len(win) < self.lim and not self.w.done:
             self.fill(now)
@@ -133,16 +141,15 @@ class WarpT:
             free = self.indep.get(key)
             if free is None:
                 free = self.indep[key] = independent([e[ST] for e in win])
-            self.free_ok = free
             self.dirty = False
-            self.plan = self._plan(free) if win else ()
+            self.plan = self._plan(free) if win else []
         if not win:
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
             if self.w.done:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        best = None
+        best: Earliest | None = None
         for tops, why, unit, gt, j, line in self.plan:
             # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
             if tops > now:
@@ -174,7 +181,7 @@ class WarpT:
             self.valid_until = best_t
         return best
 
-    def _plan(self, free: tuple[int, ...]) -> list[tuple]:
+    def _plan(self, free: tuple[int, ...]) -> list[PlanRow]:
         """Per independent window entry what does not change until this warp issues again: the cycle
         its operands are ready (scoreboard) with the reason (the first source register reaching it),
         its pipe unit, and the cycle its cp.async wait is satisfied.
@@ -185,12 +192,12 @@ class WarpT:
         ready = self.ready
         ready_mem = self.ready_mem
         units = self.units
-        out = []
-        mins: dict = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
+        out: list[PlanRow] = []
+        mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
         for j in free:
             e = win[j]
             st = e[ST]
-            t = 0
+            t: float = 0
             reason = "pipe_busy"
             for r in st.src_ids:
                 rt = ready[r]
@@ -201,10 +208,11 @@ class WarpT:
             m = mins.get(u)
             if m is not None and m <= t:
                 continue
-            gt = 0
+            gt: float = 0
             cpk = st.cpk
             if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
-                need = self.groups_done[: e[NEED_GROUPS]]
+                rec = e[REC]
+                need = self.groups_done[: rec.landed if rec is not None else 0]
                 if cpk == CP_WAIT_ALL:
                     need = need + [self.open_done]
                 gt = max(need, default=0)
@@ -217,13 +225,11 @@ class WarpT:
     def issue(self, j: int, t: int) -> None:
         core = self.core
         self.dirty = True
-        st, acc, next_pc, _, deferred = self.window.pop(j)
+        st, rec = self.window.pop(j)
         del self.sig[j]
         w = self.w
-        if deferred:  # a %clock read: execute now, at its issue cycle
-            w.clock_fn = lambda: t
-            w.step()
-            w.clock_fn = None
+        if rec is None:  # a %clock read: execute now, at its issue cycle
+            rec = w.step(t)
             sim = self.sim
             sim.count += 1
             if sim.count > sim.max_instructions:
@@ -234,8 +240,9 @@ class WarpT:
         done = t + st.lat_total
         stats = core.stats
         cpk = st.cpk
-        if st.mem and acc is not None:
-            done, extra = core.mem.access(t, acc, st.cache_op, st.atomic)
+        addrs = rec.addrs
+        if st.mem and addrs is not None:
+            done, extra = core.mem.access(t, rec.space, addrs, rec.size, rec.direction, st.cache_op)
             if extra:
                 pc = core.hw.shared.pass_cycles
                 occ += extra * pc  # replays hold the LSU path (shared.pass_cycles)
@@ -255,10 +262,9 @@ class WarpT:
             self.groups_done.append(self.open_done)
             self.open_done = 0
         if st.is_bra:
-            self._branch(st, next_pc, t)
-        if st.bar and not w.bar_arrive_only:
+            self._branch(st, rec.next_pc, t)
+        if st.bar and rec.ctl != ARRIVE:
             core.barrier_arrive(self, t)
-        self.issued += 1
         ld = done if done > t + 1 else t + 1
         if ld > self.last_done:
             self.last_done = ld
