@@ -354,3 +354,25 @@ def test_store_invalidates_the_l1_line():
     assert t_of(log, "add.s32 %r5") - t_of(log, "ld.global.ca.u32 %r4") == 8  # l1.hit_latency
     res, log = run(ld.format(d=2, u=3) + "st.global.u32 [%rd2+4], %r3;\n" + ld.format(d=4, u=5), hw, threads=1)
     assert t_of(log, "add.s32 %r5") - t_of(log, "ld.global.ca.u32 %r4") == 20  # l2.hit_latency
+
+
+def test_occupancy_counts_the_registers_ptxas_allocates():
+    """h200.yaml names sm_90a: residency uses ptxas' register count (sgemm_tiled: 32, not the 157
+    registers the PTX declares); npu7nm names no architecture, so the declared count stays, marked."""
+    from pathlib import Path
+
+    from sim.launch import launch_from_metadata, read_metadata
+    from sim.sass.tools import find_tool
+    from sim.timing.regalloc import registers_for_occupancy
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "sgemm_tiled.ptx"
+    prog = parse_ptx(path.read_text(), str(path))
+    k = prog.kernel()
+    regs, src = registers_for_occupancy(prog, k, load_hw("npu7nm"))
+    assert src.startswith("ptx-declared (estimate") and regs > 100
+    if find_tool("ptxas") is None or find_tool("nvdisasm") is None:
+        pytest.skip("ptxas/nvdisasm not installed (pip install -e '.[sass]')")
+    regs, src = registers_for_occupancy(prog, k, load_hw("h200"))
+    assert src == "ptxas" and regs == 32
+    res = simulate(prog, launch_from_metadata(read_metadata(prog.text), np.random.default_rng(0)), load_hw("h200"))
+    assert res.occupancy["regs_source"] == "ptxas" and res.occupancy["ctas_per_core"] == 8  # threads-limited

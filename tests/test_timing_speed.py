@@ -33,17 +33,18 @@ def _sgemm(size: int | None = None):
 
 
 def test_sgemm_64_pinned():
-    """The benchmark kernel at 64^3 on h200.yaml: the figures the model gave before the speed work
-    (commit ccfa5a0); an optimisation of the hot path must not change them. DRAM busy changed once, on
-    purpose: the bandwidth is shared by the 16 cores this launch keeps busy, not all 132 (units.Dram)."""
+    """The benchmark kernel at 64^3 on h200.yaml: an optimisation of the hot path must not change these
+    figures. They moved on purpose with fidelity fixes, each checked against the H200: DRAM busy once
+    when the bandwidth became shared by the cores the launch keeps busy (units.Dram); then (2026-11-30)
+    the 16 CTAs spread one per core (docs/placement.md), the sectored L2 with misses in flight
+    (docs/timing.md) and residency from ptxas' 32 registers: 5,714 -> 7,734 cycles, every CTA alike."""
     prog, L = _sgemm(64)
     r = simulate(prog, L, load_hw("h200"))
-    assert (r.cycles, r.warp_instructions) == (5714, 45952)
+    assert (r.cycles, r.warp_instructions) == (7734, 45952)
     assert r.busy == {"fma": 8448, "alu": 29696, "fp64": 0, "sfu": 0, "tensor": 0, "lsu": 39424, "branch": 1920,
-                      "sync": 1024, "shared": 17408, "dram": 20761}
-    assert sum(r.stalls.values()) == 306432
-    assert r.cycles_per_cta == [5310, 5714, 5714, 5714, 5310, 5714, 5310, 5714, 5714, 5714, 5310, 5310, 5714,
-                                5714, 5310, 4906]
+                      "sync": 1024, "shared": 17408, "dram": 34603}
+    assert sum(r.stalls.values()) == 448640
+    assert r.cycles_per_cta == [7734] * 16
 
 
 _CHILD = """

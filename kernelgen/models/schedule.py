@@ -122,9 +122,9 @@ class CycleModel:
 
 
 def occupancy_ptx(hw: HwConfig, threads: int, ptx_regs: int, smem: int) -> int:
-    """Resident CTAs per core when the registers per thread are the PTX-declared ones (capped at
-    [limits.regs_per_thread]): min([core.max_ctas], [core.max_threads], [core.max_warps],
-    [core.registers], [shared.size]) - the rule sim.timing applies when ptxas' count is unknown."""
+    """Resident CTAs per core for `ptx_regs` registers per thread (capped at [limits.regs_per_thread]):
+    min([core.max_ctas], [core.max_threads], [core.max_warps], [core.registers], [shared.size]), the
+    rule sim.timing applies (engine.occupancy)."""
     ws = hw.warp_size
     warps = -(-threads // ws)
     regs = max(1, min(ptx_regs, hw.limits.regs_per_thread))
@@ -319,7 +319,10 @@ def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
 
 
 def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
-                dram_cycles: float, miss_rate: float) -> CycleModel:
+                dram_cycles: float, miss_rate: float, regs: int) -> CycleModel:
+    """regs: the predicted registers per thread (models/registers.py, calibrated on ptxas). Residency
+    uses them where [arch] names an architecture ptxas targets, as the GPU and sim.timing do; for a
+    modelled part without one, the simulator's estimate from the PTX-declared registers."""
     from kernelgen.spec import DTYPE_BYTES
     from kernelgen.tiling import operand_tiles
 
@@ -332,7 +335,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     S = hw.core.schedulers  # [core.schedulers]
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
-    per_core = occupancy_ptx(hw, t.threads, c.ptx_regs, smem)
+    per_core = occupancy_ptx(hw, t.threads, regs if hw.arch else c.ptx_regs, smem)  # [arch]
     cores = max(1, min(hw.core.count, ctas))  # [core.count]: CTAs spread breadth-first (docs/placement.md)
     on_core = -(-ctas // cores)
     R = max(1, min(per_core, on_core))

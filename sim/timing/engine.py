@@ -17,7 +17,8 @@ from sim.ptx.ir import Program
 from sim.result import STALL_REASONS, SimResult
 from sim.timing.core import Core, CtaT
 from sim.timing.memory import DeviceMemory
-from sim.timing.static import St, register_count, regs_per_thread, statics
+from sim.timing.regalloc import registers_for_occupancy
+from sim.timing.static import St, register_count, statics
 
 if TYPE_CHECKING:
     from sim.timing.warp import WarpT
@@ -71,7 +72,11 @@ class Simulation:
         self.count = 0
         self._wid = 0
         nthreads = launch.block[0] * launch.block[1] * launch.block[2]
-        self.occupancy = occupancy(hw, nthreads, regs or regs_per_thread(k, hw), self.P.shared_size)
+        src = "given"
+        if regs is None:
+            regs, src = registers_for_occupancy(prog, k, hw)
+        self.occupancy = occupancy(hw, nthreads, regs, self.P.shared_size)
+        self.occupancy["regs_source"] = src
         self.ctas_per_core = self.occupancy["ctas_per_core"]
         ctas = list(self.P.ctas)
         self.ctas_total = len(ctas)
@@ -179,7 +184,9 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
                  k = ceil(N / CTAs per core) (outputs are then partial);
     lookahead: fetched-but-unissued instructions per warp that may issue out of order (1 = in order;
                default Core.lookahead of the hwconfig);
-    regs_per_thread: registers per thread for occupancy (default: the kernel's declared PTX registers);
+    regs_per_thread: registers per thread for occupancy (default: what ptxas allocates where hw.arch names
+                     an architecture and ptxas is installed, else the declared PTX registers; the
+                     result's occupancy['regs_source'] says which);
     warm_l2: the buffer arguments start in the L2, as after their host-to-device copies (default: an
              empty L2, every first touch a DRAM access)."""
     with np.errstate(all="ignore"):
