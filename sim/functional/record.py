@@ -7,8 +7,6 @@ from typing import Literal
 
 import numpy as np
 
-from sim.ptx.ir import Instruction
-
 Direction = Literal["read", "write", "atomic"]
 
 
@@ -20,7 +18,6 @@ class Executed:
     the byte addresses of the accessing lanes in lane order, relative to the state space (a
     generic address is resolved to shared/local/global when a load or store runs)."""
 
-    ins: Instruction
     mask: np.ndarray  # active lanes: the SIMT stack's mask and the guard predicate
     ctl: int | None = None  # None, or BRANCH, EXIT, BARRIER, ARRIVE (sim.functional.ops_mem)
     next_pc: int = -1  # the warp's pc after this instruction (-1 when the warp is done)

@@ -129,7 +129,7 @@ class Warp:
             g = self.r[ins.guard]
             m = m & ~g if ins.guard_neg else m & g
             full = full and bool(reduce_all(m))
-        rec = self.rec = Executed(ins, m)
+        rec = self.rec = Executed(m)
         self.full = full
         self.cycle = cycle
         self.instructions += 1
