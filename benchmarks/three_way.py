@@ -9,9 +9,9 @@ The GPU runs the very PTX files compiled here (carried to the device). Large gri
 sampling: the simulator runs every CTA that the whole grid deals to its first k cores (the H200 spreads
 a grid breadth-first, CTA i to SM i % SMs in the first wave: docs/placement.md), k so that about N
 CTAs run, N as many as fit a budget of warp instructions (estimated from a one-CTA probe) but at least
-one core's resident CTAs, and all CTAs when the budget allows. The total is extrapolated as waves x the
-sampled span, waves = ceil(CTAs / (cores x CTAs per core)); per-CTA cycles are the mean over the
-simulated CTAs.
+one core's resident CTAs, and all CTAs when the budget allows. The sampled cores run all their CTAs,
+every wave, so the launch's cycles are the sampled span; per-CTA cycles are the mean over the simulated
+CTAs.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def cmd_simulate(d: Path, budget: int) -> None:
         cold = simulate(prog, launch_from_metadata(meta, np.random.default_rng(0)), hw, **kw)
         waves = math.ceil(total / (hw.core.count * cpc))
         span = r.cycles
-        total_cycles = span * waves if sample < total else span
+        total_cycles = span  # the sampled cores run every CTA the grid deals them, all waves included
         pred = plan["prediction"]
         rows.append({
             "M": M, "N": N, "K": K, "tiling": plan["tiling"]["key"], "grid": list(launch.grid),
@@ -133,9 +133,9 @@ def cmd_table(measured: Path, l2: Path | None = None) -> None:
         "includes the launch overhead that dominates small shapes). Even back to back, a pycuda launch "
         "costs about 10 us "
         "of host time, so a kernel shorter than that measures the launch path, not the kernel: compare small "
-        "shapes by their per-CTA cycles. Large grids are simulated by sampling one "
-        "core's resident CTAs and extrapolating by waves (see benchmarks/three_way.py). Error = (x - measured) / "
-        "measured.",
+        "shapes by their per-CTA cycles. Large grids are simulated by sampling whole cores: every CTA the grid "
+        "deals to the first few cores, all waves (see benchmarks/three_way.py); the CTAs column gives the "
+        "sample size asked for. Error = (x - measured) / measured.",
         "",
         "| M x N x K | tiling | CTAs (simulated) | per-CTA cycles pred / sim / meas | err pred / sim | "
         "time us pred / sim / meas | err pred / sim |",
