@@ -44,35 +44,28 @@ def pipe(token: str) -> str:
     return pipe_of(Instruction(opcode, tuple(mods), [], 0, token))
 
 
-def _add(d: dict[str, int], token: str, times: int) -> None:
-    p = pipe(token)
-    d[p] = d.get(p, 0) + times
+def by_pipe(tokens: dict[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for tok, n in tokens.items():
+        p = pipe(tok)
+        out[p] = out.get(p, 0) + n
+    return out
 
 
 def tally(b: PtxBuilder, copies: tuple[int, int]) -> Counts:
-    """Counts of what ``b`` recorded. ``pre_after``: the prologue after its first
-    ``cp.async.commit_group``; ``head_alu``: the loop body's ALU instructions between its barrier and
-    its first ``ldmatrix`` (both empty for a kernel without them)."""
-    c = Counts(copies_a=copies[0], copies_b=copies[1])
-    regions = {"pre": c.pre, "iter": c.iter, "post": c.post}
-    committed = head = seen = False
-    pending = 0
-    for region, tok, times in b.ops:
-        _add(regions[region], tok, times)
-        if region == "pre":
-            if committed:
-                _add(c.pre_after, tok, times)
-            committed = committed or tok == "cp.async.commit_group"
-        elif region == "iter":
-            if tok.startswith("bar.") and not seen:
-                head, pending = True, 0
-            elif tok.startswith("ldmatrix") and not seen:
-                head, seen, c.head_alu = False, True, pending
-            elif head and pipe(tok) == "alu":
-                pending += times
-        elif tok.startswith("ld.global"):
-            c.post_loads += times
-        elif tok.startswith("st.global"):
-            c.post_stores += times
+    """Counts of what ``b`` summed. ``pre_after``: the prologue after its first
+    ``cp.async.commit_group``; ``head_alu``: the loop body's ALU instructions between its first
+    barrier and its first ``ldmatrix`` (both empty for a kernel without them)."""
+    pre, it, post = b.totals["pre"], b.totals["iter"], b.totals["post"]
+    c = Counts(by_pipe(pre), by_pipe(it), by_pipe(post), copies[0], copies[1])
+    commit = b.marks.get("cp.async.commit_group")
+    if commit is not None:
+        after = {tok: n - commit.get(tok, 0) - (tok == "cp.async.commit_group") for tok, n in pre.items()}
+        c.pre_after = {p: n for p, n in by_pipe(after).items() if n}
+    bar, ldm = b.marks.get("bar."), b.marks.get("ldmatrix")
+    if bar is not None and ldm is not None:
+        c.head_alu = by_pipe(ldm).get("alu", 0) - by_pipe(bar).get("alu", 0)
+    c.post_loads = sum(n for tok, n in post.items() if tok.startswith("ld.global"))
+    c.post_stores = sum(n for tok, n in post.items() if tok.startswith("st.global"))
     c.ptx_regs = sum(n * (2 if REG_CLASSES[k][0].endswith("64") else 1) for k, n in b.counts.items() if k != "pred")
     return c

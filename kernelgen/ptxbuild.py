@@ -3,16 +3,18 @@
 The emitters only use a conventional instruction subset (see docs/kernelgen.md) so that the
 workbench's PTX simulator can run every kernel they write.
 
-The builder also records every instruction it is handed as (region, first token, times executed
-per pass over its region): ``kernelgen.counting`` classifies them by pipe, which is how the planner
-counts the instructions of a kernel without hand-kept formulas. In counting mode (``counting=True``)
-a ``part`` seen before is replayed from its record instead of being written again.
+The builder also sums every instruction it is handed by region and first token (times executed
+per pass over its region), and keeps the region's sums just before the first of a few MARKS:
+``kernelgen.counting`` classifies them by pipe, which is how the planner counts the instructions of
+a kernel without hand-kept formulas. In counting mode (``counting=True``) a ``part`` seen before is
+replayed from its record instead of being written again.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Hashable
+from functools import cache
 from typing import Any, TypeVar
 
 R = TypeVar("R")
@@ -35,8 +37,17 @@ def f32_hex(x: float) -> str:
     return f"0f{struct.unpack('<I', struct.pack('<f', float(x)))[0]:08X}"
 
 
-# part key -> (ops, register counts added, labels added, return value) of a counting-mode part
-_PARTS: dict[Hashable, tuple[list[tuple[str, int]], dict[str, int], int, Any]] = {}
+# the first tokens whose first occurrence in a region is marked (the region's totals just before it)
+MARKS = {"pre": ("cp.async.commit_group",), "iter": ("bar.", "ldmatrix")}
+
+
+@cache
+def _mark(region: str, token: str) -> str | None:
+    return next((m for m in MARKS.get(region, ()) if token.startswith(m)), None)
+
+
+# part key -> (its instructions, the same summed by token, registers added, labels added, return value)
+_PARTS: dict[Hashable, tuple[list[tuple[str, int]], dict[str, int], dict[str, int], int, Any]] = {}
 
 
 class PtxBuilder:
@@ -47,7 +58,18 @@ class PtxBuilder:
         self.counting = counting
         self.region = "pre"  # "pre" | "iter" (one K-loop iteration) | "post"
         self.times = 1  # how many times an instruction written now runs per pass over its region
-        self.ops: list[tuple[str, str, int]] = []  # (region, first token, times)
+        self.totals: dict[str, dict[str, int]] = {"pre": {}, "iter": {}, "post": {}}  # region -> token -> times
+        self.marks: dict[str, dict[str, int]] = {}  # MARKS entry -> its region's totals just before it
+        self.recording: list[list[tuple[str, int]]] = []  # the instructions of the parts being recorded
+
+    def _count(self, token: str, times: int) -> None:
+        tot = self.totals[self.region]
+        m = _mark(self.region, token)
+        if m is not None and m not in self.marks:
+            self.marks[m] = dict(tot)
+        tot[token] = tot.get(token, 0) + times
+        for rec in self.recording:
+            rec.append((token, times))
 
     def reg(self, cls: str) -> str:
         n = self.counts[cls]
@@ -65,7 +87,7 @@ class PtxBuilder:
         """One instruction (``;`` appended)."""
         self.lines.append(f"\t{text};")
         head = text.split(" ", 2)
-        self.ops.append((self.region, head[1] if head[0][0] == "@" else head[0], self.times))
+        self._count(head[1] if head[0][0] == "@" else head[0], self.times)
 
     def part(self, key: Hashable, write: Callable[[], R]) -> R:
         """Run ``write`` (it writes instructions into this builder). In counting mode the first run
@@ -75,13 +97,27 @@ class PtxBuilder:
             return write()
         hit = _PARTS.get(key)
         if hit is None:
-            n0, regs0, labels0 = len(self.ops), dict(self.counts), self.label_n
-            out = write()
-            ops = [(tok, times) for _, tok, times in self.ops[n0:]]
-            _PARTS[key] = (ops, {k: v - regs0[k] for k, v in self.counts.items()}, self.label_n - labels0, out)
+            ops: list[tuple[str, int]] = []
+            regs0, labels0 = dict(self.counts), self.label_n
+            self.recording.append(ops)
+            try:
+                out = write()
+            finally:
+                self.recording.pop()
+            summed: dict[str, int] = {}
+            for tok, times in ops:
+                summed[tok] = summed.get(tok, 0) + times
+            _PARTS[key] = (ops, summed, {k: v - regs0[k] for k, v in self.counts.items()}, self.label_n - labels0,
+                           out)
             return out
-        ops, regs, labels, out = hit
-        self.ops.extend((self.region, tok, times) for tok, times in ops)
+        ops, summed, regs, labels, out = hit
+        if any((m := _mark(self.region, tok)) is not None and m not in self.marks for tok in summed):
+            for tok, times in ops:  # a first occurrence inside: in order
+                self._count(tok, times)
+        else:
+            tot = self.totals[self.region]
+            for tok, times in summed.items():
+                tot[tok] = tot.get(tok, 0) + times
         for k, v in regs.items():
             self.counts[k] += v
         self.label_n += labels
