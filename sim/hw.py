@@ -131,6 +131,19 @@ class HwConfig:
                 return p
         raise KeyError(f"{self.path}: no pipe serves class {pipe_class!r}")
 
+    def resident_limits(self, threads: int, regs: int, smem: int) -> dict[str, int]:
+        """CTAs of `threads` threads (warp-rounded), `regs` registers each and `smem` shared bytes that
+        one core holds, per limit, keyed by the field that sets it: the one occupancy rule that the
+        simulator (sim.timing) and the planner (kernelgen) both apply; residency is the smallest."""
+        t = -(-threads // self.warp_size) * self.warp_size
+        return {
+            "core.max_ctas": self.core.max_ctas,
+            "core.max_threads": self.core.max_threads // t,
+            "core.max_warps": self.core.max_warps // (t // self.warp_size),
+            "core.registers": self.core.registers // max(1, regs * t),
+            "shared.size": self.shared.size // max(1, smem),
+        }
+
     @property
     def dram_bytes_per_cycle(self) -> float:
         """global.bandwidth_gbps / clock_mhz: bytes per core-clock cycle, whole device."""

@@ -85,14 +85,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         cyc[name] = ops / (p.lanes * p.count)  # [pipes[].lanes], [pipes[].count]
     bound = max(cyc, key=lambda k: cyc[k])
     T = t.threads
-    warps = -(-T // hw.warp_size)
-    lim = {
-        "core.max_ctas": hw.core.max_ctas,
-        "core.max_threads": hw.core.max_threads // T,
-        "core.max_warps": hw.core.max_warps // warps,
-        "core.registers": hw.core.registers // max(1, regs * T),
-        "shared.size": hw.shared.size // max(1, smem),
-    }
+    lim = hw.resident_limits(T, regs, smem)
     by = min(lim, key=lambda k: lim[k])
     per_core = lim[by]
     ctas = -(-M // t.bm) * -(-N // t.bn)
@@ -123,13 +116,10 @@ class CycleModel:
 
 def occupancy_ptx(hw: HwConfig, threads: int, ptx_regs: int, smem: int) -> int:
     """Resident CTAs per core for `ptx_regs` registers per thread (capped at [limits.regs_per_thread]):
-    min([core.max_ctas], [core.max_threads], [core.max_warps], [core.registers], [shared.size]), the
-    rule sim.timing applies (engine.occupancy)."""
-    ws = hw.warp_size
-    warps = -(-threads // ws)
+    the smallest of HwConfig.resident_limits ([core.max_ctas], [core.max_threads], [core.max_warps],
+    [core.registers], [shared.size]), the rule sim.timing applies."""
     regs = max(1, min(ptx_regs, hw.limits.regs_per_thread))
-    return max(1, min(hw.core.max_ctas, hw.core.max_threads // (warps * ws), hw.core.max_warps // warps,
-                      hw.core.registers // (regs * warps * ws), hw.shared.size // max(1, smem)))
+    return max(1, min(hw.resident_limits(threads, regs, smem).values()))
 
 
 def _occ(p: Pipe, ops: int) -> int:

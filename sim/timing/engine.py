@@ -158,18 +158,11 @@ class Simulation:
 
 
 def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict[str, Any]:
-    """Resident CTAs per core: min over Core.max_ctas, Core.max_threads, Core.max_warps,
-    Core.registers (regs per thread x warp-rounded threads) and SharedMemory.size."""
-    warps = -(-nthreads // hw.warp_size)
-    lim = {
-        "blocks": hw.core.max_ctas,
-        "threads": hw.core.max_threads // (warps * hw.warp_size),
-        "warps": hw.core.max_warps // warps,
-        "registers": hw.core.registers // (regs * warps * hw.warp_size),
-        "shared": hw.shared.size // max(1, smem),
-    }
+    """Resident CTAs per core: the smallest of HwConfig.resident_limits."""
+    lim = hw.resident_limits(nthreads, regs, smem)
     limiter = min(lim, key=lambda k: lim[k])
     n = max(1, lim[limiter])
+    warps = -(-nthreads // hw.warp_size)
     return {"ctas_per_core": n, "warps_per_core": n * warps, "regs_per_thread": regs, "limiter": limiter,
             "limits": lim}
 
