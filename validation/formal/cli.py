@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import z3
+from z3.z3util import get_vars
 
 from sim.errors import UsageError
 from sim.launch import parse_dim3, read_metadata
@@ -135,8 +136,9 @@ def check_extents(ctx: Context, terms: dict[str, tuple], timeout_ms: int = 10_00
         if s.check() != z3.sat:
             continue
         m = s.model()
+        used = {x.get_id() for e in (iv, *divisors) for x in get_vars(e)}
         vals = ", ".join(f"{ctx.param_label(q)}={m.eval(v, model_completion=True)}" for q, v in ctx.param_syms.items()
-                         if any(str(v) in str(x) for x in (iv, *divisors)))
+                         if v.get_id() in used)
         raise UsageError(f"{where}: the size can be negative, divide by zero or exceed 2^48 bytes"
                          f"{' (' + vals + ')' if vals else ''}; give a non-negative byte count for every "
                          "--param value", ctx.k.file)
