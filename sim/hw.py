@@ -144,6 +144,11 @@ class HwConfig:
             "shared.size": self.shared.size // max(1, smem),
         }
 
+    def cores_used(self, ctas: int) -> int:
+        """Cores a launch of `ctas` CTAs runs on: the GPU spreads a grid breadth-first over its SMs,
+        one CTA per SM up to core.count (measured on the H200: docs/placement.md)."""
+        return max(1, min(self.core.count, ctas))
+
     @property
     def dram_bytes_per_cycle(self) -> float:
         """global.bandwidth_gbps / clock_mhz: bytes per core-clock cycle, whole device."""

@@ -326,7 +326,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     per_core = occupancy_ptx(hw, t.threads, regs if hw.arch else c.ptx_regs, smem)  # [arch]
-    cores = max(1, min(hw.core.count, ctas))  # [core.count]: CTAs spread breadth-first (docs/placement.md)
+    cores = hw.cores_used(ctas)  # [core.count]: CTAs spread breadth-first (docs/placement.md)
     on_core = -(-ctas // cores)
     R = max(1, min(per_core, on_core))
     rounds = -(-on_core // R)

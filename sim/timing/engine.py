@@ -80,10 +80,9 @@ class Simulation:
         self.ctas_per_core = self.occupancy["ctas_per_core"]
         ctas = list(self.P.ctas)
         self.ctas_total = len(ctas)
-        # the GPU spreads a grid breadth-first over its SMs: G <= [core.count] CTAs run one per core,
-        # a larger wave is dealt evenly (measured: docs/placement.md); the first wave deals CTA i to
-        # core i % cores, so a sample takes every CTA of its first k cores, as the whole grid deals them
-        spread = min(hw.core.count, self.ctas_total)
+        # the first wave deals CTA i to core i % cores (HwConfig.cores_used), so a sample takes every
+        # CTA of its first k cores, as the whole grid deals them
+        spread = hw.cores_used(self.ctas_total)
         ncores = spread
         if sample_ctas is not None:
             per_core = min(self.ctas_per_core, -(-self.ctas_total // spread))
