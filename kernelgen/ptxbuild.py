@@ -85,7 +85,8 @@ class PtxBuilder:
 
     def i(self, text: str) -> None:
         """One instruction (``;`` appended)."""
-        self.lines.append(f"\t{text};")
+        if not self.counting:
+            self.lines.append(f"\t{text};")
         head = text.split(" ", 2)
         self._count(head[1] if head[0][0] == "@" else head[0], self.times)
 
@@ -124,6 +125,8 @@ class PtxBuilder:
         return out
 
     def comment(self, text: str) -> None:
+        if self.counting:
+            return
         self.lines.append("")
         for ln in text.splitlines():
             self.lines.append(f"\t// {ln}")

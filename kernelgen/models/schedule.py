@@ -128,6 +128,39 @@ def _occ(p: Pipe, ops: int) -> int:
 
 
 @lru_cache(maxsize=4096)
+def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: int, kt: int, ti: int
+                ) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """The [l1.line]-sized lines each warp's copy j of operand `ti` touches in K tile `kt` (sorted),
+    from the emitter's chunk coordinates, bounds-predicated lanes skipped; A and B allocated back to
+    back, 256-byte aligned (see _copy_line_latencies)."""
+    import numpy as np
+
+    base = 0
+    for (rows_all, ld, elem) in ((e[1], e[0], g[4]) for e, g in zip(ext[:ti], tiles[:ti])):
+        base += -(-rows_all * ld * elem // 256) * 256
+    rows, cols, vec, cpr, elem, kcol = tiles[ti]
+    ld_ext, row_lim, col_lim = ext[ti]
+    n = rows * (cols // vec) // threads
+    W = -(-threads // ws)
+    lanes = np.arange(W * ws, dtype=np.int64)
+    e = lanes[None, :] + np.arange(n, dtype=np.int64)[:, None] * threads
+    r, c = e // cpr, (e % cpr) * vec
+    gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
+    ok = (gr < row_lim) & (gc < col_lim) & (lanes < threads)[None, :]
+    ln = np.where(ok, (base + (gr * ld_ext + gc) * elem) // line, -1).reshape(n, W, ws)
+    srt = np.sort(ln, axis=-1)
+    keep = (srt >= 0) & np.concatenate([np.ones((n, W, 1), bool), srt[..., 1:] != srt[..., :-1]], axis=-1)
+    counts = keep.sum(axis=-1).ravel().tolist()
+    flat = srt[keep].tolist()
+    out: list[tuple[int, ...]] = []
+    i = 0
+    for k in counts:
+        out.append(tuple(flat[i:i + k]))
+        i += k
+    return tuple(tuple(out[j * W:(j + 1) * W]) for j in range(n))
+
+
+@lru_cache(maxsize=4096)
 def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
                          l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
                          sharers: tuple[int, int] = (1, 1), near: tuple[int, int] = (1, 1)
@@ -154,11 +187,6 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     W = -(-threads // ws)
     sets: list[OrderedDict] = [OrderedDict() for _ in range(max(1, l1_sets))]
     ever: set[int] = set()
-    base = 0
-    bases = []
-    for (rows_all, _ld, _elem) in ((e[1], e[0], g[4]) for e, g in zip(ext, tiles)):
-        bases.append(base)
-        base += -(-rows_all * _ld * _elem // 256) * 256
     # a line of [l1.line] bytes holds line / (TILE_K x element) K tiles of a K-contiguous row: the later
     # K tiles alternate between touching new lines and hitting the L1 with that period
     period = max([1] + [line // max(1, bk * g[4]) for g in tiles if g[5]])
@@ -166,23 +194,14 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     for kt in range(min(1 + min(period, 8), ktiles)):
         acc = [0.0] * W
         rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in range(W)]
-        for ti, (tile_geom, e_lim) in enumerate(zip(tiles, ext)):
-            rows, cols, vec, cpr, elem, kcol = tile_geom
-            ld_ext, row_lim, col_lim = e_lim
-            n = rows * (cols // vec) // threads
-            for j in range(n):
+        for ti in range(len(tiles)):
+            per_copy_lines = _warp_lines(tiles, threads, ws, ext, bk, line, kt, ti)
+            for by_warp in per_copy_lines:
                 for w in sorted(range(W), key=lambda w: (acc[w], w)):
-                    lines = set()
-                    for lane in range(w * ws, min(threads, (w + 1) * ws)):
-                        e = lane + j * threads
-                        r, c = e // cpr, (e % cpr) * vec
-                        gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
-                        if gr >= row_lim or gc >= col_lim:
-                            continue
-                        lines.add((bases[ti] + (gr * ld_ext + gc) * elem) // line)
+                    lines = by_warp[w]
                     worst = old = 0.0
                     new_line = False  # does this copy touch a line no earlier access touched?
-                    for ln in sorted(lines):
+                    for ln in lines:
                         st = sets[ln % len(sets)]
                         if ln in st:
                             lat = l1_lat
@@ -245,20 +264,22 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
     """Warp iterations per cycle of n identical warps cycling through `stations` (per-warp demand in
     cycles, units the warps are spread over) plus a pure delay: exact mean-value analysis of the
     closed product-form network, the n warps split evenly over a station's units."""
-    st = [(d, u) for d, u in stations if d > 0]
-    q = [0.0] * len(st)
-    busy = [0.0] * len(st)
+    ds = [d for d, _ in stations if d > 0]
+    us = [u for d, u in stations if d > 0]
+    q = [0.0] * len(ds)
+    busy = [0.0] * len(ds)
     x = 0.0
     for k in range(1, n + 1):
         # an arriving warp waits for the queue ahead; the one in service has half its (fixed, not
         # memoryless) occupancy left on average
-        r = [d * (1.0 + q[i] - busy[i] / 2) for i, (d, _) in enumerate(st)]
+        r = [d * (1.0 + qi - bi / 2) for d, qi, bi in zip(ds, q, busy)]
         x_new = k / max(1e-9, sum(r) + delay)
         if x_new - x < 1e-5 * x_new:  # saturated: more warps add nothing
             return x_new
         x = x_new
-        q = [x * r[i] / min(k, u) for i, (_, u) in enumerate(st)]
-        busy = [min(1.0, x * d / min(k, u)) for d, u in st]
+        m = [k if k < u else u for u in us]
+        q = [x * ri / mi for ri, mi in zip(r, m)]
+        busy = [min(1.0, x * d / mi) for d, mi in zip(ds, m)]
     return x
 
 
@@ -335,8 +356,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
     rf = v.rf_extra(spec, t, hw, c)
 
+    occ_tab: dict[str, float] = {}
+
     def occ_of(cls: str) -> float:
-        return _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)  # m16n8k16 = 2048 MACs
+        v = occ_tab.get(cls)
+        if v is None:  # m16n8k16 = 2048 MACs
+            v = occ_tab[cls] = _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)
+        return v
 
     def demand(region: Mapping[str, float]) -> dict[str, float]:
         """Per-warp cycles on each pipe (by pipe name) for a region's instructions."""
@@ -397,25 +423,27 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         RW = R * W  # the resident CTAs start together and keep in step (same instruction stream)
         ncopy = max(1, n_a + n_b)
 
+        # each copy's issue cost (the larger of its address arithmetic's throughput and dependence
+        # chain) before its load's latency, and the last copy's cvt + st.shared after it
+        steps: list[float] = []
+        prev_dep = 0
+        for n, dt in ((n_a, spec.dtype_a), (n_b, spec.dtype_b)):
+            dep = 1 + (dt != "f32")  # (cvt +) st.shared after the load
+            for j in range(n):
+                pre_alu = 10 + (2 if j == 0 else 0)  # variants/simt.py: 9 address ops + mov zero (+2 per operand)
+                rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
+                after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
+                thr = resources({"alu": max(0, rem) + after, "lsu": 1 + (1 if prev_dep else 0)}, RW,
+                                copy_extra / ncopy if prev_dep else 0)[0]
+                steps.append(max(thr, min(max(0, rem), _ADDR_DEPTH) * alu.latency))
+                prev_dep = dep
+        copy_tail = resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
+
         def copy_chain(lats: tuple[float, ...]) -> float:
             cc = 0.0
-            prev_dep = 0
-            idx = 0
-            for n, dt in ((n_a, spec.dtype_a), (n_b, spec.dtype_b)):
-                dep = 1 + (dt != "f32")  # (cvt +) st.shared after the load
-                for j in range(n):
-                    lat = lats[idx] if idx < len(lats) else lats[-1]
-                    idx += 1
-                    pre_alu = 10 + (2 if j == 0 else 0)  # variants/simt.py: 9 address ops + mov zero (+2 per operand)
-                    rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
-                    after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
-                    thr = resources({"alu": max(0, rem) + after, "lsu": 1 + (1 if prev_dep else 0)}, RW,
-                                    copy_extra / ncopy if prev_dep else 0)[0]
-                    cc += max(thr, min(max(0, rem), _ADDR_DEPTH) * alu.latency) + lat
-                    prev_dep = dep
-            # the last copy's cvt and st.shared (with its conflict passes) in every warp
-            cc += resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
-            return cc
+            for idx, step in enumerate(steps):
+                cc += step + (lats[idx] if idx < len(lats) else lats[-1])
+            return cc + copy_tail
 
         # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
         # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
