@@ -16,6 +16,7 @@ import pathlib
 import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -63,6 +64,15 @@ class RegisterFile:
     banks: int
     read_ports: int  # read ports per bank per cycle
     latency: int  # operand read latency in cycles
+
+    def conflict_cycles(self, regs: Iterable[int]) -> int:
+        """Extra operand-read cycles of one instruction reading the (distinct) registers numbered
+        `regs`: max over banks of ceil(reads / read_ports) - 1, bank = register number % banks. The
+        one rule sim.timing (RegBanks) and the planner (kernelgen) charge."""
+        per: dict[int, int] = {}
+        for r in regs:
+            per[r % self.banks] = per.get(r % self.banks, 0) + 1
+        return max(0, max(-(-n // self.read_ports) for n in per.values()) - 1) if per else 0
 
 
 @dataclass(frozen=True)

@@ -267,3 +267,25 @@ def test_alias_bomb_and_recursive_alias_are_one_line(tmp_path):
     assert "alias expansion" in _error(str(p)) and time.monotonic() - t < 5
     p.write_text("version: 1\ncore: &c\n  inner: *c\n")
     assert "recursive alias" in _error(str(p))
+
+
+@pytest.mark.parametrize("name", ["npu7nm.yaml", "h200.yaml"])
+def test_register_bank_rule_is_one_rule(name):
+    """sim.timing's RegBanks and the planner's bank_extra charge RegisterFile.conflict_cycles: the
+    same cycles for the same registers, and the rule itself on a hand-counted case."""
+    import random
+
+    from kernelgen.models.schedule import bank_extra
+    from sim.timing.units import RegBanks
+
+    hw = load_hw(name)
+    rf = hw.registers
+    rng = random.Random(7)
+    for _ in range(200):
+        regs = [rng.randrange(64) for _ in range(rng.randrange(1, 5))]
+        sim_cost = RegBanks(rf).extra_cycles(tuple(f"%f{r}" for r in regs))
+        assert sim_cost == bank_extra(regs, hw) == rf.conflict_cycles(set(regs))
+    # banks registers apart share a bank: read_ports + 1 of them cost one extra cycle
+    same_bank = [i * rf.banks for i in range(rf.read_ports + 1)]
+    assert rf.conflict_cycles(same_bank) == 1
+    assert rf.conflict_cycles(range(rf.banks)) == 0

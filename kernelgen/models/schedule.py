@@ -253,11 +253,8 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
 
 
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
-    """sim.timing RegBanks: max over [registers.banks] of ceil(reads / [registers.read_ports]) - 1."""
-    per: dict[int, int] = {}
-    for r in set(regs):
-        per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
-    return max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1) if per else 0
+    """sim.timing RegBanks: [registers] conflict cycles of the distinct registers `regs`."""
+    return hw.registers.conflict_cycles(set(regs))
 
 
 def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> float:

@@ -410,10 +410,7 @@ class Mma:
 
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         # 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
-        per: dict[int, int] = {}
-        for r in (0, 1, 2, 3, 0, 1, 0, 1, 2, 3):
-            per[r % hw.registers.banks] = per.get(r % hw.registers.banks, 0) + 1
-        return {"tensor": max(0, max(-(-n // hw.registers.read_ports) for n in per.values()) - 1)}
+        return {"tensor": hw.registers.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))}
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -32,15 +32,12 @@ class RegBanks:
         self.rf = rf
 
     def extra_cycles(self, srcs: tuple[str, ...]) -> int:
-        """max over banks of ceil(reads / read_ports) - 1; bank = register number % banks."""
-        per: dict[int, int] = {}
+        """RegisterFile.conflict_cycles of the distinct source registers (number = the name's digits)."""
+        nums = []
         for r in set(srcs):
             digits = "".join(c for c in r if c.isdigit())
-            b = (int(digits) if digits else 0) % self.rf.banks
-            per[b] = per.get(b, 0) + 1
-        if not per:
-            return 0
-        return max(0, max(-(-n // self.rf.read_ports) for n in per.values()) - 1)
+            nums.append(int(digits) if digits else 0)
+        return self.rf.conflict_cycles(nums)
 
 
 class SharedBanks:
