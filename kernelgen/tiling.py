@@ -139,12 +139,6 @@ def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
     return a, b
 
 
-def contiguous_dim(spec: GemmSpec, operand: str) -> str:
-    if operand == "a":
-        return "k" if spec.layout_a == "row" else "m"
-    return "n" if spec.layout_b == "row" else "k"
-
-
 # ---- shared-memory access sites (warp 0), shared by the emitters and the bank-conflict model ----
 
 @dataclass(frozen=True)

@@ -60,23 +60,7 @@ def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     return score, passes, phases
 
 
-def _sum_sites(sites: list[Site], banks: int, width: int) -> tuple[float, int, int]:
-    score, passes, accesses = 0.0, 0, 0
-    seen: dict[tuple[int, ...], tuple[float, int, int]] = {}
-    for s in sites:
-        # a constant shift by whole words is a cyclic bank rotation: same score, same passes
-        k0 = s.addrs[0] - s.addrs[0] % width
-        key = (s.width, *(a - k0 for a in s.addrs))
-        if key not in seen:
-            seen[key] = site_score(s, banks, width)
-        sc, ps, ph = seen[key]
-        score += sc * s.per_iteration
-        passes += ps * s.per_iteration
-        accesses += ph * s.per_iteration
-    return score, passes, accesses
 
-
-@lru_cache(maxsize=65536)
 def _shifted_site(kind: str, width: int, addrs: tuple[int, ...], banks: int, bw: int) -> tuple[float, int, int]:
     return site_score(Site("", kind, width, addrs, 1), banks, bw)
 

@@ -579,10 +579,6 @@ def b_setp(ins, cx):
     return run
 
 
-def b_set(ins, cx):
-    raise cx.err(ins, "set is not supported: use setp + selp")
-
-
 def b_selp(ins, cx):
     t = cx.type1(ins)
     d, a, b, c = ins.operands[:4]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,11 +189,6 @@ def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAUL
             total += run_cta_functional(P, cta, budget)
             budget[0] = max_instructions - total
         return FunctionalResult(read_outputs(P, launch), total, len(P.ctas))
-
-
-def iter_ctas(P: Prepared) -> Iterator[CTA]:
-    for ctaid in P.ctas:
-        yield make_cta(P, ctaid)
 
 
 __all__ = ["run_functional", "prepare", "decode", "PtxError", "FunctionalResult"]

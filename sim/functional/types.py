@@ -90,10 +90,6 @@ def f64_to_bf16(x: np.ndarray) -> np.ndarray:
     return f32_to_bf16(u.view(np.float32))
 
 
-def f16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
-    return bits.view(np.float16).astype(np.float32)
-
-
 # -- exact fused multiply-add --------------------------------------------------------------------
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """a*b+c rounded once to f32. The f64 product is exact; the f64 sum can only mislead the final
