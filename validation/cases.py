@@ -70,6 +70,12 @@ FORMAL_QUICK: dict[GemmCase, int] = {
 THREE_WAY_SHAPES: tuple[Shape, ...] = ((16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512),
                                        (1024, 1024, 1024), (64, 4096, 4096), (4096, 4096, 4096))
 
+#: The planner's top 4 candidates over the whole space (both variants), each run on the H200
+#: (benchmarks/top4.py): is the pick within 5% of the measured fastest, f16.
+TOP4_SHAPES: tuple[Shape, ...] = ((128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024),
+                                  (2048, 2048, 2048), (4096, 4096, 4096), (64, 4096, 4096), (128, 4096, 7168),
+                                  (4096, 4096, 512), (1024, 8192, 1024))
+
 #: Generated kernels against cuBLAS on the H200 (benchmarks/gpu_bench.py), bf16 and f16.
 SPEED_SHAPES: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (128, 4096, 7168))
 
