@@ -56,6 +56,8 @@ class Core:
     # fetched, not yet issued instructions a warp may issue out of order when independent: stands
     # for the static scheduling ptxas does when it turns PTX into SASS (1 = strict in-order issue)
     lookahead: int = 8
+    # bytes per cycle one core receives from the L2 (its port on the network-on-chip); None: not limited
+    fill_bytes_per_cycle: float | None = None
 
 
 @dataclass(frozen=True)

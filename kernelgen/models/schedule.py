@@ -584,13 +584,21 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             # [dram.latency] when it is first on either operand, else [l2.hit_latency]
             p_miss = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
             lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
-        # the copy latency the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
+        # A K tile lands its first access's latency plus its transfer after the copies issue: the R
+        # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) and, for the
+        # missing part, the core's share of DRAM ([dram.bandwidth_gbps] over the `cores` copying at
+        # once); measured on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2,
+        # 1,361-1,980 from DRAM, against one access's 278 / 682)
+        port = hw.core.fill_bytes_per_cycle
+        transfer = max(R * tile_bytes / port if port else 0.0,
+                       R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
+        # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
         # (the copies of tile kt + S_ - 1 issue after the barrier and the copy arithmetic, so that much
         # of the S_ - 1 iterations does not cover them)
-        exposed = max(0.0, lg - ((S_ - 1) * base - bar - head * share)) * (ktiles - 1) / ktiles
+        exposed = max(0.0, lg + transfer - ((S_ - 1) * base - bar - head * share)) * (ktiles - 1) / ktiles
         lat_iter = base + exposed
-        terms.update(exposed=exposed, compute=chain_comp, mva=t_n, fill=fill / R)
+        terms.update(exposed=exposed, transfer=transfer, compute=chain_comp, mva=t_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
     terms.update(latency=lat_iter, dram=dram_iter, extra_passes=float(extra_passes), **{"res_" + res_key: res_all})
     iter_c = max(lat_iter, res_all, dram_iter)
