@@ -71,7 +71,8 @@ def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
     return {"time_ms": m.wall_ms_median, "time_ms_batched": m.extra.get("time_ms_batched"),
             "check": m.check, "per_cta_cycles": m.per_cta_cycles,
             "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
-            "device": m.device, "registers": m.extra.get("num_regs")}
+            "device": m.device, "registers": m.extra.get("num_regs"),
+            "phase_cycles": m.extra.get("profile_phase_cycles")}
 
 
 def main() -> int:

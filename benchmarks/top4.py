@@ -51,8 +51,16 @@ def cmd_compile(d: Path) -> None:
             (out / "kernel.ptx").write_text(get(ev.tiling.variant).emit(spec, ev.tiling, pred, profile=True))
             (out / "meta.json").write_text(json.dumps({"shape": list(shape), "rank": rank, "tiling": ev.tiling.key(),
                                                        "predicted_cycles": ev.cycles,
-                                                       "predicted_cycles_per_cta": ev.cycles_per_cta}))
+                                                       "predicted_cycles_per_cta": ev.cycles_per_cta,
+                                                       **_phases(ev, shape)}))
         print("compiled", name, [ev.tiling.key() for ev in p.survivors[:TOP]], flush=True)
+
+
+def _phases(ev, shape: tuple[int, ...]) -> dict:
+    """The planner's per-CTA prologue, K loop (K tiles x one iteration) and epilogue cycles."""
+    cm = ev.model
+    ktiles = -(-shape[2] // ev.tiling.bk)
+    return {"predicted_phases": [round(cm.pre_cycles), round(ktiles * cm.iter_cycles), round(cm.post_cycles)]}
 
 
 def cmd_gpu(d: Path, out: Path, repeats: int) -> None:
@@ -100,7 +108,8 @@ def repredict(rows: list[dict]) -> str:
         for r in rows:
             if tuple(r["shape"]) == shape:
                 i, ev = by_key[r["tiling"]]
-                r.update(rank=i, predicted_cycles=ev.cycles, predicted_cycles_per_cta=ev.cycles_per_cta)
+                r.update(rank=i, predicted_cycles=ev.cycles, predicted_cycles_per_cta=ev.cycles_per_cta,
+                         **_phases(ev, shape))
     return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
 
@@ -154,6 +163,19 @@ def cmd_table(measured: Path, doc: Path, again: bool = False) -> None:
               f"(target: 80%). Predicted per-CTA cycles against measured over all {len(errs)} candidates: "
               f"MAPE **{100 * sum(errs) / max(1, len(errs)):.1f}%**, median {100 * errs[len(errs) // 2]:.1f}%, "
               f"worst {100 * errs[-1]:.1f}%." if errs else "", ""]
+    picks = [r for r in rows if r["rank"] == 0 and r.get("phase_cycles") and r.get("predicted_phases")]
+    if picks:
+        lines += ["## Where the time goes (the picks)", "",
+                  "Measured: thread 0's clock64 between the profile slots (CTA start, before the K loop, after it, "
+                  "after the final barrier), mean over the CTAs; predicted: the cycle model's prologue, K tiles x "
+                  "iteration, epilogue (per CTA).", "",
+                  "| M x N x K | tiling | prologue meas / pred | K loop meas / pred | epilogue meas / pred |",
+                  "|---|---|---|---|---|"]
+        for r in picks:
+            m, p = r["phase_cycles"], r["predicted_phases"]
+            cells = " | ".join(f"{a:,.0f} / {b:,} ({100 * (b - a) / a:+.0f}%)" for a, b in zip(m, p))
+            lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['tiling']} | {cells} |")
+        lines.append("")
     # candidates that differ only in their pipeline depth: does the model see what the GPU does?
     pairs = []
     for r in rows:

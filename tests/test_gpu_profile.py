@@ -39,6 +39,8 @@ def test_profile_kernel_reports_per_cta_cycles(tmp_path):
     assert all(c > 0 for c in m.per_cta_cycles)
     raw = m.outputs[prof["param"]].view(np.uint64).reshape(ctas, prof["slots"]).astype(np.int64)
     assert (np.diff(raw, axis=1) >= 0).all()  # start <= loop start <= loop end <= end in every CTA
+    phases = m.extra["profile_phase_cycles"]  # prologue, K loop, epilogue
+    assert len(phases) == prof["slots"] - 1 and abs(sum(phases) - np.mean(m.per_cta_cycles)) < 1e-6 * sum(phases)
 
 
 def test_live_calibration_figure_matches_committed_measurement():

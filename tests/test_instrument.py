@@ -131,3 +131,20 @@ def test_same_outputs_and_spans(path):
     for c, span in spans.items():
         own = r0.cycles_per_cta[c]
         assert abs(span - own) <= CASES[path], (c, span, own)
+
+
+def test_profile_phases_are_slot_differences_averaged_over_ctas():
+    """validation.gpu._phase_means: per-phase mean of consecutive clock64 slots; they add up to the
+    mean per-CTA span that _per_cta_cycles reports."""
+    import numpy as np
+
+    from validation.gpu import _per_cta_cycles, _phase_means
+
+    rng = np.random.default_rng(3)
+    starts = rng.integers(1 << 40, 1 << 41, size=7)
+    steps = rng.integers(10, 5000, size=(7, 3))
+    slots = np.concatenate([starts[:, None], starts[:, None] + np.cumsum(steps, axis=1)], axis=1).astype(np.uint64)
+    phases = _phase_means(slots.ravel(), 4)
+    assert np.allclose(phases, steps.mean(axis=0))
+    assert abs(sum(phases) - np.mean(_per_cta_cycles(slots.ravel(), 4))) < 1e-6
+    assert _phase_means(slots.ravel(), 2) == []

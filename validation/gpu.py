@@ -124,6 +124,16 @@ def _per_cta_cycles(arr: np.ndarray, slots: int | None) -> list[int]:
     return [int(x) for x in vals]
 
 
+def _phase_means(arr: np.ndarray, slots: int | None) -> list[float]:
+    """Mean over the CTAs of slot[k+1] - slot[k] (thread 0's clock64 between consecutive profile slots:
+    a kernelgen kernel's prologue, K loop and epilogue); empty without 3+ slots."""
+    vals = np.asarray(arr).view(np.uint64) if arr.dtype.itemsize == 8 else np.asarray(arr).astype(np.uint64)
+    if not slots or slots < 3 or vals.size % slots:
+        return []
+    v = vals.reshape(-1, slots).astype(np.int64)
+    return [float(x) for x in np.diff(v, axis=1).mean(axis=0)]
+
+
 # --------------------------------------------------------------------------------------------
 # the runner
 
@@ -303,6 +313,9 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
     for i, r in enumerate(roles):
         if r == "profile" and i in outputs:
             per_cta = _per_cta_cycles(outputs[i], profile_slots)
+            phases = _phase_means(outputs[i], profile_slots)
+            if phases:
+                extra["profile_phase_cycles"] = phases
             break
     return Measured(
         wall_ms_median=float(statistics.median(times)),
