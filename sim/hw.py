@@ -58,6 +58,8 @@ class Core:
     lookahead: int = 8
     # bytes per cycle one core receives from the L2 (its port on the network-on-chip); None: not limited
     fill_bytes_per_cycle: float | None = None
+    # bytes per cycle of global stores one core drains towards the L2; None: not limited
+    store_bytes_per_cycle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Cache:
     assoc: int
     policy: str  # "lru"
     hit_latency: int  # cycles
+    # GB/s of stores this level absorbs from all cores together; None: not limited
+    write_bandwidth_gbps: float | None = None
 
 
 @dataclass(frozen=True)

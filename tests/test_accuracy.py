@@ -28,8 +28,6 @@ _SECTORS = ("sectored L2 with misses in flight (a miss fetches only its 32-byte 
             "sector misses again; a request waits for the fill in flight): not in the planner's miss model")
 KNOWN_MISSES = {
     ("h200", (33, 17, 40), "simt", "f32"): _SPREAD,
-    ("h200", (33, 17, 40), "simt", "f16"): _SPREAD,
-    ("h200", (33, 17, 40), "simt", "bf16"): _SPREAD,
     ("h200", (16, 16, 16), "simt", "f16"): _SECTORS,
     ("h200", (16, 16, 16), "simt", "bf16"): _SECTORS,
     ("npu7nm.yaml", (33, 17, 40), "simt", "f32"): _SECTORS,

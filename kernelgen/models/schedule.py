@@ -609,7 +609,16 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # copies) issues under it
         first = dram_lat if miss_rate > 0 else l2_lat
         pre += max(0.0, first - resources(c.pre_after, R * W)[0])
-    post = resources(c.post, R * W)[0] + (l2_lat if c.post_loads else 0) + lsu.latency
+    # The epilogue's stores drain at the core's store rate ([core.store_bytes_per_cycle]) or its share
+    # of what the L2 absorbs from every core storing at once ([l2.write_bandwidth_gbps]): measured on the
+    # H200 for this store pattern in docs/micro-store.md (a 128x256 f32 tile: 16k cycles alone, 27k
+    # with 128 CTAs), where issuing them ([pipes[lsu]]) takes a few hundred cycles
+    out_bytes = R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
+    l2_w = hw.l2.write_bandwidth_gbps
+    rates = [x for x in (hw.core.store_bytes_per_cycle, l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]
+    drain = out_bytes / min(rates) if rates else 0.0
+    post = max(resources(c.post, R * W)[0], drain) + (l2_lat if c.post_loads else 0) + lsu.latency
+    terms["store_drain"] = drain
     if v.async_copies:
         # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
         # drained by the wait_group 0 after the loop: what of their latency its compute does not cover
