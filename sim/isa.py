@@ -145,12 +145,15 @@ ISA: dict[str, Op] = {
     "red": _mem("[a], b", "rmw", has_dst=False),
     "ldmatrix": Op("d, [a]", "lsu", "warp", mem="read", space="shared", mem_bytes=16, nonuniform=True,
                    doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
+    "stmatrix": Op("[a], b", "lsu", "warp", False, mem="write", space="shared", mem_bytes=16,
+                   doc="stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
     "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
              doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
                  "wait_all (roles: async_role)"),
     "prefetch": Op("[a]", "lsu", "lsu", False, space="mods"),
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True),
-    "fence": Op("", "sync", "sync", False, order="fence", ordered=True),
+    "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
+                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally"),
     # control
     "bra": _flow("branch"),
     "ret": _flow("exit"),
