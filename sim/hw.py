@@ -117,6 +117,29 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class Wgmma:
+    """Warpgroup MMA (wgmma.mma_async): each warp's 16-row share runs on its scheduler's tensor pipe
+    unit, queued behind the unit's earlier wgmma work, while the warp issues on."""
+
+    f16_macs: int  # dense MACs per cycle per tensor pipe unit, f16 and bf16 inputs
+    tf32_macs: int
+    fp8_macs: int  # e4m3 / e5m2
+    int8_macs: int  # s8 / u8
+    issue: int  # cycles one wgmma holds the unit's issue port
+    latency: int  # cycles from the end of its MACs to its accumulators (and its group) being complete
+
+    def macs(self, atype: str) -> int:
+        """MACs per cycle for the A/B element type of a wgmma."""
+        if atype in ("f16", "bf16"):
+            return self.f16_macs
+        if atype == "tf32":
+            return self.tf32_macs
+        if atype in ("e4m3", "e5m2"):
+            return self.fp8_macs
+        return self.int8_macs
+
+
+@dataclass(frozen=True)
 class Limits:
     threads_per_block: int
     regs_per_thread: int
@@ -139,6 +162,7 @@ class HwConfig:
     branch: Branch
     limits: Limits
     arch: str | None = None  # a real NVIDIA architecture (sm_90a): ptxas can assemble for it; None for a model
+    wgmma: Wgmma | None = None  # warpgroup MMA; None: the hardware has none (a wgmma kernel stops)
     path: str = ""  # file it was loaded from
 
     def pipe_for(self, pipe_class: str) -> Pipe:
@@ -189,6 +213,7 @@ _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 _NON_NEGATIVE: dict[str, set[str]] = {
     "RegisterFile": {"latency"},
     "SharedMemory": {"latency", "pass_cycles"},
+    "Wgmma": {"latency"},
     "Cache": {"hit_latency"},
     "GlobalMemory": {"latency"},
     "Branch": {"frontend_depth", "flush_penalty"},

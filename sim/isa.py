@@ -22,6 +22,8 @@ Fields of an ``Op``:
   latency     latency class: pipe (the pipe's) | shared (crosses the shared-memory crossbar)
   nonuniform  results may differ between threads from equal inputs (memory, other lanes)
   packed      accepts packed-half types (f16x2, bf16x2) where the type table gives them a dtype
+  group       an asynchronous group family of its own: "wgmma" (roles by modifier: wgmma_role);
+              cp.async's groups are async_role's and never mix with these
 
 Adding an opcode: (1) one ``Op`` entry here, (2) its semantics builder under the same key in
 ``sim/functional/ops_alu.py`` or ``ops_mem.py`` (and in ``validation/formal`` if the verifier must
@@ -58,6 +60,7 @@ class Op:
     latency: str = "pipe"
     nonuniform: bool = False
     packed: bool = False
+    group: str = ""
     doc: str = ""
 
     @property
@@ -145,12 +148,15 @@ ISA: dict[str, Op] = {
     "red": _mem("[a], b", "rmw", has_dst=False),
     "ldmatrix": Op("d, [a]", "lsu", "warp", mem="read", space="shared", mem_bytes=16, nonuniform=True,
                    doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
+    "stmatrix": Op("[a], b", "lsu", "warp", False, mem="write", space="shared", mem_bytes=16,
+                   doc="stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
     "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
              doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
                  "wait_all (roles: async_role)"),
     "prefetch": Op("[a]", "lsu", "lsu", False, space="mods"),
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True),
-    "fence": Op("", "sync", "sync", False, order="fence", ordered=True),
+    "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
+                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally"),
     # control
     "bra": _flow("branch"),
     "ret": _flow("exit"),
@@ -168,10 +174,14 @@ ISA: dict[str, Op] = {
     "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods"),
     "mma": Op("d, a, b, c", "tensor", "tensor", nonuniform=True, space="mods",
               doc="mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (and m16n8k8)"),
+    "wgmma": Op("{d}{, a}{, b}{, c}{, e}{, f}{, g}{, h}", "tensor", "tensor", nonuniform=True, group="wgmma",
+                doc="wgmma.mma_async.sync.aligned.m64nNkK (issue), wgmma.fence / commit_group / wait_group N "
+                    "(roles: wgmma_role); reads shared memory through matrix descriptors, not the LSU"),
 }
 
 _SPACES = ("global", "shared", "local", "const", "param")
 _ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
+_WGMMA_ROLES = (("mma_async", "issue"), ("fence", "fence"), ("commit_group", "commit"), ("wait_group", "wait"))
 
 
 # -- queries (answers cached in ins.info by decode_instruction) ------------------------------------
@@ -205,6 +215,14 @@ def is_cta_barrier(ins: Instruction) -> bool:
 def async_role(ins: Instruction) -> str:
     """cp.async role: "copy" (issue), "commit" (commit_group), "wait" (wait_group N), "wait_all", ""."""
     return ins.info["async"]
+
+
+def wgmma_role(ins: Instruction) -> str:
+    """Warpgroup MMA role: "issue" (wgmma.mma_async: starts asynchronously, its accumulators are
+    valid only after a wait covering its group), "fence" (wgmma.fence: orders register and shared
+    accesses before the next issue), "commit" (commit_group: closes the open group), "wait"
+    (wait_group N: blocks until at most N groups are pending), "" (not a wgmma)."""
+    return ins.info["wgmma"]
 
 
 def mem_dir(ins: Instruction) -> str:
@@ -329,14 +347,16 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     ins.src_regs = tuple(src)
     mods = ins.mods
     role = _async_role(op, mods)
+    wg = next((r for mod, r in _WGMMA_ROLES if mod in mods), "") if op.group == "wgmma" else ""
     bar = _barrier_role(op, mods)
     space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
     mem = op.mem if role in ("", "copy") else "none"
     info = ins.info
     info.update(cls=op.cls, flow=op.flow, bar=bar, has_dst=op.has_dst, mem=mem, space=space,
-                ordered=op.ordered or role in ("commit", "wait", "wait_all"),
+                ordered=op.ordered or role in ("commit", "wait", "wait_all") or wg in ("fence", "commit", "wait"),
                 nonuniform=op.nonuniform and not (mem == "read" and space in ("param", "const")))
     info["async"] = role
+    info["wgmma"] = wg
     if op.flow == "branch":
         if not ops or ops[0].kind != "label":
             raise PtxError(f"bra needs a label target ({ins.text})", k.file, ins.line)

@@ -52,3 +52,19 @@ def run_snippet(body: str, regs: str, out_type: str, n_out: int, inputs: dict | 
                     [Arg("buffer", str(out.dtype), array=out), Arg("buffer", str(inp.dtype), array=inp)])
     res = run_functional(prog, launch)
     return res.outputs[0]
+
+
+def ptxas_ok(ptx: str, tmp_path) -> None:
+    """ptxas -arch=sm_90a accepts `ptx` (skipped where no ptxas is installed)."""
+    import subprocess
+
+    from sim.sass.tools import find_tool
+
+    exe = find_tool("ptxas")
+    if exe is None:
+        return
+    f = tmp_path / "k.ptx"
+    f.write_text(ptx)
+    r = subprocess.run([str(exe), "-arch=sm_90a", str(f), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

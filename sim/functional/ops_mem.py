@@ -301,6 +301,33 @@ def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
     return run
 
 
+def b_stmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
+    """The inverse of ldmatrix: lanes 8j..8j+7 name the rows of matrix j; register j of lane (g, t)
+    holds its elements (g, 2t) and (g, 2t+1), or (2t, g) and (2t+1, g) with .trans."""
+    nmat = next(int(x[1]) for x in ins.mods if x in ("x1", "x2", "x4"))
+    trans = "trans" in ins.mods
+    a, s = ins.operands[:2]
+    srcs = _dst_list(s)
+    if len(srcs) != nmat:
+        raise cx.err(ins, f"stmatrix .x{nmat} needs {nmat} source registers")
+    fa, _ = cx.addr(a, ins)
+    rs = [cx.rd(x, "b32", ins) for x in srcs]
+    need = np.zeros(32, dtype=bool)
+    need[: 8 * nmat] = True
+    u16 = np.dtype(np.uint16)
+    r0, c0, r1, c1 = (2 * _T, _G, 2 * _T + 1, _G) if trans else (_G, 2 * _T, _G, 2 * _T + 1)
+
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        rows = np.zeros((32, 8), dtype=u16)
+        for j, rd in enumerate(rs):
+            v = np.broadcast_to(np.asarray(rd(w)), (32,)).astype(np.uint32)
+            mat = rows[8 * j: 8 * j + 8]
+            mat[r0, c0] = (v & np.uint32(0xFFFF)).astype(u16)
+            mat[r1, c1] = (v >> np.uint32(16)).astype(u16)
+        w.mem_store("shared", fa(w), need, rows, u16, ins)
+    return run
+
+
 def _mma_maps(k: int) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]], list[tuple[Any, Any]]]:
     """(register, half) -> (row, col) of each lane's fragment elements (ptx-facts.md)."""
     g, t = _G, _T
@@ -369,6 +396,7 @@ SEMANTICS_MEM = {
     "atom": b_atom,
     "red": b_atom,
     "ldmatrix": b_ldmatrix,
+    "stmatrix": b_stmatrix,
     "cp": b_cp,
     "prefetch": b_prefetch,
     "membar": b_nop,

@@ -12,12 +12,13 @@ from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.functional.operands import DecodeCtx, Layout, make_layout
 from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
+from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA
 from sim.launch import Arg, Launch
 from sim.ptx.ir import Kernel, Program
 
-SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM}
+SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA}
 _missing = set(ISA) ^ set(SEMANTICS)
 if _missing:  # the ISA table and the semantics must name the same opcodes
     raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")

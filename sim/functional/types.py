@@ -128,3 +128,29 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     e = (p - (s - bb)) + (c - bb)
     out = s + (e + ep)
     return np.where(np.isfinite(p), out, p + c)
+
+
+def _fp8_table(exp_bits: int, man_bits: int, ieee_special: bool) -> np.ndarray:
+    """float64 value of each of the 256 patterns of a sign/exp_bits/man_bits 8-bit float.
+    e5m2 (ieee_special) has IEEE infinities and NaNs at the top exponent; e4m3 (the OCP 'FN'
+    variant PTX uses) has no infinity and one NaN mantissa (all ones) at the top exponent."""
+    bias = (1 << (exp_bits - 1)) - 1
+    top = (1 << exp_bits) - 1
+    out = np.empty(256, dtype=np.float64)
+    for b in range(256):
+        s = -1.0 if b >> 7 else 1.0
+        e = (b >> man_bits) & top
+        m = b & ((1 << man_bits) - 1)
+        if e == 0:
+            v = m / (1 << man_bits) * 2.0 ** (1 - bias)
+        elif ieee_special and e == top:
+            v = np.inf if m == 0 else np.nan
+        elif not ieee_special and e == top and m == (1 << man_bits) - 1:
+            v = np.nan
+        else:
+            v = (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+        out[b] = s * v
+    return out
+
+
+FP8_VALUES = {"e4m3": _fp8_table(4, 3, False), "e5m2": _fp8_table(5, 2, True)}

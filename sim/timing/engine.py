@@ -63,7 +63,7 @@ class Simulation:
         self.P = prepare(prog, launch)
         k = self.P.L.kernel
         self.kernel = k
-        self.statics = statics(k.body, hw)
+        self.statics = statics(k.body, hw, self.P.L.file)
         self.nregs = register_count(self.statics)
         self.indep_memo: dict[tuple[int, ...], tuple[int, ...]] = {}  # window signature -> independent entries
         self.lookahead = max(1, lookahead if lookahead is not None else hw.core.lookahead)

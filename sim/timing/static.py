@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from sim import isa
+from sim.errors import ExecutionError
 from sim.hw import HwConfig
+from sim.ptx.types import type_mods
 from sim.timing.units import RegBanks
 
 _CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
-# St.cpk: cp.async role (isa.async_role) as a small int for the hot path
+# St.cpk: cp.async role (isa.async_role), or wgmma role (isa.wgmma_role), as a small int for the hot path
 CP_NONE, CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL = 0, 1, 2, 3, 4
+WG_ISSUE, WG_COMMIT, WG_WAIT = 5, 6, 7
 _CP_KIND = {"": CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
+_WG_KIND = {"issue": WG_ISSUE, "commit": WG_COMMIT, "wait": WG_WAIT, "fence": CP_NONE}
 
 
 class St:
@@ -19,16 +23,17 @@ class St:
     __slots__ = ("ins", "index", "line", "text", "pipe", "ops", "lat", "srcs", "dsts", "rsrcs", "mem", "store",
                  "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
                  # derived once for the hot path (see warp.py):
-                 "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts")
+                 "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n")
 
-    def __init__(self, ins, hw: HwConfig, rf: RegBanks):
+    def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
         self.index = ins.index
         self.line = ins.line
         self.text = ins.text
         pipe = hw.pipe_for(ins.pipe)
         self.pipe = pipe.name
-        self.tensor = isa.op_class(ins) == "tensor"
+        wg = isa.wgmma_role(ins)
+        self.tensor = isa.op_class(ins) == "tensor" and wg in ("", "issue")  # wgmma fence/commit/wait: control
         self.ops = hw.warp_size  # lane-operations: a warp instruction is warp_size lane-ops
         if self.tensor:  # an mMnNkK mma is M*N*K MACs
             shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "m16n8k16")
@@ -58,10 +63,28 @@ class St:
         # PipeUnit.occupancy(ops) + register-bank extra cycles; latency to the result incl. the extra
         self.occ = max(pipe.interval, -(-self.ops // pipe.lanes)) + self.rf_extra
         self.lat_total = self.lat + self.rf_extra
-        self.cpk = _CP_KIND[isa.async_role(ins)]
+        self.cpk = _WG_KIND[wg] if wg else _CP_KIND[isa.async_role(ins)]
+        self.wg_exec = 0  # wgmma issue: cycles of its warp's MACs on the unit (wgmma.*_macs)
+        self.wg_n = 0  # wgmma wait_group N
+        if wg == "issue":
+            self._wgmma_issue(ins, hw, file)
+        elif wg:  # fence / commit_group / wait_group: one issue cycle on the unit, no result
+            self.lat_total = 1 + self.rf_extra
+            self.wg_n = int(ins.operands[0].value) if wg == "wait" else 0
         self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
         self.dst_ids: tuple[int, ...] = ()
         self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)
+
+    def _wgmma_issue(self, ins, hw: HwConfig, file: str) -> None:
+        """This warp's share of an m64nNkK wgmma, 16 x N x K MACs at wgmma.<type>_macs per cycle after
+        wgmma.issue cycles at the unit; the accumulators complete wgmma.latency cycles after the MACs."""
+        if hw.wgmma is None:
+            raise ExecutionError(f"'{ins.full}' needs a warpgroup tensor unit, and hwconfig {hw.name} has no "
+                                 "'wgmma:' section (docs/hwconfig.md); time it on a config that has one",
+                                 file, ins.line)
+        self.wg_exec = -(-(self.ops // 4) // hw.wgmma.macs(type_mods(ins.mods)[1]))
+        self.occ = hw.wgmma.issue + self.rf_extra
+        self.lat_total = self.occ + self.wg_exec + hw.wgmma.latency  # unqueued; WarpT queues it
 
     def blocked_by(self, o: St) -> bool:
         """May this instruction not issue before the older, unissued `o` (RAW/WAW/WAR on registers
@@ -76,11 +99,11 @@ class St:
         return hit
 
 
-def statics(body: list, hw: HwConfig) -> list[St]:
+def statics(body: list, hw: HwConfig, file: str = "") -> list[St]:
     """St of every instruction; registers and predicates numbered 0.. (St.src_ids / dst_ids) so the
-    scoreboard is a list indexed by register number."""
+    scoreboard is a list indexed by register number. `file` names the PTX in errors."""
     rf = RegBanks(hw.registers)
-    out = [St(ins, hw, rf) for ins in body]
+    out = [St(ins, hw, rf, file) for ins in body]
     ids: dict[str, int] = {}
     for st in out:
         st.src_ids = tuple(ids.setdefault(r, len(ids)) for r in st.rsrcs)

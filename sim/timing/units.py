@@ -17,12 +17,13 @@ from sim.hw import Cache, GlobalMemory, HwConfig, Pipe, RegisterFile, SharedMemo
 class PipeUnit:
     """One pipe unit (Pipe.lanes lane-operations per cycle, Pipe.interval, Pipe.latency)."""
 
-    __slots__ = ("pipe", "free", "busy")
+    __slots__ = ("pipe", "free", "busy", "queued")
 
     def __init__(self, pipe: Pipe):
         self.pipe = pipe
         self.free = 0  # cycle at which it accepts the next instruction (St.occ cycles after the last)
         self.busy = 0  # cycles occupied (for utilization)
+        self.queued = 0  # cycle at which its queued asynchronous work (wgmma MACs) is done
 
 
 class RegBanks:

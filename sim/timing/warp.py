@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
 from sim.functional.record import Executed
 from sim.functional.warp import Warp
-from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL, St
+from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL, WG_COMMIT, WG_ISSUE, WG_WAIT, St
 from sim.timing.units import PipeUnit
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
-                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep")
+                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep", "wg_open", "wg_groups")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -78,6 +78,8 @@ class WarpT:
         self.last_done = 0
         self.open_done = 0
         self.groups_done: list[int] = []
+        self.wg_open = 0  # completion of the wgmmas issued since the last wgmma.commit_group
+        self.wg_groups: list[int] = []  # completion of each committed, not yet waited-for wgmma group
         self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
@@ -204,6 +206,11 @@ class WarpT:
                 if rt > t:
                     t = rt
                     reason = "memory" if ready_mem[r] else "scoreboard"
+            if st.cpk == WG_WAIT:  # wgmma.wait_group N: all but the newest N groups complete
+                g = self.wg_groups
+                if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > t:
+                    t = max(g[: len(g) - st.wg_n])
+                    reason = "scoreboard"
             u = units[st.index]
             m = mins.get(u)
             if m is not None and m <= t:
@@ -249,6 +256,8 @@ class WarpT:
                 stats.conflict(st.line, extra, extra * pc)
             if cpk == CP_COPY and done > self.open_done:
                 self.open_done = done
+        if cpk >= WG_ISSUE:
+            done = self._wgmma(st, cpk, t, u, done)
         u.free = t + occ
         u.busy += occ
         stats.buckets.append((t, st.pipe, occ))
@@ -273,6 +282,25 @@ class WarpT:
         if w.done and not self.window:
             self.finished = True
             core.warp_finished(self)
+
+    def _wgmma(self, st: St, cpk: int, t: int, u: PipeUnit, done: int) -> int:
+        """A wgmma issue queues its MACs (St.wg_exec) on the unit after St.occ issue cycles and completes
+        wgmma.latency cycles after them; commit_group closes the open group; wait_group N (which issued
+        only once its groups completed, see _plan) forgets the groups it waited for. Returns the
+        instruction's completion cycle."""
+        if cpk == WG_ISSUE:
+            start = max(t + st.occ, u.queued)
+            u.queued = start + st.wg_exec
+            u.busy += st.wg_exec
+            done = u.queued + st.lat_total - st.occ - st.wg_exec
+            if done > self.wg_open:
+                self.wg_open = done
+        elif cpk == WG_COMMIT:
+            self.wg_groups.append(self.wg_open)
+            self.wg_open = 0
+        elif cpk == WG_WAIT and len(self.wg_groups) > st.wg_n:
+            del self.wg_groups[: len(self.wg_groups) - st.wg_n]
+        return done
 
     def _branch(self, st: St, next_pc: int, t: int) -> None:
         """branch.predictor: none waits for the branch (Pipe latency) then refetches
