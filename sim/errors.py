@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import PurePath
+from typing import Protocol, TypeVar
 
 
 class WorkbenchError(Exception):
@@ -36,6 +38,24 @@ class ExecutionError(WorkbenchError):
 
 class UsageError(WorkbenchError):
     """A wrong command-line argument."""
+
+
+class Located(Protocol):
+    """What an error needs of an instruction: its PTX line and its source-program position."""
+
+    line: int
+    src: tuple[str, int] | None
+
+
+E = TypeVar("E", bound=WorkbenchError)
+
+
+def at_instruction(cls: type[E], message: str, file: str | None, ins: Located) -> E:
+    """``cls`` naming the PTX line of ``ins`` and, when the PTX carries ``.loc``, the source line it
+    was compiled from (``... (source make.py:42)``)."""
+    if ins.src is not None:
+        message = f"{message} (source {PurePath(ins.src[0]).name}:{ins.src[1]})"
+    return cls(message, file, ins.line)
 
 
 def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.errors import PtxError
+from sim.errors import PtxError, at_instruction
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import TYPES, is_packed, type_mods
 
@@ -292,21 +292,22 @@ def _check(ins: Instruction, op: Op, k: Kernel) -> None:
     lo, hi = op.arity
     n = len(ins.operands)
     if not op.order and op.cls != "async" and not lo <= n <= hi:
-        raise PtxError(f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file, ins.line)
+        raise at_instruction(PtxError, f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file,
+                             ins)
     if ins.guard is not None and ins.guard not in k.regs:
-        raise PtxError(f"guard register {ins.guard} is not declared: add it to a .reg .pred directive",
-                       k.file, ins.line)
+        raise at_instruction(PtxError, f"guard register {ins.guard} is not declared: add it to a .reg .pred "
+                             "directive", k.file, ins)
     for t in type_mods(ins.mods):
         if is_packed(t) and not (op.packed and TYPES[t].np is not None):
-            raise PtxError(f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
-                           "see docs/ptx-subset.md", k.file, ins.line)
+            raise at_instruction(PtxError, f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
+                                 "see docs/ptx-subset.md", k.file, ins)
 
 
 def decode_instruction(ins: Instruction, k: Kernel) -> None:
     op = ISA.get(ins.opcode)
     if op is None:
-        raise PtxError(f"unsupported instruction '{ins.full}' ({ins.text}): the simulator does not "
-                       "implement it; see docs/ptx-subset.md for the supported subset", k.file, ins.line)
+        raise at_instruction(PtxError, f"unsupported instruction '{ins.full}' ({ins.text}): the simulator does "
+                             "not implement it; see docs/ptx-subset.md for the supported subset", k.file, ins)
     _check(ins, op, k)
     ins.pipe = pipe_of(ins)
     dst: list[str] = []
@@ -339,7 +340,7 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     info["async"] = role
     if op.flow == "branch":
         if not ops or ops[0].kind != "label":
-            raise PtxError(f"bra needs a label target ({ins.text})", k.file, ins.line)
+            raise at_instruction(PtxError, f"bra needs a label target ({ins.text})", k.file, ins)
         info["target"] = k.labels[ops[0].name]
 
 

@@ -137,9 +137,9 @@ def b_exit(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 def b_trap(ins: Instruction, cx: DecodeCtx) -> Exec:
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        from sim.errors import ExecutionError
+        from sim.errors import ExecutionError, at_instruction
 
-        raise ExecutionError(f"trap executed ({ins.text})", cx.k.file, ins.line)
+        raise at_instruction(ExecutionError, f"trap executed ({ins.text})", cx.k.file, ins)
     return run
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ExecutionError, PtxError, UsageError
+from sim.errors import ExecutionError, PtxError, UsageError, at_instruction
 from sim.functional.cfg import reconvergence_points
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.functional.operands import DecodeCtx, Layout, make_layout
@@ -63,6 +63,7 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
     if nthreads <= 0 or nthreads > 1024 or min(launch.block) < 1 or min(launch.grid) < 1:
         raise UsageError(f"bad launch shape grid={launch.grid} block={launch.block}: "
                          "blocks need 1..1024 threads, every dimension >= 1", prog.file)
+    check_block_directives(k, launch.block, prog.file)
     gmem = GlobalMemory()
     globals_: dict[str, int] = {}
     for v in prog.variables.values():
@@ -84,6 +85,24 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
     gx, gy, gz = launch.grid
     ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     return Prepared(L, layout, buffers, dict(k.regs), max(shared_size, 16), ctas)
+
+
+def check_block_directives(k: Kernel, block: tuple[int, int, int], file: str) -> None:
+    """A block must match the entry's ``.reqntid`` exactly and fit its ``.maxntid``."""
+    req = k.directives.get("reqntid")
+    if req:
+        want = tuple(req) + (1,) * (3 - len(req))
+        if tuple(block) != want:
+            raise UsageError(f"kernel {k.name} declares .reqntid {', '.join(map(str, req))}: launch it with "
+                             f"--block {','.join(map(str, want))}, not {','.join(map(str, block))}", file, k.line)
+    most = k.directives.get("maxntid")
+    if most:
+        limit = 1
+        for v in most:
+            limit *= v
+        if block[0] * block[1] * block[2] > limit:
+            raise UsageError(f"kernel {k.name} declares .maxntid {', '.join(map(str, most))} ({limit} threads): "
+                             f"block {','.join(map(str, block))} has more; launch at most {limit}", file, k.line)
 
 
 def _param_bytes(ptype: str, size: int, a: Arg, i: int, gmem: GlobalMemory, buffers: dict[int, int],
@@ -157,8 +176,8 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
             if not progressed:
                 w = waiting[0]
                 ins = P.L.body[w.pc - 1]
-                raise ExecutionError(f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the other warps "
-                                     "exited or wait elsewhere", P.L.file, ins.line)
+                raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the "
+                                     "other warps exited or wait elsewhere", P.L.file, ins)
         if all(w.done for w in warps):
             return count
 

@@ -48,6 +48,7 @@ class Instruction:
     guard: str | None = None  # predicate register name
     guard_neg: bool = False
     index: int = 0  # position in the kernel body
+    src: tuple[str, int] | None = None  # the (file, line) of the source program from `.loc`/`.file`
     # Filled by the ISA table / decoder:
     pipe: str = ""  # pipe class (sim.hw.PIPE_CLASSES)
     dst_regs: tuple[str, ...] = ()

@@ -21,11 +21,10 @@ SPECIAL_REGS = {
     "%clock_hi", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt",
     "%lanemask_ge", "%lanemask_gt", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%cluster_ctarank",
-    "%cluster_nctarank", "%is_explicit_cluster",
+    "%cluster_nctarank", "%is_explicit_cluster", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
+    "%reserved_smem_offset_cap", "%reserved_smem_offset_0", "%reserved_smem_offset_1",
 }
-
-# Directives that only carry debug or hint information.
-_SKIP_LINE = {".loc", ".file", ".section"}
+_DEBUG = {".loc", ".file", ".section"}
 _PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".noreturn",
          ".pragma", ".explicitcluster", ".reqnctapercluster", ".maxclusterrank"}
 
@@ -60,6 +59,11 @@ class _Parser:
         self.i = 0
         self.text = text
         self.lines = text.splitlines()
+        self.files: dict[int, str] = {}  # .file number -> source path
+        self.loc: tuple[int, int] | None = None  # the last .loc (file number, line)
+        self.located: list[tuple[Instruction, int, int]] = []  # resolved once every .file is read
+        self.scopes: list[dict[str, str]] = []  # names declared inside nested { } of a body -> unique names
+        self.scope_serial = 0
 
     # -- token helpers -------------------------------------------------------------------------
     def err(self, msg: str, tok: Token | None = None) -> PtxError:
@@ -99,6 +103,30 @@ class _Parser:
         while self.next().text != ";":
             pass
 
+    def skip_braces(self) -> None:
+        """Skip a balanced ``{ ... }`` whose ``{`` is the next token."""
+        self.expect("{")
+        depth = 1
+        while depth:
+            s = self.next().text
+            depth += (s == "{") - (s == "}")
+
+    def debug_directive(self, t: Token) -> None:
+        """``.file N "path"``, ``.loc F L C`` (kept as source positions) and ``.section NAME {...}``."""
+        if t.text == ".section":
+            while self.peek() is not None and self.peek().line == t.line and self.peek().text != "{":  # type: ignore[union-attr]
+                self.next()
+            if self.peek() is not None and self.peek().text == "{":  # type: ignore[union-attr]
+                self.skip_braces()
+            return
+        nums = self.peek(), self.peek(1)
+        if t.text == ".file" and nums[0] is not None and nums[0].kind == "int" and nums[1] is not None \
+                and nums[1].kind == "str":
+            self.files[decode_int(nums[0].text)] = nums[1].text[1:-1]
+        elif t.text == ".loc" and all(n is not None and n.kind == "int" for n in nums):
+            self.loc = (decode_int(nums[0].text), decode_int(nums[1].text))  # type: ignore[union-attr]
+        self.skip_line(t.line)
+
     # -- module level --------------------------------------------------------------------------
     def parse(self) -> Program:
         version, target, asize = "", "", 64
@@ -116,8 +144,8 @@ class _Parser:
                 target = ",".join(parts)
             elif s == ".address_size":
                 asize = decode_int(self.next().text)
-            elif s in _SKIP_LINE:
-                self.skip_line(t.line)
+            elif s in _DEBUG:
+                self.debug_directive(t)
             elif s in (".visible", ".extern", ".weak", ".common"):
                 nxt = self.peek()
                 if nxt is not None and nxt.text in (".entry", ".func"):
@@ -141,6 +169,8 @@ class _Parser:
                 raise self.err(f"unexpected {s!r} at module scope: expected a directive such as .entry", t)
         if not version:
             raise PtxError("missing .version directive: add '.version 8.0' (or later) at the top", self.file, 1)
+        for ins, fnum, fline in self.located:
+            ins.src = (self.files.get(fnum, f"file {fnum}"), fline)
         prog = Program(self.file, version, target, asize, kernels, variables, self.text)
         for k in kernels.values():
             _resolve_names(k, prog)
@@ -211,6 +241,7 @@ class _Parser:
         return out
 
     def parse_entry(self, start: Token) -> Kernel | None:
+        self.loc = None
         name = self.next().text
         params: list[Param] = []
         if self.accept("("):
@@ -253,11 +284,16 @@ class _Parser:
         self.expect(".param")
         align = 0
         ptype = ""
+        pointee = False  # after .ptr, the space and .align describe what the pointer points to
         while True:
             t = self.next()
             if t.text == ".align":
-                align = decode_int(self.next().text)
-            elif t.text in (".ptr", ".global", ".shared", ".const", ".local"):
+                n = decode_int(self.next().text)
+                if not pointee:
+                    align = n
+            elif t.text == ".ptr":
+                pointee = True
+            elif t.text in (".global", ".shared", ".const", ".local"):
                 continue
             elif t.text.startswith(".") and t.text[1:] in TYPE_SIZES:
                 ptype = t.text[1:]
@@ -273,21 +309,37 @@ class _Parser:
         return Param(name, ptype, size, align or TYPE_SIZES[ptype])
 
     # -- kernel body ---------------------------------------------------------------------------
+    def declare(self, name: str) -> str:
+        """The name a declaration gets: itself in the body's outer scope, a unique one in a nested
+        ``{ }`` (inline asm and call sequences reuse names such as ``p`` or ``param0``)."""
+        if not self.scopes:
+            return name
+        self.scope_serial += 1
+        unique = f"{name}{{{self.scope_serial}}}"
+        self.scopes[-1][name] = unique
+        return unique
+
+    def scoped(self, name: str) -> str:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return name
+
     def parse_body(self, k: Kernel) -> None:
-        depth = 1
+        self.scopes = []
         while True:
             t = self.next()
             s = t.text
             if s == "}":
-                depth -= 1
-                if depth == 0:
+                if not self.scopes:
                     return
+                self.scopes.pop()
                 continue
             if s == "{":
-                depth += 1
+                self.scopes.append({})
                 continue
-            if s in _SKIP_LINE:
-                self.skip_line(t.line)
+            if s in _DEBUG:
+                self.debug_directive(t)
                 continue
             if s == ".pragma":
                 self.skip_to_semicolon()
@@ -297,6 +349,7 @@ class _Parser:
                 continue
             if s in (".shared", ".local", ".global", ".const"):
                 v = self.parse_variable(s[1:], t.line)
+                v.name = self.declare(v.name)
                 k.variables[v.name] = v
                 continue
             if s == ".param":
@@ -332,9 +385,9 @@ class _Parser:
                 count = decode_int(self.next().text)
                 self.expect(">")
                 for j in range(count):
-                    k.regs[f"{n.text}{j}"] = rtype
+                    k.regs[self.declare(f"{n.text}{j}")] = rtype
             else:
-                k.regs[n.text] = rtype
+                k.regs[self.declare(n.text)] = rtype
             if self.accept(";"):
                 return
             self.expect(",")
@@ -347,7 +400,7 @@ class _Parser:
         if self.accept("@"):
             neg = self.accept("!")
             g = self.next()
-            guard = g.text
+            guard = self.scoped(g.text)
         op_tok = self.next()
         if op_tok.kind != "id":
             raise self.err(f"expected an opcode, found {op_tok.text!r}", op_tok)
@@ -364,6 +417,8 @@ class _Parser:
                     raise self.err(f"expected ',' or ';' after an operand of {op_tok.text}, found {t.text!r}", t)
         text = self._stmt_text(first.line)
         ins = Instruction(opcode, mods, operands, first.line, text, guard, neg, index)
+        if self.loc is not None:
+            self.located.append((ins, *self.loc))
         return ins
 
     def _stmt_text(self, line: int) -> str:
@@ -408,12 +463,12 @@ class _Parser:
         return op
 
     def name_operand(self, k: Kernel, t: Token) -> Operand:
-        s = t.text
+        s = self.scoped(t.text)
         if s == "_":
             return Operand("sink", name="_")
+        if s in k.regs:
+            return Operand("reg", name=s)
         if s.startswith("%"):
-            if s in k.regs:
-                return Operand("reg", name=s)
             if _sreg_base(s) in SPECIAL_REGS or s.startswith("%envreg"):
                 return Operand("sreg", name=s)
             raise PtxError(f"register {s} is used but not declared: add it to a .reg directive",
