@@ -18,10 +18,11 @@ Fields of an ``Op``:
   mem_bytes   bytes one thread accesses when that is not type size x vector width (ldmatrix rows)
   order       ordering role: "" | fence | barrier (bar.sync / bar.arrive / bar.warp.sync: barrier_role)
   ordered     the issue stage serialises it (branches, barriers, fences, sleep)
-  flow        control flow: "" | branch | exit (ret, exit, trap end the thread)
+  flow        control flow: "" | branch | exit (ret, exit, trap end the thread) | call (see sim/ptx/inline.py)
   latency     latency class: pipe (the pipe's) | shared (crosses the shared-memory crossbar)
   nonuniform  results may differ between threads from equal inputs (memory, other lanes)
   packed      accepts packed-half types (f16x2, bf16x2) where the type table gives them a dtype
+  returns     ret: leaves a ``.func`` (calls are inlined by sim/ptx/inline.py; in a kernel it exits)
 
 Adding an opcode: (1) one ``Op`` entry here, (2) its semantics builder under the same key in
 ``sim/functional/ops_alu.py`` or ``ops_mem.py`` (and in ``validation/formal`` if the verifier must
@@ -58,6 +59,7 @@ class Op:
     latency: str = "pipe"
     nonuniform: bool = False
     packed: bool = False
+    returns: bool = False  # leaves a .func: the parser turns it into a branch where it inlines the call
     doc: str = ""
 
     @property
@@ -153,7 +155,10 @@ ISA: dict[str, Op] = {
     "fence": Op("", "sync", "sync", False, order="fence", ordered=True),
     # control
     "bra": _flow("branch"),
-    "ret": _flow("exit"),
+    "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True),
+    "call": Op("a, b, c", "branch", "branch", False, ordered=True, flow="call",
+               doc="call{.uni} (results), name, (arguments): a .func of the module is inlined by the "
+                   "parser; of the externs only __assertfail is provided (stops the run with its message)"),
     "exit": _flow("exit"),
     "trap": _flow("exit"),
     "bar": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
@@ -185,6 +190,18 @@ def op_class(ins: Instruction) -> str:
 
 def is_branch(ins: Instruction) -> bool:
     return ins.info["flow"] == "branch"
+
+
+def is_call(ins: Instruction) -> bool:
+    """A ``call`` (answered before decoding: the parser inlines calls)."""
+    op = ISA.get(ins.opcode)
+    return op is not None and op.flow == "call"
+
+
+def is_return(ins: Instruction) -> bool:
+    """``ret``, which leaves a ``.func`` (answered before decoding)."""
+    op = ISA.get(ins.opcode)
+    return op is not None and op.returns
 
 
 def is_terminator(ins: Instruction) -> bool:

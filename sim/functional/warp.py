@@ -207,11 +207,14 @@ class Warp:
     def pc(self) -> int:
         return self.stack[-1].pc if self.stack else -1
 
-    def _fault(self, ins: Instruction, f: Fault) -> ExecutionError:
-        lane = int(f.lane)
+    def thread_index(self, lane: int) -> tuple[int, int, int]:
+        """The (x, y, z) thread index of one lane."""
         t = int(self.thread[lane]) if 0 <= lane < 32 else -1
         bx, by, _ = self.cta.block
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
+        return (t % bx, (t // bx) % by, t // (bx * by))
+
+    def _fault(self, ins: Instruction, f: Fault) -> ExecutionError:
+        tid = self.thread_index(int(f.lane))
         return at_instruction(ExecutionError, f"{f.message}: address {f.addr:#x} accessed by thread {tid} of "
                               f"block {self.cta.ctaid} in '{ins.text}'", self.L.file, ins)
 

@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 from sim.errors import PtxError
+from sim.ptx.inline import inline_calls
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
 from sim.ptx.lexer import Token, tokenize
 from sim.ptx.types import TYPES
@@ -62,6 +63,7 @@ class _Parser:
         self.files: dict[int, str] = {}  # .file number -> source path
         self.loc: tuple[int, int] | None = None  # the last .loc (file number, line)
         self.located: list[tuple[Instruction, int, int]] = []  # resolved once every .file is read
+        self.declared: set[str] = set()  # functions declared without a body (.extern .func)
         self.scopes: list[dict[str, str]] = []  # names declared inside nested { } of a body -> unique names
         self.scope_serial = 0
 
@@ -131,6 +133,7 @@ class _Parser:
     def parse(self) -> Program:
         version, target, asize = "", "", 64
         kernels: dict[str, Kernel] = {}
+        functions: dict[str, Kernel] = {}
         variables: dict[str, Variable] = {}
         while self.peek() is not None:
             t = self.next()
@@ -161,7 +164,9 @@ class _Parser:
                 if k is not None:
                     kernels[k.name] = k
             elif s == ".func":
-                self.skip_function(t)
+                f = self.parse_entry(t)
+                if f is not None:
+                    functions[f.name] = f
             elif s in (".global", ".const", ".shared"):
                 v = self.parse_variable(s[1:], t.line)
                 variables[v.name] = v
@@ -171,24 +176,12 @@ class _Parser:
             raise PtxError("missing .version directive: add '.version 8.0' (or later) at the top", self.file, 1)
         for ins, fnum, fline in self.located:
             ins.src = (self.files.get(fnum, f"file {fnum}"), fline)
-        prog = Program(self.file, version, target, asize, kernels, variables, self.text)
+        prog = Program(self.file, version, target, asize, kernels, variables, self.text, functions,
+                       self.declared - set(functions))
         for k in kernels.values():
+            inline_calls(k, prog)
             _resolve_names(k, prog)
         return prog
-
-    def skip_function(self, start: Token) -> None:
-        """A .func body is parsed for shape only; calling it is not supported (see `call`)."""
-        depth = 0
-        while True:
-            t = self.next()
-            if t.text == ";" and depth == 0:
-                return
-            if t.text == "{":
-                depth += 1
-            elif t.text == "}":
-                depth -= 1
-                if depth == 0:
-                    return
 
     def parse_variable(self, space: str, line: int, extern: bool = False) -> Variable:
         align = 0
@@ -240,17 +233,24 @@ class _Parser:
             out += struct.pack("<" + code, v if isinstance(code, str) and code in "fd" else int(v) & mask)
         return out
 
-    def parse_entry(self, start: Token) -> Kernel | None:
-        self.loc = None
-        name = self.next().text
+    def parse_params(self) -> list[Param]:
+        """``( .param ..., .param ... )`` when the next token is ``(``, else no parameters."""
         params: list[Param] = []
-        if self.accept("("):
-            if not self.accept(")"):
-                while True:
-                    params.append(self.parse_param())
-                    if self.accept(")"):
-                        break
-                    self.expect(",")
+        if self.accept("(") and not self.accept(")"):
+            while True:
+                params.append(self.parse_param())
+                if self.accept(")"):
+                    break
+                self.expect(",")
+        return params
+
+    def parse_entry(self, start: Token) -> Kernel | None:
+        """An ``.entry`` or a ``.func`` (whose return parameters come before its name); None for a
+        declaration without a body (the name is then remembered as declared)."""
+        self.loc = None
+        returns = self.parse_params() if start.text == ".func" else []
+        name = self.next().text
+        params = self.parse_params()
         off = 0
         for p in params:
             off = (off + p.align - 1) // p.align * p.align
@@ -263,7 +263,8 @@ class _Parser:
                 raise self.err(f"kernel {name} has no body")
             if t.text == ";":
                 self.next()
-                return None  # a declaration
+                self.declared.add(name)
+                return None
             if t.text == "{":
                 break
             self.next()
@@ -276,7 +277,7 @@ class _Parser:
             else:
                 raise self.err(f"unexpected {t.text!r} after the parameters of {name}", t)
         self.expect("{")
-        kernel = Kernel(name, params, {}, {}, [], {}, self.file, start.line, directives)
+        kernel = Kernel(name, params, {}, {}, [], {}, self.file, start.line, directives, returns)
         self.parse_body(kernel)
         return kernel
 
@@ -352,8 +353,11 @@ class _Parser:
                 v.name = self.declare(v.name)
                 k.variables[v.name] = v
                 continue
-            if s == ".param":
-                raise self.err("a .param declaration in a kernel body (a call sequence) is not supported", t)
+            if s == ".param":  # a call sequence's argument: per-thread storage, as .local
+                v = self.parse_variable("local", t.line)
+                v.name = self.declare(v.name)
+                k.variables[v.name] = v
+                continue
             if t.kind == "id" and self.peek() is not None and self.peek().text == ":":  # type: ignore[union-attr]
                 self.next()
                 if s in k.labels:
@@ -415,24 +419,26 @@ class _Parser:
                 t = self.next()
                 if t.text != ",":
                     raise self.err(f"expected ',' or ';' after an operand of {op_tok.text}, found {t.text!r}", t)
-        text = self._stmt_text(first.line)
+        text = self._stmt_text(first.line, self.toks[self.i - 1].line)
         ins = Instruction(opcode, mods, operands, first.line, text, guard, neg, index)
         if self.loc is not None:
             self.located.append((ins, *self.loc))
         return ins
 
-    def _stmt_text(self, line: int) -> str:
-        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+    def _stmt_text(self, line: int, last: int) -> str:
+        """The statement's source text; one written over several lines is joined into one."""
+        return " ".join(x.strip() for x in self.lines[line - 1: max(line, last)]).replace("( ", "(")
 
     def parse_operand(self, k: Kernel) -> Operand:
         t = self.next()
         s = t.text
-        if s == "{":
+        if s in ("{", "("):  # a vector, or the return/argument list of a call
+            close = "}" if s == "{" else ")"
             items = []
-            if not self.accept("}"):
+            if not self.accept(close):
                 while True:
                     items.append(self.parse_operand(k))
-                    if self.accept("}"):
+                    if self.accept(close):
                         break
                     self.expect(",")
             return Operand("vec", items=tuple(items))
@@ -499,7 +505,7 @@ class _Parser:
 
 def _resolve_names(k: Kernel, prog: Program) -> None:
     """Symbols become labels, variables or parameters; unknown names are errors."""
-    known = set(k.variables) | set(prog.variables) | {p.name for p in k.params}
+    known = set(k.variables) | set(prog.variables) | {p.name for p in k.params} | prog.externs
 
     def fix(op: Operand, ins: Instruction) -> Operand:
         if op.kind == "sym":
