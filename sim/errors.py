@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import Protocol, TypeVar
@@ -40,6 +41,15 @@ class UsageError(WorkbenchError):
     """A wrong command-line argument."""
 
 
+class WorkbenchWarning(UserWarning):
+    """A run goes on, but the user should know (``file:line: message``); the command lines print it
+    as one line ``warning: ...`` on stderr."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None):
+        self.error = WorkbenchError(message, file, line)
+        super().__init__(self.error.one_line())
+
+
 class Located(Protocol):
     """What an error needs of an instruction: its PTX line and its source-program position."""
 
@@ -69,7 +79,9 @@ def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = No
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        return int(main_fn(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(main_fn(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -78,6 +90,11 @@ def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = No
             raise
         print(error_line(e), file=sys.stderr)
         return 2
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    print(f"warning: {message}".replace("\n", " "), file=sys.stderr)
 
 
 def error_line(e: Exception) -> str:
