@@ -136,8 +136,9 @@ ISA: dict[str, Op] = {
     "selp": _alu("d, a, b, c"),
     "slct": _alu("d, a, b, c"),
     "mov": _alu("d, a", "also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}"),
-    "cvt": Op("d, a", PIPE_CVT, "alu",
-              doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints"),
+    "cvt": Op("d, a{, b}", PIPE_CVT, "alu", packed=True,
+              doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints; "
+                  "cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b packs a (high) and b (low)"),
     "cvta": _alu("d, a", "generic <-> state space addresses"),
     # memory
     "ld": _mem("d, [a]", "read", doc="ld{.space}{.cache}{.vN}.type"),
