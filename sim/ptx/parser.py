@@ -12,7 +12,7 @@ from pathlib import Path
 from sim.errors import PtxError
 from sim.ptx.inline import inline_calls
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
-from sim.ptx.lexer import Token, tokenize
+from sim.ptx.lexer import Token, decode_float, decode_int, tokenize
 from sim.ptx.types import TYPES
 
 TYPE_SIZES = {name: t.size for name, t in TYPES.items()}  # bytes
@@ -32,25 +32,6 @@ _PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", "
 
 def _sreg_base(name: str) -> str:
     return name.split(".")[0]
-
-
-def decode_float(text: str) -> float:
-    if text[:2] in ("0f", "0F"):
-        return struct.unpack(">f", bytes.fromhex(text[2:]))[0]
-    if text[:2] in ("0d", "0D"):
-        return struct.unpack(">d", bytes.fromhex(text[2:]))[0]
-    return float(text)
-
-
-def decode_int(text: str) -> int:
-    t = text.rstrip("U")
-    if t[:2] in ("0x", "0X"):
-        return int(t[2:], 16)
-    if t[:2] in ("0b", "0B"):
-        return int(t[2:], 2)
-    if len(t) > 1 and t[0] == "0":
-        return int(t, 8)
-    return int(t)
 
 
 class _Parser:
@@ -116,17 +97,17 @@ class _Parser:
     def debug_directive(self, t: Token) -> None:
         """``.file N "path"``, ``.loc F L C`` (kept as source positions) and ``.section NAME {...}``."""
         if t.text == ".section":
-            while self.peek() is not None and self.peek().line == t.line and self.peek().text != "{":  # type: ignore[union-attr]
+            while (nxt := self.peek()) is not None and nxt.line == t.line and nxt.text != "{":
                 self.next()
-            if self.peek() is not None and self.peek().text == "{":  # type: ignore[union-attr]
+            if (nxt := self.peek()) is not None and nxt.text == "{":
                 self.skip_braces()
             return
-        nums = self.peek(), self.peek(1)
-        if t.text == ".file" and nums[0] is not None and nums[0].kind == "int" and nums[1] is not None \
-                and nums[1].kind == "str":
-            self.files[decode_int(nums[0].text)] = nums[1].text[1:-1]
-        elif t.text == ".loc" and all(n is not None and n.kind == "int" for n in nums):
-            self.loc = (decode_int(nums[0].text), decode_int(nums[1].text))  # type: ignore[union-attr]
+        a, b = self.peek(), self.peek(1)
+        if a is not None and b is not None and a.kind == "int":
+            if t.text == ".file" and b.kind == "str":
+                self.files[decode_int(a.text)] = b.text[1:-1]
+            elif t.text == ".loc" and b.kind == "int":
+                self.loc = (decode_int(a.text), decode_int(b.text))
         self.skip_line(t.line)
 
     # -- module level --------------------------------------------------------------------------
