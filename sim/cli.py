@@ -1,8 +1,9 @@
 """``python -m sim run KERNEL.ptx --hw HW ...``: simulate a kernel and report cycles, utilization, stalls.
 
 Contract (ARCHITECTURE.md): ``--arg`` binds parameters in order or as ``NAME=SPEC`` (PTX name or
-``pN``); every buffer is written back as ``OUT/arg<index>.npy``; ``--json`` prints one object;
-bad input exits 2 with one line ``file:line: message``, no traceback unless ``--debug``.
+``pN``); ``--symbol NAME=SPEC`` fills a module ``.global``/``.const`` variable; every buffer is
+written back as ``OUT/arg<index>.npy``; ``--json`` prints one object; bad input exits 2 with one
+line ``file:line: message``, no traceback unless ``--debug``; warnings are one line ``warning: ...``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--block", help="X,Y,Z (default: from the kernel's @workbench header)")
     r.add_argument("--arg", action="append", default=[], metavar="SPEC",
                    help="bind a parameter: literal, @file.npy, zeros:DTYPE:COUNT, or NAME=SPEC")
-    r.add_argument("--shared", type=int, default=None, help="dynamic shared memory bytes")
+    r.add_argument("--symbol", action="append", default=[], metavar="NAME=SPEC",
+                   help="fill a module .global/.const variable before the launch: NAME=@file.npy or NAME=LITERAL")
+    r.add_argument("--shared", type=int, default=None,
+                   help="dynamic shared memory bytes (the size of .extern .shared arrays)")
     r.add_argument("--out", help="directory for arg<index>.npy of every buffer")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", help="write a Chrome trace-event JSON (opens in Perfetto)")
@@ -54,8 +58,9 @@ def build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np
 
     k = prog.kernel(args.kernel or (meta or {}).get("kernel"))
     used_meta = meta if meta is not None and meta.get("kernel", k.name) == k.name else None
+    variables = {v.name: (v.type, v.size) for v in prog.variables.values() if v.space in ("global", "const")}
     return bind_launch(k.name, [(p.name, p.type) for p in k.params], used_meta, args.arg, args.grid,
-                       args.block, args.shared, rng, prog.file)
+                       args.block, args.shared, rng, prog.file, args.symbol, variables)
 
 
 def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:

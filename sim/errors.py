@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import PurePath
+from typing import Protocol, TypeVar
 
 
 class WorkbenchError(Exception):
@@ -38,6 +41,33 @@ class UsageError(WorkbenchError):
     """A wrong command-line argument."""
 
 
+class WorkbenchWarning(UserWarning):
+    """A run goes on, but the user should know (``file:line: message``); the command lines print it
+    as one line ``warning: ...`` on stderr."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None):
+        self.error = WorkbenchError(message, file, line)
+        super().__init__(self.error.one_line())
+
+
+class Located(Protocol):
+    """What an error needs of an instruction: its PTX line and its source-program position."""
+
+    line: int
+    src: tuple[str, int] | None
+
+
+E = TypeVar("E", bound=WorkbenchError)
+
+
+def at_instruction(cls: type[E], message: str, file: str | None, ins: Located) -> E:
+    """``cls`` naming the PTX line of ``ins`` and, when the PTX carries ``.loc``, the source line it
+    was compiled from (``... (source make.py:42)``)."""
+    if ins.src is not None:
+        message = f"{message} (source {PurePath(ins.src[0]).name}:{ins.src[1]})"
+    return cls(message, file, ins.line)
+
+
 def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
     """Run a command's ``main_fn(argv)`` under the house error contract and return its exit status.
 
@@ -49,7 +79,9 @@ def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = No
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        return int(main_fn(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(main_fn(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -58,6 +90,11 @@ def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = No
             raise
         print(error_line(e), file=sys.stderr)
         return 2
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    print(f"warning: {message}".replace("\n", " "), file=sys.stderr)
 
 
 def error_line(e: Exception) -> str:

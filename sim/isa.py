@@ -18,12 +18,13 @@ Fields of an ``Op``:
   mem_bytes   bytes one thread accesses when that is not type size x vector width (ldmatrix rows)
   order       ordering role: "" | fence | barrier (bar.sync / bar.arrive / bar.warp.sync: barrier_role)
   ordered     the issue stage serialises it (branches, barriers, fences, sleep)
-  flow        control flow: "" | branch | exit (ret, exit, trap end the thread)
+  flow        control flow: "" | branch | exit (ret, exit, trap end the thread) | call (see sim/ptx/inline.py)
   latency     latency class: pipe (the pipe's) | shared (crosses the shared-memory crossbar)
   nonuniform  results may differ between threads from equal inputs (memory, other lanes)
   packed      accepts packed-half types (f16x2, bf16x2) where the type table gives them a dtype
   group       an asynchronous group family of its own: "wgmma" (roles by modifier: wgmma_role);
               cp.async's groups are async_role's and never mix with these
+  returns     ret: leaves a ``.func`` (calls are inlined by sim/ptx/inline.py; in a kernel it exits)
 
 Adding an opcode: (1) one ``Op`` entry here, (2) its semantics builder under the same key in
 ``sim/functional/ops_alu.py`` or ``ops_mem.py`` (and in ``validation/formal`` if the verifier must
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.errors import PtxError
+from sim.errors import PtxError, at_instruction
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import TYPES, is_packed, type_mods
 
@@ -61,6 +62,7 @@ class Op:
     nonuniform: bool = False
     packed: bool = False
     group: str = ""
+    returns: bool = False  # leaves a .func: the parser turns it into a branch where it inlines the call
     doc: str = ""
 
     @property
@@ -137,8 +139,9 @@ ISA: dict[str, Op] = {
     "selp": _alu("d, a, b, c"),
     "slct": _alu("d, a, b, c"),
     "mov": _alu("d, a", "also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}"),
-    "cvt": Op("d, a", PIPE_CVT, "alu",
-              doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints"),
+    "cvt": Op("d, a{, b}", PIPE_CVT, "alu", packed=True,
+              doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints; "
+                  "cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b packs a (high) and b (low)"),
     "cvta": _alu("d, a", "generic <-> state space addresses"),
     # memory
     "ld": _mem("d, [a]", "read", doc="ld{.space}{.cache}{.vN}.type"),
@@ -159,7 +162,10 @@ ISA: dict[str, Op] = {
                 doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally"),
     # control
     "bra": _flow("branch"),
-    "ret": _flow("exit"),
+    "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True),
+    "call": Op("a, b, c", "branch", "branch", False, ordered=True, flow="call",
+               doc="call{.uni} (results), name, (arguments): a .func of the module is inlined by the "
+                   "parser; of the externs only __assertfail is provided (stops the run with its message)"),
     "exit": _flow("exit"),
     "trap": _flow("exit"),
     "bar": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
@@ -195,6 +201,18 @@ def op_class(ins: Instruction) -> str:
 
 def is_branch(ins: Instruction) -> bool:
     return ins.info["flow"] == "branch"
+
+
+def is_call(ins: Instruction) -> bool:
+    """A ``call`` (answered before decoding: the parser inlines calls)."""
+    op = ISA.get(ins.opcode)
+    return op is not None and op.flow == "call"
+
+
+def is_return(ins: Instruction) -> bool:
+    """``ret``, which leaves a ``.func`` (answered before decoding)."""
+    op = ISA.get(ins.opcode)
+    return op is not None and op.returns
 
 
 def is_terminator(ins: Instruction) -> bool:
@@ -310,21 +328,22 @@ def _check(ins: Instruction, op: Op, k: Kernel) -> None:
     lo, hi = op.arity
     n = len(ins.operands)
     if not op.order and op.cls != "async" and not lo <= n <= hi:
-        raise PtxError(f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file, ins.line)
+        raise at_instruction(PtxError, f"'{ins.full}' takes {lo}..{hi} operands, found {n} ({ins.text})", k.file,
+                             ins)
     if ins.guard is not None and ins.guard not in k.regs:
-        raise PtxError(f"guard register {ins.guard} is not declared: add it to a .reg .pred directive",
-                       k.file, ins.line)
+        raise at_instruction(PtxError, f"guard register {ins.guard} is not declared: add it to a .reg .pred "
+                             "directive", k.file, ins)
     for t in type_mods(ins.mods):
         if is_packed(t) and not (op.packed and TYPES[t].np is not None):
-            raise PtxError(f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
-                           "see docs/ptx-subset.md", k.file, ins.line)
+            raise at_instruction(PtxError, f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
+                                 "see docs/ptx-subset.md", k.file, ins)
 
 
 def decode_instruction(ins: Instruction, k: Kernel) -> None:
     op = ISA.get(ins.opcode)
     if op is None:
-        raise PtxError(f"unsupported instruction '{ins.full}' ({ins.text}): the simulator does not "
-                       "implement it; see docs/ptx-subset.md for the supported subset", k.file, ins.line)
+        raise at_instruction(PtxError, f"unsupported instruction '{ins.full}' ({ins.text}): the simulator does "
+                             "not implement it; see docs/ptx-subset.md for the supported subset", k.file, ins)
     _check(ins, op, k)
     ins.pipe = pipe_of(ins)
     dst: list[str] = []
@@ -359,7 +378,7 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     info["wgmma"] = wg
     if op.flow == "branch":
         if not ops or ops[0].kind != "label":
-            raise PtxError(f"bra needs a label target ({ins.text})", k.file, ins.line)
+            raise at_instruction(PtxError, f"bra needs a label target ({ins.text})", k.file, ins)
         info["target"] = k.labels[ops[0].name]
 
 

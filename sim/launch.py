@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -154,6 +154,7 @@ class Launch:
     block: tuple[int, int, int]
     args: list[Arg] = field(default_factory=list)
     dynamic_shared: int = 0
+    symbols: dict[str, bytes] = field(default_factory=dict)  # module .global/.const -> its first bytes
 
     @property
     def roles(self) -> list[str]:
@@ -166,7 +167,7 @@ class Launch:
             for a in self.args
         ]
         grid, block = cast("tuple[int, int, int]", tuple(self.grid)), cast("tuple[int, int, int]", tuple(self.block))
-        return Launch(self.kernel, grid, block, args, self.dynamic_shared)
+        return Launch(self.kernel, grid, block, args, self.dynamic_shared, dict(self.symbols))
 
 
 # --------------------------------------------------------------------------------------------
@@ -493,13 +494,46 @@ def bind_args(kernel: str, params: Sequence[tuple[str, str]], specs: Sequence[st
     return bound
 
 
+def bind_symbols(specs: Sequence[str], variables: Mapping[str, tuple[str, int]],
+                 file: str | None = None) -> dict[str, bytes]:
+    """``--symbol NAME=SPEC`` values -> the bytes each named module variable starts with.
+
+    ``variables`` maps the module's ``.global``/``.const`` variables to (element type, size in
+    bytes). SPEC is a literal of the element type (the first element) or ``@file.npy`` (its bytes,
+    at most the variable's size), parsed as ``--arg`` values are.
+    """
+    out: dict[str, bytes] = {}
+    for i, spec in enumerate(specs):
+        name, body = split_named(spec)
+        if name is None or name not in variables:
+            have = ", ".join(sorted(variables)) or "none"
+            raise UsageError(f"--symbol {spec}: write NAME=@file.npy or NAME=LITERAL with NAME a module "
+                             f".global/.const variable (this module has: {have})", file=file)
+        vtype, size = variables[name]
+        if body.strip().startswith("zeros:"):
+            raise UsageError(f"--symbol {spec}: a module variable starts as zeros already; give @file.npy "
+                             "or a literal", file=file)
+        is_file = body.strip().startswith("@")
+        a = parse_arg_spec(body, None if is_file or vtype not in DTYPES else vtype, i)
+        if a.kind == "scalar":
+            data = np.array(a.value).astype(numpy_dtype(a.dtype)).tobytes()
+        else:
+            data = np.ascontiguousarray(a.array).tobytes()
+        if len(data) > size:
+            raise UsageError(f"--symbol {spec}: {len(data)} bytes do not fit '{name}' ({size} bytes)", file=file)
+        out[name] = data
+    return out
+
+
 def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | None, specs: Sequence[str],
                 grid: str | None, block: str | None, shared: int | None, rng: np.random.Generator,
-                file: str | None = None) -> Launch:
+                file: str | None = None, symbol_specs: Sequence[str] = (),
+                variables: Mapping[str, tuple[str, int]] | None = None) -> Launch:
     """The launch of ``kernel`` from its ``@workbench`` header ``meta`` (None when it has none or
     the header describes another entry) and the command-line ``--grid``/``--block``/``--shared``/
-    ``--arg`` values, which override the header's. Without a header grid, block and every
-    parameter must be given."""
+    ``--arg`` values, which override the header's, and ``--symbol`` fills of the module variables
+    ``variables`` (see :func:`bind_symbols`). Without a header grid, block and every parameter
+    must be given."""
     if meta is not None:
         launch = launch_from_metadata(meta, rng)
         launch.kernel = kernel
@@ -520,4 +554,5 @@ def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | Non
         launch.block = parse_dim3(block, "--block")
     if shared is not None:
         launch.dynamic_shared = shared
+    launch.symbols = bind_symbols(symbol_specs, variables or {}, file)
     return launch

@@ -300,3 +300,25 @@ def test_packed_half_arithmetic(op, elem, tmp_path):
     exact = ref(*[_to_f64(h, elem) for h in ins])
     want = exact.astype(np.float16).view(np.uint16) if elem == "f16" else _round_bf16(exact)
     assert np.array_equal(got, want), (stmt, got[:4], want[:4])
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_cvt_packs_two_f32(elem, relu, tmp_path):
+    """cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b: a rounded into the high half, b into the low half."""
+    stmt = f"cvt.rn{'.relu' if relu else ''}.{elem}x2.f32 %r4, %r1, %r2;"
+    ptx = _packed_kernel(stmt)
+    _ptxas_ok(ptx, tmp_path)
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(32).astype(np.float32) * 7 for _ in range(2))
+    out = np.full(32, 0xDEADBEEF, dtype=np.uint32)
+    args = [Arg("buffer", "uint32", array=out)] + [Arg("buffer", "uint32", array=x.view(np.uint32))
+                                                   for x in (a, b, b)]
+    got = run_functional(parse_ptx(ptx, "cvt.ptx"), Launch("k", (1, 1, 1), (32, 1, 1), args)).outputs[0]
+
+    def rounded(x: np.ndarray) -> np.ndarray:
+        x = np.maximum(x, 0).astype(np.float64) if relu else x.astype(np.float64)
+        return x.astype(np.float16).view(np.uint16) if elem == "f16" else _round_bf16(x)
+
+    want = (rounded(a).astype(np.uint32) << 16) | rounded(b).astype(np.uint32)
+    assert np.array_equal(got, want)

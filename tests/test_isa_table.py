@@ -85,7 +85,7 @@ def test_every_entry_has_semantics_and_a_pipe():
         assert op.pipe in pipes, name
         assert op.cls in ("arith", "alu", "compare", "sfu", "lsu", "tensor", "warp", "branch", "sync", "async")
         assert op.mem in ("none", "read", "write", "rmw", "copy"), name
-        assert op.flow in ("", "branch", "exit") and op.order in ("", "fence", "barrier"), name
+        assert op.flow in ("", "branch", "exit", "call") and op.order in ("", "fence", "barrier"), name
         assert op.latency in ("pipe", "shared"), name
 
 

@@ -216,6 +216,7 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
     if extra:
         jit_log = "\n".join(x for x in (jit_log, " ".join(f"{k}={v}" for k, v in extra.items())) if x)
 
+    _fill_symbols(cuda, module, launch)
     dyn = int(launch.dynamic_shared or 0)
     if dyn > DEFAULT_SHARED_LIMIT:
         try:
@@ -329,8 +330,36 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
     )
 
 
+def _fill_symbols(cuda, module, launch: Launch) -> None:
+    """Copy each ``--symbol`` fill into its module variable (``.global``/``.const``) before the runs."""
+    for name, data in launch.symbols.items():
+        try:
+            ptr, size = module.get_global(name)
+        except Exception:  # noqa: BLE001 - pycuda raises its own Error subclasses
+            raise UsageError(f"--symbol {name}: the loaded module has no global or constant named '{name}'") \
+                from None
+        if len(data) > size:
+            raise UsageError(f"--symbol {name}: {len(data)} bytes do not fit its {size} bytes")
+        cuda.memcpy_htod(ptr, np.frombuffer(data, dtype=np.uint8))
+
+
 # --------------------------------------------------------------------------------------------
-# PTX entry parameters (a small regex; the full parser is sim.ptx)
+# PTX entry parameters and module variables (small regexes; the full parser is sim.ptx)
+
+_VAR_RE = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(global|const)\s+(?:\.align\s+\d+\s+)?"
+                     r"\.(\w+)\s+([A-Za-z_$%][\w$]*)\s*(?:\[(\d*)\])?", re.M)
+
+
+def ptx_variables(ptx_text: str) -> dict[str, tuple[str, int]]:
+    """Module ``.global``/``.const`` variable name -> (element type, size in bytes)."""
+    from sim.ptx.types import TYPES
+
+    out: dict[str, tuple[str, int]] = {}
+    for m in _VAR_RE.finditer(ptx_text):
+        vtype, name, count = m.group(2), m.group(3), m.group(4)
+        if vtype in TYPES:
+            out[name] = (vtype, TYPES[vtype].size * (int(count) if count else 1))
+    return out
 
 _ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)", re.S)
 
@@ -375,6 +404,8 @@ def add_arguments(p) -> None:
                    help="dynamic shared memory bytes (overrides the header)")
     p.add_argument("--arg", action="append", default=[], metavar="SPEC",
                    help="bind a parameter in order or NAME=SPEC: literal, @file.npy, zeros:DTYPE:COUNT")
+    p.add_argument("--symbol", action="append", default=[], metavar="NAME=SPEC",
+                   help="fill a module .global/.const variable before the runs: NAME=@file.npy or NAME=LITERAL")
     p.add_argument("--repeats", type=int, default=20, help="timed runs (median reported; default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
@@ -406,7 +437,8 @@ def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, d
 
     used_meta = meta if meta is not None and meta.get("kernel", kernel) == kernel else None
     launch = bind_launch(kernel, [(n, t) for t, n in params], used_meta, args.arg, args.grid, args.block,
-                         args.shared, np.random.default_rng(args.seed), path)
+                         args.shared, np.random.default_rng(args.seed), path, args.symbol,
+                         ptx_variables(ptx_text))
     check = used_meta.get("check") if used_meta is not None else None
     return launch, used_meta, check
 

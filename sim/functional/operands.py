@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import PtxError
+from sim.errors import PtxError, at_instruction
 from sim.functional.types import NP, UINT, bits_to, is_float, storage, to_storage
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import type_mods
@@ -79,7 +79,7 @@ class DecodeCtx:
         self.store = {name: storage(t) for name, t in k.regs.items()}
 
     def err(self, ins: Instruction, msg: str) -> PtxError:
-        return PtxError(f"{msg} ({ins.text})", self.k.file, ins.line)
+        return at_instruction(PtxError, f"{msg} ({ins.text})", self.k.file, ins)
 
     # -- types -----------------------------------------------------------------------------------
     def types(self, ins: Instruction) -> list[str]:

@@ -277,13 +277,33 @@ _HALF = {
 _SIGN2 = np.uint32(0x80008000)
 
 
+def _pack_cvt(ins: Instruction, cx: DecodeCtx, t: str):
+    ts = cx.types(ins)
+    if len(ins.operands) != 3 or ts[-1] != "f32" or "rn" not in ins.mods or "satfinite" in ins.mods:
+        raise cx.err(ins, f"only cvt.rn{{.relu}}.{t}.f32 d, a, b packs two f32 values")
+    d, a, b = ins.operands
+    ra, rb, wd = cx.rd(a, "f32", ins), cx.rd(b, "f32", ins), cx.wr(d, t, ins)
+    from32 = _HALF[TYPES[t].elem][1]
+    relu = "relu" in ins.mods
+
+    def half(x):
+        x = np.broadcast_to(np.asarray(x, np.float32), (32,))
+        if relu:
+            x = np.where(x < 0, np.float32(0), x)
+        return from32(x).astype(np.uint32)
+
+    return lambda w, m, full: wd(w, (half(ra(w)) << np.uint32(16)) | half(rb(w)), m, full)
+
+
 def _fma64(a, b, c):
     return a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
 
 
 # opcode -> (operands, function, works on): "f32" element lanes rounded once from f32, "f64" from
-# f64 (fma: one rounding), "bits" the whole register (neg / abs flip / clear each half's sign bit)
+# f64 (fma: one rounding), "bits" the whole register (neg / abs flip / clear each half's sign bit),
+# "pack" two f32 sources rounded to one half each (cvt.rn{.relu}.f16x2.f32 d, a, b: a high, b low)
 PACKED: dict[str, tuple[int, Callable[..., Any], str]] = {
+    "cvt": (2, lambda x: x, "pack"),
     "add": (2, np.add, "f32"),
     "sub": (2, np.subtract, "f32"),
     "mul": (2, np.multiply, "f32"),
@@ -302,6 +322,8 @@ def b_packed(ins: Instruction, cx: DecodeCtx, t: str):
         raise cx.err(ins, f"'{ins.full}' is not supported (packed ops: {' '.join(PACKED)})")
     n, fn, on = PACKED[ins.opcode]
     ops = ins.operands
+    if on == "pack":
+        return _pack_cvt(ins, cx, t)
     rs = [cx.rd(o, t, ins) for o in ops[1:1 + n]]
     wd = cx.wr(ops[0], t, ins)
     if on == "bits":
@@ -635,6 +657,8 @@ _IRND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 def b_cvt(ins, cx):
     ts = cx.types(ins)
+    if ts and is_packed(ts[0]):
+        return b_packed(ins, cx, ts[0])
     if len(ts) != 2:
         raise cx.err(ins, "cvt needs a destination and a source type")
     dt_, at = ts

@@ -137,10 +137,52 @@ def b_exit(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 def b_trap(ins: Instruction, cx: DecodeCtx) -> Exec:
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        from sim.errors import ExecutionError
+        from sim.errors import ExecutionError, at_instruction
 
-        raise ExecutionError(f"trap executed ({ins.text})", cx.k.file, ins.line)
+        raise at_instruction(ExecutionError, f"trap executed ({ins.text})", cx.k.file, ins)
     return run
+
+
+def b_call(ins: Instruction, cx: DecodeCtx) -> Exec:
+    """A call the parser left in place: one to ``__assertfail(message, file, line, function,
+    char_size)``, which stops the run naming the message, the thread and the PTX line."""
+    args = ins.operands[2].items
+    if ins.operands[1].name != "__assertfail" or len(args) != 5:
+        raise cx.err(ins, "only calls to __assertfail(message, file, line, function, char_size) reach "
+                          "execution; define the called function with .func in the module")
+    where = [cx.sym_value(a.name, ins) for a in args[:4]]
+    u64, u32 = np.dtype(np.uint64), np.dtype(np.uint32)
+    types: tuple[np.dtype, ...] = (u64, u64, u32, u64)
+
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        from sim.errors import ExecutionError, at_instruction
+
+        lane = int(np.flatnonzero(m)[0])
+        one = np.zeros(32, dtype=bool)
+        one[lane] = True
+        vals = []
+        for (space, off), dt in zip(where, types):
+            vals.append(int(w.mem_load(space, np.full(32, off, dtype=np.uint64), one, dt, 1, ins)[lane, 0]))
+        msg, src, line, func = _c_string(w, vals[0]), _c_string(w, vals[1]), vals[2], _c_string(w, vals[3])
+        raise at_instruction(ExecutionError, f"assertion failed: '{msg}' ({src}:{line} in {func}) in thread "
+                             f"{w.thread_index(lane)} of block {w.cta.ctaid}", cx.k.file, ins)
+    return run
+
+
+def _c_string(w: Warp, addr: int, limit: int = 200) -> str:
+    """The NUL-terminated string at a global (generic) address; '?' where it cannot be read."""
+    from sim.functional.memory import Fault
+
+    out = bytearray()
+    try:
+        for i in range(limit):
+            b = int(w.L.gmem.load(np.array([addr + i], dtype=np.uint64), np.dtype(np.uint8))[0, 0])
+            if b == 0:
+                break
+            out.append(b)
+    except Fault:
+        return out.decode("utf-8", "replace") or "?"
+    return out.decode("utf-8", "replace")
 
 
 def b_bar(ins: Instruction, cx: DecodeCtx) -> Exec:
@@ -403,6 +445,7 @@ SEMANTICS_MEM = {
     "fence": b_nop,
     "bra": b_bra,
     "ret": b_exit,
+    "call": b_call,
     "exit": b_exit,
     "trap": b_trap,
     "bar": b_bar,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ExecutionError, PtxError, UsageError
+from sim.errors import ExecutionError, PtxError, UsageError, WorkbenchWarning, at_instruction
 from sim.functional.cfg import reconvergence_points
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.functional.operands import DecodeCtx, Layout, make_layout
@@ -16,7 +18,7 @@ from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA
 from sim.launch import Arg, Launch
-from sim.ptx.ir import Kernel, Program
+from sim.ptx.ir import Kernel, Operand, Program
 
 SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA}
 _missing = set(ISA) ^ set(SEMANTICS)
@@ -63,16 +65,19 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
     if nthreads <= 0 or nthreads > 1024 or min(launch.block) < 1 or min(launch.grid) < 1:
         raise UsageError(f"bad launch shape grid={launch.grid} block={launch.block}: "
                          "blocks need 1..1024 threads, every dimension >= 1", prog.file)
+    check_block_directives(k, launch.block, prog.file)
     gmem = GlobalMemory()
     globals_: dict[str, int] = {}
+    inits = module_inits(prog, k, launch)
     for v in prog.variables.values():
         if v.space == "global":
-            globals_[v.name] = gmem.alloc(max(v.size, 1), v.name, v.init)
+            globals_[v.name] = gmem.alloc(max(v.size, 1), v.name, inits.get(v.name))
     const = FlatMemory(max(layout.const_size, 16), "const")
     for v in prog.variables.values():
-        if v.space == "const" and v.init:
+        data = inits.get(v.name)
+        if v.space == "const" and data:
             off = layout.const[v.name]
-            const.data[off: off + len(v.init)] = np.frombuffer(v.init, dtype=np.uint8)
+            const.data[off: off + len(data)] = np.frombuffer(data, dtype=np.uint8)
     params = FlatMemory(max(layout.param_size, 16), "param")
     buffers: dict[int, int] = {}
     for i, (p, a) in enumerate(zip(k.params, launch.args)):
@@ -84,6 +89,56 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
     gx, gy, gz = launch.grid
     ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     return Prepared(L, layout, buffers, dict(k.regs), max(shared_size, 16), ctas)
+
+
+def module_inits(prog: Program, k: Kernel, launch: Launch) -> dict[str, bytes]:
+    """The first bytes of each module variable: its initialiser, or what ``--symbol`` gives. A
+    ``.const`` variable that ``k`` reads but neither has is zero, as in CUDA, with a warning."""
+    inits = {name: v.init for name, v in prog.variables.items() if v.init}
+    for name, data in launch.symbols.items():
+        v = prog.variables.get(name)
+        if v is None or v.space not in ("global", "const"):
+            have = ", ".join(n for n, x in prog.variables.items() if x.space in ("global", "const")) or "none"
+            raise UsageError(f"--symbol {name}: not a module .global/.const variable (have: {have})", prog.file)
+        inits[name] = data
+    for v in prog.variables.values():
+        if v.space == "const" and v.name not in inits:
+            ins = next((x for x in k.body if v.name in _names(x.operands)), None)
+            if ins is not None:
+                warnings.warn(WorkbenchWarning(
+                    f"__constant__ '{v.name}' is read but was never filled: it reads as zeros; "
+                    f"fill it with --symbol {v.name}=@FILE.npy", prog.file, ins.line), stacklevel=2)
+    return inits
+
+
+def _names(ops: Sequence[Operand]) -> set[str]:
+    out: set[str] = set()
+    for op in ops:
+        if op.kind == "sym":
+            out.add(op.name)
+        elif op.kind == "addr" and op.base is not None:
+            out |= _names([op.base])
+        elif op.kind in ("vec", "pair"):
+            out |= _names(op.items)
+    return out
+
+
+def check_block_directives(k: Kernel, block: tuple[int, int, int], file: str) -> None:
+    """A block must match the entry's ``.reqntid`` exactly and fit its ``.maxntid``."""
+    req = k.directives.get("reqntid")
+    if req:
+        want = tuple(req) + (1,) * (3 - len(req))
+        if tuple(block) != want:
+            raise UsageError(f"kernel {k.name} declares .reqntid {', '.join(map(str, req))}: launch it with "
+                             f"--block {','.join(map(str, want))}, not {','.join(map(str, block))}", file, k.line)
+    most = k.directives.get("maxntid")
+    if most:
+        limit = 1
+        for v in most:
+            limit *= v
+        if block[0] * block[1] * block[2] > limit:
+            raise UsageError(f"kernel {k.name} declares .maxntid {', '.join(map(str, most))} ({limit} threads): "
+                             f"block {','.join(map(str, block))} has more; launch at most {limit}", file, k.line)
 
 
 def _param_bytes(ptype: str, size: int, a: Arg, i: int, gmem: GlobalMemory, buffers: dict[int, int],
@@ -157,8 +212,8 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
             if not progressed:
                 w = waiting[0]
                 ins = P.L.body[w.pc - 1]
-                raise ExecutionError(f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the other warps "
-                                     "exited or wait elsewhere", P.L.file, ins.line)
+                raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the "
+                                     "other warps exited or wait elsewhere", P.L.file, ins)
         if all(w.done for w in warps):
             return count
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import ExecutionError
+from sim.errors import ExecutionError, at_instruction
 from sim.functional.memory import (
     LOCAL_WINDOW,
     SHARED_WINDOW,
@@ -99,6 +99,10 @@ class Warp:
             "%lanemask_gt": (~((np.uint64(2) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
             "%lanemask_ge": (~((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
             "%dynamic_smem_size": u32(0), "%total_smem_size": u32(cta.shared.size),
+            # no shared memory is reserved for the system: the reserved window is empty
+            "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
+            "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
+            "%reserved_smem_offset_1": u32(0),
         }
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
@@ -140,7 +144,8 @@ class Warp:
         except ExecutionError:
             raise
         except (ValueError, TypeError, IndexError, OverflowError) as e:
-            raise ExecutionError(f"internal error executing '{ins.text}': {e}", self.L.file, ins.line) from e
+            raise at_instruction(ExecutionError, f"internal error executing '{ins.text}': {e}", self.L.file,
+                                 ins) from e
         if ctl is None:
             top.pc = pc + 1
             if top.pc == top.rpc:
@@ -202,13 +207,16 @@ class Warp:
     def pc(self) -> int:
         return self.stack[-1].pc if self.stack else -1
 
-    def _fault(self, ins: Instruction, f: Fault) -> ExecutionError:
-        lane = int(f.lane)
+    def thread_index(self, lane: int) -> tuple[int, int, int]:
+        """The (x, y, z) thread index of one lane."""
         t = int(self.thread[lane]) if 0 <= lane < 32 else -1
         bx, by, _ = self.cta.block
-        tid = (t % bx, (t // bx) % by, t // (bx * by))
-        return ExecutionError(f"{f.message}: address {f.addr:#x} accessed by thread {tid} of block "
-                              f"{self.cta.ctaid} in '{ins.text}'", self.L.file, ins.line)
+        return (t % bx, (t // bx) % by, t // (bx * by))
+
+    def _fault(self, ins: Instruction, f: Fault) -> ExecutionError:
+        tid = self.thread_index(int(f.lane))
+        return at_instruction(ExecutionError, f"{f.message}: address {f.addr:#x} accessed by thread {tid} of "
+                              f"block {self.cta.ctaid} in '{ins.text}'", self.L.file, ins)
 
     # -- memory ----------------------------------------------------------------------------------
     def _space_of(self, space: str, addrs: np.ndarray) -> tuple[str, np.ndarray]:
@@ -255,7 +263,8 @@ class Warp:
             rec = self.rec
             rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * vals.shape[1], "write"
         if space in ("const", "param"):
-            raise ExecutionError(f"store to read-only .{space} space in '{ins.text}'", self.L.file, ins.line)
+            raise at_instruction(ExecutionError, f"store to read-only .{space} space in '{ins.text}'", self.L.file,
+                                 ins)
         try:
             if space == "local":
                 self.cta.local.store(self.thread[m], act, vals[m], dt)  # type: ignore[union-attr]

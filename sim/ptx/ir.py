@@ -48,6 +48,7 @@ class Instruction:
     guard: str | None = None  # predicate register name
     guard_neg: bool = False
     index: int = 0  # position in the kernel body
+    src: tuple[str, int] | None = None  # the (file, line) of the source program from `.loc`/`.file`
     # Filled by the ISA table / decoder:
     pipe: str = ""  # pipe class (sim.hw.PIPE_CLASSES)
     dst_regs: tuple[str, ...] = ()
@@ -102,6 +103,7 @@ class Kernel:
     file: str
     line: int
     directives: dict[str, Any] = field(default_factory=dict)  # .maxntid, .reqntid, ...
+    returns: list[Param] = field(default_factory=list)  # a .func's return parameters
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -119,6 +121,8 @@ class Program:
     kernels: dict[str, Kernel]
     variables: dict[str, Variable]  # module-scope .global / .const / .shared
     text: str = ""
+    functions: dict[str, Kernel] = field(default_factory=dict)  # .func definitions (inlined at calls)
+    externs: set[str] = field(default_factory=set)  # functions declared without a body
 
     def kernel(self, name: str | None = None) -> Kernel:
         from sim.errors import UsageError

@@ -1,8 +1,9 @@
-"""PTX lexer: text -> tokens with line numbers. Comments are dropped, lines are kept."""
+"""PTX lexer: text -> tokens with line numbers (comments dropped, lines kept), and numeric literal decoding."""
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 
 from sim.errors import PtxError
@@ -57,3 +58,22 @@ def tokenize(text: str, file: str = "<ptx>") -> list[Token]:
             tokens.append(Token(kind or "punct", s, line))
         pos = m.end()
     return tokens
+
+
+def decode_float(text: str) -> float:
+    if text[:2] in ("0f", "0F"):
+        return struct.unpack(">f", bytes.fromhex(text[2:]))[0]
+    if text[:2] in ("0d", "0D"):
+        return struct.unpack(">d", bytes.fromhex(text[2:]))[0]
+    return float(text)
+
+
+def decode_int(text: str) -> int:
+    t = text.rstrip("U")
+    if t[:2] in ("0x", "0X"):
+        return int(t[2:], 16)
+    if t[:2] in ("0b", "0B"):
+        return int(t[2:], 2)
+    if len(t) > 1 and t[0] == "0":
+        return int(t, 8)
+    return int(t)

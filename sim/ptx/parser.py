@@ -10,8 +10,9 @@ import struct
 from pathlib import Path
 
 from sim.errors import PtxError
+from sim.ptx.inline import inline_calls
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
-from sim.ptx.lexer import Token, tokenize
+from sim.ptx.lexer import Token, decode_float, decode_int, tokenize
 from sim.ptx.types import TYPES
 
 TYPE_SIZES = {name: t.size for name, t in TYPES.items()}  # bytes
@@ -21,36 +22,16 @@ SPECIAL_REGS = {
     "%clock_hi", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt",
     "%lanemask_ge", "%lanemask_gt", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%cluster_ctarank",
-    "%cluster_nctarank", "%is_explicit_cluster",
+    "%cluster_nctarank", "%is_explicit_cluster", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
+    "%reserved_smem_offset_cap", "%reserved_smem_offset_0", "%reserved_smem_offset_1",
 }
-
-# Directives that only carry debug or hint information.
-_SKIP_LINE = {".loc", ".file", ".section"}
+_DEBUG = {".loc", ".file", ".section"}
 _PERF = {".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".noreturn",
          ".pragma", ".explicitcluster", ".reqnctapercluster", ".maxclusterrank"}
 
 
 def _sreg_base(name: str) -> str:
     return name.split(".")[0]
-
-
-def decode_float(text: str) -> float:
-    if text[:2] in ("0f", "0F"):
-        return struct.unpack(">f", bytes.fromhex(text[2:]))[0]
-    if text[:2] in ("0d", "0D"):
-        return struct.unpack(">d", bytes.fromhex(text[2:]))[0]
-    return float(text)
-
-
-def decode_int(text: str) -> int:
-    t = text.rstrip("U")
-    if t[:2] in ("0x", "0X"):
-        return int(t[2:], 16)
-    if t[:2] in ("0b", "0B"):
-        return int(t[2:], 2)
-    if len(t) > 1 and t[0] == "0":
-        return int(t, 8)
-    return int(t)
 
 
 class _Parser:
@@ -60,6 +41,12 @@ class _Parser:
         self.i = 0
         self.text = text
         self.lines = text.splitlines()
+        self.files: dict[int, str] = {}  # .file number -> source path
+        self.loc: tuple[int, int] | None = None  # the last .loc (file number, line)
+        self.located: list[tuple[Instruction, int, int]] = []  # resolved once every .file is read
+        self.declared: set[str] = set()  # functions declared without a body (.extern .func)
+        self.scopes: list[dict[str, str]] = []  # names declared inside nested { } of a body -> unique names
+        self.scope_serial = 0
 
     # -- token helpers -------------------------------------------------------------------------
     def err(self, msg: str, tok: Token | None = None) -> PtxError:
@@ -99,10 +86,35 @@ class _Parser:
         while self.next().text != ";":
             pass
 
+    def skip_braces(self) -> None:
+        """Skip a balanced ``{ ... }`` whose ``{`` is the next token."""
+        self.expect("{")
+        depth = 1
+        while depth:
+            s = self.next().text
+            depth += (s == "{") - (s == "}")
+
+    def debug_directive(self, t: Token) -> None:
+        """``.file N "path"``, ``.loc F L C`` (kept as source positions) and ``.section NAME {...}``."""
+        if t.text == ".section":
+            while (nxt := self.peek()) is not None and nxt.line == t.line and nxt.text != "{":
+                self.next()
+            if (nxt := self.peek()) is not None and nxt.text == "{":
+                self.skip_braces()
+            return
+        a, b = self.peek(), self.peek(1)
+        if a is not None and b is not None and a.kind == "int":
+            if t.text == ".file" and b.kind == "str":
+                self.files[decode_int(a.text)] = b.text[1:-1]
+            elif t.text == ".loc" and b.kind == "int":
+                self.loc = (decode_int(a.text), decode_int(b.text))
+        self.skip_line(t.line)
+
     # -- module level --------------------------------------------------------------------------
     def parse(self) -> Program:
         version, target, asize = "", "", 64
         kernels: dict[str, Kernel] = {}
+        functions: dict[str, Kernel] = {}
         variables: dict[str, Variable] = {}
         while self.peek() is not None:
             t = self.next()
@@ -116,8 +128,8 @@ class _Parser:
                 target = ",".join(parts)
             elif s == ".address_size":
                 asize = decode_int(self.next().text)
-            elif s in _SKIP_LINE:
-                self.skip_line(t.line)
+            elif s in _DEBUG:
+                self.debug_directive(t)
             elif s in (".visible", ".extern", ".weak", ".common"):
                 nxt = self.peek()
                 if nxt is not None and nxt.text in (".entry", ".func"):
@@ -133,7 +145,9 @@ class _Parser:
                 if k is not None:
                     kernels[k.name] = k
             elif s == ".func":
-                self.skip_function(t)
+                f = self.parse_entry(t)
+                if f is not None:
+                    functions[f.name] = f
             elif s in (".global", ".const", ".shared"):
                 v = self.parse_variable(s[1:], t.line)
                 variables[v.name] = v
@@ -141,24 +155,14 @@ class _Parser:
                 raise self.err(f"unexpected {s!r} at module scope: expected a directive such as .entry", t)
         if not version:
             raise PtxError("missing .version directive: add '.version 8.0' (or later) at the top", self.file, 1)
-        prog = Program(self.file, version, target, asize, kernels, variables, self.text)
+        for ins, fnum, fline in self.located:
+            ins.src = (self.files.get(fnum, f"file {fnum}"), fline)
+        prog = Program(self.file, version, target, asize, kernels, variables, self.text, functions,
+                       self.declared - set(functions))
         for k in kernels.values():
+            inline_calls(k, prog)
             _resolve_names(k, prog)
         return prog
-
-    def skip_function(self, start: Token) -> None:
-        """A .func body is parsed for shape only; calling it is not supported (see `call`)."""
-        depth = 0
-        while True:
-            t = self.next()
-            if t.text == ";" and depth == 0:
-                return
-            if t.text == "{":
-                depth += 1
-            elif t.text == "}":
-                depth -= 1
-                if depth == 0:
-                    return
 
     def parse_variable(self, space: str, line: int, extern: bool = False) -> Variable:
         align = 0
@@ -210,16 +214,24 @@ class _Parser:
             out += struct.pack("<" + code, v if isinstance(code, str) and code in "fd" else int(v) & mask)
         return out
 
-    def parse_entry(self, start: Token) -> Kernel | None:
-        name = self.next().text
+    def parse_params(self) -> list[Param]:
+        """``( .param ..., .param ... )`` when the next token is ``(``, else no parameters."""
         params: list[Param] = []
-        if self.accept("("):
-            if not self.accept(")"):
-                while True:
-                    params.append(self.parse_param())
-                    if self.accept(")"):
-                        break
-                    self.expect(",")
+        if self.accept("(") and not self.accept(")"):
+            while True:
+                params.append(self.parse_param())
+                if self.accept(")"):
+                    break
+                self.expect(",")
+        return params
+
+    def parse_entry(self, start: Token) -> Kernel | None:
+        """An ``.entry`` or a ``.func`` (whose return parameters come before its name); None for a
+        declaration without a body (the name is then remembered as declared)."""
+        self.loc = None
+        returns = self.parse_params() if start.text == ".func" else []
+        name = self.next().text
+        params = self.parse_params()
         off = 0
         for p in params:
             off = (off + p.align - 1) // p.align * p.align
@@ -232,7 +244,8 @@ class _Parser:
                 raise self.err(f"kernel {name} has no body")
             if t.text == ";":
                 self.next()
-                return None  # a declaration
+                self.declared.add(name)
+                return None
             if t.text == "{":
                 break
             self.next()
@@ -245,7 +258,7 @@ class _Parser:
             else:
                 raise self.err(f"unexpected {t.text!r} after the parameters of {name}", t)
         self.expect("{")
-        kernel = Kernel(name, params, {}, {}, [], {}, self.file, start.line, directives)
+        kernel = Kernel(name, params, {}, {}, [], {}, self.file, start.line, directives, returns)
         self.parse_body(kernel)
         return kernel
 
@@ -253,11 +266,16 @@ class _Parser:
         self.expect(".param")
         align = 0
         ptype = ""
+        pointee = False  # after .ptr, the space and .align describe what the pointer points to
         while True:
             t = self.next()
             if t.text == ".align":
-                align = decode_int(self.next().text)
-            elif t.text in (".ptr", ".global", ".shared", ".const", ".local"):
+                n = decode_int(self.next().text)
+                if not pointee:
+                    align = n
+            elif t.text == ".ptr":
+                pointee = True
+            elif t.text in (".global", ".shared", ".const", ".local"):
                 continue
             elif t.text.startswith(".") and t.text[1:] in TYPE_SIZES:
                 ptype = t.text[1:]
@@ -273,21 +291,37 @@ class _Parser:
         return Param(name, ptype, size, align or TYPE_SIZES[ptype])
 
     # -- kernel body ---------------------------------------------------------------------------
+    def declare(self, name: str) -> str:
+        """The name a declaration gets: itself in the body's outer scope, a unique one in a nested
+        ``{ }`` (inline asm and call sequences reuse names such as ``p`` or ``param0``)."""
+        if not self.scopes:
+            return name
+        self.scope_serial += 1
+        unique = f"{name}{{{self.scope_serial}}}"
+        self.scopes[-1][name] = unique
+        return unique
+
+    def scoped(self, name: str) -> str:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return name
+
     def parse_body(self, k: Kernel) -> None:
-        depth = 1
+        self.scopes = []
         while True:
             t = self.next()
             s = t.text
             if s == "}":
-                depth -= 1
-                if depth == 0:
+                if not self.scopes:
                     return
+                self.scopes.pop()
                 continue
             if s == "{":
-                depth += 1
+                self.scopes.append({})
                 continue
-            if s in _SKIP_LINE:
-                self.skip_line(t.line)
+            if s in _DEBUG:
+                self.debug_directive(t)
                 continue
             if s == ".pragma":
                 self.skip_to_semicolon()
@@ -297,10 +331,14 @@ class _Parser:
                 continue
             if s in (".shared", ".local", ".global", ".const"):
                 v = self.parse_variable(s[1:], t.line)
+                v.name = self.declare(v.name)
                 k.variables[v.name] = v
                 continue
-            if s == ".param":
-                raise self.err("a .param declaration in a kernel body (a call sequence) is not supported", t)
+            if s == ".param":  # a call sequence's argument: per-thread storage, as .local
+                v = self.parse_variable("local", t.line)
+                v.name = self.declare(v.name)
+                k.variables[v.name] = v
+                continue
             if t.kind == "id" and self.peek() is not None and self.peek().text == ":":  # type: ignore[union-attr]
                 self.next()
                 if s in k.labels:
@@ -332,9 +370,9 @@ class _Parser:
                 count = decode_int(self.next().text)
                 self.expect(">")
                 for j in range(count):
-                    k.regs[f"{n.text}{j}"] = rtype
+                    k.regs[self.declare(f"{n.text}{j}")] = rtype
             else:
-                k.regs[n.text] = rtype
+                k.regs[self.declare(n.text)] = rtype
             if self.accept(";"):
                 return
             self.expect(",")
@@ -347,7 +385,7 @@ class _Parser:
         if self.accept("@"):
             neg = self.accept("!")
             g = self.next()
-            guard = g.text
+            guard = self.scoped(g.text)
         op_tok = self.next()
         if op_tok.kind != "id":
             raise self.err(f"expected an opcode, found {op_tok.text!r}", op_tok)
@@ -362,22 +400,26 @@ class _Parser:
                 t = self.next()
                 if t.text != ",":
                     raise self.err(f"expected ',' or ';' after an operand of {op_tok.text}, found {t.text!r}", t)
-        text = self._stmt_text(first.line)
+        text = self._stmt_text(first.line, self.toks[self.i - 1].line)
         ins = Instruction(opcode, mods, operands, first.line, text, guard, neg, index)
+        if self.loc is not None:
+            self.located.append((ins, *self.loc))
         return ins
 
-    def _stmt_text(self, line: int) -> str:
-        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+    def _stmt_text(self, line: int, last: int) -> str:
+        """The statement's source text; one written over several lines is joined into one."""
+        return " ".join(x.strip() for x in self.lines[line - 1: max(line, last)]).replace("( ", "(")
 
     def parse_operand(self, k: Kernel) -> Operand:
         t = self.next()
         s = t.text
-        if s == "{":
+        if s in ("{", "("):  # a vector, or the return/argument list of a call
+            close = "}" if s == "{" else ")"
             items = []
-            if not self.accept("}"):
+            if not self.accept(close):
                 while True:
                     items.append(self.parse_operand(k))
-                    if self.accept("}"):
+                    if self.accept(close):
                         break
                     self.expect(",")
             return Operand("vec", items=tuple(items))
@@ -408,12 +450,12 @@ class _Parser:
         return op
 
     def name_operand(self, k: Kernel, t: Token) -> Operand:
-        s = t.text
+        s = self.scoped(t.text)
         if s == "_":
             return Operand("sink", name="_")
+        if s in k.regs:
+            return Operand("reg", name=s)
         if s.startswith("%"):
-            if s in k.regs:
-                return Operand("reg", name=s)
             if _sreg_base(s) in SPECIAL_REGS or s.startswith("%envreg"):
                 return Operand("sreg", name=s)
             raise PtxError(f"register {s} is used but not declared: add it to a .reg directive",
@@ -444,7 +486,7 @@ class _Parser:
 
 def _resolve_names(k: Kernel, prog: Program) -> None:
     """Symbols become labels, variables or parameters; unknown names are errors."""
-    known = set(k.variables) | set(prog.variables) | {p.name for p in k.params}
+    known = set(k.variables) | set(prog.variables) | {p.name for p in k.params} | prog.externs
 
     def fix(op: Operand, ins: Instruction) -> Operand:
         if op.kind == "sym":
