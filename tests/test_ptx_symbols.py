@@ -111,3 +111,25 @@ def test_cli_symbol_and_one_line_warning(tmp_path):
     assert r.returncode == 0 and r.stderr == ""
     r = subprocess.run(base + ["--symbol", "cof=7"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "coef" in r.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_fills_the_same_symbols_and_agrees_with_the_simulator(tmp_path):
+    """The same PTX and --symbol fills on the GPU (module.get_global) and in the simulator: equal outputs."""
+    from validation.gpu import gpu_available, run_on_gpu
+
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    rng = np.random.default_rng()
+    coef = rng.standard_normal(8).astype(np.float32)
+    np.save(tmp_path / "coef.npy", coef)
+    symbols = bind_symbols([f"coef=@{tmp_path / 'coef.npy'}", "bias=0.25", "scale=1.5"], _variables())
+    sim_out = _run(symbols)
+    out = np.full(32, np.nan, dtype=np.float32)
+    launch = Launch("k", (1, 1, 1), (32, 1, 1), [Arg("buffer", "f32", array=out, role="out")], symbols=symbols)
+    m = run_on_gpu(SYMBOLS, launch, warmup=0, repeats=1)
+    gpu_out = np.asarray(m.outputs[0]).view(np.float32)
+    want = np.tile(coef.astype(np.float64), 4) * 1.5 + 0.25
+    assert np.linalg.norm(gpu_out - want) / np.linalg.norm(want) < 1e-6
+    assert np.array_equal(gpu_out, sim_out)
