@@ -160,10 +160,11 @@ class L2Port:
         self.free = 0.0
 
     def take(self, t: int, nbytes: int) -> int:
-        """Cycle at which a read of nbytes arriving at t gets the path."""
+        """Cycle at which a read of nbytes arriving at t gets the path: the cycle in which the reads
+        before it leave it free (a path busy for a fraction of a cycle does not cost a whole one)."""
         start = max(float(t), self.free)
         self.free = start + nbytes * self.cycles_per_byte
-        return int(math.ceil(start))
+        return int(start)
 
 
 class Dram:
