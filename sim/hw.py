@@ -97,6 +97,9 @@ class Cache:
     assoc: int
     policy: str  # "lru"
     hit_latency: int  # cycles
+    # GB/s this level delivers to the cores, all cores together (read data); None: not limited. The
+    # timing model reads it for the L2 (the L1's per-core path is the lsu pipe)
+    bandwidth_gbps: float | None = None
     # GB/s of stores this level absorbs from all cores together; None: not limited
     write_bandwidth_gbps: float | None = None
 
@@ -193,6 +196,12 @@ class HwConfig:
     def dram_bytes_per_cycle(self) -> float:
         """global.bandwidth_gbps / clock_mhz: bytes per core-clock cycle, whole device."""
         return self.dram.bandwidth_gbps * 1e9 / (self.clock_mhz * 1e6)
+
+    @property
+    def l2_bytes_per_cycle(self) -> float | None:
+        """l2.bandwidth_gbps / clock_mhz: read bytes per core-clock cycle, whole device (None: not limited)."""
+        bw = self.l2.bandwidth_gbps
+        return None if bw is None else bw * 1e9 / (self.clock_mhz * 1e6)
 
 
 # ---------------------------------------------------------------------------------------------

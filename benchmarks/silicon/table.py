@@ -115,11 +115,22 @@ MISSES = """## The largest misses and what may explain them (not yet measured on
 - Short global-memory kernels run 40-70% fast in the simulator (vectorAdd, gelu/residual/encoder,
   saxpy64, transposeNaive, divergent_loop, clock64_bracket): each CTA does little besides a few DRAM or
   L2 round trips, so its span is the first-touch latency, which the pointer-chase calibration (a warm
-  TLB, one thread) understates; TLB misses and the L2's far partition are the first suspects.
-- L2-resident streaming (stream_read_4m/25m, -59%/-64%) is bandwidth-bound on the GPU, but the
-  simulator has no L2 bandwidth limit (only DRAM's): an L2 throughput term is missing.
-- atom_global (-90%): 32 lanes updating one address serialise in the L2's atomic unit; the simulator
-  charges one L2 hit per warp instruction (and treats generic-address atomics as constant-cache hits).
+  TLB, one thread) understates; TLB misses and the L2's far partition are the first suspects. Checked
+  so far: simulated with an empty L2 they land near the measurement (vectorAdd 802 vs 960 measured),
+  but benchmarks/data/gpu_l2_2026-11-30b.json shows the upload leaves a GEMM's inputs L2-resident, and
+  a first pass over L2-resident data costs ~90 cycles more per round trip than a warm one
+  (shared/hw/h200-measured.md), far less than vectorAdd's ~560-cycle gap: not explained yet.
+- L2-resident streaming (stream_read_4m/25m): the simulator now limits L2 reads to l2.bandwidth_gbps
+  (9.7 TB/s, a published H200 sweep; benchmarks/data/memory_fidelity_2026-11-30.md), which moves them
+  from -59%/-64% to -53%/-50%. The rest is not explained: the first launch after the upload reads
+  about 198 KB per SM in 11,473 cycles (25m), about 18 B/cycle/SM, DRAM-like, while the same kernel's
+  warm repeats (event times, 25m minus 4m) reach about 7.6 TB/s. To measure: per-CTA spans of the
+  first and of a second launch on the same buffers, no re-upload.
+- atom_global (-90%): in SASS its atomics are REDG (no result, nothing waits on them) to 32 distinct
+  addresses per warp (28 sectors, 7 lines); the H200 takes about 32 cycles per warp RED per SM, about
+  one lane per cycle. Whether that is a per-SM limit (lanes or sectors per cycle) or the L2's atomic
+  units is not documented; the simulator has no such term. (Generic-address atomics, which it timed
+  as constant-cache hits, now go to their real space.)
 - hmma_indep (-55%): independent mma.sync issue faster in the simulator than the H200 sustains; the
   tensor pipe's interval in h200.yaml is fitted on a dependent chain, not on throughput.
 - bar_4w (+94%), matrixMul_32 (+116%), transposeCoalesced (+56%): barrier-heavy kernels run slow in

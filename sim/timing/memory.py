@@ -9,17 +9,29 @@ bank queueing).
 Misses in flight are tracked per line (the caches' miss-status registers): a request that finds its
 sectors allocated but not yet filled waits for the fill instead of hitting early. The L2 is sectored
 (a miss fetches only the missing l2.sector-byte sectors) and write-back: stores mark their sectors
-dirty, and evicting a dirty line writes them to DRAM. A store invalidates the line in this core's L1
-(write-through, no write-allocate).
+dirty, and evicting a dirty line writes them to DRAM. Read data reaches a core at its share of
+l2.bandwidth_gbps (L2Port: a read that finds the path busy queues). A store invalidates the line in
+this core's L1 (write-through, no write-allocate).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sim.functional.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from sim.functional.record import Direction
 from sim.hw import HwConfig
-from sim.timing.units import Dram, SetAssocCache, SharedBanks
+from sim.timing.units import Dram, L2Port, SetAssocCache, SharedBanks
+
+
+def generic_space(addrs: np.ndarray) -> tuple[str, np.ndarray]:
+    """(space, addresses relative to it) of generic addresses, by the window of the first one, as the
+    functional model resolves a generic load or store (sim.functional.memory's windows)."""
+    a0 = int(addrs[0]) if addrs.size else 0
+    for space, base in (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW)):
+        if base <= a0 < base + WINDOW_SIZE:
+            return space, addrs - np.uint64(base)
+    return "global", addrs
 
 
 class DeviceMemory:
@@ -42,6 +54,7 @@ class CoreMemory:
         self.dev = dev
         self.l1_fill: dict[int, int] = {}  # L1 line -> cycle its pending fill arrives
         self.dram = Dram(hw, dev.sharing_cores)
+        self.l2_port = L2Port(hw, dev.sharing_cores)
         self.lsu_latency = hw.pipe_for("lsu").latency
 
     def shared_access(self, t: int, addrs: np.ndarray, size: int) -> tuple[int, int]:
@@ -80,6 +93,7 @@ class CoreMemory:
             l1line = line * l2c.line // self.l1.c.line
             if self.l1.access(l1line):
                 return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
+        t = self.l2_port.take(t, bin(mask).count("1") * l2c.sector)
         missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
@@ -95,18 +109,24 @@ class CoreMemory:
 
     def _write(self, t: int, line: int, mask: int, atomic: bool) -> int:
         """Write-through to the L2 (allocated there, the written sectors dirty), no L1 allocate; the
-        line leaves this core's L1."""
+        line leaves this core's L1. An atomic's read-modify-write needs the old sectors in the L2: it
+        waits for a fill in flight, or fetches the missing sectors from DRAM."""
         l2c = self.hw.l2
         if self.l1 is not None:
             l1line = line * l2c.line // self.l1.c.line
             self.l1.invalidate(l1line)
             self.l1_fill.pop(l1line, None)
-        self.l2.lookup(line, mask)
+        missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
         self.dev.dirty[line] = self.dev.dirty.get(line, 0) | mask
-        if atomic:  # the read-modify-write waits for the line in the L2 (a fill in flight included)
-            return max(t + l2c.hit_latency, self.dev.l2_fill.get(line, 0))
-        return t + self.lsu_latency
+        if not atomic:
+            return t + self.lsu_latency
+        pending = self.dev.l2_fill.get(line, 0)
+        if not missing:
+            return max(t + l2c.hit_latency, pending)
+        done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+        self.dev.l2_fill[line] = lat = max(done, pending)
+        return lat
 
     def _write_back(self, t: int, victim: int | None) -> None:
         """An evicted dirty line's sectors go to DRAM (occupying its bank, counted in its bytes)."""
@@ -120,6 +140,8 @@ class CoreMemory:
     def access(self, t: int, space: str, addrs: np.ndarray, size: int, direction: Direction,
                cache_op: str) -> tuple[int, int]:
         """(ready cycle, extra shared passes) of one warp access (the fields of an `Executed` record)."""
+        if space == "generic":  # an atomic that names no space: the window its address falls in
+            space, addrs = generic_space(addrs)
         if space == "shared":
             return self.shared_access(t, addrs, size)
         if space in ("global", "local"):

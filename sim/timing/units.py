@@ -145,6 +145,26 @@ class SetAssocCache:
         return self.hits / n if n else None
 
 
+class L2Port:
+    """The path that brings read data from the device L2 to one core. The L2's throughput
+    (HwConfig.l2_bytes_per_cycle, all cores together) is shared fairly by the cores the launch keeps
+    busy at once, as Dram's is: a read of n bytes holds this core's share n / (l2_bytes_per_cycle /
+    sharing_cores) cycles and later reads queue behind it. Without l2.bandwidth_gbps it never waits."""
+
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
+        total = hw.l2_bytes_per_cycle
+        n = max(1, min(hw.core.count, sharing_cores or hw.core.count))
+        self.cycles_per_byte = 0.0 if total is None else n / total
+        self.free = 0.0
+
+    def take(self, t: int, nbytes: int) -> int:
+        """Cycle at which a read of nbytes arriving at t gets the path: the cycle in which the reads
+        before it leave it free (a path busy for a fraction of a cycle does not cost a whole one)."""
+        start = max(float(t), self.free)
+        self.free = start + nbytes * self.cycles_per_byte
+        return int(start)
+
+
 class Dram:
     """GlobalMemory.banks banks, GlobalMemory.burst bytes per burst. The device bandwidth
     (HwConfig.dram_bytes_per_cycle) is shared fairly by the cores the launch keeps busy at once
