@@ -585,12 +585,14 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             p_miss = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
             lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
         # A K tile lands its first access's latency plus its transfer after the copies issue: the R
-        # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) and, for the
-        # missing part, the core's share of DRAM ([dram.bandwidth_gbps] over the `cores` copying at
-        # once); measured on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2,
-        # 1,361-1,980 from DRAM, against one access's 278 / 682)
-        port = hw.core.fill_bytes_per_cycle
-        transfer = max(R * tile_bytes / port if port else 0.0,
+        # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the
+        # L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), whichever is
+        # smaller, and, for the missing part, the core's share of DRAM ([dram.bandwidth_gbps]); measured
+        # on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2, 1,361-1,980 from
+        # DRAM, against one access's 278 / 682)
+        ports = [x for x in (hw.core.fill_bytes_per_cycle,
+                             hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
+        transfer = max(R * tile_bytes / min(ports) if ports else 0.0,
                        R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
         # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
