@@ -314,24 +314,25 @@ _T = LANES % 4
 _G = LANES // 4
 
 
-def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
+def _matrices(ins: Instruction, cx: DecodeCtx, regs_operand: int) -> tuple[Any, list[Operand], Any, tuple]:
+    """What ldmatrix and stmatrix share: the lanes' row addresses, the fragment registers (one per
+    8x8 matrix), the lanes that name a row (8 per matrix) and where register j of lane (g, t) holds
+    its two elements: (g, 2t) and (g, 2t+1), or (2t, g) and (2t+1, g) with .trans."""
     nmat = next(int(x[1]) for x in ins.mods if x in ("x1", "x2", "x4"))
-    trans = "trans" in ins.mods
-    d, a = ins.operands[:2]
-    dsts = _dst_list(d)
-    if len(dsts) != nmat:
-        raise cx.err(ins, f"ldmatrix .x{nmat} needs {nmat} destination registers")
-    fa, _ = cx.addr(a, ins)
-    ws = [cx.wr(x, "b32", ins) for x in dsts]
+    regs = _dst_list(ins.operands[regs_operand])
+    if len(regs) != nmat:
+        raise cx.err(ins, f"{ins.opcode} .x{nmat} needs {nmat} registers")
+    fa, _ = cx.addr(ins.operands[1 - regs_operand], ins)
     need = np.zeros(32, dtype=bool)
     need[: 8 * nmat] = True
+    coords = (2 * _T, _G, 2 * _T + 1, _G) if "trans" in ins.mods else (_G, 2 * _T, _G, 2 * _T + 1)
+    return fa, regs, need, coords
+
+
+def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
+    fa, dsts, need, (r0, c0, r1, c1) = _matrices(ins, cx, 0)
+    ws = [cx.wr(x, "b32", ins) for x in dsts]
     u16 = np.dtype(np.uint16)
-    if trans:
-        r0, c0 = 2 * _T, _G
-        r1, c1 = 2 * _T + 1, _G
-    else:
-        r0, c0 = _G, 2 * _T
-        r1, c1 = _G, 2 * _T + 1
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         rows = w.mem_load("shared", fa(w), need, u16, 8, ins)  # (32, 8): row of lane i's address
@@ -344,20 +345,10 @@ def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 
 def b_stmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
-    """The inverse of ldmatrix: lanes 8j..8j+7 name the rows of matrix j; register j of lane (g, t)
-    holds its elements (g, 2t) and (g, 2t+1), or (2t, g) and (2t+1, g) with .trans."""
-    nmat = next(int(x[1]) for x in ins.mods if x in ("x1", "x2", "x4"))
-    trans = "trans" in ins.mods
-    a, s = ins.operands[:2]
-    srcs = _dst_list(s)
-    if len(srcs) != nmat:
-        raise cx.err(ins, f"stmatrix .x{nmat} needs {nmat} source registers")
-    fa, _ = cx.addr(a, ins)
+    """The inverse of ldmatrix: lanes 8j..8j+7 name the rows of matrix j (see _matrices)."""
+    fa, srcs, need, (r0, c0, r1, c1) = _matrices(ins, cx, 1)
     rs = [cx.rd(x, "b32", ins) for x in srcs]
-    need = np.zeros(32, dtype=bool)
-    need[: 8 * nmat] = True
     u16 = np.dtype(np.uint16)
-    r0, c0, r1, c1 = (2 * _T, _G, 2 * _T + 1, _G) if trans else (_G, 2 * _T, _G, 2 * _T + 1)
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         rows = np.zeros((32, 8), dtype=u16)
