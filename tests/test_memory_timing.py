@@ -32,6 +32,22 @@ def test_l2_reads_queue_for_the_l2_bandwidth():
     assert t_of(log, "add.s32 %r3", warp=1) - t_of(log, "ld.global", warp=1) == 20
 
 
+def test_the_core_port_caps_a_lone_cores_l2_reads():
+    """With the L2's bandwidth unlimited (or larger than one core can take), a core still receives at
+    most core.fill_bytes_per_cycle (docs/micro-fill.md): 8 B/cycle here gives the same timeline as an
+    8 B/cycle L2, and a port wider than the L2 share changes nothing."""
+    hw = hw_small()
+    port8 = dataclasses.replace(hw, core=dataclasses.replace(hw.core, fill_bytes_per_cycle=8.0))
+    _, log = run(READ, port8, threads=64, buf_words=1024, warm_l2=True)
+    _, ref = run(READ, _l2_bw(8.0), threads=64, buf_words=1024, warm_l2=True)
+    for w in (0, 1):
+        assert t_of(log, "add.s32 %r3", warp=w) - t_of(log, "ld.global", warp=w) == \
+            t_of(ref, "add.s32 %r3", warp=w) - t_of(ref, "ld.global", warp=w) > 20
+    wide = dataclasses.replace(_l2_bw(8.0), core=dataclasses.replace(hw.core, fill_bytes_per_cycle=64.0))
+    _, log = run(READ, wide, threads=64, buf_words=1024, warm_l2=True)
+    assert [t_of(log, "add.s32 %r3", warp=w) for w in (0, 1)] == [t_of(ref, "add.s32 %r3", warp=w) for w in (0, 1)]
+
+
 def test_generic_atomic_goes_to_its_real_space():
     """atom.add without a state space on a global address is an L2 read-modify-write (l2.hit_latency
     after a DRAM fill here), not a constant-cache hit; on a shared address it is a shared access."""

@@ -149,12 +149,15 @@ class L2Port:
     """The path that brings read data from the device L2 to one core. The L2's throughput
     (HwConfig.l2_bytes_per_cycle, all cores together) is shared fairly by the cores the launch keeps
     busy at once, as Dram's is: a read of n bytes holds this core's share n / (l2_bytes_per_cycle /
-    sharing_cores) cycles and later reads queue behind it. Without l2.bandwidth_gbps it never waits."""
+    sharing_cores) cycles and later reads queue behind it; the core's own port
+    (Core.fill_bytes_per_cycle, docs/micro-fill.md) caps it when few cores share. Without either it
+    never waits."""
 
     def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
         total = hw.l2_bytes_per_cycle
         n = max(1, min(hw.core.count, sharing_cores or hw.core.count))
-        self.cycles_per_byte = 0.0 if total is None else n / total
+        port = hw.core.fill_bytes_per_cycle
+        self.cycles_per_byte = max(0.0 if total is None else n / total, 1.0 / port if port else 0.0)
         self.free = 0.0
 
     def take(self, t: int, nbytes: int) -> int:
