@@ -153,7 +153,7 @@ def b_lea(cx: Ctx) -> Exec:
 
 def _lut(f: int, a: Any, b: Any, c: Any) -> Any:
     """Bitwise 3-input function with truth table f (bit (a<<2|b<<1|c) of f)."""
-    out = 0
+    out = a & ~a
     for i in range(8):
         if f >> i & 1:
             ta = a if i & 4 else ~a

@@ -111,7 +111,7 @@ def b_st(cx: Ctx) -> Exec:
 
 def b_ldgsts(cx: Ctx) -> Exec:
     """LDGSTS[.BYPASS][.128] [smem], [gmem][, P]: copy 4/8/16 bytes per lane; lanes where the trailing
-    predicate is true get zeros. With .ZFILL the printed offset is the count of trailing bytes zero-filled
+    predicate (source valid) is false get zeros (ptxas writes cp.async's src-size 0 as ``, !PT``). With .ZFILL the printed offset is the count of trailing bytes zero-filled
     (ptxas writes cp.async's src-size 4/8/12 of a 16-byte copy as +0xc/+0x8/+0x4 on the source address)."""
     mods = cx.mods(_CACHE | {"64", "128"})
     size = 16 if "128" in mods else 8 if "64" in mods else 4
@@ -128,7 +128,7 @@ def b_ldgsts(cx: Ctx) -> Exec:
     u8 = np.dtype(np.uint8)
 
     def run(w: Warp, m: np.ndarray) -> None:
-        zero = np.broadcast_to(np.asarray(zp(w), dtype=bool), (32,)) if zp is not None else np.zeros(32, bool)
+        zero = ~np.broadcast_to(np.asarray(zp(w), dtype=bool), (32,)) if zp is not None else np.zeros(32, bool)
         act = _access(w, "global", fs(w), m & ~zero, nread, "read")
         vals = np.zeros((32, size), dtype=u8)
         if act.size and nread:
@@ -169,7 +169,7 @@ def b_atom(cx: Ctx) -> Exec:
     rb = (lambda w: U32(1)) if popc else cx.raw(rest[0])
     rc = cx.raw(rest[1]) if len(rest) > 1 else rb
     wd = cx.w32(d) if d is not None else None
-    fn = _ATOM[op]
+    fn = _ATOM["ADD" if popc else op]
 
     def run(w: Warp, m: np.ndarray) -> None:
         addrs = fa(w)
