@@ -105,10 +105,11 @@ def b_imad(cx: Ctx) -> Exec:
     if "WIDE" in mods:
         rc64, wd64 = cx.u64(srcs[2]), cx.w64(d)
         return lambda w, m: wd64(w, prod(w) + rc64(w) + cin(w), m)
-    rc = _as64(cx, srcs[2])
     wd = cx.w32(d)
-    if "HI" in mods:
-        return lambda w, m: wd(w, ((prod(w) >> U64(32)) + rc(w) + cin(w)) & M32, m)
+    if "HI" in mods:  # c is a register pair: the high word of a * b + {c+1, c}
+        rp = cx.u64(srcs[2])
+        return lambda w, m: wd(w, ((prod(w) + rp(w) + cin(w)) >> U64(32)) & M32, m)
+    rc = _as64(cx, srcs[2])
 
     def run(w: Warp, m: np.ndarray) -> None:
         s = (prod(w) & M32) + rc(w) + cin(w)
