@@ -202,6 +202,11 @@ def b_i2f(cx: Ctx) -> Exec:
     return run
 
 
+def _f64(cx: Ctx, op: Operand) -> Reader:
+    r = cx.u64(op)
+    return lambda w: np.asarray(r(w)).view(F64)
+
+
 _F2I_ROUND = {"TRUNC": np.trunc, "FLOOR": np.floor, "CEIL": np.ceil}
 
 
@@ -210,8 +215,8 @@ def b_f2i(cx: Ctx) -> Exec:
     dst = next((_ITYPES[x] for x in cx.ins.modifiers if x in _ITYPES), np.int32)
     rnd = next((_F2I_ROUND[x] for x in cx.ins.modifiers if x in _F2I_ROUND), np.rint)
     d, a = cx.ins.operands[:2]
-    ra: Reader = (lambda w, r=cx.u64(a): np.asarray(r(w)).view(F64)) if "F64" in mods else cx.f32(a)
-    info = np.iinfo(dst)
+    ra = _f64(cx, a) if "F64" in mods else cx.f32(a)
+    info = np.iinfo(np.dtype(dst))  # type: ignore[type-var]
     wide = np.dtype(dst).itemsize == 8
     wr = cx.w64(d) if wide else cx.w32(d)
 
@@ -326,7 +331,7 @@ def b_dfma(cx: Ctx) -> Exec:
     mods = cx.mods(set())
     del mods
     ops = cx.ins.operands
-    rs = [(lambda w, r=cx.u64(o): np.asarray(r(w)).view(F64)) for o in ops[1:]]
+    rs = [_f64(cx, o) for o in ops[1:]]
     w64 = cx.w64(ops[0])
     op = cx.ins.opcode
 

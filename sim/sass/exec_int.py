@@ -28,7 +28,7 @@ def split(cx: Ctx, ndst: int = 1) -> tuple[list[Operand], list[Operand], list[Op
     outs = []
     while rest and rest[0].kind in _PRED and len(rest) > 1:
         outs.append(rest.pop(0))
-    ins_ = []
+    ins_: list[Operand] = []
     while rest and rest[-1].kind in _PRED:
         ins_.insert(0, rest.pop())
     return dst, outs, rest, ins_
@@ -353,7 +353,7 @@ def b_prmt(cx: Ctx) -> Exec:
     def run(w: Warp, m: np.ndarray) -> None:
         v = np.asarray(ra(w)).astype(U64) | (np.asarray(rb(w)).astype(U64) << U64(32))
         sel = np.asarray(rs(w)).astype(U64)
-        out = U64(0)
+        out = np.zeros(np.shape(sel), dtype=U64)
         for i in range(4):
             nib = (sel >> U64(4 * i)) & U64(0xF)
             byte = (v >> ((nib & U64(7)) * U64(8))) & U64(0xFF)

@@ -25,6 +25,10 @@ _CACHE = {"E", "CONSTANT", "EF", "EL", "LU", "EU", "NA", "STRONG", "GPU", "SYS",
           "ZFILL", "LTC128B", "LTC64B", "LTC256B"}
 
 
+def _zext(r: Reader) -> Reader:
+    return lambda w: np.asarray(r(w)).astype(U64)
+
+
 def address(cx: Ctx, op: Operand, wide: bool) -> Callable[[Warp], np.ndarray]:
     """Per-lane addresses of a memory operand (uint64 when ``wide``, else int64 offsets)."""
     if op.kind != "mem":
@@ -34,7 +38,7 @@ def address(cx: Ctx, op: Operand, wide: bool) -> Callable[[Warp], np.ndarray]:
     for j, r in enumerate(op.regs):
         kind = "ureg" if r.startswith("UR") else "reg"
         o = Operand(kind, r, regs=(r,), suffixes=("64",) if "64" in op.suffixes and j == 0 else ())
-        terms.append(cx.u64(o) if "64" in o.suffixes else (lambda w, q=cx.raw(o): np.asarray(q(w)).astype(U64)))
+        terms.append(cx.u64(o) if "64" in o.suffixes else _zext(cx.raw(o)))
 
     def addr(w: Warp) -> np.ndarray:
         a = np.full(32, off & 0xFFFFFFFFFFFFFFFF, dtype=U64)
@@ -111,8 +115,9 @@ def b_st(cx: Ctx) -> Exec:
 
 def b_ldgsts(cx: Ctx) -> Exec:
     """LDGSTS[.BYPASS][.128] [smem], [gmem][, P]: copy 4/8/16 bytes per lane; lanes where the trailing
-    predicate (source valid) is false get zeros (ptxas writes cp.async's src-size 0 as ``, !PT``). With .ZFILL the printed offset is the count of trailing bytes zero-filled
-    (ptxas writes cp.async's src-size 4/8/12 of a 16-byte copy as +0xc/+0x8/+0x4 on the source address)."""
+    predicate (source valid) is false get zeros (ptxas writes cp.async's src-size 0 as ``, !PT``).
+    With .ZFILL the printed offset is the count of trailing bytes zero-filled (ptxas writes cp.async's
+    src-size 4/8/12 of a 16-byte copy as +0xc/+0x8/+0x4 on the source address)."""
     mods = cx.mods(_CACHE | {"64", "128"})
     size = 16 if "128" in mods else 8 if "64" in mods else 4
     ops = cx.ins.operands
