@@ -129,7 +129,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_sass(prog: Any, hw: Any, launch: Any, args: argparse.Namespace) -> tuple[dict[int, np.ndarray], dict[str, Any]]:
+def _run_sass(prog: Any, hw: Any, launch: Any,
+              args: argparse.Namespace) -> tuple[dict[int, np.ndarray], dict[str, Any]]:
     """--isa sass: the SASS functional model (sim.sass.exec); SASS timing does not exist yet."""
     from sim.errors import UsageError
     from sim.sass import tools_available
