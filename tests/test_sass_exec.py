@@ -189,3 +189,25 @@ def test_cli_isa_sass(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sim", "run", ex, "--hw", "npu7nm", "--isa", "sass", "--functional"],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert r.returncode == 2 and "arch" in r.stderr
+
+
+@needs_tools
+@pytest.mark.parametrize("specials", [False, True], ids=["normal", "specials"])
+def test_ops_kernel_sass_equals_ptx(specials):
+    """tests/fixtures/sass_ops.ptx on random inputs; with specials, some floats are +-0, inf, NaN, subnormal
+    and huge, so div.rn / sqrt.rn take ptxas' slow paths (CALL.REL, BRA with a predicate operand)."""
+    from sim.launch import Arg
+
+    ptx = (ROOT / "tests" / "fixtures" / "sass_ops.ptx").read_text()
+    seed, rng = _seeded()
+    inf = rng.standard_normal(128).astype(np.float32)
+    if specials:
+        inf[[3, 9, 70, 80, 90, 100, 101]] = [0.0, -0.0, np.inf, 1e-40, np.nan, 3e38, -2e-39]
+    args = [Arg("buffer", "u32", array=np.full(64 * 32, 0xDEADBEEF, np.uint32)),
+            Arg("buffer", "u32", array=rng.integers(0, 2**32, 128, dtype=np.uint32)),
+            Arg("buffer", "f32", array=inf), Arg("buffer", "u32", array=rng.integers(0, 2**32, 32, dtype=np.uint32))]
+    try:
+        got = compare("sass_ops", ptx, Launch("ops", (1, 1, 1), (64, 1, 1), args))
+    except AssertionError as e:
+        raise AssertionError(f"seed {seed}: {e}") from None
+    assert (got[0][:29 * 64] != 0xDEADBEEF).all(), "a result slot was not written"

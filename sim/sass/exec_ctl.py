@@ -51,8 +51,12 @@ def b_bra(cx: Ctx) -> CtlExec:
             want = ((np.uint32(rmask(w)) & bits) != 0) & w.live
             g.pc = t if (want & ~g.mask).any() and m.any() else g.pc + 1
         return div
-    if any(o.kind != "label" for o in cx.ins.operands):
-        raise cx.err("BRA with a predicate or register operand is not modelled")
+    ops = [o for o in cx.ins.operands if o.kind != "label"]
+    if len(ops) == 1 and ops[0].kind in ("pred", "upred"):  # BRA Pp: taken where the guard and Pp hold
+        rp = cx.pred(ops[0])
+        return lambda w, g, m: _jump(w, g, m & rp(w), t)
+    if ops:
+        raise cx.err("BRA with a register operand is not modelled")
     return lambda w, g, m: _jump(w, g, m, t)
 
 

@@ -154,6 +154,15 @@ _MUFU: dict[str, Callable[[Any], Any]] = {
 
 
 def b_mufu(cx: Ctx) -> Exec:
+    if "RCP64H" in cx.ins.modifiers:  # the high word of 1/x for the f64 x whose high word is the source
+        cx.mods({"RCP64H"})
+        d, a = cx.ins.operands[:2]
+        rh, wh = cx.raw(a), cx.w32(d)
+
+        def rcp64h(w: Warp, m: np.ndarray) -> None:
+            x = (np.asarray(rh(w)).astype(U64) << U64(32)).view(F64)
+            wh(w, (np.asarray(F64(1) / x).view(U64) >> U64(32)).astype(U32), m)
+        return rcp64h
     mods = cx.mods(set(_MUFU) | {"FTZ"})
     fn = next((_MUFU[x] for x in cx.ins.modifiers if x in _MUFU), None)
     if fn is None:
@@ -259,7 +268,7 @@ def b_fchk(cx: Ctx) -> Exec:
     def run(w: Warp, m: np.ndarray) -> None:
         x, y = np.abs(np.asarray(ra(w), F64)), np.abs(np.asarray(rb(w), F64))
         ex, ey = np.frexp(x)[1], np.frexp(y)[1]
-        bad = ~np.isfinite(x) | ~np.isfinite(y) | (y < TINY) | ((x < TINY) & (x != 0))
+        bad = ~np.isfinite(x) | ~np.isfinite(y) | (y < TINY) | (x < TINY)
         wp(w, bad | (np.abs(ex - ey) >= 120) | (x >= 2.0 ** 126) | (y >= 2.0 ** 126), m)
     return run
 

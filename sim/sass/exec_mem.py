@@ -30,14 +30,19 @@ def _zext(r: Reader) -> Reader:
 
 
 def address(cx: Ctx, op: Operand, wide: bool) -> Callable[[Warp], np.ndarray]:
-    """Per-lane addresses of a memory operand (uint64 when ``wide``, else int64 offsets)."""
+    """Per-lane addresses of a memory operand (uint64 when ``wide``, else int64 offsets). A global
+    address's first R register is a 64-bit pair whether or not nvdisasm prints .64 (ATOMG.E.CAS
+    prints ``[R10+0x40]``)."""
     if op.kind != "mem":
         raise cx.err(f"operand '{op.text}' is not a memory address")
+    if set(op.suffixes) - {"64"}:
+        raise cx.err(f"address suffix in '{op.text}' is not modelled")
     off = int(op.value or 0)
     terms: list[Reader] = []
     for j, r in enumerate(op.regs):
         kind = "ureg" if r.startswith("UR") else "reg"
-        o = Operand(kind, r, regs=(r,), suffixes=("64",) if "64" in op.suffixes and j == 0 else ())
+        pair = j == 0 and ("64" in op.suffixes or (wide and kind == "reg"))
+        o = Operand(kind, r, regs=(r,), suffixes=("64",) if pair else ())
         terms.append(cx.u64(o) if "64" in o.suffixes else _zext(cx.raw(o)))
 
     def addr(w: Warp) -> np.ndarray:
@@ -250,11 +255,13 @@ def b_shfl(cx: Ctx) -> Exec:
 
 
 def b_vote(cx: Ctx) -> Exec:
-    """VOTE.ANY/ALL/EQ d, p, q: d = ballot of q over the active lanes; p = any / all / all-equal."""
+    """VOTE.ANY/ALL/EQ [d,] p, q: d = ballot of q over the active lanes; p = any / all / all-equal."""
     mods = cx.mods({"ANY", "ALL", "EQ"})
-    d, p, q = cx.ins.operands[:3]
+    ops = cx.ins.operands
+    d = ops[0] if ops[0].kind in ("reg", "ureg") else None
+    p, q = ops[1:3] if d is not None else ops[:2]
     rq, wp = cx.pred(q), cx.wpred(p)
-    wd = cx.w32(d) if d.kind in ("reg", "ureg") else None
+    wd = cx.w32(d) if d is not None else None
     bits = (np.uint64(1) << LANES.astype(np.uint64))
 
     def run(w: Warp, m: np.ndarray) -> None:

@@ -138,6 +138,9 @@ class Ctx:
         elif op.kind == "imm":
             v = U64(int(op.value or 0) & 0xFFFFFFFFFFFFFFFF)
             r = lambda w: v  # noqa: E731
+        elif op.kind == "float":  # a double immediate (DFMA R10, -R26, R6, 1)
+            fv = np.float64(op.value).view(U64)
+            r = lambda w: fv  # noqa: E731
         elif op.kind == "const":
             r = self.const(op, 8)
         else:
