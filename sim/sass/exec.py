@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ExecutionError
-from sim.functional.memory import Fault, FlatMemory
+from sim.functional.memory import Fault, FlatMemory, reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
 from sim.sass.exec_ctl import SEMANTICS_CTL
@@ -92,9 +92,12 @@ class Machine:
 
     def runnable(self, w: Warp) -> Group | None:
         """The group with the lowest pc that is not held at a barrier."""
+        gs = w.groups
+        if len(gs) == 1 and gs[0].wait == "":
+            return gs[0]
         best = None
-        for g in w.groups:
-            if g.wait == "sync" and not (g.want & w.live & ~g.mask).any():
+        for g in gs:
+            if g.wait == "sync" and not reduce_any(g.want & w.live & ~g.mask):
                 g.wait = ""
                 g.pc += 1
             if g.wait == "" and (best is None or g.pc < best.pc):
@@ -118,7 +121,7 @@ class Machine:
             if d.ctl:
                 d.fn(w, g, m)
             else:
-                if m.any():
+                if reduce_any(m):
                     d.fn(w, m)
                 g.pc = i + 1
         except Fault as f:
@@ -132,7 +135,11 @@ class Machine:
 
     @staticmethod
     def _merge(w: Warp) -> None:
-        gs = [g for g in w.groups if g.mask.any()]
+        if len(w.groups) == 1:
+            if not reduce_any(w.groups[0].mask):
+                w.groups, w.done = [], True
+            return
+        gs = [g for g in w.groups if reduce_any(g.mask)]
         if len(gs) > 1:
             by_pc: dict[int, Group] = {}
             for g in gs:
