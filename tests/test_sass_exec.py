@@ -211,3 +211,21 @@ def test_ops_kernel_sass_equals_ptx(specials):
     except AssertionError as e:
         raise AssertionError(f"seed {seed}: {e}") from None
     assert (got[0][:29 * 64] != 0xDEADBEEF).all(), "a result slot was not written"
+
+
+@needs_tools
+def test_records_name_the_instruction_lanes_and_accesses():
+    """One SassExecuted per warp instruction; the STG's record has the 64 lanes' global addresses."""
+    from sim.launch import Arg
+    from sim.sass.exec_state import SassExecuted
+
+    recs: list[SassExecuted] = []
+    launch = Launch("k", (1, 1, 1), (48, 1, 1), [Arg("buffer", "u32", array=np.zeros(48, np.uint32))])
+    r = run_sass_functional(SNIPPET, launch, on_record=recs.append)
+    assert len(recs) == r.warp_instructions and {x.warp for x in recs} == {0, 1}
+    stores = [x for x in recs if x.ins.opcode == "STG"]
+    assert [x.warp for x in stores] == [0, 1]
+    assert stores[1].mask.sum() == 16 and stores[1].space == "global" and stores[1].size == 4
+    addrs = np.concatenate([x.addrs for x in stores])
+    assert np.array_equal(np.diff(addrs.astype(np.int64)), np.full(47, 4))
+    assert r.outputs[0].tolist() == list(range(48))
