@@ -36,7 +36,7 @@ from sim.sass.exec_int import SEMANTICS_INT
 from sim.sass.exec_mem import SEMANTICS_MEM
 from sim.sass.exec_operands import Ctx
 from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp
-from sim.sass.listing import SassInstruction, disassemble
+from sim.sass.listing import Operand, SassInstruction, disassemble
 from sim.sass.tools import DEFAULT_ARCH, resources
 
 PARAM_BASE = 0x210
@@ -69,8 +69,6 @@ def _decode(L: Launched, ins: SassInstruction) -> _Decoded:
     cx = Ctx(L, ins)
     guard = None
     if ins.guard and ins.guard not in ("PT", "UPT") or ins.guard_negated:
-        from sim.sass.listing import Operand
-
         kind = "upred" if ins.guard.startswith("U") else "pred"
         guard = cx.pred(Operand(kind, ins.guard, regs=(ins.guard,), prefix="!" if ins.guard_negated else ""))
     if ins.opcode in CONTROL:

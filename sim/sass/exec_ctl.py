@@ -103,8 +103,13 @@ def b_warpsync(cx: Ctx) -> CtlExec:
         return lambda w, g, m: _sync(w, g, ALL)
     rm = cx.u32(cx.ins.operands[0])
     bits = np.uint32(1) << np.arange(32, dtype=np.uint32)
-    return lambda w, g, m: _sync(w, g, (np.asarray(rm(w)) & bits) != 0 if np.ndim(rm(w)) == 0
-                                 else (np.asarray(rm(w))[int(np.argmax(m))] & bits) != 0)
+
+    def run(w: Warp, g: Group, m: np.ndarray) -> None:
+        v = np.asarray(rm(w))
+        if v.ndim:  # a per-lane mask register: the lanes agree on it
+            v = v[int(np.argmax(m))]
+        _sync(w, g, (v & bits) != 0)
+    return run
 
 
 def b_bar(cx: Ctx) -> CtlExec:
