@@ -36,9 +36,10 @@ INEXACT = {
 MICRO = ["lds_indep", "lds_dep", "ldsm_x4", "ldgsts_x4", "ffma_indep", "ffma_dep", "imad_indep", "diverge_halves",
          "hmma_indep", "bar_4w", "atom_shared", "atom_global"]
 PUBLIC = ["vectorAdd", "reduce4", "reduce6", "matrixMul_16", "transposeCoalesced", "transposeNoBankConflicts",
-          "shfl_scan_test", "scalarProd", "residual_forward", "encoder_forward", "gelu_forward"]
+          "shfl_scan_test", "scalarProd", "residual_forward", "encoder_forward", "gelu_forward",
+          "gemm_16x16x16_f16_mma", "gemm_16x16x16_f16_simt"]
 SLOW = ["bar_32w", "softmax_forward", "layernorm_forward", "histogram256", "mergeHistogram256", "reduce2",
-        "gemm_16x16x16_f16_mma", "gemm_128x128x128_f16_mma", "gemm_16x16x16_f16_simt"]
+        "gemm_128x128x128_f16_mma", "gemm_128x128x128_f32_simt", "transposeNaive"]
 
 
 def compare(name: str, ptx: str, launch: Launch, skip: frozenset[int] = frozenset()) -> dict[int, np.ndarray]:
