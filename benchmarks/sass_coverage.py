@@ -28,10 +28,10 @@ CLOCK_OUTPUTS = {"clock64_bracket": {0}}  # clock readings: instruction counts i
 
 def _gaps(ptx: str, kernel: str) -> list[str]:
     from sim.sass import disassemble
-    from sim.sass.exec import CONTROL, SEMANTICS
+    from sim.sass.exec import CONTROL, OPS
 
     k = disassemble(ptx)[kernel]
-    return sorted({i.opcode for i in k.instructions if i.opcode not in SEMANTICS and i.opcode not in CONTROL})
+    return sorted({i.opcode for i in k.instructions if i.opcode not in OPS and i.opcode not in CONTROL})
 
 
 def _equal(a: dict[int, np.ndarray], b: dict[int, np.ndarray], clocks: set[int]) -> str:

@@ -30,10 +30,10 @@ from sim.errors import ExecutionError
 from sim.functional.memory import Fault, FlatMemory, reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
-from sim.sass.exec_ctl import SEMANTICS_CTL
-from sim.sass.exec_float import SEMANTICS_FLOAT
-from sim.sass.exec_int import SEMANTICS_INT
-from sim.sass.exec_mem import SEMANTICS_MEM
+from sim.sass.exec_ctl import SASS_CTL
+from sim.sass.exec_float import SASS_FLOAT
+from sim.sass.exec_int import SASS_INT
+from sim.sass.exec_mem import SASS_MEM
 from sim.sass.exec_operands import Ctx
 from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp
 from sim.sass.listing import Operand, SassInstruction, disassemble
@@ -44,8 +44,8 @@ SHARED_RESERVED = 0x400
 STACK_TOP = 0x10000
 
 # the SASS opcode table of the functional model: opcode -> builder (control builders move the group)
-SEMANTICS: dict[str, Callable[[Ctx], Any]] = {**SEMANTICS_INT, **SEMANTICS_FLOAT, **SEMANTICS_MEM}
-CONTROL = SEMANTICS_CTL
+OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM}
+CONTROL = SASS_CTL
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _decode(L: Launched, ins: SassInstruction) -> _Decoded:
         guard = cx.pred(Operand(kind, ins.guard, regs=(ins.guard,), prefix="!" if ins.guard_negated else ""))
     if ins.opcode in CONTROL:
         return _Decoded(CONTROL[ins.opcode](cx), True, guard)
-    build = SEMANTICS.get(ins.opcode)
+    build = OPS.get(ins.opcode)
     if build is None:
         raise L.err(ins, f"opcode {ins.opcode} is not modelled by the SASS functional model")
     return _Decoded(build(cx), False, guard)

@@ -174,7 +174,7 @@ def b_skip(cx: Ctx) -> CtlExec:
     return run
 
 
-SEMANTICS_CTL: dict[str, Callable[[Ctx], CtlExec]] = {
+SASS_CTL: dict[str, Callable[[Ctx], CtlExec]] = {
     "BRA": b_bra, "EXIT": b_exit, "BSSY": b_bssy, "BSYNC": b_bsync, "WARPSYNC": b_warpsync, "BAR": b_bar,
     "CALL": b_call, "RET": b_ret, "DEPBAR": b_skip, "LDGDEPBAR": b_skip,
 }

@@ -7,6 +7,7 @@ in that direction (TwoSum error term); .FTZ flushes f32 subnormal inputs and res
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,11 +71,11 @@ def _reader(cx: Ctx, op: Operand, ftz: bool) -> Reader:
     return (lambda w: _ftz(r(w))) if ftz else r
 
 
-def b_fadd(cx: Ctx) -> Exec:
+def b_fadd(cx: Ctx, mul: bool = False) -> Exec:
+    """FADD d, a, b; FMUL d, a, b with ``mul``."""
     mode, ftz, sat = _float_mods(cx, set())
     d, a, b = cx.ins.operands[:3]
     ra, rb, wd = _reader(cx, a, ftz), _reader(cx, b, ftz), cx.w32(d)
-    mul = cx.ins.opcode == "FMUL"
 
     def run(w: Warp, m: np.ndarray) -> None:
         x, y = np.asarray(ra(w), F32), np.asarray(rb(w), F32)
@@ -301,7 +302,7 @@ def _pack(lo: Any, hi: Any) -> Any:
     return lo16 | (hi16 << U32(16))
 
 
-def b_hfma2(cx: Ctx) -> Exec:
+def b_hfma2(cx: Ctx, fma: bool) -> Exec:
     """HFMA2 d, a, b, c / HADD2 d, a, b (a + b, as a * 1 + b): per half, rounded once to f16
     (the f64 product of two halves is exact); .F32 writes the low half's result as f32. A pair of float
     immediates as the last source is (high, low)."""
@@ -315,7 +316,6 @@ def b_hfma2(cx: Ctx) -> Exec:
         last = _halves(cx, ops.pop())
     d = ops[0]
     srcs = [_halves(cx, o) for o in ops[1:]]
-    fma = cx.ins.opcode == "HFMA2"
     if len(srcs) != (2 if fma else 1):
         raise cx.err("wrong number of sources")
     wd = cx.w32(d)
@@ -336,17 +336,16 @@ def b_hfma2(cx: Ctx) -> Exec:
 
 
 # -- f64 -------------------------------------------------------------------------------------------
-def b_dfma(cx: Ctx) -> Exec:
-    mods = cx.mods(set())
-    del mods
+def b_dfma(cx: Ctx, op: str) -> Exec:
+    """DFMA / DMUL / DADD (``op`` fma, mul, add) on register pairs."""
+    cx.mods(set())
     ops = cx.ins.operands
     rs = [_f64(cx, o) for o in ops[1:]]
     w64 = cx.w64(ops[0])
-    op = cx.ins.opcode
 
     def run(w: Warp, m: np.ndarray) -> None:
         v = [x(w) for x in rs]
-        r = fma_f64(*v) if op == "DFMA" else v[0] * v[1] if op == "DMUL" else v[0] + v[1]
+        r = fma_f64(*v) if op == "fma" else v[0] * v[1] if op == "mul" else v[0] + v[1]
         w64(w, np.asarray(r, F64).view(U64), m)
     return run
 
@@ -393,8 +392,9 @@ def b_hmma(cx: Ctx) -> Exec:
     return run
 
 
-SEMANTICS_FLOAT: dict[str, Callable[[Ctx], Exec]] = {
-    "FADD": b_fadd, "FMUL": b_fadd, "FFMA": b_ffma, "FMNMX": b_fmnmx, "FSETP": b_fsetp, "MUFU": b_mufu,
-    "I2F": b_i2f, "I2FP": b_i2f, "F2I": b_f2i, "F2F": b_f2f, "FCHK": b_fchk, "HADD2": b_hfma2,
-    "HFMA2": b_hfma2, "DFMA": b_dfma, "DADD": b_dfma, "DMUL": b_dfma, "HMMA": b_hmma,
+SASS_FLOAT: dict[str, Callable[[Ctx], Exec]] = {
+    "FADD": b_fadd, "FMUL": partial(b_fadd, mul=True), "FFMA": b_ffma, "FMNMX": b_fmnmx, "FSETP": b_fsetp,
+    "MUFU": b_mufu, "I2F": b_i2f, "I2FP": b_i2f, "F2I": b_f2i, "F2F": b_f2f, "FCHK": b_fchk,
+    "HADD2": partial(b_hfma2, fma=False), "HFMA2": partial(b_hfma2, fma=True), "DFMA": partial(b_dfma, op="fma"),
+    "DADD": partial(b_dfma, op="add"), "DMUL": partial(b_dfma, op="mul"), "HMMA": b_hmma,
 }

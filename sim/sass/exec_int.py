@@ -8,6 +8,7 @@ predicates (``IADD3 R7, P0, P1, R3, UR8, R4``; ``IADD3.X R9, R9, UR9, R5, P0, P1
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -220,11 +221,12 @@ def b_shf(cx: Ctx) -> Exec:
     return run
 
 
-def b_sel(cx: Ctx) -> Exec:
+def b_sel(cx: Ctx, floats: bool = False) -> Exec:
+    """SEL / FSEL d, a, b, P: P ? a : b (FSEL applies the float operand prefixes)."""
     cx.mods(set())
     d, a, b, p = cx.ins.operands[:4]
     rp, wd = cx.pred(p), cx.w32(d)
-    fa, fb = (cx.f32(a), cx.f32(b)) if cx.ins.opcode == "FSEL" else (cx.u32(a), cx.u32(b))
+    fa, fb = (cx.f32(a), cx.f32(b)) if floats else (cx.u32(a), cx.u32(b))
     return lambda w, m: wd(w, np.where(rp(w), np.asarray(fa(w)).view(U32), np.asarray(fb(w)).view(U32)), m)
 
 
@@ -378,10 +380,10 @@ def b_nop(cx: Ctx) -> Exec:
     return lambda w, m: None
 
 
-SEMANTICS_INT: dict[str, Callable[[Ctx], Exec]] = {
+SASS_INT: dict[str, Callable[[Ctx], Exec]] = {
     "IADD3": b_iadd3, "UIADD3": b_iadd3, "VIADD": b_viadd, "IMAD": b_imad, "UIMAD": b_imad,
     "LEA": b_lea, "ULEA": b_lea, "LOP3": b_lop3, "ULOP3": b_lop3, "PLOP3": b_plop3, "UPLOP3": b_plop3,
-    "SHF": b_shf, "USHF": b_shf, "SEL": b_sel, "USEL": b_sel, "FSEL": b_sel,
+    "SHF": b_shf, "USHF": b_shf, "SEL": b_sel, "USEL": b_sel, "FSEL": partial(b_sel, floats=True),
     "ISETP": b_isetp, "UISETP": b_isetp, "MOV": b_mov, "UMOV": b_mov, "LDC": b_ldc, "ULDC": b_ldc,
     "S2R": b_s2r, "S2UR": b_s2r, "CS2R": b_cs2r, "R2UR": b_r2ur, "IABS": b_iabs, "VIMNMX": b_imnmx,
     "IMNMX": b_imnmx, "PRMT": b_prmt, "UPRMT": b_prmt, "POPC": b_popc, "NOP": b_nop,

@@ -9,6 +9,7 @@ in shared memory when the instruction retires, so LDGDEPBAR / DEPBAR have nothin
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,8 @@ def _shape(cx: Ctx) -> tuple[np.dtype, int]:
     return np.dtype(t), n
 
 
-def b_ld(cx: Ctx) -> Exec:
+def b_ld(cx: Ctx, space: str) -> Exec:
     cx.mods(set(_SIZES) | _CACHE)
-    space = "global" if cx.ins.opcode == "LDG" else "shared"
     dt, n = _shape(cx)
     d, a = cx.ins.operands[:2]
     fa = address(cx, a, space == "global")
@@ -103,9 +103,8 @@ def b_ld(cx: Ctx) -> Exec:
     return run
 
 
-def b_st(cx: Ctx) -> Exec:
+def b_st(cx: Ctx, space: str) -> Exec:
     cx.mods(set(_SIZES) | _CACHE)
-    space = "global" if cx.ins.opcode == "STG" else "shared"
     dt, n = _shape(cx)
     a, s = cx.ins.operands[:2]
     fa = address(cx, a, space == "global")
@@ -158,7 +157,7 @@ _ATYPES = {"32": np.uint32, "U32": np.uint32, "S32": np.int32, "F32": np.float32
            "U64": np.uint64, "S64": np.int64}
 
 
-def b_atom(cx: Ctx) -> Exec:
+def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
     """ATOMS / ATOMG [P,] d, [a], b[, c] and REDG [a], b: lanes one at a time, in lane order (as the PTX
     model serializes them). POPC.INC adds 1 per lane."""
     mods = cx.mods(set(_ATOM) | set(_ATYPES) | _CACHE | {"POPC", "FTZ", "RN"})
@@ -168,9 +167,8 @@ def b_atom(cx: Ctx) -> Exec:
     t = np.dtype(next((_ATYPES[x] for x in cx.ins.modifiers if x in _ATYPES), np.uint32))
     if t.itemsize != 4:
         raise cx.err("64-bit atomics are not modelled")
-    space = "shared" if cx.ins.opcode == "ATOMS" else "global"
     ops = [o for o in cx.ins.operands if o.kind not in ("pred",)]
-    if cx.ins.opcode == "REDG":
+    if red:
         d, a, rest = None, ops[0], ops[1:]
     else:
         d, a, rest = ops[0], ops[1], ops[2:]
@@ -278,7 +276,9 @@ def b_membar(cx: Ctx) -> Exec:
     return lambda w, m: None
 
 
-SEMANTICS_MEM: dict[str, Callable[[Ctx], Exec]] = {
-    "LDG": b_ld, "LDS": b_ld, "STG": b_st, "STS": b_st, "LDGSTS": b_ldgsts, "ATOMS": b_atom, "ATOMG": b_atom,
-    "REDG": b_atom, "LDSM": b_ldsm, "SHFL": b_shfl, "VOTE": b_vote, "VOTEU": b_vote, "MEMBAR": b_membar,
+SASS_MEM: dict[str, Callable[[Ctx], Exec]] = {
+    "LDG": partial(b_ld, space="global"), "LDS": partial(b_ld, space="shared"), "STG": partial(b_st, space="global"),
+    "STS": partial(b_st, space="shared"), "LDGSTS": b_ldgsts, "ATOMS": partial(b_atom, space="shared"),
+    "ATOMG": partial(b_atom, space="global"), "REDG": partial(b_atom, space="global", red=True),
+    "LDSM": b_ldsm, "SHFL": b_shfl, "VOTE": b_vote, "VOTEU": b_vote, "MEMBAR": b_membar,
 }
