@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", help="write a Chrome trace-event JSON (opens in Perfetto)")
     r.add_argument("--functional", action="store_true", help="values only, no timing model")
+    r.add_argument("--isa", choices=("auto", "ptx", "sass"), default="auto",
+                   help="execute the PTX, or the SASS ptxas writes for the hw's arch (sass: --functional only "
+                        "for now; auto = ptx until SASS timing exists)")
     r.add_argument("--warm-l2", action="store_true",
                    help="start with the buffer arguments in the L2, as after their host-to-device copies "
                         "(default: an empty L2)")
@@ -90,21 +93,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
-    if not args.functional:
+    if args.isa == "sass":
+        outputs, result = _run_sass(prog, hw, launch, args)
+    elif not args.functional:
         from sim.timing import simulate
 
         sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions,
                            warm_l2=args.warm_l2)
-    if sim_obj is None:
+    if args.isa == "sass":
+        pass
+    elif sim_obj is None:
         from sim.functional.runner import run_functional
 
         fr = run_functional(prog, launch, args.max_instructions)
         outputs = fr.outputs
         result = {"timing": "functional-only", "kernel": launch.kernel, "hw": hw.name,
-                  "warp_instructions": fr.warp_instructions, "ctas": fr.ctas}
+                  "warp_instructions": fr.warp_instructions, "ctas": fr.ctas, "isa": "ptx"}
     else:
         outputs = sim_obj.outputs
-        result = {"kernel": launch.kernel, "hw": hw.name, **sim_obj.to_json()}
+        result = {"kernel": launch.kernel, "hw": hw.name, "isa": "ptx", **sim_obj.to_json()}
         if args.trace:
             from sim.timing import write_trace
 
@@ -127,10 +134,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_sass(prog: Any, hw: Any, launch: Any,
+              args: argparse.Namespace) -> tuple[dict[int, np.ndarray], dict[str, Any]]:
+    """--isa sass: the SASS functional model (sim.sass.exec); SASS timing does not exist yet."""
+    from sim.errors import UsageError
+    from sim.sass import tools_available
+    from sim.sass.exec import run_sass_functional
+
+    if not args.functional:
+        raise UsageError("SASS timing not built yet: add --functional, or use --isa ptx", args.ptx)
+    if not hw.arch:
+        raise UsageError(f"--isa sass needs a hardware model with an arch: key; {hw.name} has none", args.hw)
+    if not tools_available():
+        raise UsageError('--isa sass needs ptxas and nvdisasm: pip install -e ".[sass]"', args.ptx)
+    r = run_sass_functional(prog.text, launch, hw.arch, args.ptx, args.max_instructions)
+    return r.outputs, {"timing": "functional-only", "kernel": launch.kernel, "hw": hw.name, "isa": "sass",
+                       "warp_instructions": r.warp_instructions, "ctas": r.ctas}
+
+
 def render_text(r: dict[str, Any]) -> str:
     lines = [f"kernel {r['kernel']} on {r['hw']}: grid {tuple(r['grid'])} block {tuple(r['block'])}"]
     if r.get("timing") == "functional-only":
-        lines.append(f"functional only: {r['warp_instructions']} warp instructions in {r['ctas']} CTAs")
+        lines.append(f"functional only ({r.get('isa', 'ptx').upper()}): {r['warp_instructions']} warp instructions "
+                     f"in {r['ctas']} CTAs")
     else:
         pred = r.get("predicted") or {}
         pc = pred.get("cycles")

@@ -163,9 +163,10 @@ def parse_operand(tok: str) -> Operand:
     prefix = ""
     if tok[:1] in "-!~" and len(tok) > 1:
         prefix, tok = tok[0], tok[1:]
-    absolute = len(tok) > 2 and tok[0] == "|" and tok[-1] == "|"
-    if absolute:
-        tok = tok[1:-1]
+    absolute = len(tok) > 2 and tok[0] == "|" and "|" in tok[2:]
+    if absolute:  # |R7| or |R7|.reuse: the suffixes after the bars belong to the register
+        close = tok.index("|", 1)
+        tok = tok[1:close] + tok[close + 1:]
     if m := _CONST.match(tok):
         addr = _address(m.group(2))
         if addr is not None:

@@ -1,0 +1,223 @@
+"""Run the SASS ptxas writes for a PTX kernel, functionally: ``run_sass_functional(ptx_text, launch)``.
+
+The launch, the global buffers and the argument bytes come from the PTX functional model's
+``prepare`` (sim.functional.runner); this module adds the sm_90 constant bank, the SASS register
+files and the Volta-style thread-group scheduler, and decodes each instruction the first time a warp
+reaches it (an opcode never reached is never needed; one reached and not modelled is a one-line
+SassError naming the SASS text, its pc and PTX line).
+
+Constant bank 0 as sm_90 lays it out (source: the nvdisasm listings of this repository's kernels,
+e.g. benchmarks/silicon/kernels/vectorAdd.ptx, where ``ld.param [vectorAdd_param_0]`` (PTX line 43)
+becomes ``LDC.64 R2, c[0x0][0x210]``, ``mov %ntid.x`` ``ULDC c[0x0][0x0]``, ``mov %nctaid.x``
+``ULDC c[0x0][0xc]``, and every global access takes its descriptor from ``ULDC.64 c[0x0][0x208]``;
+the cubin's EIATTR_PARAM_CBANK attribute names the same 0x210 parameter base):
+0x0/0x4/0x8 ntid.x/y/z, 0xc/0x10/0x14 nctaid.x/y/z, 0x28 the initial stack pointer (R1),
+0x208 the global memory descriptor (ignored here: addresses are flat), 0x210.. the kernel parameters
+at their PTX .param offsets. Shared memory: sm_90 reserves the first 0x400 bytes of a CTA's window
+(``UMOV UR4, 0x400`` before the first ``.shared`` variable's address), so the window here is
+0x400 + the PTX layout's size + ptxas' static size, zero-filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.errors import ExecutionError
+from sim.functional.memory import Fault, FlatMemory, reduce_any
+from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
+from sim.launch import Launch
+from sim.sass.exec_ctl import SASS_CTL
+from sim.sass.exec_float import SASS_FLOAT
+from sim.sass.exec_int import SASS_INT
+from sim.sass.exec_mem import SASS_MEM
+from sim.sass.exec_operands import Ctx
+from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp
+from sim.sass.listing import Operand, SassInstruction, disassemble
+from sim.sass.tools import DEFAULT_ARCH, resources
+
+PARAM_BASE = 0x210
+SHARED_RESERVED = 0x400
+STACK_TOP = 0x10000
+
+# the SASS opcode table of the functional model: opcode -> builder (control builders move the group)
+OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM}
+CONTROL = SASS_CTL
+
+
+@dataclass
+class SassResult:
+    outputs: dict[int, np.ndarray]  # arg index -> final buffer contents
+    warp_instructions: int
+    ctas: int
+    kernel: str
+
+
+class _Decoded:
+    __slots__ = ("fn", "ctl", "guard")
+
+    def __init__(self, fn: Any, ctl: bool, guard: Callable[[Warp], Any] | None):
+        self.fn = fn
+        self.ctl = ctl
+        self.guard = guard
+
+
+def _decode(L: Launched, ins: SassInstruction) -> _Decoded:
+    cx = Ctx(L, ins)
+    guard = None
+    if ins.guard and ins.guard not in ("PT", "UPT") or ins.guard_negated:
+        kind = "upred" if ins.guard.startswith("U") else "pred"
+        guard = cx.pred(Operand(kind, ins.guard, regs=(ins.guard,), prefix="!" if ins.guard_negated else ""))
+    if ins.opcode in CONTROL:
+        return _Decoded(CONTROL[ins.opcode](cx), True, guard)
+    build = OPS.get(ins.opcode)
+    if build is None:
+        raise L.err(ins, f"opcode {ins.opcode} is not modelled by the SASS functional model")
+    return _Decoded(build(cx), False, guard)
+
+
+class Machine:
+    """Steps warps of one launch; keeps the decoded instructions."""
+
+    def __init__(self, L: Launched, on_record: Callable[[SassExecuted], None] | None = None):
+        self.L = L
+        self.decoded: list[_Decoded | None] = [None] * len(L.code)
+        self.on_record = on_record
+        self.count = 0
+
+    def runnable(self, w: Warp) -> Group | None:
+        """The group with the lowest pc that is not held at a barrier."""
+        gs = w.groups
+        if len(gs) == 1 and gs[0].wait == "":
+            return gs[0]
+        best = None
+        for g in gs:
+            if g.wait == "sync" and not reduce_any(g.want & w.live & ~g.mask):
+                g.wait = ""
+                g.pc += 1
+            if g.wait == "" and (best is None or g.pc < best.pc):
+                best = g
+        return best
+
+    def step(self, w: Warp, g: Group) -> None:
+        L = self.L
+        i = g.pc
+        if i >= len(L.code):
+            raise ExecutionError(f"warp {w.wid} of CTA {w.cta.ctaid} ran past the end of the SASS", L.file)
+        d = self.decoded[i]
+        ins = L.code[i]
+        if d is None:
+            d = self.decoded[i] = _decode(L, ins)
+        m = g.mask if d.guard is None else g.mask & d.guard(w)
+        rec = w.rec = SassExecuted(w.cta.index, w.wid, i, ins, m)
+        self.count += 1
+        L.clock += 1
+        try:
+            if d.ctl:
+                d.fn(w, g, m)
+            else:
+                if reduce_any(m):
+                    d.fn(w, m)
+                g.pc = i + 1
+        except Fault as f:
+            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': thread "
+                                 f"{w.wid * 32 + f.lane} of CTA {w.cta.ctaid}: address {f.addr:#x}: {f.message}",
+                                 L.file, ins.ptx_line) from None
+        w.P[PT] = True
+        self._merge(w)
+        if self.on_record is not None:
+            self.on_record(rec)
+
+    @staticmethod
+    def _merge(w: Warp) -> None:
+        if len(w.groups) == 1:
+            if not reduce_any(w.groups[0].mask):
+                w.groups, w.done = [], True
+            return
+        gs = [g for g in w.groups if reduce_any(g.mask)]
+        if len(gs) > 1:
+            by_pc: dict[int, Group] = {}
+            for g in gs:
+                h = by_pc.get(g.pc)
+                if h is None:
+                    by_pc[g.pc] = g
+                else:
+                    h.mask = h.mask | g.mask
+                    h.wait = "" if "" in (h.wait, g.wait) else h.wait
+            gs = list(by_pc.values())
+        w.groups = gs
+        w.done = not gs
+
+
+def _release(cta: Cta) -> bool:
+    """Release the warps waiting at BAR.SYNC when every live thread (or the barrier's count) arrived."""
+    waiting = [(w, g) for w in cta.warps for g in w.groups if g.wait == "bar"]
+    if not waiting:
+        return False
+    arrived = sum(int(g.mask.sum()) for _, g in waiting)
+    live = sum(int(w.live.sum()) for w in cta.warps)
+    count = max(w.bar_count for w, _ in waiting)
+    if arrived < (count if count else live):
+        return False
+    for _, g in waiting:
+        g.wait = ""
+        g.pc += 1
+    return True
+
+
+def run_cta(M: Machine, cta: Cta, budget: int) -> None:
+    while True:
+        progressed = False
+        for w in cta.warps:
+            g = M.runnable(w)
+            while g is not None:
+                M.step(w, g)
+                progressed = True
+                g = M.runnable(w)
+            if M.count > budget:
+                raise ExecutionError(f"more than {budget} warp instructions: an endless loop? "
+                                     "raise the limit with --max-instructions", M.L.file)
+        if all(w.done for w in cta.warps):
+            return
+        if not _release(cta) and not progressed:
+            w = next(w for w in cta.warps if not w.done)
+            ins = M.L.code[w.groups[0].pc]
+            raise ExecutionError(f"deadlock in CTA {cta.ctaid}: warp {w.wid} waits at SASS "
+                                 f"'{ins.text}' (0x{ins.pc:04x}) and nothing else can run", M.L.file, ins.ptx_line)
+
+
+def constant_bank(launch: Launch, params: FlatMemory, param_size: int) -> FlatMemory:
+    cb = FlatMemory(PARAM_BASE + max(param_size, 8) + 16, "constant bank 0")
+    words = np.array([*launch.block, *launch.grid], dtype=np.uint32)
+    cb.data[0:24] = words.view(np.uint8)
+    cb.data[0x28:0x2C] = np.array([STACK_TOP], dtype=np.uint32).view(np.uint8)
+    cb.data[PARAM_BASE:PARAM_BASE + param_size] = params.data[:param_size]
+    return cb
+
+
+def run_sass_functional(ptx_text: str, launch: Launch, arch: str = DEFAULT_ARCH, file: str = "<ptx>",
+                        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+                        on_record: Callable[[SassExecuted], None] | None = None) -> SassResult:
+    """Compile ``ptx_text`` with ptxas for ``arch`` and run the launch on its SASS; ``on_record`` gets one
+    SassExecuted per warp instruction."""
+    from sim.ptx.parser import parse_ptx
+
+    prog = parse_ptx(ptx_text, file)
+    kernels = disassemble(ptx_text, arch, file)
+    if launch.kernel not in kernels:
+        raise ExecutionError(f"ptxas wrote no SASS for kernel {launch.kernel}", file)
+    res = resources(ptx_text, arch, file).get(launch.kernel)
+    with np.errstate(all="ignore"):
+        P = prepare(prog, launch)
+        k = prog.kernel(launch.kernel)
+        param_size = max((p.offset + p.size for p in k.params), default=0)
+        shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)
+        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size),
+                     launch.grid, launch.block, shared, file)
+        M = Machine(L, on_record)
+        for n, ctaid in enumerate(P.ctas):
+            run_cta(M, Cta(L, n, ctaid), max_instructions)
+        return SassResult(read_outputs(P, launch), M.count, len(P.ctas), launch.kernel)

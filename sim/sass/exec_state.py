@@ -1,0 +1,134 @@
+"""State of the SASS functional model: a warp's register files and thread groups, a CTA, the launch,
+and the record each executed warp instruction leaves for the timing model.
+
+Register files per warp (sm_90): R0..R254 as a (256, 32) uint32 array whose row 255 is RZ (always
+zero, writes dropped); UR0..UR62 as (64,) uint32, row 63 URZ; P0..P6 as (8, 32) bool, row 7 PT (always
+true); UP0..UP6 as (8,) bool, row 7 UPT; the convergence barriers B0..B15 as lane masks.
+
+Divergence follows Volta's independent thread scheduling: a warp is a list of thread groups, each with
+its own pc; the group with the lowest pc runs; groups that reach the same pc merge; BSYNC / WARPSYNC
+hold a group until every live lane of the barrier's mask waits at the same pc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.functional.memory import FlatMemory, GlobalMemory
+from sim.sass.listing import SassInstruction, SassKernel
+from sim.sass.tools import SassError
+
+LANES = np.arange(32)
+RZ, URZ, PT = 255, 63, 7
+ALL = np.ones(32, dtype=bool)
+
+
+@dataclass(slots=True)
+class SassExecuted:
+    """One executed warp instruction, for the timing model: which warp, which instruction, which lanes,
+    and for a memory access its space (global, shared, local, const), the accessing lanes' byte addresses
+    (lane order; shared: offsets in the CTA's window) and bytes per lane."""
+
+    cta: int  # index of the CTA in launch order
+    warp: int
+    index: int  # position in SassKernel.instructions
+    ins: SassInstruction
+    mask: np.ndarray  # lanes that executed it (group mask and guard)
+    space: str = ""
+    addrs: np.ndarray | None = None
+    size: int = 0
+    direction: str = ""  # read, write, atomic
+
+
+class Group:
+    """Lanes of one warp that run together at one pc (an index into the kernel's instructions)."""
+
+    __slots__ = ("pc", "mask", "wait", "want")
+
+    def __init__(self, pc: int, mask: np.ndarray):
+        self.pc = pc
+        self.mask = mask
+        self.wait = ""  # "", "bar" (at BAR.SYNC), "sync" (at BSYNC/WARPSYNC, not yet released)
+        self.want = mask  # the lanes a "sync" wait is for
+
+
+class Launched:
+    """What every warp of a launch shares: the code, the memories, the constant bank, the grid."""
+
+    def __init__(self, kernel: SassKernel, gmem: GlobalMemory, cbank: FlatMemory, grid: tuple[int, int, int],
+                 block: tuple[int, int, int], shared_size: int, file: str):
+        self.kernel = kernel
+        self.code = kernel.instructions
+        self.index = {ins.pc: i for i, ins in enumerate(kernel.instructions)}
+        self.gmem = gmem
+        self.cbank = cbank
+        self.grid = grid
+        self.block = block
+        self.shared_size = shared_size
+        self.file = file
+        self.clock = 0  # SR_CLOCKLO/HI and CS2R SR_CLOCKLO read this counter of warp instructions
+
+    def err(self, ins: SassInstruction, what: str) -> SassError:
+        where = f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}'"
+        ptx = f" (PTX line {ins.ptx_line})" if ins.ptx_line else ""
+        return SassError(f"{where}{ptx}: {what}", self.file, ins.ptx_line)
+
+
+class Cta:
+    def __init__(self, L: Launched, index: int, ctaid: tuple[int, int, int]):
+        self.index = index
+        self.ctaid = ctaid
+        self.shared = FlatMemory(L.shared_size, "shared")
+        bx, by, bz = L.block
+        self.nthreads = bx * by * bz
+        self.warps = [Warp(L, self, w) for w in range((self.nthreads + 31) // 32)]
+
+
+class Warp:
+    def __init__(self, L: Launched, cta: Cta, wid: int):
+        self.L = L
+        self.cta = cta
+        self.wid = wid
+        self.R = np.zeros((256, 32), dtype=np.uint32)
+        self.UR = np.zeros(64, dtype=np.uint32)
+        self.P = np.zeros((8, 32), dtype=bool)
+        self.P[PT] = True
+        self.UP = np.zeros(8, dtype=bool)
+        self.UP[PT] = True
+        self.B = np.zeros((16, 32), dtype=bool)
+        lin = wid * 32 + LANES
+        self.live = lin < cta.nthreads  # lanes that exist and have not exited
+        bx, by, _ = L.block
+        self.tid = (lin % bx, (lin // bx) % by, lin // (bx * by))
+        self.groups = [Group(0, self.live.copy())]
+        self.done = False
+        self.bar_id = 0
+        self.bar_count = 0
+        self.rec: SassExecuted | None = None  # the instruction executing now (memory ops fill in the access)
+
+    def special(self, name: str) -> np.ndarray:
+        """An S2R / S2UR / CS2R source (SR_TID.X, SR_CTAID.Y, SR_LANEID, SR_CLOCKLO, ...) as uint32 lanes."""
+        u = np.uint32
+        axes = {"X": 0, "Y": 1, "Z": 2}
+        head, _, axis = name.partition(".")
+        if head == "SR_TID" and axis in axes:
+            return self.tid[axes[axis]].astype(u)
+        if head == "SR_CTAID" and axis in axes:
+            return np.full(32, self.cta.ctaid[axes[axis]], dtype=u)
+        if name == "SR_LANEID":
+            return LANES.astype(u)
+        if name in ("SR_CLOCKLO", "SR_GLOBALTIMERLO"):
+            return np.full(32, self.L.clock & 0xFFFFFFFF, dtype=u)
+        if name in ("SR_CLOCKHI", "SR_GLOBALTIMERHI"):
+            return np.full(32, self.L.clock >> 32, dtype=u)
+        if name in ("SRZ", "SR_CgaCtaId"):  # one CTA per cluster: its rank is 0
+            return np.zeros(32, dtype=u)
+        if name == "SR_VIRTUALSMID" or name == "SR_SMID":
+            return np.zeros(32, dtype=u)
+        if name == "SR_EQMASK":
+            return (np.uint64(1) << LANES.astype(np.uint64)).astype(u)
+        if name == "SR_LTMASK":
+            return ((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1)).astype(u)
+        raise KeyError(name)
