@@ -130,6 +130,8 @@ class _Parser:
                 raise self.err(f"unsupported directive sequence {s} {nxt.text if nxt else ''}", t)
             elif s == ".entry":
                 k = self.parse_entry(t)
+                if k is not None and k.name in kernels:
+                    raise self.err(f"duplicate definition of entry {k.name}: rename or remove one", t)
                 if k is not None:
                     kernels[k.name] = k
             elif s == ".func":
@@ -141,7 +143,7 @@ class _Parser:
                 raise self.err(f"unexpected {s!r} at module scope: expected a directive such as .entry", t)
         if not version:
             raise PtxError("missing .version directive: add '.version 8.0' (or later) at the top", self.file, 1)
-        prog = Program(self.file, version, target, asize, kernels, variables, self.text)
+        prog = Program(self.file, version, target, asize, kernels, variables, self.text, entries=list(kernels))
         for k in kernels.values():
             _resolve_names(k, prog)
         return prog
@@ -465,11 +467,10 @@ def _resolve_names(k: Kernel, prog: Program) -> None:
 
 def parse_ptx(text: str, file: str = "<ptx>") -> Program:
     """Parse PTX text into a Program, decoding every instruction against the ISA table."""
-    from sim.isa import decode_kernel
+    from sim.isa import decode_program
 
     prog = _Parser(text, file).parse()
-    for k in prog.kernels.values():
-        decode_kernel(k, prog)
+    decode_program(prog)
     return prog
 
 
