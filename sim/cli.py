@@ -26,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     r = sub.add_parser("run", help="simulate a kernel (functional values + timing)")
     r.add_argument("ptx", help="PTX file (real nvcc output or a kernelgen kernel)")
-    r.add_argument("--hw", required=True, help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200)")
+    r.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200); required to run")
+    r.add_argument("--check-all", action="store_true",
+                   help="check every entry of the file, print 'NAME: ok' or its first error, run nothing "
+                        "(exit 2 if any entry fails)")
     r.add_argument("--kernel", help="entry name (needed when the file has several)")
     r.add_argument("--grid", help="X,Y,Z (default: from the kernel's @workbench header)")
     r.add_argument("--block", help="X,Y,Z (default: from the kernel's @workbench header)")
@@ -71,12 +74,28 @@ def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
             os.replace(Path(tmp) / n, dest / n)
 
 
+def cmd_check_all(path: str) -> int:
+    from sim.errors import error_line
+    from sim.ptx.parser import parse_file
+
+    prog = parse_file(path, strict=False)
+    for name in prog.entries:
+        err = prog.errors.get(name)
+        print(f"{name}: " + ("ok" if err is None else error_line(err)))
+    return 2 if prog.errors else 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from sim.errors import UsageError
     from sim.hw import load_hw
     from sim.launch import read_metadata
     from sim.ptx.parser import parse_file
     from sim.reference import check_from_metadata
 
+    if args.check_all:
+        return cmd_check_all(args.ptx)
+    if not args.hw:
+        raise UsageError("--hw is required to run a kernel: give a hardware YAML, e.g. --hw npu7nm.yaml")
     prog = parse_file(args.ptx)
     hw = load_hw(args.hw)
     meta = read_metadata(prog.text, args.ptx)

@@ -204,3 +204,35 @@ def test_accepted_forms_ptxas_also_accepts(tmp_path):
         parse_ptx(text, "ok.ptx")
         if shutil.which("ptxas"):
             assert not _ptxas_rejects(text, tmp_path), s
+
+
+def _two_entries(bad_stmt: str) -> str:
+    good = GOOD.replace(".entry k(", ".entry good(").replace("k_out", "g_out")
+    bad = GOOD[GOOD.index(".visible"):].replace(".entry k(", ".entry bad(").replace(
+        "mov.u32 %r1, %tid.x;", bad_stmt)
+    return good + bad
+
+
+def test_bad_entry_reported_when_asked_for_only():
+    prog = parse_ptx(_two_entries("frobnicate.u32 %r1, %r2;"), "two.ptx")
+    assert [i.full for i in prog.kernel("good").body][0] == "ld.param.u64"
+    with pytest.raises(PtxError) as e:
+        prog.kernel("bad")
+    assert e.value.one_line().startswith("two.ptx:18: unsupported instruction 'frobnicate.u32'")
+    with pytest.raises(Exception, match="2 kernels \\(good, bad\\)"):
+        prog.kernel()
+
+
+def test_check_all_lists_every_entry(tmp_path):
+    f = tmp_path / "two.ptx"
+    f.write_text(_two_entries("add.s32.approx %r1, %r1, 1;"))
+    p = subprocess.run([sys.executable, "-m", "sim", "run", str(f), "--check-all"], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert p.stdout.splitlines() == ["good: ok", f"bad: {f}:18: illegal modifier .approx for 'add' (allowed: "
+                                     ".cc .ftz .rm .rn .rp .rz .sat) in 'add.s32.approx %r1, %r1, 1;'"]
+    p = subprocess.run([sys.executable, "-m", "sim", "run", str(f), "--kernel", "good", "--hw", "npu7nm.yaml",
+                        "--grid", "1", "--block", "32", "--arg", "zeros:u32:1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    f.write_text(GOOD)
+    p = subprocess.run([sys.executable, "-m", "sim", "run", str(f), "--check-all"], capture_output=True, text=True)
+    assert (p.returncode, p.stdout) == (0, "k: ok\n")

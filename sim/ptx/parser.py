@@ -465,16 +465,17 @@ def _resolve_names(k: Kernel, prog: Program) -> None:
         ins.operands = [fix(op, ins) for op in ins.operands]
 
 
-def parse_ptx(text: str, file: str = "<ptx>") -> Program:
-    """Parse PTX text into a Program, decoding every instruction against the ISA table."""
+def parse_ptx(text: str, file: str = "<ptx>", strict: bool = True) -> Program:
+    """Parse PTX text into a Program, decoding every instruction against the ISA table (an entry
+    that fails keeps its error in ``prog.errors``: sim.isa.decode_program)."""
     from sim.isa import decode_program
 
     prog = _Parser(text, file).parse()
-    decode_program(prog)
+    decode_program(prog, strict)
     return prog
 
 
-def parse_file(path: str | Path) -> Program:
+def parse_file(path: str | Path, strict: bool = True) -> Program:
     p = Path(path)
     try:
         text = p.read_text()
@@ -482,4 +483,4 @@ def parse_file(path: str | Path) -> Program:
         raise PtxError(f"cannot read PTX file: {e.strerror}", str(p)) from None
     except UnicodeDecodeError:
         raise PtxError("not a text file: expected PTX", str(p)) from None
-    return parse_ptx(text, str(p))
+    return parse_ptx(text, str(p), strict)
