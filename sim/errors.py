@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 
 class WorkbenchError(Exception):
@@ -19,7 +22,15 @@ class WorkbenchError(Exception):
         where = ""
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        return where + self.message.replace("\n", " ")
+        return readable(where + self.message)
+
+
+def readable(line: str, word: int = 120, total: int = 1000) -> str:
+    """One line of readable length: a run of more than ``word`` non-blank characters (a 1 MB token)
+    keeps its first 80 and its length, the whole line at most ``total`` characters."""
+    line = re.sub(r"\S{" + str(word + 1) + ",}", lambda m: f"{m[0][:80]}... ({len(m[0]):,} characters)",
+                  line.replace("\n", " "))
+    return line if len(line) <= total else line[: total - 20] + " ... (cut)"
 
 
 class PtxError(WorkbenchError):
@@ -36,6 +47,14 @@ class ExecutionError(WorkbenchError):
 
 class UsageError(WorkbenchError):
     """A wrong command-line argument."""
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse with the house contract: a bad command line is one line (``usage:`` only with --help);
+    its sub-command parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
@@ -66,5 +85,5 @@ def error_line(e: Exception) -> str:
         return e.one_line()
     if isinstance(e, OSError) and e.strerror:
         where = f"{e.filename}: " if e.filename else ""
-        return f"{where}{e.strerror}; check the path and its permissions".replace("\n", " ")
-    return f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)".replace("\n", " ")
+        return readable(f"{where}{e.strerror}; check the path and its permissions")
+    return readable(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")

@@ -23,6 +23,7 @@ import numpy as np
 
 from sim.errors import UsageError
 from sim.functional.types import bf16_to_f32, f32_to_bf16
+from sim.limits import check_dims
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -333,6 +334,9 @@ def _load_npy(path: str, where: str) -> Arg:
         arr = np.load(path, allow_pickle=False)
     except Exception as e:  # noqa: BLE001 - any load failure is a user error here
         raise UsageError(f"{where}: cannot read '{path}' as .npy ({e}); save it with numpy.save") from None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(f"{where}: '{path}' is an .npz archive, not one array; save the array with "
+                         "numpy.save(path, array)")
     dname = _NAME_OF_DTYPE.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder == ">" else arr.dtype)
     if dname is None:
         raise UsageError(
@@ -519,5 +523,8 @@ def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | Non
     if block:
         launch.block = parse_dim3(block, "--block")
     if shared is not None:
+        if shared < 0:
+            raise UsageError(f"--shared {shared}: give a non-negative number of bytes", file=file)
         launch.dynamic_shared = shared
+    check_dims(launch.grid, launch.block, file)
     return launch

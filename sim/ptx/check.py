@@ -21,6 +21,9 @@ from sim.errors import PtxError
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import TYPES, type_mods
 
+# assumption: virtual registers one kernel declares (ptxas allocates at most 255 physical ones per
+# thread; nvcc and Triton kernels declare a few thousand); bounds parse time and memory
+REG_DECL_MAX = 1 << 16
 MAX_U64 = (1 << 64) - 1
 MIN_S64 = -(1 << 63)
 
@@ -150,8 +153,9 @@ def _check_reg(name: str, rtype: str, t: str, bits: int, kind: str, wider: bool,
         raise err(f"{name} is .{rtype}, the operand needs .{t} (or a .b{bits} register)")
 
 
-def check_reg_count(text: str, file: str, line: int, limit: int) -> int:
-    """The N of ``.reg .b32 %r<N>``: a positive integer up to ``limit``."""
-    if not text.isdigit() or not 0 < int(text) <= limit:
-        raise PtxError(f"register count <{short(text)}> must be 1..{limit}", file, line)
+def check_reg_count(text: str, file: str, line: int, left: int) -> int:
+    """The N of ``.reg .b32 %r<N>``: a positive decimal integer, at most ``left`` more registers."""
+    if not text.isdigit() or not 0 < int(text) <= max(left, 0):
+        raise PtxError(f"register count <{short(text)}> must be 1..{max(left, 0):,} (the kernel may declare "
+                       "65,536 registers in all); declare fewer", file, line)
     return int(text)

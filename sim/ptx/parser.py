@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 from sim.errors import PtxError
+from sim.ptx.check import REG_DECL_MAX, check_reg_count
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
 from sim.ptx.lexer import Token, tokenize
 from sim.ptx.types import TYPES
@@ -331,7 +332,7 @@ class _Parser:
         while True:
             n = self.next()
             if self.accept("<"):
-                count = decode_int(self.next().text)
+                count = check_reg_count(self.next().text, self.file, n.line, REG_DECL_MAX - len(k.regs))
                 self.expect(">")
                 for j in range(count):
                     k.regs[f"{n.text}{j}"] = rtype
