@@ -94,6 +94,9 @@ def cmd_check_all(path: str) -> int:
     for name in prog.entries:
         err = prog.errors.get(name)
         print(f"{name}: " + ("ok" if err is None else error_line(err)))
+    if prog.errors:
+        print(f"{path}: {len(prog.errors)} of {len(prog.entries)} entries fail the checks (listed on stdout)",
+              file=sys.stderr)
     return 2 if prog.errors else 0
 
 

@@ -59,6 +59,10 @@ BUFFER_DTYPE_NAMES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u
 
 _FLOAT_NAMES = {"f16", "bf16", "f32", "f64"}
 
+# assumption: the simulator holds every buffer in host memory and touches each byte; 4 GiB is far past
+# any launch it can simulate in minutes
+MAX_BUFFER_BYTES = 1 << 32
+
 # numpy dtype -> canonical workbench name (used for @file.npy buffers)
 _NAME_OF_DTYPE: dict[np.dtype, str] = {
     np.dtype(np.float16): "f16",
@@ -295,6 +299,9 @@ def parse_arg_spec(spec: str, param_type: str | None, index: int) -> Arg:
                 f"{where}: unknown DTYPE '{parts[1]}'; use one of {', '.join(BUFFER_DTYPE_NAMES)}"
             )
         count = _parse_count(parts[2], where)
+        if count * DTYPES[dname].itemsize > MAX_BUFFER_BYTES:
+            raise UsageError(f"{where}: {count:,} elements of {dname} exceed the {MAX_BUFFER_BYTES:,}-byte buffer "
+                             "limit; give a smaller COUNT")
         dname = {"s8": "i8", "s16": "i16", "s32": "i32", "s64": "i64",
                  "b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}.get(dname, dname)
         return Arg("buffer", dname, array=np.zeros(count, dtype=DTYPES[dname]), init="zeros")
@@ -438,6 +445,8 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
             count = p.get("count")
             if not isinstance(count, int) or count < 1:
                 raise bad(f"param {i} ({name}): buffer needs a positive integer 'count'")
+            if count * DTYPES[dname].itemsize > MAX_BUFFER_BYTES:
+                raise bad(f"param {i} ({name}): {count:,} elements exceed the {MAX_BUFFER_BYTES:,}-byte buffer limit")
             init = p.get("init", "random")
             if init not in ("random", "poison", "zeros"):
                 raise bad(f"param {i} ({name}): init must be random, poison or zeros, not {init!r}")

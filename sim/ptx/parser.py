@@ -471,7 +471,12 @@ def parse_ptx(text: str, file: str = "<ptx>", strict: bool = True) -> Program:
     that fails keeps its error in ``prog.errors``: sim.isa.decode_program)."""
     from sim.isa import decode_program
 
-    prog = _Parser(text, file).parse()
+    parser = _Parser(text, file)
+    try:
+        prog = parser.parse()
+    except (ValueError, OverflowError, struct.error) as e:  # int()/float()/struct on a malformed token
+        raise parser.err(f"malformed number or size ({e}); write a decimal, 0x hex or 0f float literal",
+                         parser.toks[max(parser.i - 1, 0)] if parser.toks else None) from None
     decode_program(prog, strict)
     return prog
 
