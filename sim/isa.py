@@ -403,12 +403,25 @@ def decode_kernel(k: Kernel, prog: Program) -> None:
         decode_instruction(ins, k)
 
 
+def _close_body(k: Kernel) -> None:
+    """A body that can fall off its end (no unguarded ret / exit / bra last, or a label after the last
+    instruction) ends in an implicit ``ret``, as ptxas treats it."""
+    last = k.body[-1] if k.body else None
+    op = ISA.get(last.opcode) if last is not None else None
+    closed = last is not None and last.guard is None and op is not None and op.flow in ("exit", "branch")
+    if closed and len(k.body) not in k.labels.values():
+        return
+    line = last.line if last is not None else k.line
+    k.body.append(Instruction("ret", (), [], line, "ret; (implicit: the body ends here)", index=len(k.body)))
+
+
 def decode_program(prog: Program, strict: bool = True) -> None:
     """Check the module directives, then decode every entry. An entry that fails keeps its first
     error in ``prog.errors`` (raised when that entry is asked for, listed by ``sim run --check-all``)
     and leaves ``prog.kernels``; with ``strict``, a module whose every entry fails raises the first."""
     check_module(prog)
     for name, k in list(prog.kernels.items()):
+        _close_body(k)
         try:
             decode_kernel(k, prog)
         except PtxError as e:

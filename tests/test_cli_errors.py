@@ -133,3 +133,20 @@ def test_argparse_errors_are_one_line(tmp_path, argv, first):
 def test_help_still_shows_usage(tmp_path):
     r = _run(tmp_path, "sim", "run", "--help")
     assert r.returncode == 0 and r.stdout.startswith("usage: python -m sim run")
+
+
+@pytest.mark.parametrize("cmd", [["validation", "verify"], ["validation", "gpu"], ["sim", "run", "--check-all"]])
+def test_non_utf8_ptx_is_one_line(tmp_path, cmd):
+    (tmp_path / "bin.ptx").write_bytes(b".version 8.0\n\xff\xfe\n")
+    argv = cmd[:2] + ["bin.ptx"] + cmd[2:]
+    r = _run(tmp_path, *argv)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("bin.ptx: not a"), r.stderr
+
+
+def test_body_that_falls_off_its_end_returns(tmp_path):
+    text = LOOP_PTX.replace("    ret;\n}", "$L_end:\n}").replace("@%p1 bra $L_top;", "@%p1 bra $L_end;")
+    (tmp_path / "k.ptx").write_text(text)
+    for mode in ([], ["--functional"]):
+        r = _run(tmp_path, "sim", "run", "k.ptx", "--hw", "npu7nm.yaml", "--grid", "1", "--block", "32",
+                 "--arg", "zeros:u32:1", *mode)
+        assert r.returncode == 0, r.stderr
