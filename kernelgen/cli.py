@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from kernelgen.variants import names
-from sim.errors import WorkbenchError, run_cli
+from sim.errors import ArgParser, WorkbenchError, run_cli
 
 
 def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
@@ -61,7 +61,7 @@ def write_atomically(out: Path, files: dict[str, str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="kernelgen", description="GEMM kernel generator")
+    ap = ArgParser(prog="kernelgen", description="GEMM kernel generator")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("compile", help="plan and emit a GEMM kernel")
     c.add_argument("--hw", "--hardware", dest="hw", required=True, help="hwconfig path or bundled name")

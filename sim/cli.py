@@ -18,16 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import run_cli
+from sim.errors import ArgParser, run_cli
+from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS
 from sim.result import jsonable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sim", description="Cycle-level PTX simulator")
+    p = ArgParser(prog="python -m sim", description="Cycle-level PTX simulator")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     r = sub.add_parser("run", help="simulate a kernel (functional values + timing)")
     r.add_argument("ptx", help="PTX file (real nvcc output or a kernelgen kernel)")
-    r.add_argument("--hw", required=True, help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200)")
+    r.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200); required to run")
+    r.add_argument("--check-all", action="store_true",
+                   help="check every entry of the file, print 'NAME: ok' or its first error, run nothing "
+                        "(exit 2 if any entry fails)")
     r.add_argument("--kernel", help="entry name (needed when the file has several)")
     r.add_argument("--grid", help="X,Y,Z (default: from the kernel's @workbench header)")
     r.add_argument("--block", help="X,Y,Z (default: from the kernel's @workbench header)")
@@ -48,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start with the buffer arguments in the L2, as after their host-to-device copies "
                         "(default: an empty L2)")
     r.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
-    r.add_argument("--max-instructions", type=int, default=20_000_000,
-                   help="stop after this many warp instructions (endless-loop guard)")
+    r.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS, metavar="N",
+                   help="stop after N warp instructions, both modes (endless-loop guard; default "
+                        f"{DEFAULT_MAX_INSTRUCTIONS:,}, about 15 s of the timing model)")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -66,6 +71,16 @@ def build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np
                        args.block, args.shared, rng, prog.file, args.symbol, variables)
 
 
+def check_memory_of(prog: Any, launch: Any, hw: Any) -> None:
+    """Shared and local memory the launch needs, against the limits, before any is allocated."""
+    from sim.functional.operands import make_layout
+    from sim.limits import check_memory
+
+    lay = make_layout(prog.kernel(launch.kernel), prog)
+    check_memory(lay.shared_static, launch.dynamic_shared, lay.local_size, hw.limits.smem_per_block, hw.name,
+                 prog.file)
+
+
 def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
     """All files are written to a temporary folder first, then moved: nothing half-written."""
     dest = Path(out_dir)
@@ -79,17 +94,43 @@ def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
             os.replace(Path(tmp) / n, dest / n)
 
 
+def cmd_check_all(path: str) -> int:
+    from sim.errors import error_line
+    from sim.ptx.parser import parse_file
+
+    prog = parse_file(path, strict=False)
+    for name in prog.entries:
+        err = prog.errors.get(name)
+        print(f"{name}: " + ("ok" if err is None else error_line(err)))
+    if prog.errors:
+        print(f"{path}: {len(prog.errors)} of {len(prog.entries)} entries fail the checks (listed on stdout)",
+              file=sys.stderr)
+    return 2 if prog.errors else 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from sim.errors import UsageError
     from sim.hw import load_hw
     from sim.launch import read_metadata
     from sim.ptx.parser import parse_file
     from sim.reference import check_from_metadata
 
+    if args.check_all:
+        return cmd_check_all(args.ptx)
+    if not args.hw:
+        raise UsageError("--hw is required to run a kernel: give a hardware YAML, e.g. --hw npu7nm.yaml")
+    if args.max_instructions < 1:
+        raise UsageError(f"--max-instructions {args.max_instructions}: give a positive number of warp instructions")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: give a non-negative integer")
+    if args.trace and Path(args.trace).is_dir():
+        raise UsageError(f"--trace {args.trace} is a directory: give a file path such as trace.json")
     prog = parse_file(args.ptx)
     hw = load_hw(args.hw)
     meta = read_metadata(prog.text, args.ptx)
     rng = np.random.default_rng(args.seed)
     launch = build_launch(prog, args, meta, rng)
+    check_memory_of(prog, launch, hw)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None

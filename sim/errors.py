@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
-from typing import Protocol, TypeVar
+from typing import NoReturn, Protocol, TypeVar
 
 
 class WorkbenchError(Exception):
@@ -22,7 +24,15 @@ class WorkbenchError(Exception):
         where = ""
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        return where + self.message.replace("\n", " ")
+        return readable(where + self.message)
+
+
+def readable(line: str, word: int = 120, total: int = 1000) -> str:
+    """One line of readable length: a run of more than ``word`` non-blank characters (a 1 MB token)
+    keeps its first 80 and its length, the whole line at most ``total`` characters."""
+    line = re.sub(r"\S{" + str(word + 1) + ",}", lambda m: f"{m[0][:80]}... ({len(m[0]):,} characters)",
+                  line.replace("\n", " "))
+    return line if len(line) <= total else line[: total - 20] + " ... (cut)"
 
 
 class PtxError(WorkbenchError):
@@ -66,6 +76,12 @@ def at_instruction(cls: type[E], message: str, file: str | None, ins: Located) -
     if ins.src is not None:
         message = f"{message} (source {PurePath(ins.src[0]).name}:{ins.src[1]})"
     return cls(message, file, ins.line)
+class ArgParser(argparse.ArgumentParser):
+    """argparse with the house contract: a bad command line is one line (``usage:`` only with --help);
+    its sub-command parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def run_cli(main_fn: Callable[[list[str]], int], argv: Sequence[str] | None = None) -> int:
@@ -103,5 +119,5 @@ def error_line(e: Exception) -> str:
         return e.one_line()
     if isinstance(e, OSError) and e.strerror:
         where = f"{e.filename}: " if e.filename else ""
-        return f"{where}{e.strerror}; check the path and its permissions".replace("\n", " ")
-    return f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)".replace("\n", " ")
+        return readable(f"{where}{e.strerror}; check the path and its permissions")
+    return readable(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)")

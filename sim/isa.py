@@ -25,6 +25,13 @@ Fields of an ``Op``:
   group       an asynchronous group family of its own: "wgmma" (roles by modifier: wgmma_role);
               cp.async's groups are async_role's and never mix with these
   returns     ret: leaves a ``.func`` (calls are inlined by sim/ptx/inline.py; in a kernel it exits)
+  mods        the modifiers PTX allows on the opcode besides type suffixes (sim/ptx/check.py rejects
+              any other: ptxas says "Illegal modifier")
+  types       one role per operand, checked against the declared register classes and the literal
+              ranges (sim/ptx/check.py): ``t`` the instruction type (twice as wide on ``.wide``),
+              ``T`` the same, twice as wide on ``.wide`` (mul/mad), ``f`` the first type suffix
+              (slct), ``F`` / ``W`` the first / last type or a wider register (cvt, ld, st data),
+              ``p`` a predicate, ``u`` a 32-bit integer, ``*`` not checked; "" checks nothing
 
 Adding an opcode: (1) one ``Op`` entry here, (2) its semantics builder under the same key in
 ``sim/functional/ops_alu.py`` or ``ops_mem.py`` (and in ``validation/formal`` if the verifier must
@@ -39,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.errors import PtxError, at_instruction
+from sim.ptx.check import check_instruction, check_module
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import TYPES, is_packed, type_mods
 
@@ -64,6 +72,8 @@ class Op:
     group: str = ""
     returns: bool = False  # leaves a .func: the parser turns it into a branch where it inlines the call
     doc: str = ""
+    mods: frozenset[str] = frozenset()
+    types: str = ""
 
     @property
     def arity(self) -> tuple[int, int]:
@@ -73,116 +83,164 @@ class Op:
         return n_req, n_req + n_opt
 
 
-def _arith(syntax: str, doc: str = "", packed: bool = False) -> Op:
-    return Op(syntax, PIPE_ARITH, "arith", packed=packed, doc=doc)
+def _m(*groups: str) -> frozenset[str]:
+    return frozenset(" ".join(groups).split())
 
 
-def _alu(syntax: str, doc: str = "") -> Op:
-    return Op(syntax, "alu", "alu", doc=doc)
+# modifier groups (PTX ISA 8.x, the instruction pages)
+_RND = "rn rz rm rp"
+_IRND = "rni rzi rmi rpi"
+_CMP = "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan"
+_BOOL = "and or xor"
+_SPACE = "global shared local const param shared::cluster"
+_SCOPE = "cta cluster gpu sys"
+_SEM = "weak relaxed acquire release acq_rel volatile mmio"
+_CACHE = ("ca cg cs lu cv wb wt nc L2::64B L2::128B L2::256B L2::cache_hint L1::evict_normal "
+          "L1::evict_unchanged L1::evict_first L1::evict_last L1::no_allocate L2::evict_normal "
+          "L2::evict_first L2::evict_last")
+_VEC = "v2 v4 v8"
+_F = "ftz sat"
 
 
-def _sfu(syntax: str) -> Op:
-    return Op(syntax, "sfu", "sfu")
+def _arith(syntax: str, doc: str = "", packed: bool = False, mods: str = "", types: str = "") -> Op:
+    return Op(syntax, PIPE_ARITH, "arith", packed=packed, doc=doc, mods=_m(mods),
+              types=types or " ".join("t" * (syntax.count(",") + 1)))
 
 
-def _mem(syntax: str, mem: str, has_dst: bool = True, doc: str = "") -> Op:
-    return Op(syntax, "lsu", "lsu", has_dst, mem=mem, space="mods", nonuniform=has_dst, doc=doc)
+def _alu(syntax: str, doc: str = "", mods: str = "", types: str = "") -> Op:
+    return Op(syntax, "alu", "alu", doc=doc, mods=_m(mods), types=types)
+
+
+def _sfu(syntax: str, mods: str = "approx ftz") -> Op:
+    return Op(syntax, "sfu", "sfu", mods=_m(mods), types="t t")
+
+
+def _mem(syntax: str, mem: str, has_dst: bool = True, doc: str = "", mods: str = "", types: str = "") -> Op:
+    return Op(syntax, "lsu", "lsu", has_dst, mem=mem, space="mods", nonuniform=has_dst, doc=doc,
+              mods=_m(_SPACE, mods), types=types)
 
 
 def _flow(flow: str) -> Op:
-    return Op("L" if flow == "branch" else "", "branch", "branch", False, ordered=True, flow=flow)
+    return Op("L" if flow == "branch" else "", "branch", "branch", False, ordered=True, flow=flow,
+              mods=_m("uni" if flow != "" else ""))
 
 
 ISA: dict[str, Op] = {
     # integer and float arithmetic
-    "add": _arith("d, a, b", "add (wraps for integers; .sat; .rn for floats)", packed=True),
-    "sub": _arith("d, a, b", packed=True),
-    "mul": _arith("d, a, b", ".lo/.hi/.wide for integers", packed=True),
-    "mad": _arith("d, a, b, c", ".lo/.hi/.wide for integers; .rn for floats (fused)"),
-    "mul24": _alu("d, a, b"),
-    "mad24": _alu("d, a, b, c"),
-    "fma": _arith("d, a, b, c", "fused multiply-add, one rounding", packed=True),
-    "div": Op("d, a, b", "sfu", "arith", doc="integer division truncates toward zero; float .rn/.approx/.full"),
-    "rem": _alu("d, a, b"),
-    "abs": _arith("d, a", packed=True),
-    "neg": _arith("d, a", packed=True),
-    "min": _arith("d, a, b", packed=True),
-    "max": _arith("d, a, b", packed=True),
+    "add": _arith("d, a, b", "add (wraps for integers; .sat; .rn for floats)", packed=True,
+                  mods=f"{_RND} {_F} cc"),
+    "sub": _arith("d, a, b", packed=True, mods=f"{_RND} {_F} cc"),
+    "mul": _arith("d, a, b", ".lo/.hi/.wide for integers", packed=True, mods=f"{_RND} {_F} lo hi wide",
+                  types="T t t"),
+    "mad": _arith("d, a, b, c", ".lo/.hi/.wide for integers; .rn for floats (fused)",
+                  mods=f"{_RND} {_F} lo hi wide cc", types="T t t T"),
+    "mul24": _alu("d, a, b", mods="lo hi", types="t t t"),
+    "mad24": _alu("d, a, b, c", mods="lo hi sat", types="t t t t"),
+    "fma": _arith("d, a, b, c", "fused multiply-add, one rounding", packed=True, mods=f"{_RND} {_F} relu oob"),
+    "div": Op("d, a, b", "sfu", "arith", doc="integer division truncates toward zero; float .rn/.approx/.full",
+              mods=_m(_RND, "ftz approx full"), types="t t t"),
+    "rem": _alu("d, a, b", types="t t t"),
+    "abs": _arith("d, a", packed=True, mods="ftz relu"),
+    "neg": _arith("d, a", packed=True, mods="ftz relu"),
+    "min": _arith("d, a, b", packed=True, mods="ftz relu NaN xorsign abs"),
+    "max": _arith("d, a, b", packed=True, mods="ftz relu NaN xorsign abs"),
     "copysign": _arith("d, a, b"),
-    "rcp": _sfu("d, a"),
-    "sqrt": _sfu("d, a"),
+    "rcp": _sfu("d, a", f"approx ftz {_RND}"),
+    "sqrt": _sfu("d, a", f"approx ftz {_RND}"),
     "rsqrt": _sfu("d, a"),
     "sin": _sfu("d, a"),
     "cos": _sfu("d, a"),
     "lg2": _sfu("d, a"),
     "ex2": _sfu("d, a"),
-    "tanh": _sfu("d, a"),
-    "testp": _alu("d, a"),
+    "tanh": _sfu("d, a", "approx"),
+    "testp": _alu("d, a", mods="finite infinite number notanumber normal subnormal", types="p t"),
     # logic and bits
-    "and": _alu("d, a, b"),
-    "or": _alu("d, a, b"),
-    "xor": _alu("d, a, b"),
-    "not": _alu("d, a"),
-    "cnot": _alu("d, a"),
-    "lop3": _alu("d, a, b, c, e", "lop3.b32 d, a, b, c, immLut"),
-    "shl": _alu("d, a, b"),
-    "shr": _alu("d, a, b", ".s shifts in the sign, .u/.b zeros"),
-    "shf": _alu("d, a, b, c", "funnel shift .l/.r .wrap/.clamp"),
-    "popc": _alu("d, a"),
-    "clz": _alu("d, a"),
-    "brev": _alu("d, a"),
-    "bfe": _alu("d, a, b, c"),
-    "bfi": _alu("d, a, b, c, e"),
-    "prmt": _alu("d, a, b, c"),
+    "and": _alu("d, a, b", types="t t t"),
+    "or": _alu("d, a, b", types="t t t"),
+    "xor": _alu("d, a, b", types="t t t"),
+    "not": _alu("d, a", types="t t"),
+    "cnot": _alu("d, a", types="t t"),
+    "lop3": _alu("d, a, b, c, e", "lop3.b32 d, a, b, c, immLut", mods=_BOOL, types="t t t t u"),
+    "shl": _alu("d, a, b", types="t t u"),
+    "shr": _alu("d, a, b", ".s shifts in the sign, .u/.b zeros", types="t t u"),
+    "shf": _alu("d, a, b, c", "funnel shift .l/.r .wrap/.clamp", mods="l r wrap clamp", types="t t t u"),
+    "popc": _alu("d, a", types="u t"),
+    "clz": _alu("d, a", types="u t"),
+    "brev": _alu("d, a", types="t t"),
+    "bfe": _alu("d, a, b, c", types="t t u u"),
+    "bfi": _alu("d, a, b, c, e", types="t t t u u"),
+    "prmt": _alu("d, a, b, c", mods="f4e b4e rc8 ecl ecr rc16", types="t t t t"),
     # comparison, selection, data movement, conversion
-    "setp": Op("d, a, b{, c}", "alu", "compare", doc="d may be a pair p|q; optional boolean c with .and/.or/.xor"),
-    "selp": _alu("d, a, b, c"),
-    "slct": _alu("d, a, b, c"),
-    "mov": _alu("d, a", "also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}"),
+    "setp": Op("d, a, b{, c}", "alu", "compare", doc="d may be a pair p|q; optional boolean c with .and/.or/.xor",
+               mods=_m(_CMP, _BOOL, "ftz"), types="p t t p"),
+    "selp": _alu("d, a, b, c", types="t t t p"),
+    "slct": _alu("d, a, b, c", mods="ftz", types="f f f t"),
+    "mov": _alu("d, a", "also packs/unpacks vectors: mov.b32 %r, {%h1, %h2}", types="t t"),
     "cvt": Op("d, a{, b}", PIPE_CVT, "alu", packed=True,
               doc="rounding .rn/.rz/.rm/.rp, .rni/.rzi/.rmi/.rpi, .sat; f16 bf16 f32 f64 ints; "
-                  "cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b packs a (high) and b (low)"),
-    "cvta": _alu("d, a", "generic <-> state space addresses"),
+                  "cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b packs a (high) and b (low)",
+              mods=_m(_RND, _IRND, "rna rs ftz sat relu satfinite"), types="F W W"),
+    "cvta": _alu("d, a", "generic <-> state space addresses", mods=f"to {_SPACE}", types="t *"),
     # memory
-    "ld": _mem("d, [a]", "read", doc="ld{.space}{.cache}{.vN}.type"),
-    "ldu": _mem("d, [a]", "read"),
-    "st": _mem("[a], b", "write", has_dst=False),
-    "atom": _mem("d, [a], b{, c}", "rmw", doc="add min max inc dec and or xor exch cas"),
-    "red": _mem("[a], b", "rmw", has_dst=False),
+    "ld": _mem("d, [a]", "read", doc="ld{.space}{.cache}{.vN}.type", mods=f"{_SCOPE} {_SEM} {_CACHE} {_VEC}",
+               types="W *"),
+    "ldu": _mem("d, [a]", "read", mods=_VEC, types="W *"),
+    "st": _mem("[a], b", "write", has_dst=False, mods=f"{_SCOPE} {_SEM} {_CACHE} {_VEC}", types="* W"),
+    "atom": _mem("d, [a], b{, c}", "rmw", doc="add min max inc dec and or xor exch cas",
+                 mods=f"{_SCOPE} {_SEM} {_BOOL} {_VEC} add min max inc dec exch cas noftz L2::cache_hint",
+                 types="t * t t"),
+    "red": _mem("[a], b", "rmw", has_dst=False,
+                mods=f"{_SCOPE} {_SEM} {_BOOL} {_VEC} add min max inc dec noftz L2::cache_hint", types="* t"),
     "ldmatrix": Op("d, [a]", "lsu", "warp", mem="read", space="shared", mem_bytes=16, nonuniform=True,
-                   doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
+                   doc="ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16",
+                   mods=_m("sync aligned m8n8 m16n16 m8n16 x1 x2 x4 trans shared")),
     "stmatrix": Op("[a], b", "lsu", "warp", False, mem="write", space="shared", mem_bytes=16,
-                   doc="stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16"),
+                   doc="stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16",
+                   mods=_m("sync aligned m8n8 m16n8 x1 x2 x4 trans shared")),
     "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
              doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
-                 "wait_all (roles: async_role)"),
-    "prefetch": Op("[a]", "lsu", "lsu", False, space="mods"),
-    "membar": Op("", "sync", "sync", False, order="fence", ordered=True),
+                 "wait_all (roles: async_role)",
+             mods=_m(_SPACE, "async ca cg commit_group wait_group wait_all bulk mbarrier arrive noinc "
+                     "mbarrier::complete_tx::bytes L2::64B L2::128B L2::256B L2::cache_hint")),
+    "prefetch": Op("[a]", "lsu", "lsu", False, space="mods", mods=_m(_SPACE, "L1 L2 L2::evict_last "
+                                                                     "L2::evict_normal tensormap")),
+    "membar": Op("", "sync", "sync", False, order="fence", ordered=True, mods=_m("cta gl sys proxy alias")),
     "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
-                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally"),
+                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
+                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap generic release acquire "
+                        "mbarrier_init op_restrict")),
     # control
     "bra": _flow("branch"),
-    "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True),
-    "call": Op("a, b, c", "branch", "branch", False, ordered=True, flow="call",
+    "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True, mods=_m("uni")),
+    "call": Op("a, b, c", "branch", "branch", False, ordered=True, flow="call", mods=_m("uni"),
                doc="call{.uni} (results), name, (arguments): a .func of the module is inlined by the "
                    "parser; of the externs only __assertfail is provided (stops the run with its message)"),
     "exit": _flow("exit"),
     "trap": _flow("exit"),
     "bar": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
-              doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red"),
-    "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True),
-    "nanosleep": Op("a", "sync", "sync", False, ordered=True),
+              doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red",
+              mods=_m(_BOOL, "sync arrive red warp aligned popc cta")),
+    "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
+                  mods=_m(_BOOL, "sync arrive red warp aligned popc cta cluster wait relaxed acquire release")),
+    "nanosleep": Op("a", "sync", "sync", False, ordered=True, types="u"),
     # warp-level
     "shfl": Op("d, a, b, c, e", "lsu", "warp", latency="shared", nonuniform=True, space="mods",
-               doc="shfl.sync.{up,down,bfly,idx}.b32 d|p, a, b, c, membermask"),
-    "vote": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", doc="vote.sync.{all,any,uni,ballot}"),
-    "activemask": Op("d", "alu", "warp", nonuniform=True, space="mods"),
-    "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods"),
+               doc="shfl.sync.{up,down,bfly,idx}.b32 d|p, a, b, c, membermask",
+               mods=_m("sync up down bfly idx"), types="* t u u u"),
+    "vote": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", doc="vote.sync.{all,any,uni,ballot}",
+               mods=_m("sync all any uni ballot"), types="* p u"),
+    "activemask": Op("d", "alu", "warp", nonuniform=True, space="mods", types="t"),
+    "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", mods=_m(_BOOL, "sync add min max"),
+                types="t t u"),
     "mma": Op("d, a, b, c", "tensor", "tensor", nonuniform=True, space="mods",
-              doc="mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (and m16n8k8)"),
+              doc="mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (and m16n8k8)",
+              mods=_m("sync aligned row col satfinite popc and xor m8n8k4 m16n8k4 m16n8k8 m16n8k16 "
+                      "m16n8k32 m16n8k64 m8n8k16 m8n8k32 m8n8k128 m16n8k128 m16n8k256")),
     "wgmma": Op("{d}{, a}{, b}{, c}{, e}{, f}{, g}{, h}", "tensor", "tensor", nonuniform=True, group="wgmma",
                 doc="wgmma.mma_async.sync.aligned.m64nNkK (issue), wgmma.fence / commit_group / wait_group N "
-                    "(roles: wgmma_role); reads shared memory through matrix descriptors, not the LSU"),
+                    "(roles: wgmma_role); reads shared memory through matrix descriptors, not the LSU",
+                mods=_m("mma_async sync aligned fence commit_group wait_group satfinite e4m3 e5m2",
+                        *(f"m64n{n}k{k}" for n in range(8, 257, 8) for k in (8, 16, 32)))),
 }
 
 _SPACES = ("global", "shared", "local", "const", "param")
@@ -337,6 +395,7 @@ def _check(ins: Instruction, op: Op, k: Kernel) -> None:
         if is_packed(t) and not (op.packed and TYPES[t].np is not None):
             raise at_instruction(PtxError, f"packed type .{t} is not supported for '{ins.opcode}' ({ins.text}); "
                                  "see docs/ptx-subset.md", k.file, ins)
+    check_instruction(ins, op, k)
 
 
 def decode_instruction(ins: Instruction, k: Kernel) -> None:
@@ -385,3 +444,31 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
 def decode_kernel(k: Kernel, prog: Program) -> None:
     for ins in k.body:
         decode_instruction(ins, k)
+
+
+def _close_body(k: Kernel) -> None:
+    """A body that can fall off its end (no unguarded ret / exit / bra last, or a label after the last
+    instruction) ends in an implicit ``ret``, as ptxas treats it."""
+    last = k.body[-1] if k.body else None
+    op = ISA.get(last.opcode) if last is not None else None
+    closed = last is not None and last.guard is None and op is not None and op.flow in ("exit", "branch")
+    if closed and len(k.body) not in k.labels.values():
+        return
+    line = last.line if last is not None else k.line
+    k.body.append(Instruction("ret", (), [], line, "ret; (implicit: the body ends here)", index=len(k.body)))
+
+
+def decode_program(prog: Program, strict: bool = True) -> None:
+    """Check the module directives, then decode every entry. An entry that fails keeps its first
+    error in ``prog.errors`` (raised when that entry is asked for, listed by ``sim run --check-all``)
+    and leaves ``prog.kernels``; with ``strict``, a module whose every entry fails raises the first."""
+    check_module(prog)
+    for name, k in list(prog.kernels.items()):
+        _close_body(k)
+        try:
+            decode_kernel(k, prog)
+        except PtxError as e:
+            prog.errors[name] = e
+            del prog.kernels[name]
+    if strict and prog.errors and not prog.kernels:
+        raise next(iter(prog.errors.values()))

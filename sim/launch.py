@@ -23,6 +23,7 @@ import numpy as np
 
 from sim.errors import UsageError
 from sim.functional.types import bf16_to_f32, f32_to_bf16
+from sim.limits import check_dims
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -57,6 +58,10 @@ DTYPES: dict[str, np.dtype] = {
 BUFFER_DTYPE_NAMES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
 _FLOAT_NAMES = {"f16", "bf16", "f32", "f64"}
+
+# assumption: the simulator holds every buffer in host memory and touches each byte; 4 GiB is far past
+# any launch it can simulate in minutes
+MAX_BUFFER_BYTES = 1 << 32
 
 # numpy dtype -> canonical workbench name (used for @file.npy buffers)
 _NAME_OF_DTYPE: dict[np.dtype, str] = {
@@ -295,6 +300,9 @@ def parse_arg_spec(spec: str, param_type: str | None, index: int) -> Arg:
                 f"{where}: unknown DTYPE '{parts[1]}'; use one of {', '.join(BUFFER_DTYPE_NAMES)}"
             )
         count = _parse_count(parts[2], where)
+        if count * DTYPES[dname].itemsize > MAX_BUFFER_BYTES:
+            raise UsageError(f"{where}: {count:,} elements of {dname} exceed the {MAX_BUFFER_BYTES:,}-byte buffer "
+                             "limit; give a smaller COUNT")
         dname = {"s8": "i8", "s16": "i16", "s32": "i32", "s64": "i64",
                  "b8": "u8", "b16": "u16", "b32": "u32", "b64": "u64"}.get(dname, dname)
         return Arg("buffer", dname, array=np.zeros(count, dtype=DTYPES[dname]), init="zeros")
@@ -334,6 +342,9 @@ def _load_npy(path: str, where: str) -> Arg:
         arr = np.load(path, allow_pickle=False)
     except Exception as e:  # noqa: BLE001 - any load failure is a user error here
         raise UsageError(f"{where}: cannot read '{path}' as .npy ({e}); save it with numpy.save") from None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(f"{where}: '{path}' is an .npz archive, not one array; save the array with "
+                         "numpy.save(path, array)")
     dname = _NAME_OF_DTYPE.get(arr.dtype.newbyteorder("=") if arr.dtype.byteorder == ">" else arr.dtype)
     if dname is None:
         raise UsageError(
@@ -435,6 +446,8 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
             count = p.get("count")
             if not isinstance(count, int) or count < 1:
                 raise bad(f"param {i} ({name}): buffer needs a positive integer 'count'")
+            if count * DTYPES[dname].itemsize > MAX_BUFFER_BYTES:
+                raise bad(f"param {i} ({name}): {count:,} elements exceed the {MAX_BUFFER_BYTES:,}-byte buffer limit")
             init = p.get("init", "random")
             if init not in ("random", "poison", "zeros"):
                 raise bad(f"param {i} ({name}): init must be random, poison or zeros, not {init!r}")
@@ -553,6 +566,9 @@ def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | Non
     if block:
         launch.block = parse_dim3(block, "--block")
     if shared is not None:
+        if shared < 0:
+            raise UsageError(f"--shared {shared}: give a non-negative number of bytes", file=file)
         launch.dynamic_shared = shared
     launch.symbols = bind_symbols(symbol_specs, variables or {}, file)
+    check_dims(launch.grid, launch.block, file)
     return launch

@@ -69,3 +69,84 @@ def test_run_cli_known_unexpected_and_interrupt(capsys):
     with pytest.raises(ZeroDivisionError):
         run_cli(_raise(ZeroDivisionError("x")), ["--debug"])
     assert run_cli(lambda argv: len(argv), ["a", "b"]) == 2
+
+
+LOOP_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 k_out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [k_out];
+    mov.u32 %r1, 0;
+$L_top:
+    add.s32 %r1, %r1, 1;
+    setp.ne.s32 %p1, %r1, 0;
+    @%p1 bra $L_top;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--functional"]])
+def test_endless_loop_ends_naming_the_loop(tmp_path, mode):
+    import time
+
+    (tmp_path / "loop.ptx").write_text(LOOP_PTX)
+    t0 = time.monotonic()
+    r = _run(tmp_path, "sim", "run", "loop.ptx", "--hw", "npu7nm.yaml", "--grid", "2", "--block", "64",
+             "--arg", "zeros:u32:1", "--max-instructions", "5000", *mode)
+    assert time.monotonic() - t0 < 60
+    assert r.returncode == 2 and r.stderr == (
+        "loop.ptx:12: more than 5,000 warp instructions: the loop starting at 'add.s32 %r1, %r1, 1;' still "
+        "runs (an endless loop?); fix its exit condition or raise the limit with --max-instructions N\n")
+
+
+def test_budget_without_a_loop_and_bad_budget(tmp_path):
+    from sim.functional.runner import budget_error
+    from sim.ptx.parser import parse_ptx
+
+    k = parse_ptx(LOOP_PTX, "loop.ptx").kernel()
+    assert "no loop around" in budget_error(k, 1, 10).one_line()
+    assert budget_error(k, 3, 10).one_line().startswith("loop.ptx:12: more than 10 warp")
+    (tmp_path / "loop.ptx").write_text(LOOP_PTX)
+    r = _run(tmp_path, "sim", "run", "loop.ptx", "--hw", "npu7nm.yaml", "--max-instructions", "0")
+    assert r.returncode == 2 and r.stderr.startswith("--max-instructions 0: give a positive number")
+
+
+@pytest.mark.parametrize("argv, first", [
+    (["sim"], "python -m sim: the following arguments are required: COMMAND (see python -m sim --help)"),
+    (["sim", "run", "k.ptx", "--seed", "abc"], "python -m sim run: argument --seed: invalid int value: 'abc'"),
+    (["kernelgen", "compile", "--bogus"], "kernelgen compile: the following arguments are required"),
+    (["validation", "verify"], "python -m validation verify: the following arguments are required: ptx"),
+    (["validation", "nosuch"], "python -m validation: argument COMMAND: invalid choice: 'nosuch'"),
+])
+def test_argparse_errors_are_one_line(tmp_path, argv, first):
+    r = _run(tmp_path, *argv)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith(first), r.stderr
+    assert "usage:" not in r.stderr
+
+
+def test_help_still_shows_usage(tmp_path):
+    r = _run(tmp_path, "sim", "run", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: python -m sim run")
+
+
+@pytest.mark.parametrize("cmd", [["validation", "verify"], ["validation", "gpu"], ["sim", "run", "--check-all"]])
+def test_non_utf8_ptx_is_one_line(tmp_path, cmd):
+    (tmp_path / "bin.ptx").write_bytes(b".version 8.0\n\xff\xfe\n")
+    argv = cmd[:2] + ["bin.ptx"] + cmd[2:]
+    r = _run(tmp_path, *argv)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("bin.ptx: not a"), r.stderr
+
+
+def test_body_that_falls_off_its_end_returns(tmp_path):
+    text = LOOP_PTX.replace("    ret;\n}", "$L_end:\n}").replace("@%p1 bra $L_top;", "@%p1 bra $L_end;")
+    (tmp_path / "k.ptx").write_text(text)
+    for mode in ([], ["--functional"]):
+        r = _run(tmp_path, "sim", "run", "k.ptx", "--hw", "npu7nm.yaml", "--grid", "1", "--block", "32",
+                 "--arg", "zeros:u32:1", *mode)
+        assert r.returncode == 0, r.stderr

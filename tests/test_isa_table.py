@@ -130,7 +130,7 @@ def test_decode_caches_roles():
     bar.warp.sync -1;
     cp.async.commit_group;
     cp.async.wait_group 1;
-    ld.param.u64 %r1, [k_out];
+    ld.param.u32 %r1, [k_out];
 $L1:
     exit;""")
     b = k.body

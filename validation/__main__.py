@@ -16,6 +16,8 @@ import argparse
 import importlib
 import sys
 
+from sim.errors import ArgParser
+
 #: name -> (module, one-line help). The module provides add_arguments(parser) and cli_main(args).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "gpu": ("validation.gpu", "run the same PTX on the real GPU via pycuda (time + numpy check)"),
@@ -31,9 +33,9 @@ def _load(name: str):
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The top-level parser. Only the chosen subcommand's module is imported to add its arguments."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = ArgParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
+    parser = ArgParser(prog="python -m validation", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     argv = sys.argv[1:] if argv is None else argv
     chosen = next((a for a in argv if not a.startswith("-")), None)

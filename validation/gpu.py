@@ -462,6 +462,9 @@ def _cli(args) -> int:
     except OSError as e:
         raise UsageError(f"cannot read the PTX file ({e.strerror}); give an existing .ptx path",
                          file=path) from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"not a UTF-8 text file (byte {e.object[e.start]:#04x} at offset {e.start}): expected PTX",
+                         file=path) from None
     if args.repeats < 1:
         raise UsageError("--repeats must be >= 1")
     launch, meta, check = build_launch(text, path, args)

@@ -16,7 +16,7 @@ from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
-from sim.isa import ISA
+from sim.isa import ISA, is_branch
 from sim.launch import Arg, Launch
 from sim.ptx.ir import Kernel, Operand, Program
 
@@ -25,7 +25,37 @@ _missing = set(ISA) ^ set(SEMANTICS)
 if _missing:  # the ISA table and the semantics must name the same opcodes
     raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")
 
-DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+# About 15 s of the timing model and 5 s functional-only on the reference machine (benchmarks/sim_speed.md:
+# 23,000 and 74,000 warp instructions/s); kernels that need more take --max-instructions N.
+DEFAULT_MAX_INSTRUCTIONS = 350_000
+
+
+def check_budget_covers(launch: Launch, limit: int, file: str) -> None:
+    """Every warp runs at least one instruction: a launch of more warps than the budget cannot finish
+    within it, and is refused before its blocks are listed."""
+    gx, gy, gz = launch.grid
+    ctas = gx * gy * gz
+    warps = ctas * -(-(launch.block[0] * launch.block[1] * launch.block[2]) // 32)
+    if warps > limit:
+        raise UsageError(f"the launch has {warps:,} warps in {ctas:,} blocks, each runs at least one instruction: "
+                         f"more than the budget of {limit:,} warp instructions; give a smaller --grid or raise "
+                         "--max-instructions", file)
+
+
+def budget_error(k: Kernel, pc: int, limit: int) -> ExecutionError:
+    """The one message of both modes when a launch passes its warp-instruction budget: it names the
+    innermost loop around ``pc`` (the instruction a warp was at), the target of the shortest backward
+    branch that spans it, which in an endless loop is the most-executed one."""
+    body = k.body
+    loops = [(ins.index - ins.info["target"], ins.info["target"]) for ins in body
+             if is_branch(ins) and ins.info["target"] <= pc <= ins.index]
+    where = f"more than {limit:,} warp instructions"
+    if not loops:
+        return ExecutionError(f"{where} (no loop around the last instruction: the launch is just large); "
+                              "raise the limit with --max-instructions N", k.file, body[min(pc, len(body) - 1)].line)
+    head = body[min(loops)[1]]
+    return ExecutionError(f"{where}: the loop starting at '{head.text}' still runs (an endless loop?); "
+                          "fix its exit condition or raise the limit with --max-instructions N", k.file, head.line)
 
 
 def decode(k: Kernel, prog: Program) -> Layout:
@@ -194,16 +224,16 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
             if w.done or w in waiting:
                 continue
             step = w.step
+            limit = budget[0]
             while not w.done:
                 ctl = step().ctl
                 count += 1
+                if count > limit:
+                    raise budget_error(P.L.kernel, w.pc, budget[1])
                 if ctl == BARRIER:
                     waiting.append(w)
                     break
             progressed = True
-        if count > budget[0]:
-            raise ExecutionError(f"more than {budget[1]} warp instructions: an endless loop? "
-                                 "raise the limit with --max-instructions", P.L.file)
         if waiting:
             rel = barrier_ready(cta, waiting)
             if rel:
@@ -236,6 +266,7 @@ def read_outputs(P: Prepared, launch: Launch) -> dict[int, np.ndarray]:
 
 def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
                    ) -> FunctionalResult:
+    check_budget_covers(launch, max_instructions, prog.file)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
         budget = [max_instructions, max_instructions]

@@ -123,15 +123,20 @@ class Program:
     text: str = ""
     functions: dict[str, Kernel] = field(default_factory=dict)  # .func definitions (inlined at calls)
     externs: set[str] = field(default_factory=set)  # functions declared without a body
+    errors: dict[str, Exception] = field(default_factory=dict)  # entry -> its first decode error
+    entries: list[str] = field(default_factory=list)  # every entry name, in file order
 
     def kernel(self, name: str | None = None) -> Kernel:
         from sim.errors import UsageError
 
+        entries = self.entries or list(self.kernels)
         if name is None:
-            if len(self.kernels) == 1:
-                return next(iter(self.kernels.values()))
-            names = ", ".join(self.kernels) or "none"
-            raise UsageError(f"{len(self.kernels)} kernels ({names}): choose one with --kernel NAME", self.file)
+            if len(entries) != 1:
+                names = ", ".join(entries) or "none"
+                raise UsageError(f"{len(entries)} kernels ({names}): choose one with --kernel NAME", self.file)
+            name = entries[0]
+        if name in self.errors:
+            raise self.errors[name]
         if name not in self.kernels:
-            raise UsageError(f"no kernel named {name!r} (have: {', '.join(self.kernels)})", self.file)
+            raise UsageError(f"no kernel named {name!r} (have: {', '.join(entries)})", self.file)
         return self.kernels[name]

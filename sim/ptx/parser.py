@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 from sim.errors import PtxError
+from sim.ptx.check import REG_DECL_MAX, check_reg_count
 from sim.ptx.inline import inline_calls
 from sim.ptx.ir import Instruction, Kernel, Operand, Param, Program, Variable
 from sim.ptx.lexer import Token, decode_float, decode_int, tokenize
@@ -142,6 +143,8 @@ class _Parser:
                 raise self.err(f"unsupported directive sequence {s} {nxt.text if nxt else ''}", t)
             elif s == ".entry":
                 k = self.parse_entry(t)
+                if k is not None and k.name in kernels:
+                    raise self.err(f"duplicate definition of entry {k.name}: rename or remove one", t)
                 if k is not None:
                     kernels[k.name] = k
             elif s == ".func":
@@ -158,7 +161,7 @@ class _Parser:
         for ins, fnum, fline in self.located:
             ins.src = (self.files.get(fnum, f"file {fnum}"), fline)
         prog = Program(self.file, version, target, asize, kernels, variables, self.text, functions,
-                       self.declared - set(functions))
+                       self.declared - set(functions), entries=list(kernels))
         for k in kernels.values():
             inline_calls(k, prog)
             _resolve_names(k, prog)
@@ -367,7 +370,7 @@ class _Parser:
         while True:
             n = self.next()
             if self.accept("<"):
-                count = decode_int(self.next().text)
+                count = check_reg_count(self.next().text, self.file, n.line, REG_DECL_MAX - len(k.regs))
                 self.expect(">")
                 for j in range(count):
                     k.regs[self.declare(f"{n.text}{j}")] = rtype
@@ -505,17 +508,22 @@ def _resolve_names(k: Kernel, prog: Program) -> None:
         ins.operands = [fix(op, ins) for op in ins.operands]
 
 
-def parse_ptx(text: str, file: str = "<ptx>") -> Program:
-    """Parse PTX text into a Program, decoding every instruction against the ISA table."""
-    from sim.isa import decode_kernel
+def parse_ptx(text: str, file: str = "<ptx>", strict: bool = True) -> Program:
+    """Parse PTX text into a Program, decoding every instruction against the ISA table (an entry
+    that fails keeps its error in ``prog.errors``: sim.isa.decode_program)."""
+    from sim.isa import decode_program
 
-    prog = _Parser(text, file).parse()
-    for k in prog.kernels.values():
-        decode_kernel(k, prog)
+    parser = _Parser(text, file)
+    try:
+        prog = parser.parse()
+    except (ValueError, OverflowError, struct.error) as e:  # int()/float()/struct on a malformed token
+        raise parser.err(f"malformed number or size ({e}); write a decimal, 0x hex or 0f float literal",
+                         parser.toks[max(parser.i - 1, 0)] if parser.toks else None) from None
+    decode_program(prog, strict)
     return prog
 
 
-def parse_file(path: str | Path) -> Program:
+def parse_file(path: str | Path, strict: bool = True) -> Program:
     p = Path(path)
     try:
         text = p.read_text()
@@ -523,4 +531,4 @@ def parse_file(path: str | Path) -> Program:
         raise PtxError(f"cannot read PTX file: {e.strerror}", str(p)) from None
     except UnicodeDecodeError:
         raise PtxError("not a text file: expected PTX", str(p)) from None
-    return parse_ptx(text, str(p))
+    return parse_ptx(text, str(p), strict)

@@ -10,7 +10,7 @@ import numpy as np
 import simpy
 
 from sim.errors import ExecutionError
-from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
+from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, budget_error, check_budget_covers, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
@@ -60,6 +60,8 @@ class Simulation:
                  sample_ctas: int | None, lookahead: int | None, regs: int | None, warm_l2: bool = False):
         self.hw = hw
         self.env = simpy.Environment()
+        if sample_ctas is None:
+            check_budget_covers(launch, max_instructions, prog.file)
         self.P = prepare(prog, launch)
         k = self.P.L.kernel
         self.kernel = k
@@ -109,10 +111,9 @@ class Simulation:
                 l2.access(ln)
         l2.hits = l2.misses = 0
 
-    def count_instruction_overflow(self) -> None:
-        """Called by the warps when `count` passed `max_instructions`."""
-        raise ExecutionError(f"more than {self.max_instructions} warp instructions: an endless loop? "
-                                 "raise the limit with --max-instructions", self.P.L.file)
+    def count_instruction_overflow(self, pc: int) -> None:
+        """Called by the warps when `count` passed `max_instructions` at instruction `pc`."""
+        raise budget_error(self.kernel, pc, self.max_instructions)
 
     def next_warp_id(self) -> int:
         self._wid += 1

@@ -114,7 +114,7 @@ class WarpT:
             self.dirty = True
             sim.count += 1
             if sim.count > sim.max_instructions:
-                sim.count_instruction_overflow()
+                sim.count_instruction_overflow(st.index)
             win.append((st, rec))
             sig.append(st.index)
             if st.is_bra:
@@ -240,7 +240,7 @@ class WarpT:
             sim = self.sim
             sim.count += 1
             if sim.count > sim.max_instructions:
-                sim.count_instruction_overflow()
+                sim.count_instruction_overflow(st.index)
             self.fetch_at = t + 1
         u = self.units[st.index]
         occ = st.occ

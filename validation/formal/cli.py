@@ -208,6 +208,9 @@ def cli_main(args) -> int:
         text = path.read_text()
     except OSError as e:
         raise UsageError(f"cannot read PTX file: {e.strerror}", str(path)) from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"not a UTF-8 text file (byte {e.object[e.start]:#04x} at offset {e.start}): expected PTX",
+                         str(path)) from None
     report = verify_text(text, str(path), args)
     assert [p["name"] for p in report["properties"]] == list(NAMES)
     if args.json:
