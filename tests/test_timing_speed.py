@@ -37,14 +37,15 @@ def test_sgemm_64_pinned():
     figures. They moved on purpose with fidelity fixes, each checked against the H200: DRAM busy once
     when the bandwidth became shared by the cores the launch keeps busy (units.Dram); then (2026-11-30)
     the 16 CTAs spread one per core (docs/placement.md), the sectored L2 with misses in flight
-    (docs/timing.md) and residency from ptxas' 32 registers: 5,714 -> 7,734 cycles, every CTA alike."""
+    (docs/timing.md) and residency from ptxas' 32 registers: 5,714 -> 7,734 cycles, every CTA alike; then
+    the core's own L2 port (core.fill_bytes_per_cycle, docs/micro-fill.md): 7,741."""
     prog, L = _sgemm(64)
     r = simulate(prog, L, load_hw("h200"))
-    assert (r.cycles, r.warp_instructions) == (7734, 45952)
+    assert (r.cycles, r.warp_instructions) == (7741, 45952)
     assert r.busy == {"fma": 8448, "alu": 29696, "fp64": 0, "sfu": 0, "tensor": 0, "lsu": 39424, "branch": 1920,
                       "sync": 1024, "shared": 17408, "dram": 34603}
-    assert sum(r.stalls.values()) == 448640
-    assert r.cycles_per_cta == [7734] * 16
+    assert sum(r.stalls.values()) == 449088
+    assert r.cycles_per_cta == [7741] * 16
 
 
 _CHILD = """
