@@ -74,6 +74,7 @@ class Op:
     doc: str = ""
     mods: frozenset[str] = frozenset()
     types: str = ""
+    kinds: str = ""  # the type kinds (sim/ptx/types.py) its instruction type may have; "" = any
 
     @property
     def arity(self) -> tuple[int, int]:
@@ -107,8 +108,8 @@ def _arith(syntax: str, doc: str = "", packed: bool = False, mods: str = "", typ
               types=types or " ".join("t" * (syntax.count(",") + 1)))
 
 
-def _alu(syntax: str, doc: str = "", mods: str = "", types: str = "") -> Op:
-    return Op(syntax, "alu", "alu", doc=doc, mods=_m(mods), types=types)
+def _alu(syntax: str, doc: str = "", mods: str = "", types: str = "", kinds: str = "") -> Op:
+    return Op(syntax, "alu", "alu", doc=doc, mods=_m(mods), types=types, kinds=kinds)
 
 
 def _sfu(syntax: str, mods: str = "approx ftz") -> Op:
@@ -134,12 +135,12 @@ ISA: dict[str, Op] = {
                   types="T t t"),
     "mad": _arith("d, a, b, c", ".lo/.hi/.wide for integers; .rn for floats (fused)",
                   mods=f"{_RND} {_F} lo hi wide cc", types="T t t T"),
-    "mul24": _alu("d, a, b", mods="lo hi", types="t t t"),
-    "mad24": _alu("d, a, b, c", mods="lo hi sat", types="t t t t"),
+    "mul24": _alu("d, a, b", mods="lo hi", types="t t t", kinds="int uint bits"),
+    "mad24": _alu("d, a, b, c", mods="lo hi sat", types="t t t t", kinds="int uint bits"),
     "fma": _arith("d, a, b, c", "fused multiply-add, one rounding", packed=True, mods=f"{_RND} {_F} relu oob"),
     "div": Op("d, a, b", "sfu", "arith", doc="integer division truncates toward zero; float .rn/.approx/.full",
               mods=_m(_RND, "ftz approx full"), types="t t t"),
-    "rem": _alu("d, a, b", types="t t t"),
+    "rem": _alu("d, a, b", types="t t t", kinds="int uint bits"),
     "abs": _arith("d, a", packed=True, mods="ftz relu"),
     "neg": _arith("d, a", packed=True, mods="ftz relu"),
     "min": _arith("d, a, b", packed=True, mods="ftz relu NaN xorsign abs"),
@@ -155,20 +156,20 @@ ISA: dict[str, Op] = {
     "tanh": _sfu("d, a", "approx"),
     "testp": _alu("d, a", mods="finite infinite number notanumber normal subnormal", types="p t"),
     # logic and bits
-    "and": _alu("d, a, b", types="t t t"),
-    "or": _alu("d, a, b", types="t t t"),
-    "xor": _alu("d, a, b", types="t t t"),
-    "not": _alu("d, a", types="t t"),
+    "and": _alu("d, a, b", types="t t t", kinds="int uint bits pred"),
+    "or": _alu("d, a, b", types="t t t", kinds="int uint bits pred"),
+    "xor": _alu("d, a, b", types="t t t", kinds="int uint bits pred"),
+    "not": _alu("d, a", types="t t", kinds="int uint bits pred"),
     "cnot": _alu("d, a", types="t t"),
     "lop3": _alu("d, a, b, c, e", "lop3.b32 d, a, b, c, immLut", mods=_BOOL, types="t t t t u"),
-    "shl": _alu("d, a, b", types="t t u"),
-    "shr": _alu("d, a, b", ".s shifts in the sign, .u/.b zeros", types="t t u"),
+    "shl": _alu("d, a, b", types="t t u", kinds="int uint bits"),
+    "shr": _alu("d, a, b", ".s shifts in the sign, .u/.b zeros", types="t t u", kinds="int uint bits"),
     "shf": _alu("d, a, b, c", "funnel shift .l/.r .wrap/.clamp", mods="l r wrap clamp", types="t t t u"),
-    "popc": _alu("d, a", types="u t"),
-    "clz": _alu("d, a", types="u t"),
-    "brev": _alu("d, a", types="t t"),
-    "bfe": _alu("d, a, b, c", types="t t u u"),
-    "bfi": _alu("d, a, b, c, e", types="t t t u u"),
+    "popc": _alu("d, a", types="u t", kinds="int uint bits"),
+    "clz": _alu("d, a", types="u t", kinds="int uint bits"),
+    "brev": _alu("d, a", types="t t", kinds="int uint bits"),
+    "bfe": _alu("d, a, b, c", types="t t u u", kinds="int uint bits"),
+    "bfi": _alu("d, a, b, c, e", types="t t t u u", kinds="int uint bits"),
     "prmt": _alu("d, a, b, c", mods="f4e b4e rc8 ecl ecr rc16", types="t t t t"),
     # comparison, selection, data movement, conversion
     "setp": Op("d, a, b{, c}", "alu", "compare", doc="d may be a pair p|q; optional boolean c with .and/.or/.xor",

@@ -23,6 +23,7 @@ def sgemm(extent_b: str, grid="32,32,1"):
     return {p["name"]: p for p in rep["properties"]}, rep
 
 
+@pytest.mark.slow  # ~30 s of Z3 on the 2-core machine
 def test_sgemm_free_ranges_proved():
     st, rep = sgemm("p5*p4*4")
     assert st["bounds"]["status"] == "proved", st["bounds"]
@@ -30,6 +31,7 @@ def test_sgemm_free_ranges_proved():
     assert rep["seconds"] >= 0  # recorded; speed is benchmarked (docs/verify.md), not asserted
 
 
+@pytest.mark.slow  # ~30 s of Z3 on the 2-core machine
 def test_sgemm_free_ranges_buffer_one_short_not_proved():
     st, _ = sgemm("p5*p4*4-4")
     assert st["bounds"]["status"] in ("violated", "unknown")

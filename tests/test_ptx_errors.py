@@ -141,6 +141,8 @@ BOTH_REJECT = [
     (("STMT", "add.s32.approx.sync %r2, %r1, 1;"), "illegal modifier .approx for 'add'", 11),
     (("STMT", "add.rn.s32.sync %r2, %r1, 1;"), "illegal modifier .sync for 'add'", 11),
     (("STMT", "ld.global.u32 %r2, [%rd1+99999999999999999999999];"), "address offset", 11),
+    (("STMT", "rem.f32 %f1, %f1, %f1;"), "'rem' does not take .f32", 11),
+    (("STMT", "and.f32 %f1, %f1, %f1;"), "'and' does not take .f32", 11),
     ((".address_size 64", ".address_size 0"), ".address_size 0 is not allowed", 3),
     ((".target sm_90a", ".target sm_1234"), "unknown .target 'sm_1234'", 2),
     ((".target sm_90a", ".target sm_90a, bogus"), "unknown .target 'bogus'", 2),
@@ -148,6 +150,7 @@ BOTH_REJECT = [
 
 # ptxas 13.0 accepts these (it truncates the literal; a 65-bit offset wraps): the simulator is stricter
 STRICTER_THAN_PTXAS = [
+    (("    .reg .f32 %f<2>;", "    .reg .f32 %f<2>;\n    .reg .b128 %q<2>;"), "registers of type .b128"),  # unsupported
     (("STMT", "mov.u32 %r2, 18446744073709551617;"), "integer literal 18446744073709551617 does not fit 64"),
     (("STMT", "mov.u32 %r2, 4294967296;"), "does not fit .u32 (range -2147483648..4294967295)"),
     (("STMT", "ld.global.u32 %r2, [%rd1+18446744073709551616];"), "address offset 18446744073709551616"),

@@ -46,6 +46,8 @@ class _Op(Protocol):
     def types(self) -> str: ...
     @property
     def has_dst(self) -> bool: ...
+    @property
+    def kinds(self) -> str: ...
 
 
 def _line_of(text: str, directive: str) -> int:
@@ -81,6 +83,10 @@ def check_instruction(ins: Instruction, op: _Op, k: Kernel) -> None:
     if op.has_dst and ins.operands and ins.operands[0].kind in ("imm", "fimm") and "wait_group" not in ins.mods:
         raise err("the destination must be a register, not a literal")
     tys = type_mods(ins.mods)
+    if op.kinds and tys and TYPES[tys[0]].kind not in op.kinds.split():
+        names = {"int": ".sN", "uint": ".uN", "bits": ".bN", "pred": ".pred", "float": ".fN"}
+        takes = "/".join(names.get(x, x) for x in op.kinds.split())
+        raise err(f"'{ins.opcode}' does not take .{tys[0]}: its type is one of {takes}")
     roles = op.types.split()
     for i, o in enumerate(ins.operands):
         _check_values(o, err)

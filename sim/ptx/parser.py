@@ -367,6 +367,9 @@ class _Parser:
             raise self.err(f"unknown register type {t.text!r}: use .pred, .b32, .f32, .b64, ...", t)
         if vec:
             raise self.err("vector registers (.reg .v4) are not supported: declare scalars", t)
+        if TYPES[rtype].np is None:
+            raise self.err(f"registers of type {t.text} are not supported by the simulator: declare .b64 pairs "
+                           "(see docs/ptx-subset.md)", t)
         while True:
             n = self.next()
             if self.accept("<"):
