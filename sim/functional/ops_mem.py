@@ -233,6 +233,29 @@ def b_cp(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 
 # -- warp-level ---------------------------------------------------------------------------------
+def shfl_source(mode: str, b: Any, c: Any) -> tuple[np.ndarray, np.ndarray]:
+    """shfl.sync's source lane of every lane and whether it is inside the clamp (mode up / down / bfly
+    / idx; b the lane operand, c = clamp | segment mask << 8), as the PTX ISA defines it; lanes outside
+    read their own value. The PTX and SASS models both call this."""
+    bval = np.broadcast_to(np.asarray(b).astype(np.int64) & 0x1F, (32,))
+    cv = np.broadcast_to(np.asarray(c).astype(np.int64), (32,))
+    cval, seg = cv & 0x1F, (cv >> 8) & 0x1F
+    maxl = (LANES & seg) | (cval & ~seg)
+    if mode == "up":
+        j = LANES - bval
+        ok = j >= maxl
+    elif mode == "down":
+        j = LANES + bval
+        ok = j <= maxl
+    elif mode == "bfly":
+        j = LANES ^ bval
+        ok = j <= maxl
+    else:
+        j = (LANES & seg) | (bval & ~seg)
+        ok = j <= maxl
+    return np.where(ok, j, LANES), ok
+
+
 def b_shfl(ins: Instruction, cx: DecodeCtx) -> Exec:
     mode = next(x for x in ("up", "down", "bfly", "idx") if x in ins.mods)
     d, a, b, c = ins.operands[:4]
@@ -244,25 +267,7 @@ def b_shfl(ins: Instruction, cx: DecodeCtx) -> Exec:
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         src = np.broadcast_to(np.asarray(ra(w)), (32,))
-        bval = np.broadcast_to(np.asarray(rb(w)).astype(np.int64) & 0x1F, (32,))
-        cv = np.broadcast_to(np.asarray(rc(w)).astype(np.int64), (32,))
-        cval = cv & 0x1F
-        seg = (cv >> 8) & 0x1F
-        maxl = (LANES & seg) | (cval & ~seg)
-        minl = LANES & seg
-        if mode == "up":
-            j = LANES - bval
-            pval = j >= maxl
-        elif mode == "down":
-            j = LANES + bval
-            pval = j <= maxl
-        elif mode == "bfly":
-            j = LANES ^ bval
-            pval = j <= maxl
-        else:
-            j = minl | (bval & ~seg)
-            pval = j <= maxl
-        j = np.where(pval, j, LANES)
+        j, pval = shfl_source(mode, rb(w), rc(w))
         wd(w, src[j], m, full)
         if wp is not None:
             wp(w, pval, m, full)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sim.functional.memory import Fault
+from sim.functional.ops_mem import shfl_source
 from sim.sass.exec_int import Exec
 from sim.sass.exec_operands import U32, U64, Ctx, Reader
 from sim.sass.exec_state import LANES, Warp
@@ -230,23 +231,7 @@ def b_shfl(cx: Ctx) -> Exec:
 
     def run(w: Warp, m: np.ndarray) -> None:
         src = np.broadcast_to(np.asarray(ra(w)), (32,))
-        bval = np.broadcast_to(np.asarray(rb(w)).astype(np.int64) & 0x1F, (32,))
-        cv = np.broadcast_to(np.asarray(rc(w)).astype(np.int64), (32,))
-        cval, seg = cv & 0x1F, (cv >> 8) & 0x1F
-        maxl = (LANES & seg) | (cval & ~seg)
-        if mode == "UP":
-            j = LANES - bval
-            ok = j >= maxl
-        elif mode == "DOWN":
-            j = LANES + bval
-            ok = j <= maxl
-        elif mode == "BFLY":
-            j = LANES ^ bval
-            ok = j <= maxl
-        else:
-            j = (LANES & seg) | (bval & ~seg)
-            ok = j <= maxl
-        j = np.where(ok, j, LANES)
+        j, ok = shfl_source(str(mode).lower(), rb(w), rc(w))
         wd(w, src[j], m)
         wp(w, ok, m)
     return run
