@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ArgParser, run_cli
-from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS
+from sim.functional.runner import CLI_MAX_INSTRUCTIONS
 from sim.result import jsonable
 
 
@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start with the buffer arguments in the L2, as after their host-to-device copies "
                         "(default: an empty L2)")
     r.add_argument("--seed", type=int, default=None, help="seed of the random inputs (default: fresh)")
-    r.add_argument("--max-instructions", type=int, default=DEFAULT_MAX_INSTRUCTIONS, metavar="N",
+    r.add_argument("--max-instructions", type=int, default=CLI_MAX_INSTRUCTIONS, metavar="N",
                    help="stop after N warp instructions, both modes (endless-loop guard; default "
-                        f"{DEFAULT_MAX_INSTRUCTIONS:,}, about 15 s of the timing model)")
+                        f"{CLI_MAX_INSTRUCTIONS:,}, about 15 s of the timing model)")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 

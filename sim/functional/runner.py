@@ -27,7 +27,8 @@ if _missing:  # the ISA table and the semantics must name the same opcodes
 
 # About 15 s of the timing model and 5 s functional-only on the reference machine (benchmarks/sim_speed.md:
 # 23,000 and 74,000 warp instructions/s); kernels that need more take --max-instructions N.
-DEFAULT_MAX_INSTRUCTIONS = 350_000
+DEFAULT_MAX_INSTRUCTIONS = 20_000_000  # library callers (tests, benchmarks)
+CLI_MAX_INSTRUCTIONS = 350_000  # python -m sim run: ends in seconds, not minutes
 
 
 def check_budget_covers(launch: Launch, limit: int, file: str) -> None:
