@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim.functional.types import bf16_to_f32, fma_f32, fma_f64
-from sim.sass.exec_int import Exec
+from sim.sass.exec_int import BOOL_OPS, Exec
 from sim.sass.exec_operands import U32, U64, Ctx, Reader
 from sim.sass.exec_state import Warp
 from sim.sass.listing import Operand
@@ -124,18 +124,16 @@ _FCMP: dict[str, Callable[[Any, Any], Any]] = {
 for _k in ("EQ", "NE", "LT", "LE", "GT", "GE"):
     _FCMP[_k + "U"] = (lambda f: lambda x, y: f(x, y) | np.isnan(x) | np.isnan(y))(
         {"NE": np.not_equal}.get(_k, _FCMP[_k]))
-_BOOL: dict[str, Callable[[Any, Any], Any]] = {"AND": np.logical_and, "OR": np.logical_or,
-                                               "XOR": np.logical_xor}
 
 
 def b_fsetp(cx: Ctx) -> Exec:
     mods = cx.ins.modifiers
     cmp = [x for x in mods if x in _FCMP]
-    op = [x for x in mods if x in _BOOL]
-    cx.mods(set(_FCMP) | set(_BOOL) | {"FTZ"})
+    op = [x for x in mods if x in BOOL_OPS]
+    cx.mods(set(_FCMP) | set(BOOL_OPS) | {"FTZ"})
     if len(cmp) != 1 or len(op) != 1:
         raise cx.err("FSETP needs one compare and one boolean modifier")
-    f, g = _FCMP[cmp[0]], _BOOL[op[0]]
+    f, g = _FCMP[cmp[0]], BOOL_OPS[op[0]]
     ftz = "FTZ" in mods
     d1, d2, a, b, c = cx.ins.operands[:5]
     ra, rb, rc, w1, w2 = _reader(cx, a, ftz), _reader(cx, b, ftz), cx.pred(c), cx.wpred(d1), cx.wpred(d2)

@@ -234,18 +234,18 @@ _ICMP: dict[str, Callable[[Any, Any], Any]] = {
     "EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
     "GE": np.greater_equal,
 }
-_BOOL: dict[str, Callable[[Any, Any], Any]] = {"AND": np.logical_and, "OR": np.logical_or,
+BOOL_OPS: dict[str, Callable[[Any, Any], Any]] = {"AND": np.logical_and, "OR": np.logical_or,
                                                "XOR": np.logical_xor}
 
 
 def b_isetp(cx: Ctx) -> Exec:
     mods = cx.ins.modifiers
     cmp = [x for x in mods if x in _ICMP]
-    op = [x for x in mods if x in _BOOL]
-    cx.mods(set(_ICMP) | set(_BOOL) | {"U32", "EX"})
+    op = [x for x in mods if x in BOOL_OPS]
+    cx.mods(set(_ICMP) | set(BOOL_OPS) | {"U32", "EX"})
     if len(cmp) != 1 or len(op) != 1:
         raise cx.err("ISETP needs one compare and one boolean modifier")
-    f, g = _ICMP[cmp[0]], _BOOL[op[0]]
+    f, g = _ICMP[cmp[0]], BOOL_OPS[op[0]]
     ex = "EX" in mods
     ops = cx.ins.operands
     d1, d2, a, b, c = ops[:5]
