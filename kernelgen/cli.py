@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from kernelgen.variants import names
-from sim.errors import ArgParser, WorkbenchError, run_cli
+from sim.errors import ArgParser, UsageError, WorkbenchError, run_cli
 
 
 def compile_kernel(hw_name: str, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
@@ -88,6 +88,8 @@ def _run(argv: list[str]) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse already printed one usage line
         return int(e.code or 0) and 2
+    if not args.out.strip():
+        raise UsageError("-o: the output directory is empty; name a directory (e.g. -o out)")
     files = compile_kernel(args.hw, args.op, args.gemm, args.dtype, args.out_dtype, args.variant,
                            args.verbose, args.profile)
     write_atomically(Path(args.out), files)

@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim.errors import UsageError
+from sim.hw import HwConfigKeyError, strict_yaml
 
 DTYPES_IN = ("f32", "f16", "bf16")
 DTYPES_OUT = ("f32", "f16", "bf16")
@@ -321,15 +320,13 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
 def load_spec(path: str | Path) -> GemmSpec:
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read spec: {e.strerror}", file=str(p)) from None
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read spec: {getattr(e, 'strerror', None) or e}", file=str(p)) from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", None)
-        raise UsageError(f"YAML syntax error: {getattr(e, 'problem', e)}", file=str(p),
-                         line=None if line is None else line + 1) from None
+        data = strict_yaml(text, str(p))
+    except HwConfigKeyError as e:
+        raise UsageError(f"{e.key_path}: {e.message}", file=str(p), line=e.line) from None
     return parse_spec(data, str(p))
 
 

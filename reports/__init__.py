@@ -23,6 +23,7 @@ from typing import Any
 
 from reports.figures import FIGURES, draw_all
 from reports.text import to_html, to_markdown
+from sim import atomic
 
 __all__ = ["render", "to_markdown", "to_html", "draw_all", "FIGURES"]
 
@@ -33,7 +34,7 @@ def render(out_dir: str | Path, report: dict[str, Any], prefix: str = "") -> dic
     out.mkdir(parents=True, exist_ok=True)
     figs = draw_all(report, out, prefix)
     md = out / f"{prefix}report.md"
-    md.write_text(to_markdown(report, figs))
+    atomic.write_text(md, to_markdown(report, figs))
     page = out / f"{prefix}report.html"
-    page.write_text(to_html(report, figs))
+    atomic.write_text(page, to_html(report, figs))
     return {"markdown": md, "html": page, **{f"{k}.png": v for k, v in figs.items()}}

@@ -15,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from sim import atomic
+
 #: one colour per stall reason, fixed so that figures of different kernels read the same way
 REASON_COLORS = {
     "scoreboard": "#4c72b0", "pipe_busy": "#dd8452", "bank_conflict": "#c44e52", "memory": "#8172b3",
@@ -26,7 +28,7 @@ DPI = 110
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    atomic.write_with(path, lambda tmp: fig.savefig(tmp, dpi=DPI))
     plt.close(fig)
     return path
 

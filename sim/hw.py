@@ -394,6 +394,20 @@ def _to_collection(node: yaml.Node, loader: _HwLoader, ctx: _Ctx, path: str, key
     raise AssertionError(node)
 
 
+def _plain(node: _Node) -> Any:
+    if isinstance(node.value, dict):
+        return {k: _plain(v) for k, v in node.value.items()}
+    if isinstance(node.value, list):
+        return [_plain(v) for v in node.value]
+    return node.value
+
+
+def strict_yaml(text: str, file: str) -> Any:
+    """Plain data from YAML text, with the hardware loader's rules: duplicate keys, recursive or
+    expanding aliases and YAML 1.1 surprises (1:30, 010, yes/no) are one-line errors naming file:line."""
+    return _plain(_compose(text, _Ctx(file)))
+
+
 def _is_dataclass_type(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 

@@ -20,6 +20,9 @@ BAD_PTX_LINE = "bad.ptx:6: register %r1 is used but not declared"
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     (tmp_path / "bad.ptx").write_text(BAD_PTX)
     (tmp_path / "bad.yaml").write_text("M: 64\nN: [\n")
+    (tmp_path / "dup.yaml").write_text("M: 64\nN: 64\nM: 128\nK: 64\n")
+    (tmp_path / "sexa.yaml").write_text("M: 64\nN: 64\nK: 1:30\n")
+    (tmp_path / "alias.yaml").write_text("a: &x [*x]\n")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
@@ -34,7 +37,11 @@ def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     (["validation", "gpu", "missing.ptx"], "missing.ptx: cannot read the PTX file"),
     (["validation", "compare", "nodir"], "nodir is not a directory"),
     (["validation", "calibrate", "--hw", "bad.yaml"], "bad.yaml:3 <yaml>: malformed YAML"),
-    (["kernelgen", "compile", "--hw", "h200", "--op", "bad.yaml", "-o", "out"], "bad.yaml:3: YAML syntax error"),
+    (["kernelgen", "compile", "--hw", "h200", "--op", "bad.yaml", "-o", "out"], "bad.yaml:3: <yaml>: malformed YAML"),
+    (["kernelgen", "compile", "--hw", "h200", "--gemm", "64x64x64", "-o", ""], "-o: the output directory is empty"),
+    (["kernelgen", "compile", "--hw", "h200", "--op", "dup.yaml", "-o", "out"], "dup.yaml:3: M: duplicate key"),
+    (["kernelgen", "compile", "--hw", "h200", "--op", "sexa.yaml", "-o", "out"], "sexa.yaml:3: K: ambiguous scalar"),
+    (["kernelgen", "compile", "--hw", "h200", "--op", "alias.yaml", "-o", "out"], "alias.yaml:1: a[0]: an alias"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, argv, first):
     r = _run(tmp_path, *argv)
@@ -43,6 +50,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path, argv, first):
     assert len(lines) == 1 and lines[0].startswith(first), r.stderr
     assert not r.stdout
     assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alias.yaml", "bad.ptx", "bad.yaml", "dup.yaml",
+                                                           "sexa.yaml"]
 
 
 def test_debug_shows_the_traceback(tmp_path):

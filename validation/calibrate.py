@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import atomic
 from validation.micro import MICRO_DIR, by_name, make_chain
 
 MEASURED_JSON = MICRO_DIR / "h200_micro.json"
@@ -177,7 +178,7 @@ def write_markdown(rows: list[dict], measured: dict, hw_path: str, path: pathlib
         lines.append(f"| {r['name']} | {r['what']} | {r['measured']:.2f} | {r['simulated']:.2f} | "
                      f"{100 * r['rel_err']:+.1f}% | {'yes' if r['ok'] else 'NO'} |")
     lines += ["", "How the H200 numbers map onto `hwconfigs/h200.yaml`: see docs/timing.md (calibration).", ""]
-    pathlib.Path(path).write_text("\n".join(lines))
+    atomic.write_text(path, "\n".join(lines))
 
 
 def measure_gpu(names: list[str] | None = None) -> dict:
@@ -252,7 +253,7 @@ def write_fitted_yaml(src: pathlib.Path, fitted: dict[tuple, int], dest: pathlib
             continue
         indent = line[: len(line) - len(line.lstrip())]
         lines[i] = f"{indent}{key}: {new:<{max(1, 26 - len(indent) - len(key))}} # source: {note}"
-    dest.write_text("\n".join(lines) + "\n")
+    atomic.write_text(dest, "\n".join(lines) + "\n")
 
 
 # -- CLI ---------------------------------------------------------------------------------------------

@@ -14,15 +14,18 @@ is reported. Per-CTA cycles come from a parameter with role ``profile`` (see :fu
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sim import atomic
 from sim.errors import ExecutionError, PtxError, UsageError, WorkbenchError
 from sim.launch import Launch, normalize_dtype
 
@@ -443,6 +446,10 @@ def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, d
     return launch, used_meta, check
 
 
+def _save_npy(arr: np.ndarray, path: Path) -> None:
+    np.save(path, arr)
+
+
 def cli_main(args) -> int:
     """``python -m validation gpu``: 0 passed (or no check), 1 check failed; errors raise (-> 2)."""
     try:
@@ -478,7 +485,7 @@ def _cli(args) -> int:
 
         os.makedirs(args.out, exist_ok=True)
         for i, arr in m.outputs.items():
-            np.save(os.path.join(args.out, f"arg{i}.npy"), arr)
+            atomic.write_with(os.path.join(args.out, f"arg{i}.npy"), functools.partial(_save_npy, arr))
     if args.json:
         d = m.to_json(launch.kernel)
         d["grid"] = list(launch.grid)

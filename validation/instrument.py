@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim import atomic
 from sim.errors import UsageError
 from sim.launch import read_metadata
 
@@ -234,8 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     with open(a.ptx, encoding="utf-8") as f:
         res = instrument_ptx(f.read(), a.ptx)
-    with open(a.out, "w", encoding="utf-8") as f:
-        f.write(res.text)
+    atomic.write_text(a.out, res.text)
     return 0
 
 

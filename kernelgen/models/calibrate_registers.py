@@ -20,6 +20,7 @@ from pathlib import Path
 from kernelgen.models.registers import CALIBRATION, calibration_key, live_ranges
 from kernelgen.spec import parse_spec
 from kernelgen.variants import get, names
+from sim import atomic
 
 
 def ptxas_registers(ptx: str) -> tuple[int, bool]:
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             pass
     table.update({k: round(statistics.median(v), 4) for k, v in ratios.items()})
     table = dict(sorted(table.items()))
-    CALIBRATION.write_text(json.dumps(table, indent=0, sort_keys=True) + "\n")
+    atomic.write_text(CALIBRATION, json.dumps(table, indent=0, sort_keys=True) + "\n")
     print(f"{len(todo)} kernels, {len(table)} keys -> {CALIBRATION}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+from sim import atomic
 from sim.result import SimResult
 
 
@@ -21,4 +22,4 @@ def trace_events(result: SimResult) -> dict:
 def write_trace(result: SimResult, path: str | pathlib.Path) -> None:
     if result.trace is None:
         raise ValueError("the result has no trace: simulate(..., trace=True) first")
-    pathlib.Path(path).write_text(json.dumps(trace_events(result)))
+    atomic.write_text(path, json.dumps(trace_events(result)))

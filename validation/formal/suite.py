@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from sim import atomic
 from validation.cases import HWS, SHAPES, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
     table = markdown(rows)
     print(table)
     if a.markdown:
-        Path(a.markdown).write_text(table + "\n")
+        atomic.write_text(a.markdown, table + "\n")
     ok = all(r["status"] == "proved" for r in rows if r["status"] != "not compiled")
     return 0 if ok else 1
 
