@@ -94,3 +94,33 @@ def test_corpus_yaml_and_args():
 
 def test_corpus_is_there():
     assert len(list(FUZZ_DIR.glob("*.ptx"))) >= 200 and len(list(FUZZ_DIR.glob("*.yaml"))) >= 40
+
+
+SPEC_SEEDS = sorted((Path(__file__).parent.parent / "examples").glob("gemm_*.yaml"))
+
+
+def _mutated_spec(rnd: random.Random, d: str) -> str:
+    seed = SPEC_SEEDS[rnd.randrange(len(SPEC_SEEDS))]
+    f = Path(d) / "spec.yaml"
+    f.write_text(mutate_yaml(seed.read_text(), rnd))
+    return str(f)
+
+
+@settings(FAST, max_examples=120)
+@given(rnd=st.randoms(use_true_random=False))
+def test_mutated_spec_loads_or_one_line(rnd: random.Random):
+    from kernelgen.spec import load_spec
+
+    with tempfile.TemporaryDirectory() as d:
+        _contract(lambda a: load_spec(a[0]) and 0, _mutated_spec(rnd, d))
+
+
+@settings(FAST, max_examples=25)
+@given(rnd=st.randoms(use_true_random=False))
+def test_mutated_spec_compiles_or_one_line(rnd: random.Random):
+    from kernelgen.cli import main as kernelgen_main
+
+    with tempfile.TemporaryDirectory() as d:
+        rc, _ = _contract(kernelgen_main, "compile", "--hw", "npu7nm.yaml", "--op", _mutated_spec(rnd, d),
+                          "-o", str(Path(d) / "out"))
+        assert (Path(d) / "out").exists() == (rc == 0)
