@@ -22,6 +22,7 @@ import numpy as np
 
 from sim import atomic
 from validation.micro import MICRO_DIR, by_name, make_chain
+from validation.yamledit import rewrite_fields
 
 MEASURED_JSON = MICRO_DIR / "h200_micro.json"
 TOLERANCE = 0.10  # every simulated figure within 10% of the measured one
@@ -234,26 +235,8 @@ def fit(hw: Any, rows: list[dict]) -> dict[tuple, int]:
 
 def write_fitted_yaml(src: pathlib.Path, fitted: dict[tuple, int], dest: pathlib.Path, note: str) -> None:
     """Copy the YAML text, replacing each fitted number in place with a `# source:` naming the fit."""
-    lines = src.read_text().splitlines()
-    section, pipe = "", None
-    for i, line in enumerate(lines):
-        stripped = line.split("#")[0].rstrip()
-        if stripped and not line.startswith(" "):
-            section, pipe = stripped.rstrip(":").split(":")[0], None
-            continue
-        body = stripped.strip()
-        if body.startswith("- name:"):
-            pipe = body.split(":", 1)[1].strip()
-            continue
-        if ":" not in body:
-            continue
-        key = body.lstrip("- ").split(":")[0].strip()
-        new = fitted.get((section, pipe if section == "pipes" else None, key))
-        if new is None:
-            continue
-        indent = line[: len(line) - len(line.lstrip())]
-        lines[i] = f"{indent}{key}: {new:<{max(1, 26 - len(indent) - len(key))}} # source: {note}"
-    atomic.write_text(dest, "\n".join(lines) + "\n")
+    text, _ = rewrite_fields(src.read_text(), {f: (v, note) for f, v in fitted.items()})
+    atomic.write_text(dest, text)
 
 
 # -- CLI ---------------------------------------------------------------------------------------------
