@@ -613,6 +613,12 @@ def resolve_hw_path(name: str | os.PathLike[str]) -> pathlib.Path:
     )
 
 
+def hw_from_text(text: str, file: str) -> HwConfig:
+    """Validate YAML text as a hardware config (errors name ``file``); no file is read."""
+    ctx = _Ctx(file)
+    return dataclasses.replace(_build(HwConfig, _compose(text, ctx), "", ctx), path=file)
+
+
 def load_hw(path_or_name: str | os.PathLike[str]) -> HwConfig:
     """Load and validate a hardware config; raises HwConfigError naming file:line key.path."""
     path = resolve_hw_path(path_or_name)

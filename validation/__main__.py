@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("validation.formal", "Z3: bounds, barriers, races, async copies, termination"),
     "compare": ("validation.compare", "predicted vs simulated (+ measured), gap traced to stalls by PTX line"),
     "calibrate": ("validation.calibrate", "H200 microbenchmarks: measured (committed or --gpu) vs simulated"),
+    "sweep": ("validation.sweep", "hardware parameters x GEMM shapes x variants: predictions, simulations, plots"),
     "probe": ("validation.probe", "describe the live GPU through the driver and write its hardware YAML"),
 }
 
