@@ -210,6 +210,11 @@ ISA: dict[str, Op] = {
                 doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
                 mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap generic release acquire "
                         "mbarrier_init op_restrict")),
+    "mbarrier": Op("{d}{, a}{, b}{, c}", "sync", "sync", ordered=True,
+                   doc="mbarrier.{init,arrive{.expect_tx},arrive_drop,expect_tx,complete_tx,test_wait{.parity},"
+                       "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
+                   mods=_m("init arrive arrive_drop expect_tx complete_tx test_wait try_wait parity inval "
+                           "release acquire relaxed cta cluster shared shared::cta shared::cluster")),
     # control
     "bra": _flow("branch"),
     "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True, mods=_m("uni")),

@@ -16,6 +16,7 @@ from sim.functional.memory import (
     reduce_all,
     reduce_any,
 )
+from sim.functional.ops_async import MBarrier
 from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
 from sim.functional.types import storage
@@ -47,6 +48,8 @@ class CTA:
         self.shared = FlatMemory(shared_size, "shared")
         self.local = LocalMemory(local_size, self.nthreads) if local_size else None
         self.warps: list[Warp] = []
+        self.mbars: dict[int, MBarrier] = {}  # shared offset -> mbarrier object (sim/functional/ops_async.py)
+        self.mbar_epoch = 0  # counts mbarrier operations: the runner's deadlock test
 
 
 class Launched:
@@ -110,6 +113,7 @@ class Warp:
         self.cycle: int | None = None  # what %clock reads (the timing model's issue cycle), else instructions
         # barrier and async-copy state
         self.bar_id = 0
+        self.waiting_on: Instruction | None = None  # the mbarrier wait that last yielded
         self.bar_count = 0
         self.open_group: list[Copy] = []
         self.groups: list[list[Copy]] = []
