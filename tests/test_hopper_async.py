@@ -108,3 +108,53 @@ def test_use_before_init_and_unknown_modifier_are_errors():
         _run_one("    mbarrier.arrive.shared::cta.b64 %rd2, [%r1];")
     with pytest.raises(PtxError, match="mb.ptx:12"):
         parse_ptx(_one_warp("    mbarrier.pending_count.b64 %r2, %rd2;"), "mb.ptx")
+
+
+def test_elect_setmaxnreg_griddepcontrol(tmp_path):
+    body = """
+    griddepcontrol.wait;
+    setmaxnreg.inc.sync.aligned.u32 232;
+    mov.u32 %r0, %tid.x;
+    setp.ge.u32 %p2, %r0, 5;
+    @!%p2 bra $END;
+    elect.sync %r2|%p1, 0xFFFFFFF0;
+    @!%p1 bra $END;
+    st.global.u32 [%rd1], %r2;
+    st.global.u32 [%rd1+4], %r0;
+    griddepcontrol.launch_dependents;
+$END:"""
+    ptxas_ok(_one_warp(body), tmp_path)
+    got = _run_one(body, 2)
+    assert list(got) == [5, 5]
+
+
+def test_barrier_cluster_of_one_cta_orders_shared_memory(tmp_path):
+    text = HEADER + """.visible .entry k(.param .u64 k_out)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .shared .align 4 .b32 buf[64];
+    ld.param.u64 %rd1, [k_out];
+    mov.u32 %r0, %tid.x;
+    mov.u32 %r1, buf;
+    shl.b32 %r2, %r0, 2;
+    add.u32 %r3, %r1, %r2;
+    add.u32 %r4, %r0, 7;
+    st.shared.u32 [%r3], %r4;
+    barrier.cluster.arrive.release;
+    barrier.cluster.wait.acquire;
+    xor.b32 %r5, %r0, 63;
+    shl.b32 %r5, %r5, 2;
+    add.u32 %r5, %r1, %r5;
+    ld.shared.u32 %r6, [%r5];
+    mul.wide.u32 %rd2, %r0, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r6;
+    ret;
+}
+"""
+    ptxas_ok(text, tmp_path)
+    out = np.full(64, 0xFFFFFFFF, np.uint32)
+    res = run_functional(parse_ptx(text, "c.ptx"), Launch("k", (1, 1, 1), (64, 1, 1),
+                                                          [Arg("buffer", "uint32", array=out)]))
+    assert list(res.outputs[0]) == [(t ^ 63) + 7 for t in range(64)]

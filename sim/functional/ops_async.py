@@ -19,6 +19,7 @@ import numpy as np
 
 from sim.errors import ExecutionError, at_instruction
 from sim.functional.operands import DecodeCtx
+from sim.functional.ops_mem import b_nop
 from sim.ptx.ir import Instruction
 
 if TYPE_CHECKING:
@@ -129,6 +130,25 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
     return run
 
 
-SEMANTICS_ASYNC = {"mbarrier": b_mbarrier}
+def b_elect(ins: Instruction, cx: DecodeCtx) -> Exec:
+    """elect.sync d|p, membermask: d (a 32-bit register or ``_``) gets the elected lane's index, p is
+    true in that lane only; the elected lane is the lowest active lane inside membermask."""
+    d, a = ins.operands[:2]
+    if d.kind != "pair":
+        raise cx.err(ins, f"elect.sync needs a destination pair d|p ({ins.text})")
+    wd = cx.wr(d.items[0], "u32", ins)
+    wp = cx.wr(d.items[1], "pred", ins)
+    rmask = cx.rd(a, "u32", ins)
+
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        mask = int(np.asarray(rmask(w)).flat[0]) & 0xFFFFFFFF
+        cand = np.flatnonzero(m & ((mask >> np.arange(32)) & 1).astype(bool))
+        leader = int(cand[0]) if len(cand) else -1
+        wd(w, np.full(32, max(leader, 0), dtype=np.uint32), m, full)
+        wp(w, np.arange(32) == leader, m, full)
+    return run
+
+
+SEMANTICS_ASYNC = {"mbarrier": b_mbarrier, "elect": b_elect, "setmaxnreg": b_nop, "griddepcontrol": b_nop}
 
 __all__ = ["SEMANTICS_ASYNC", "YIELD", "MBarrier"]
