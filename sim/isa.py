@@ -215,6 +215,8 @@ ISA: dict[str, Op] = {
                        "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
                    mods=_m("init arrive arrive_drop expect_tx complete_tx test_wait try_wait parity inval "
                            "release acquire relaxed cta cluster shared shared::cta shared::cluster")),
+    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: a cluster of one CTA maps only rank 0 "
+                 "(d = a); another rank stops the run", mods="shared::cluster", types="t t u"),
     "setmaxnreg": Op("a", "sync", "sync", False, ordered=True, types="u",
                      doc="setmaxnreg.{inc,dec}.sync.aligned.u32 N: accepted; the register file is not "
                          "reallocated (functional and timing no-op)",

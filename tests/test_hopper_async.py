@@ -158,3 +158,39 @@ def test_barrier_cluster_of_one_cta_orders_shared_memory(tmp_path):
     res = run_functional(parse_ptx(text, "c.ptx"), Launch("k", (1, 1, 1), (64, 1, 1),
                                                           [Arg("buffer", "uint32", array=out)]))
     assert list(res.outputs[0]) == [(t ^ 63) + 7 for t in range(64)]
+
+
+def test_cluster_special_registers_describe_a_cluster_of_one(tmp_path):
+    body = """
+    mov.u32 %r0, %tid.x;
+    setp.ne.u32 %p1, %r0, 0;
+    @%p1 bra $END;
+    mov.u32 %r2, %cluster_ctarank;
+    st.global.u32 [%rd1], %r2;
+    mov.u32 %r2, %cluster_nctarank;
+    st.global.u32 [%rd1+4], %r2;
+    mov.u32 %r2, %clusterid.x;
+    st.global.u32 [%rd1+8], %r2;
+    mov.u32 %r2, %cluster_nctaid.x;
+    st.global.u32 [%rd1+12], %r2;
+$END:"""
+    ptxas_ok(_one_warp(body), tmp_path)
+    assert list(_run_one(body)) == [0, 1, 0, 1]
+
+
+def test_mapa_to_own_cta_and_other_rank_stops(tmp_path):
+    body = """
+    mov.u32 %r0, %tid.x;
+    setp.ne.u32 %p1, %r0, 0;
+    @%p1 bra $END;
+    mapa.shared::cluster.u32 %r2, %r1, %r3;
+    mbarrier.init.shared::cta.b64 [%r1], 1;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r2];
+    mbarrier.test_wait.parity.shared::cta.b64 %p2, [%r1], 0;
+    selp.u32 %r4, 1, 0, %p2;
+    st.global.u32 [%rd1], %r4;
+$END:"""
+    ptxas_ok(_one_warp(body), tmp_path)
+    assert _run_one(body, 1)[0] == 1
+    with pytest.raises(ExecutionError, match="mb.ptx:.*rank 1"):
+        _run_one(body.replace("%r2, %r1, %r3;", "%r2, %r1, 1;"), 1)

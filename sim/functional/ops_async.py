@@ -130,6 +130,22 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
     return run
 
 
+def b_mapa(ins: Instruction, cx: DecodeCtx) -> Exec:
+    t = cx.type1(ins)
+    d, a, b = ins.operands[:3]
+    wd = cx.wr(d, t, ins)
+    ra = cx.rd(a, t, ins)
+    rb = cx.rd(b, "u32", ins)
+
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        rank = _lanes(rb(w))
+        if bool((rank[m] != 0).any()):
+            raise at_instruction(ExecutionError, f"mapa to CTA rank {int(rank[m][rank[m] != 0][0])}: the simulator "
+                                 f"runs clusters of one CTA (rank 0 only) ('{ins.text}')", w.L.file, ins)
+        wd(w, ra(w), m, full)
+    return run
+
+
 def b_elect(ins: Instruction, cx: DecodeCtx) -> Exec:
     """elect.sync d|p, membermask: d (a 32-bit register or ``_``) gets the elected lane's index, p is
     true in that lane only; the elected lane is the lowest active lane inside membermask."""
@@ -149,6 +165,7 @@ def b_elect(ins: Instruction, cx: DecodeCtx) -> Exec:
     return run
 
 
-SEMANTICS_ASYNC = {"mbarrier": b_mbarrier, "elect": b_elect, "setmaxnreg": b_nop, "griddepcontrol": b_nop}
+SEMANTICS_ASYNC = {"mbarrier": b_mbarrier, "mapa": b_mapa, "elect": b_elect, "setmaxnreg": b_nop,
+                   "griddepcontrol": b_nop}
 
 __all__ = ["SEMANTICS_ASYNC", "YIELD", "MBarrier"]

@@ -106,6 +106,12 @@ class Warp:
             "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
             "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
             "%reserved_smem_offset_1": u32(0),
+            # clusters of one CTA: the cluster is the CTA, the cluster grid is the grid
+            "%cluster_ctarank": u32(0), "%cluster_nctarank": u32(1), "%is_explicit_cluster": u32(0),
+            "%clusterid.x": u32(cx), "%clusterid.y": u32(cy), "%clusterid.z": u32(cz),
+            "%nclusterid.x": u32(gx), "%nclusterid.y": u32(gy), "%nclusterid.z": u32(gz),
+            "%cluster_ctaid.x": u32(0), "%cluster_ctaid.y": u32(0), "%cluster_ctaid.z": u32(0),
+            "%cluster_nctaid.x": u32(1), "%cluster_nctaid.y": u32(1), "%cluster_nctaid.z": u32(1),
         }
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack

@@ -23,7 +23,8 @@ SPECIAL_REGS = {
     "%clock_hi", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt",
     "%lanemask_ge", "%lanemask_gt", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%cluster_ctarank",
-    "%cluster_nctarank", "%is_explicit_cluster", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
+    "%cluster_nctarank", "%is_explicit_cluster", "%clusterid", "%nclusterid", "%cluster_ctaid",
+    "%cluster_nctaid", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
     "%reserved_smem_offset_cap", "%reserved_smem_offset_0", "%reserved_smem_offset_1",
 }
 _DEBUG = {".loc", ".file", ".section"}
