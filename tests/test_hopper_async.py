@@ -194,3 +194,10 @@ $END:"""
     assert _run_one(body, 1)[0] == 1
     with pytest.raises(ExecutionError, match="mb.ptx:.*rank 1"):
         _run_one(body.replace("%r2, %r1, %r3;", "%r2, %r1, 1;"), 1)
+
+
+def test_tma_is_rejected_naming_the_line():
+    body = ("    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            "[%r1], [%rd1, {%r2, %r3}], [%r1];")
+    with pytest.raises(PtxError, match=r"mb.ptx:12: .*tensor-map.*not supported"):
+        parse_ptx(_one_warp(body), "mb.ptx")

@@ -487,6 +487,10 @@ class _Parser:
             if n.kind != "int":
                 raise self.err(f"address offsets must be integers, found {n.text!r}", n)
             offset += sign * decode_int(n.text)
+        nxt = self.peek()
+        if nxt is not None and nxt.text == ",":
+            raise self.err("a [tensor-map, {coordinates}] operand (cp.async.bulk.tensor, TMA) is not supported; "
+                           "see docs/ptx-subset.md", nxt)
         self.expect("]")
         return Operand("addr", value=offset, base=base)
 
