@@ -210,6 +210,19 @@ ISA: dict[str, Op] = {
                 doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
                 mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap generic release acquire "
                         "mbarrier_init op_restrict")),
+    "mbarrier": Op("{d}{, a}{, b}{, c}", "sync", "sync", ordered=True,
+                   doc="mbarrier.{init,arrive{.expect_tx},arrive_drop,expect_tx,complete_tx,test_wait{.parity},"
+                       "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
+                   mods=_m("init arrive arrive_drop expect_tx complete_tx test_wait try_wait parity inval "
+                           "release acquire relaxed cta cluster shared shared::cta shared::cluster")),
+    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: a cluster of one CTA maps only rank 0 "
+                 "(d = a); another rank stops the run", mods="shared::cluster", types="t t u"),
+    "setmaxnreg": Op("a", "sync", "sync", False, ordered=True, types="u",
+                     doc="setmaxnreg.{inc,dec}.sync.aligned.u32 N: accepted; the register file is not "
+                         "reallocated (functional and timing no-op)",
+                     mods=_m("inc dec sync aligned")),
+    "griddepcontrol": Op("", "sync", "sync", False, ordered=True, mods=_m("wait launch_dependents"),
+                         doc="griddepcontrol.{wait,launch_dependents}: no-ops for a single launch"),
     # control
     "bra": _flow("branch"),
     "ret": Op("", "branch", "branch", False, ordered=True, flow="exit", returns=True, mods=_m("uni")),
@@ -222,6 +235,8 @@ ISA: dict[str, Op] = {
               doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red",
               mods=_m(_BOOL, "sync arrive red warp aligned popc cta")),
     "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
+                  doc="barrier.sync / barrier.arrive as bar; barrier.cluster.arrive / .wait with a cluster of "
+                      "one CTA: arrive as bar.arrive, wait as a CTA barrier of every thread (id CLUSTER_BAR_ID)",
                   mods=_m(_BOOL, "sync arrive red warp aligned popc cta cluster wait relaxed acquire release")),
     "nanosleep": Op("a", "sync", "sync", False, ordered=True, types="u"),
     # warp-level
@@ -230,6 +245,8 @@ ISA: dict[str, Op] = {
                mods=_m("sync up down bfly idx"), types="* t u u u"),
     "vote": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", doc="vote.sync.{all,any,uni,ballot}",
                mods=_m("sync all any uni ballot"), types="* p u"),
+    "elect": Op("d, a", "alu", "warp", nonuniform=True, space="mods", mods=_m("sync"), types="* u",
+                doc="elect.sync d|p, membermask: the lowest active lane of the mask is elected"),
     "activemask": Op("d", "alu", "warp", nonuniform=True, space="mods", types="t"),
     "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", mods=_m(_BOOL, "sync add min max"),
                 types="t t u"),
@@ -362,7 +379,7 @@ def _barrier_role(op: Op, mods: tuple[str, ...]) -> str:
         return ""
     if "warp" in mods:
         return "warp"
-    if "arrive" not in mods and ("sync" in mods or "red" in mods or not mods):
+    if "arrive" not in mods and ("sync" in mods or "red" in mods or "wait" in mods or not mods):
         return "cta"
     return "arrive"
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 # control codes of Executed.ctl: ARRIVE is a barrier that does not wait (bar.arrive)
 BRANCH, EXIT, BARRIER, ARRIVE = 1, 2, 3, 4
+CLUSTER_BAR_ID = 16  # barrier.cluster.wait's barrier: outside bar.sync's ids 0..15
 LANES = np.arange(32)
 
 
@@ -192,6 +193,16 @@ def b_bar(ins: Instruction, cx: DecodeCtx) -> Exec:
     if "red" in mods:
         raise cx.err(ins, "bar.red is not supported")
     ops = ins.operands
+    if "cluster" in mods:  # a cluster of one CTA: every thread of the CTA waits at a barrier of its own
+        if ops:
+            raise cx.err(ins, f"barrier.cluster takes no operands ({ins.text})")
+        ctl_c = ARRIVE if "arrive" in mods else BARRIER
+
+        def run_cluster(w: Warp, m: np.ndarray, full: bool) -> int:
+            w.bar_id = CLUSTER_BAR_ID
+            w.bar_count = 0
+            return ctl_c
+        return run_cluster
     rid = cx.rd(ops[0], "u32", ins) if ops else (lambda w: 0)
     rcount = cx.rd(ops[1], "u32", ins) if len(ops) > 1 else None
     ctl = ARRIVE if "arrive" in mods else BARRIER

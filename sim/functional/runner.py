@@ -13,6 +13,7 @@ from sim.functional.cfg import reconvergence_points
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.functional.operands import DecodeCtx, Layout, make_layout
 from sim.functional.ops_alu import SEMANTICS_ALU
+from sim.functional.ops_async import SEMANTICS_ASYNC, YIELD
 from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
@@ -20,7 +21,7 @@ from sim.isa import ISA, is_branch
 from sim.launch import Arg, Launch
 from sim.ptx.ir import Kernel, Operand, Program
 
-SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA}
+SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
 _missing = set(ISA) ^ set(SEMANTICS)
 if _missing:  # the ISA table and the semantics must name the same opcodes
     raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")
@@ -221,6 +222,8 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
     waiting: list[Warp] = []
     while True:
         progressed = False
+        yielded: list[Warp] = []
+        epoch = cta.mbar_epoch
         for w in warps:
             if w.done or w in waiting:
                 continue
@@ -234,17 +237,24 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
                 if ctl == BARRIER:
                     waiting.append(w)
                     break
-            progressed = True
+                if ctl == YIELD:
+                    yielded.append(w)
+                    break
+            progressed = progressed or not yielded or yielded[-1] is not w
         if waiting:
             rel = barrier_ready(cta, waiting)
             if rel:
                 waiting = [w for w in waiting if w not in rel]
                 continue
-            if not progressed:
-                w = waiting[0]
-                ins = P.L.body[w.pc - 1]
-                raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the "
-                                     "other warps exited or wait elsewhere", P.L.file, ins)
+        if (waiting or yielded) and not progressed and cta.mbar_epoch == epoch:
+            if yielded and yielded[0].waiting_on is not None:
+                ins = yielded[0].waiting_on
+                raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' for an "
+                                     "mbarrier phase that no warp completes", P.L.file, ins)
+            w = waiting[0]
+            ins = P.L.body[w.pc - 1]
+            raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the "
+                                 "other warps exited or wait elsewhere", P.L.file, ins)
         if all(w.done for w in warps):
             return count
 

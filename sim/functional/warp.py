@@ -16,6 +16,7 @@ from sim.functional.memory import (
     reduce_all,
     reduce_any,
 )
+from sim.functional.ops_async import MBarrier
 from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
 from sim.functional.types import storage
@@ -47,6 +48,8 @@ class CTA:
         self.shared = FlatMemory(shared_size, "shared")
         self.local = LocalMemory(local_size, self.nthreads) if local_size else None
         self.warps: list[Warp] = []
+        self.mbars: dict[int, MBarrier] = {}  # shared offset -> mbarrier object (sim/functional/ops_async.py)
+        self.mbar_epoch = 0  # counts mbarrier operations: the runner's deadlock test
 
 
 class Launched:
@@ -103,6 +106,12 @@ class Warp:
             "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
             "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
             "%reserved_smem_offset_1": u32(0),
+            # clusters of one CTA: the cluster is the CTA, the cluster grid is the grid
+            "%cluster_ctarank": u32(0), "%cluster_nctarank": u32(1), "%is_explicit_cluster": u32(0),
+            "%clusterid.x": u32(cx), "%clusterid.y": u32(cy), "%clusterid.z": u32(cz),
+            "%nclusterid.x": u32(gx), "%nclusterid.y": u32(gy), "%nclusterid.z": u32(gz),
+            "%cluster_ctaid.x": u32(0), "%cluster_ctaid.y": u32(0), "%cluster_ctaid.z": u32(0),
+            "%cluster_nctaid.x": u32(1), "%cluster_nctaid.y": u32(1), "%cluster_nctaid.z": u32(1),
         }
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
@@ -110,6 +119,7 @@ class Warp:
         self.cycle: int | None = None  # what %clock reads (the timing model's issue cycle), else instructions
         # barrier and async-copy state
         self.bar_id = 0
+        self.waiting_on: Instruction | None = None  # the mbarrier wait that last yielded
         self.bar_count = 0
         self.open_group: list[Copy] = []
         self.groups: list[list[Copy]] = []

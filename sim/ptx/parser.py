@@ -23,7 +23,8 @@ SPECIAL_REGS = {
     "%clock_hi", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt",
     "%lanemask_ge", "%lanemask_gt", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%cluster_ctarank",
-    "%cluster_nctarank", "%is_explicit_cluster", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
+    "%cluster_nctarank", "%is_explicit_cluster", "%clusterid", "%nclusterid", "%cluster_ctaid",
+    "%cluster_nctaid", "%reserved_smem_offset_begin", "%reserved_smem_offset_end",
     "%reserved_smem_offset_cap", "%reserved_smem_offset_0", "%reserved_smem_offset_1",
 }
 _DEBUG = {".loc", ".file", ".section"}
@@ -486,6 +487,10 @@ class _Parser:
             if n.kind != "int":
                 raise self.err(f"address offsets must be integers, found {n.text!r}", n)
             offset += sign * decode_int(n.text)
+        nxt = self.peek()
+        if nxt is not None and nxt.text == ",":
+            raise self.err("a [tensor-map, {coordinates}] operand (cp.async.bulk.tensor, TMA) is not supported; "
+                           "see docs/ptx-subset.md", nxt)
         self.expect("]")
         return Operand("addr", value=offset, base=base)
 
