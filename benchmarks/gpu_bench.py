@@ -2,6 +2,8 @@
 three-way table (per-CTA clock64 cycles with `kernelgen compile --profile`, total time).
 
     source .devwheels/install.sh && python3 benchmarks/gpu_bench.py --out $OUT
+    python3 benchmarks/gpu_bench.py --out $OUT --variant wgmma --skip-three-way --dtypes bf16 \
+        --shapes 4096x4096x4096,6144x6144x6144
 
 Writes OUT/gpu_bench.json; `python3 benchmarks/gpu_tables.py` turns it into docs/benchmarks.md and the
 measured column of docs/three_way.md. Times are CUDA events after a warm-up, median of the repeats.
@@ -79,7 +81,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--variant", default="mma")
+    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, simt)")
+    ap.add_argument("--shapes", help="speed shapes MxNxK,MxNxK,... (default: validation.cases.SPEED_SHAPES)")
+    ap.add_argument("--dtypes", default="bf16,f16", help="speed dtypes, comma-separated (default bf16,f16)")
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-three-way", action="store_true")
@@ -89,11 +93,12 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     res: dict = {"date": datetime.date.today().isoformat(), "speed": [], "three_way": []}
+    shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")] if a.shapes else SPEED_SHAPES
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         if not a.skip_speed:
-            for dtype in ("bf16", "f16"):
-                for (M, N, K) in SPEED_SHAPES:
+            for dtype in a.dtypes.split(","):
+                for (M, N, K) in shapes:
                     row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant}
                     try:
                         ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False)

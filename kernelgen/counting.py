@@ -55,14 +55,14 @@ def by_pipe(tokens: dict[str, int]) -> dict[str, int]:
 def tally(b: PtxBuilder, copies: tuple[int, int]) -> Counts:
     """Counts of what ``b`` summed. ``pre_after``: the prologue after its first
     ``cp.async.commit_group``; ``head_alu``: the loop body's ALU instructions between its first
-    barrier and its first ``ldmatrix`` (both empty for a kernel without them)."""
+    barrier and its first ``ldmatrix`` or ``wgmma.fence`` (both empty for a kernel without them)."""
     pre, it, post = b.totals["pre"], b.totals["iter"], b.totals["post"]
     c = Counts(by_pipe(pre), by_pipe(it), by_pipe(post), copies[0], copies[1])
     commit = b.marks.get("cp.async.commit_group")
     if commit is not None:
         after = {tok: n - commit.get(tok, 0) - (tok == "cp.async.commit_group") for tok, n in pre.items()}
         c.pre_after = {p: n for p, n in by_pipe(after).items() if n}
-    bar, ldm = b.marks.get("bar."), b.marks.get("ldmatrix")
+    bar, ldm = b.marks.get("bar."), b.marks.get("ldmatrix", b.marks.get("wgmma.fence"))
     if bar is not None and ldm is not None:
         c.head_alu = by_pipe(ldm).get("alu", 0) - by_pipe(bar).get("alu", 0)
     c.post_loads = sum(n for tok, n in post.items() if tok.startswith("ld.global"))

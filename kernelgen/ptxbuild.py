@@ -38,7 +38,7 @@ def f32_hex(x: float) -> str:
 
 
 # the first tokens whose first occurrence in a region is marked (the region's totals just before it)
-MARKS = {"pre": ("cp.async.commit_group",), "iter": ("bar.", "ldmatrix")}
+MARKS = {"pre": ("cp.async.commit_group",), "iter": ("bar.", "ldmatrix", "wgmma.fence")}
 
 
 @cache

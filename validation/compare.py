@@ -93,10 +93,12 @@ def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
 
     cls = get(variant).compute_class
     try:
-        p = hw.pipe_for(cls)
+        p = hw.pipe_for("tensor" if cls == "wgmma" else cls)
     except KeyError:
         p = hw.pipe_for("fma")
     macs_per_cycle = p.lanes * p.count * hw.core.count  # [pipes[].lanes] x [pipes[].count] x [core.count]
+    if cls == "wgmma" and hw.wgmma is not None:  # [wgmma.f16_macs] per tensor unit (the variant's f16/bf16)
+        macs_per_cycle = hw.wgmma.f16_macs * p.count * hw.core.count
     clock = hw.clock_mhz * 1e6  # [clock_mhz]
     return {
         "name": hw.name, "clock_mhz": hw.clock_mhz, "cores": hw.core.count,

@@ -7,6 +7,8 @@ A 32-lane FMA is 32 lane-operations (32 MACs); an m16n8k16 mma is 16*8*16 = 2048
   [core.registers] / (registers * threads), [shared.size] / smem)
 - occupancy = resident threads / [core.max_threads]; waves = ceil(CTAs / (CTAs per core * [core.count]))
 - shared-memory passes cost passes / [shared.ports] cycles on the LSU side
+- class "wgmma" (a variant's compute_work in MACs) runs on the tensor pipe at [wgmma.f16_macs] (or the
+  input type's field) per unit, [pipes[tensor].count] units
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kernelgen.counting import Counts
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -43,7 +46,7 @@ def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
     w["alu"] += ktiles * (copies * 9 + T * 8) + out * 8 + T * 40
     w["lsu"] += ktiles * copies * 2 + out * (2 if spec.has_c else 1)
     for cls, n in get(t.variant).compute_work(spec, t, ktiles).items():
-        w[cls] += n
+        w[cls] = w.get(cls, 0) + n
     w["fma"] += out * (3 + 2 * spec.has_c + (8 if spec.activation == "gelu" else 0))
     return w
 
@@ -64,8 +67,29 @@ def _pipes(hw: HwConfig) -> dict[str, Pipe]:
             m[cls] = hw.pipe_for(cls)
         except KeyError:
             m[cls] = hw.pipe_for("alu")
+    m["wgmma"] = m["tensor"]
     _PIPES[id(hw)] = (hw, m)
     return m
+
+
+def wgmma_unit_cycles(spec: GemmSpec, t: Tiling, hw: HwConfig) -> float:
+    """Cycles one warp's share of a K tile's wgmmas holds its tensor unit: its 16 x TILE_N x TILE_K MACs
+    per m64 block at [wgmma.f16_macs] (the input type's field) per cycle, or [wgmma.issue] per
+    wgmma.mma_async (TILE_K / 16 x tm / 64 of them) when that is longer."""
+    wg = hw.wgmma
+    if wg is None:
+        raise ValueError(f"hw(={hw.name}) has no wgmma section; the wgmma variant's unavailable() excludes it")
+    n_mma = t.k_steps * (t.tm // 64)
+    return max(n_mma * wg.issue, 16 * t.bn * t.bk * (t.tm // 64) / wg.macs(spec.dtype_a))
+
+
+def tensor_occupancy(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> float | None:
+    """For compute class "wgmma": the cycles per tensor-class instruction of the loop body (its
+    wgmma.mma_async, fence, commit and wait) that spread wgmma_unit_cycles over them; else None
+    (an m16n8k16 mma: [pipes[tensor].lanes])."""
+    if get(t.variant).compute_class != "wgmma":
+        return None
+    return wgmma_unit_cycles(spec, t, hw) / max(1, c.iter.get("tensor", 0))
 
 
 def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], regs: int,
@@ -77,12 +101,16 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     cyc: dict[str, float] = {}
     pipes = _pipes(hw)
     for cls, ops in classes.items():
-        if ops:
+        if ops and cls != "wgmma":
             p = pipes[cls]
             work[p.name] = work.get(p.name, 0) + ops
     for name, ops in work.items():
         p = pipes[name]
         cyc[name] = ops / (p.lanes * p.count)  # [pipes[].lanes], [pipes[].count]
+    if classes.get("wgmma") and hw.wgmma is not None:
+        p = pipes["wgmma"]  # [wgmma.f16_macs] (input type), [pipes[tensor].count]
+        work[p.name] = work.get(p.name, 0) + classes["wgmma"]
+        cyc[p.name] = cyc.get(p.name, 0.0) + classes["wgmma"] / (hw.wgmma.macs(spec.dtype_a) * p.count)
     bound = max(cyc, key=lambda k: cyc[k])
     T = t.threads
     lim = hw.resident_limits(T, regs, smem)
@@ -289,10 +317,13 @@ def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
     c = get(t.variant).counts(spec, t)
     pipes = _pipes(hw)
     busy = {p.name: 0.0 for p in hw.pipes}
+    t_occ = tensor_occupancy(spec, t, hw, c)
     for region, times in ((c.pre, 1), (c.iter, ktiles), (c.post, 1)):
         for cls, n in region.items():
             p = pipes[cls]
-            busy[p.name] = busy.get(p.name, 0.0) + n * times * _occ(p, 2048 if cls == "tensor" else hw.warp_size)
+            occ = t_occ if cls == "tensor" and t_occ is not None else \
+                _occ(p, 2048 if cls == "tensor" else hw.warp_size)
+            busy[p.name] = busy.get(p.name, 0.0) + n * times * occ
     lsu = pipes["lsu"].name
     busy[lsu] += extra_passes * ktiles * hw.shared.pass_cycles
     warps = -(-t.threads // hw.warp_size)
@@ -354,6 +385,9 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     rf = v.rf_extra(spec, t, hw, c)
 
     occ_tab: dict[str, float] = {}
+    wg_occ = tensor_occupancy(spec, t, hw, c)
+    if wg_occ is not None:
+        occ_tab["tensor"] = wg_occ + rf.get("tensor", 0)
 
     def occ_of(cls: str) -> float:
         v = occ_tab.get(cls)
@@ -520,11 +554,18 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     else:  # a cp.async pipeline of t.stages buffers
         S_ = t.stages
         kk = t.bk // 16
-        nldm = t.mi + (t.ni + 1) // 2
-        t_occ = occ_of("tensor")
-        chain_comp = hw.shared.latency + nldm * occ_of("lsu") + extra_passes * hw.shared.pass_cycles / max(1, kk) \
-            + kk * max(t.mi * t.ni * t_occ, tens.latency + rf["tensor"]) \
-            + tens.latency + rf["tensor"]
+        if wg_occ is not None:
+            # wgmma: no fragment loads; the K tile's wgmmas queue on the unit back to back, and the
+            # wait_group 0 that ends the tile waits for the last one's MACs and [wgmma.latency]
+            nldm = 0
+            assert hw.wgmma is not None
+            chain_comp = wgmma_unit_cycles(spec, t, hw) + hw.wgmma.latency
+        else:
+            nldm = t.mi + (t.ni + 1) // 2
+            t_occ = occ_of("tensor")
+            chain_comp = hw.shared.latency + nldm * occ_of("lsu") \
+                + extra_passes * hw.shared.pass_cycles / max(1, kk) \
+                + kk * max(t.mi * t.ni * t_occ, tens.latency + rf["tensor"]) + tens.latency + rf["tensor"]
         issue_alu = it.get("alu", 0) * occ_of("alu")
         # A lone warp: barrier, the next tile's copy arithmetic (`head`), then the ldmatrix -> mma chain,
         # which the rest of its ALU issue (inner-loop pointers, advance) and ldmatrix overlap (an mma

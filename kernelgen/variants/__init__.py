@@ -16,7 +16,7 @@ from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling
 from sim.hw import HwConfig
 
-MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma"}
+MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma", "wgmma": "kernelgen.variants.wgmma"}
 
 
 class Variant(Protocol):
