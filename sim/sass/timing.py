@@ -12,7 +12,9 @@ issue or its yield bit is set, then takes the next eligible warp round-robin). A
 - it is not held at BAR.SYNC (released Pipe 'sync'.latency cycles after the last warp arrives) or at a
   convergence barrier (BSYNC / WARPSYNC: the functional model's groups);
 - DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight.
-HMMA occupies its tensor pipe unit for Pipe.interval cycles. CTAs are dealt to cores round-robin, up to
+An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
+cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
+CTAs are dealt to cores round-robin, up to
 the resident limit of sim.timing.engine.occupancy with the registers ptxas allocates; a core starts its
 next CTA when one ends. SR_CLOCKLO / CS2R reads the core's cycle.
 """
@@ -41,24 +43,44 @@ UNTIMED = ("HGMMA", "WARPGROUP", "WGMMA")  # warpgroup MMA: not timed yet
 _DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
 
 
-def _pipe(hw: HwConfig, ins: SassInstruction) -> str:
+MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
+UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2R", "DEPBAR", "LDGDEPBAR", "CALL",
+           "RET", "MOV", "LDC")
+
+
+def _pipe(ins: SassInstruction) -> str | None:
+    """The pipe class (sim.hw.PIPE_CLASSES) an instruction occupies; None for memory instructions (their
+    units are the memory system's) and for control and uniform-datapath ones, which take no unit here."""
     op = ins.opcode
-    if op in ("HMMA", "IMMA", "DMMA"):
+    if op in MEMORY:  # charged by the memory system's own units (SharedBanks ports, L2Port, DRAM banks)
+        return None
+    if op in UNPIPED or op.startswith("U") or op.startswith("R2U") or op == "VOTEU":
+        return None
+    if op in ("HMMA", "IMMA"):
         return "tensor"
     if op == "MUFU":
         return "sfu"
-    if op.startswith("D") and op in ("DADD", "DMUL", "DFMA", "DSETP"):
+    if op in ("DADD", "DMUL", "DFMA", "DSETP"):
         return "fp64"
     if op.startswith("F") or op.startswith("H"):
         return "fma"
     return "alu"
 
 
-class _WarpT:
-    __slots__ = ("w", "ready", "sb", "groups", "pending_ldgsts")
+def _macs(ins: SassInstruction) -> int:
+    """MACs of one warp HMMA: m*n*k from its shape modifier (HMMA.16816.F32 -> 16 x 8 x 16)."""
+    shape = next((m for m in ins.modifiers if m.isdigit() and len(m) in (4, 5)), "16816")
+    m, n, k = int(shape[:2]), int(shape[2]), int(shape[3:])
+    return m * n * k
 
-    def __init__(self, w: Warp):
+
+class _WarpT:
+    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts")
+
+    def __init__(self, w: Warp, core: int, sched: int):
         self.w = w
+        self.core = core
+        self.sched = sched
         self.ready = 0
         self.sb = [0] * 6  # cycle each scoreboard slot clears
         self.groups: list[int] = []  # completion cycle of each committed LDGDEPBAR group
@@ -71,7 +93,7 @@ class _CoreT:
         self.ctas: list[tuple[Cta, int]] = []  # resident (CTA, start cycle)
         self.scheds: list[list[_WarpT]] = [[] for _ in range(hw.core.schedulers)]
         self.last = [0] * hw.core.schedulers
-        self.tensor_free = [0] * hw.core.schedulers
+        self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
 
 
 class SassTiming:
@@ -89,7 +111,6 @@ class SassTiming:
         self.bar_latency = hw.pipe_for("sync").latency  # source: h200.yaml pipes sync latency
         self.read_latency = hw.registers.latency + 1  # source: registers.latency (+ the issue cycle)
         self.lsu_latency = hw.pipe_for("lsu").latency
-        self.tensor = hw.pipe_for("tensor")
         self.t = 0
         self.ctas_total = ctas_total
 
@@ -99,7 +120,8 @@ class SassTiming:
             cta = Cta(self.L, n, ctaid)
             c.ctas.append((cta, self.t))
             for w in cta.warps:
-                c.scheds[w.wid % len(c.scheds)].append(_WarpT(w))
+                s = w.wid % len(c.scheds)
+                c.scheds[s].append(_WarpT(w, self.cores.index(c), s))
 
     def _eligible(self, wt: _WarpT) -> str:
         """'' when the warp can issue now, else the stall reason."""
@@ -116,6 +138,9 @@ class SassTiming:
             if wt.sb[s] > t:
                 return "scoreboard"
         ins = self.L.code[g.pc]
+        p = _pipe(ins)
+        if p is not None and self.cores[wt.core].pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) > t:
+            return "pipe_busy"
         if ins.opcode == "DEPBAR":
             m = _DEPBAR.search(ins.text)
             keep = int(m.group(2)) if m else 0
@@ -138,6 +163,7 @@ class SassTiming:
         ctl = ins.control
         wt.ready = t + max(1, ctl.stall)
         done = t + self._latency(c, s, ins, rec)
+        self._occupy(c, s, ins)
         if ins.opcode == "LDGSTS":
             wt.pending_ldgsts = max(wt.pending_ldgsts, done)
         elif ins.opcode == "LDGDEPBAR":
@@ -160,12 +186,18 @@ class SassTiming:
             return ready - t
         if ins.opcode in ("LDS", "LDSM", "STS", "SHFL", "ATOMS"):
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
-        p = _pipe(self.hw, ins)
-        if p == "tensor":
-            start = max(t, c.tensor_free[s])
-            c.tensor_free[s] = start + self.tensor.interval  # source: tensor pipe interval
-            return start - t + self.tensor.latency
-        return self.hw.pipe_for(p).latency
+        return self.hw.pipe_for(_pipe(ins) or "alu").latency
+
+    def _occupy(self, c: _CoreT, s: int, ins: SassInstruction) -> None:
+        """The pipe unit takes its next warp instruction after warp_size / lanes cycles (HMMA: its MACs /
+        lanes), times the pipe's interval; source: pipes[].lanes, .interval, .count of the hwconfig."""
+        p = _pipe(ins)
+        if p is None:
+            return
+        pipe = self.hw.pipe_for(p)
+        work = _macs(ins) if p == "tensor" else self.hw.warp_size
+        key = (p, s % pipe.count)
+        c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
 
     def _release_bars(self, c: _CoreT) -> None:
         for cta, _ in c.ctas:
@@ -220,7 +252,7 @@ class SassTiming:
             self.t += dt
 
     def _skip(self) -> int:
-        """Cycles to the next time a warp's stall count or awaited scoreboard slots run out (at least 1;
+        """Cycles to the next time a warp's stall count, awaited scoreboard slots or pipe unit run out (at least 1;
         at most 64, as barriers and DEPBAR groups are not in this bound)."""
         nxt = self.t + 64
         for c in self.cores:
@@ -229,7 +261,10 @@ class SassTiming:
                     g = None if wt.w.done else self.M.runnable(wt.w)
                     if g is None:
                         continue
-                    cand = max([wt.ready, *(wt.sb[s] for s in self.L.code[g.pc].control.waits)])
+                    ins = self.L.code[g.pc]
+                    p = _pipe(ins)
+                    busy = c.pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) if p else 0
+                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits)])
                     if cand > self.t:
                         nxt = min(nxt, cand)
         return max(1, nxt - self.t)
