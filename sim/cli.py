@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", help="write a Chrome trace-event JSON (opens in Perfetto)")
     r.add_argument("--functional", action="store_true", help="values only, no timing model")
     r.add_argument("--isa", choices=("auto", "ptx", "sass"), default="auto",
-                   help="execute the PTX, or the SASS ptxas writes for the hw's arch (sass: --functional only "
-                        "for now; auto = ptx until SASS timing exists)")
+                   help="execute the PTX, or the SASS ptxas writes for the hw's arch (auto = ptx; "
+                        "sass times the SASS by its control codes)")
     r.add_argument("--warm-l2", action="store_true",
                    help="start with the buffer arguments in the L2, as after their host-to-device copies "
                         "(default: an empty L2)")
@@ -177,17 +177,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_sass(prog: Any, hw: Any, launch: Any,
               args: argparse.Namespace) -> tuple[dict[int, np.ndarray], dict[str, Any]]:
-    """--isa sass: the SASS functional model (sim.sass.exec); SASS timing does not exist yet."""
+    """--isa sass: SASS timing (sim.sass.timing), or with --functional the SASS functional model."""
     from sim.errors import UsageError
     from sim.sass import tools_available
     from sim.sass.exec import run_sass_functional
 
-    if not args.functional:
-        raise UsageError("SASS timing not built yet: add --functional, or use --isa ptx", args.ptx)
     if not hw.arch:
         raise UsageError(f"--isa sass needs a hardware model with an arch: key; {hw.name} has none", args.hw)
     if not tools_available():
         raise UsageError('--isa sass needs ptxas and nvdisasm: pip install -e ".[sass]"', args.ptx)
+    if not args.functional:
+        from sim.sass.timing import simulate_sass
+
+        t = simulate_sass(prog.text, launch, hw, args.ptx, args.max_instructions)
+        return t.outputs, {"kernel": launch.kernel, "hw": hw.name, "isa": "sass", **t.to_json()}
     r = run_sass_functional(prog.text, launch, hw.arch, args.ptx, args.max_instructions)
     return r.outputs, {"timing": "functional-only", "kernel": launch.kernel, "hw": hw.name, "isa": "sass",
                        "warp_instructions": r.warp_instructions, "ctas": r.ctas}

@@ -166,8 +166,9 @@ def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
     if op is None:
         raise cx.err("atomic without a modelled operation")
     t = np.dtype(next((_ATYPES[x] for x in cx.ins.modifiers if x in _ATYPES), np.uint32))
-    if t.itemsize != 4:
-        raise cx.err("64-bit atomics are not modelled")
+    wide = t.itemsize == 8
+    if wide and "POPC" in cx.ins.modifiers:
+        raise cx.err("64-bit POPC.INC atomics are not modelled")
     ops = [o for o in cx.ins.operands if o.kind not in ("pred",)]
     if red:
         d, a, rest = None, ops[0], ops[1:]
@@ -175,16 +176,18 @@ def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
         d, a, rest = ops[0], ops[1], ops[2:]
     fa = address(cx, a, space == "global")
     popc = "POPC" in mods
-    rb = (lambda w: U32(1)) if popc else cx.raw(rest[0])
-    rc = cx.raw(rest[1]) if len(rest) > 1 else rb
-    wd = cx.w32(d) if d is not None else None
+    read = cx.u64 if wide else cx.raw
+    rb = (lambda w: U32(1)) if popc else read(rest[0])
+    rc = read(rest[1]) if len(rest) > 1 else rb
+    wd = (cx.w64 if wide else cx.w32)(d) if d is not None else None
+    lane_t = np.dtype(np.uint64 if wide else U32)
     fn = _ATOM["ADD" if popc else op]
 
     def run(w: Warp, m: np.ndarray) -> None:
         addrs = fa(w)
-        act = _access(w, space, addrs, m, 4, "atomic")
-        bv = np.broadcast_to(np.asarray(rb(w)).astype(U32), (32,)).view(t)
-        cv = np.broadcast_to(np.asarray(rc(w)).astype(U32), (32,)).view(t)
+        act = _access(w, space, addrs, m, t.itemsize, "atomic")
+        bv = np.broadcast_to(np.asarray(rb(w)).astype(lane_t), (32,)).view(t)
+        cv = np.broadcast_to(np.asarray(rc(w)).astype(lane_t), (32,)).view(t)
         olds = np.zeros(32, dtype=t)
         for j, lane in enumerate(np.flatnonzero(m)):
             one = np.zeros(32, bool)
@@ -195,7 +198,7 @@ def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
             _store(w, space, at, one, new.reshape(1, 1), t)
             olds[lane] = old
         if wd is not None:
-            wd(w, olds.view(U32), m)
+            wd(w, olds.view(lane_t), m)
     return run
 
 

@@ -1,0 +1,310 @@
+"""SASS timing: the SASS functional model (sim.sass.exec) stepped warp by warp inside a cycle loop whose
+issue rules are the control codes ptxas wrote (sim.sass.control, /work/shared/hw/sass-control.md).
+
+Per core (SM): Core.schedulers schedulers, warp w of a CTA on scheduler w % schedulers, each issuing at
+most one instruction per cycle (greedy: it stays on the warp that issued last until that warp cannot
+issue or its yield bit is set, then takes the next eligible warp round-robin). A warp may issue when
+- its stall count from the previous instruction has passed (fixed-latency results are covered by it);
+- every scoreboard slot of its wait mask has cleared. An instruction with a write barrier sets its slot
+  until the result exists: a memory access's ready cycle from sim.timing.memory.CoreMemory (shared banks,
+  L1, L2 port, DRAM: the addresses of the SassExecuted record), MUFU / HMMA / others by their pipe's
+  latency; a read barrier clears when the sources are read (the register file's latency plus one cycle);
+- it is not held at BAR.SYNC (released Pipe 'sync'.latency cycles after the last warp arrives) or at a
+  convergence barrier (BSYNC / WARPSYNC: the functional model's groups);
+- DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight.
+An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
+cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
+CTAs are dealt to cores round-robin, up to
+the resident limit of sim.timing.engine.occupancy with the registers ptxas allocates; a core starts its
+next CTA when one ends. SR_CLOCKLO / CS2R reads the core's cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from sim.errors import ExecutionError
+from sim.functional.memory import reduce_any
+from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
+from sim.hw import HwConfig
+from sim.launch import Launch
+from sim.result import STALL_REASONS, SimResult
+from sim.sass.exec import SHARED_RESERVED, Machine, _release, constant_bank
+from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
+from sim.sass.listing import SassInstruction, disassemble
+from sim.sass.tools import resources
+from sim.timing.engine import occupancy
+from sim.timing.memory import CoreMemory, DeviceMemory
+
+UNTIMED = ("HGMMA", "WARPGROUP", "WGMMA")  # warpgroup MMA: not timed yet
+_DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
+
+
+MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
+UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2R", "DEPBAR", "LDGDEPBAR", "CALL",
+           "RET", "MOV", "LDC")
+
+
+def _pipe(ins: SassInstruction) -> str | None:
+    """The pipe class (sim.hw.PIPE_CLASSES) an instruction occupies; None for memory instructions (their
+    units are the memory system's) and for control and uniform-datapath ones, which take no unit here."""
+    op = ins.opcode
+    if op in MEMORY:  # charged by the memory system's own units (SharedBanks ports, L2Port, DRAM banks)
+        return None
+    if op in UNPIPED or op.startswith("U") or op.startswith("R2U") or op == "VOTEU":
+        return None
+    if op in ("HMMA", "IMMA"):
+        return "tensor"
+    if op == "MUFU":
+        return "sfu"
+    if op in ("DADD", "DMUL", "DFMA", "DSETP"):
+        return "fp64"
+    if op.startswith("F") or op.startswith("H"):
+        return "fma"
+    return "alu"
+
+
+def _macs(ins: SassInstruction) -> int:
+    """MACs of one warp HMMA: m*n*k from its shape modifier (HMMA.16816.F32 -> 16 x 8 x 16)."""
+    shape = next((m for m in ins.modifiers if m.isdigit() and len(m) in (4, 5)), "16816")
+    m, n, k = int(shape[:2]), int(shape[2]), int(shape[3:])
+    return m * n * k
+
+
+class _WarpT:
+    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts")
+
+    def __init__(self, w: Warp, core: int, sched: int):
+        self.w = w
+        self.core = core
+        self.sched = sched
+        self.ready = 0
+        self.sb = [0] * 6  # cycle each scoreboard slot clears
+        self.groups: list[int] = []  # completion cycle of each committed LDGDEPBAR group
+        self.pending_ldgsts = 0  # latest completion among LDGSTS not yet committed
+
+
+class _CoreT:
+    def __init__(self, hw: HwConfig, dev: DeviceMemory):
+        self.mem = CoreMemory(hw, dev)
+        self.ctas: list[tuple[Cta, int]] = []  # resident (CTA, start cycle)
+        self.scheds: list[list[_WarpT]] = [[] for _ in range(hw.core.schedulers)]
+        self.last = [0] * hw.core.schedulers
+        self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
+
+
+class SassTiming:
+    def __init__(self, L: Launched, hw: HwConfig, ctas: list[tuple[int, int, int]], per_core: int,
+                 max_instructions: int, ctas_total: int):
+        self.L, self.hw = L, hw
+        self.M = Machine(L)
+        self.todo = list(enumerate(ctas))
+        self.per_core = per_core
+        self.budget = max_instructions
+        self.dev = DeviceMemory(hw, hw.cores_used(ctas_total))  # DRAM and L2 shared as by the whole grid
+        self.cores = [_CoreT(hw, self.dev) for _ in range(hw.cores_used(len(ctas)))]
+        self.spans: dict[int, int] = {}
+        self.stalls = dict.fromkeys(STALL_REASONS, 0)
+        self.bar_latency = hw.pipe_for("sync").latency  # source: h200.yaml pipes sync latency
+        self.read_latency = hw.registers.latency + 1  # source: registers.latency (+ the issue cycle)
+        self.lsu_latency = hw.pipe_for("lsu").latency
+        self.t = 0
+        self.ctas_total = ctas_total
+
+    def _start(self, c: _CoreT, most: int | None = None) -> None:
+        while self.todo and len(c.ctas) < (self.per_core if most is None else most):
+            n, ctaid = self.todo.pop(0)
+            cta = Cta(self.L, n, ctaid)
+            c.ctas.append((cta, self.t))
+            for w in cta.warps:
+                s = w.wid % len(c.scheds)
+                c.scheds[s].append(_WarpT(w, self.cores.index(c), s))
+
+    def _eligible(self, wt: _WarpT) -> str:
+        """'' when the warp can issue now, else the stall reason."""
+        if wt.w.done:
+            return "done"
+        g = self.M.runnable(wt.w)
+        if g is None:
+            return "barrier"
+        t = self.t
+        if wt.ready > t:
+            return "pipe_busy"
+        ctl = self.L.code[g.pc].control
+        for s in ctl.waits:
+            if wt.sb[s] > t:
+                return "scoreboard"
+        ins = self.L.code[g.pc]
+        p = _pipe(ins)
+        if p is not None and self.cores[wt.core].pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) > t:
+            return "pipe_busy"
+        if ins.opcode == "DEPBAR":
+            m = _DEPBAR.search(ins.text)
+            keep = int(m.group(2)) if m else 0
+            if any(d > t for d in wt.groups[:max(0, len(wt.groups) - keep)]):
+                return "memory"
+        return ""
+
+    def _issue(self, c: _CoreT, s: int, wt: _WarpT) -> None:
+        t, w = self.t, wt.w
+        g = self.M.runnable(w)
+        assert g is not None
+        ins = self.L.code[g.pc]
+        if ins.opcode.startswith(UNTIMED):
+            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {ins.opcode} is not timed "
+                                 "by the SASS timing model; use --isa ptx or --functional", self.L.file,
+                                 ins.ptx_line)
+        self.L.clock = t
+        self.M.step(w, g)
+        rec = w.rec
+        ctl = ins.control
+        wt.ready = t + max(1, ctl.stall)
+        done = t + self._latency(c, s, ins, rec)
+        self._occupy(c, s, ins)
+        if ins.opcode == "LDGSTS":
+            wt.pending_ldgsts = max(wt.pending_ldgsts, done)
+        elif ins.opcode == "LDGDEPBAR":
+            wt.groups.append(wt.pending_ldgsts)
+            wt.pending_ldgsts = 0
+        if ctl.write_barrier is not None:
+            wt.sb[ctl.write_barrier] = max(wt.sb[ctl.write_barrier], done)
+        if ctl.read_barrier is not None:
+            wt.sb[ctl.read_barrier] = max(wt.sb[ctl.read_barrier], t + self.read_latency)
+        if self.M.count > self.budget:
+            raise ExecutionError(f"more than {self.budget} warp instructions: an endless loop? "
+                                 "raise the limit with --max-instructions", self.L.file)
+
+    def _latency(self, c: _CoreT, s: int, ins: SassInstruction, rec: SassExecuted | None) -> int:
+        """Cycles from issue to the result (what a write barrier waits for)."""
+        t = self.t
+        if rec is not None and rec.space and rec.addrs is not None and reduce_any(rec.mask):
+            cache = "cg" if "STRONG" in ins.modifiers or "BYPASS" in ins.modifiers else ""
+            ready, _ = c.mem.access(t, rec.space, rec.addrs, rec.size, rec.direction, cache)  # type: ignore[arg-type]
+            return ready - t
+        if ins.opcode in ("LDS", "LDSM", "STS", "SHFL", "ATOMS"):
+            return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
+        return self.hw.pipe_for(_pipe(ins) or "alu").latency
+
+    def _occupy(self, c: _CoreT, s: int, ins: SassInstruction) -> None:
+        """The pipe unit takes its next warp instruction after warp_size / lanes cycles (HMMA: its MACs /
+        lanes), times the pipe's interval; source: pipes[].lanes, .interval, .count of the hwconfig."""
+        p = _pipe(ins)
+        if p is None:
+            return
+        pipe = self.hw.pipe_for(p)
+        work = _macs(ins) if p == "tensor" else self.hw.warp_size
+        key = (p, s % pipe.count)
+        c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
+
+    def _release_bars(self, c: _CoreT) -> None:
+        for cta, _ in c.ctas:
+            if _release(cta):
+                for sched in c.scheds:
+                    for wt in sched:
+                        if wt.w.cta is cta:
+                            wt.ready = max(wt.ready, self.t + self.bar_latency)
+
+    def _retire(self, c: _CoreT) -> None:
+        for cta, start in list(c.ctas):
+            if all(w.done for w in cta.warps):
+                self.spans[cta.index] = self.t - start
+                c.ctas.remove((cta, start))
+                for i, sched in enumerate(c.scheds):
+                    c.scheds[i] = [wt for wt in sched if wt.w.cta is not cta]
+        self._start(c)
+
+    def run(self) -> None:
+        for k in range(1, self.per_core + 1):  # breadth-first: one CTA per core, then a second, ...
+            for c in self.cores:
+                self._start(c, k)
+        while any(c.ctas for c in self.cores):
+            issued = False
+            idle: list[str] = []  # why each scheduler without an issue this cycle had none
+            for c in self.cores:
+                for s, sched in enumerate(c.scheds):
+                    if not sched:
+                        continue
+                    n = len(sched)
+                    k = c.last[s] % n
+                    order = [k] + [(k + 1 + i) % n for i in range(n - 1)]
+                    reason = "no_eligible"
+                    for j in order:
+                        r = self._eligible(sched[j])
+                        if r == "":
+                            prev = sched[j]
+                            self._issue(c, s, prev)
+                            ctl_yield = self.L.code[prev.w.rec.index].control.yield_flag if prev.w.rec else False
+                            c.last[s] = j + 1 if ctl_yield else j
+                            issued = True
+                            break
+                        if r != "done":
+                            reason = r
+                    else:
+                        idle.append(reason)
+                self._release_bars(c)
+                self._retire(c)
+            dt = 1 if issued else self._skip()
+            for reason in idle:
+                self.stalls[reason] += dt
+            self.t += dt
+
+    def _skip(self) -> int:
+        """Cycles to the next time a warp's stall count, awaited scoreboard slots or pipe unit run out (at least 1;
+        at most 64, as barriers and DEPBAR groups are not in this bound)."""
+        nxt = self.t + 64
+        for c in self.cores:
+            for sched in c.scheds:
+                for wt in sched:
+                    g = None if wt.w.done else self.M.runnable(wt.w)
+                    if g is None:
+                        continue
+                    ins = self.L.code[g.pc]
+                    p = _pipe(ins)
+                    busy = c.pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) if p else 0
+                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits)])
+                    if cand > self.t:
+                        nxt = min(nxt, cand)
+        return max(1, nxt - self.t)
+
+
+def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx>",
+                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None) -> SimResult:
+    """Time ``launch`` on the SASS ptxas writes for ``hw.arch``; outputs equal run_sass_functional's.
+    sample_ctas: run only the first N CTAs in launch order (outputs are then partial)."""
+    from sim.ptx.parser import parse_ptx
+
+    if not hw.arch:
+        raise ExecutionError(f"SASS timing needs a hardware model with an arch: key; {hw.name} has none", file)
+    prog = parse_ptx(ptx_text, file)
+    kernels = disassemble(ptx_text, hw.arch, file)
+    if launch.kernel not in kernels:
+        raise ExecutionError(f"ptxas wrote no SASS for kernel {launch.kernel}", file)
+    res = resources(ptx_text, hw.arch, file).get(launch.kernel)
+    with np.errstate(all="ignore"):
+        P = prepare(prog, launch)
+        k = prog.kernel(launch.kernel)
+        param_size = max((p.offset + p.size for p in k.params), default=0)
+        smem = P.shared_size + (res.smem_static if res else 0)
+        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size),
+                     launch.grid, launch.block, SHARED_RESERVED + smem, file)
+        bx, by, bz = launch.block
+        occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
+        occ["regs_source"] = "ptxas" if res else "hw maximum"
+        T = SassTiming(L, hw, list(P.ctas)[:sample_ctas], occ["ctas_per_core"], max_instructions, len(P.ctas))
+        T.run()
+        outputs = read_outputs(P, launch)
+    return _result(T, hw, launch, occ, outputs)
+
+
+def _result(T: SassTiming, hw: HwConfig, launch: Launch, occ: dict[str, Any],
+            outputs: dict[int, np.ndarray]) -> SimResult:
+    cycles = max(1, T.t)
+    n = T.M.count
+    return SimResult(
+        cycles=cycles, cycles_per_cta=[T.spans[i] for i in sorted(T.spans)], warp_instructions=n,
+        ipc=n / cycles, utilization={}, busy={}, stalls=T.stalls, stalls_by_line={}, bank_conflicts_by_line={},
+        cache={"l1_hit_rate": None, "l2_hit_rate": None}, dram_bytes=0, flushes=[], occupancy=occ,
+        outputs=outputs, hw=hw.name, kernel=launch.kernel, ctas_simulated=len(T.spans), ctas_total=T.ctas_total)
