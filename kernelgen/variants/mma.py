@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, tally
+from kernelgen.counting import Counts, count_key, tally
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
@@ -369,7 +369,7 @@ class Mma:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _counts(spec, t)
+        return _counts(spec, count_key(t))
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: current + next k step; addressing: lane coords, stage/loop counters, ldmatrix and

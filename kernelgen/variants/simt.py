@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, tally
+from kernelgen.counting import Counts, count_key, tally
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
@@ -226,7 +226,7 @@ class Simt:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _counts(spec, t)
+        return _counts(spec, count_key(t))
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         return t.tm * t.tn, t.tm + t.tn, 10  # tid, tx, ty, bm0, bn0, k0, 2 copy bases, 2 compute bases
