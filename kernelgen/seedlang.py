@@ -9,12 +9,14 @@ Mapping (see docs/seed-languages.md):
   names no sizes: ``shape`` (M, N, K) comes from ``--shape MxNxK``.
 - ``.dgml``: precision weight/activation -> dtype a/b, output -> out; shape M, N, K or K_min/K_max
   (a K range: the spec's Dim range); sm_mem_limit (KB) -> shared_memory_per_block.
-Constraints this planner cannot yet weigh (expressions over tiling variables, l2_hit_rate_min,
+A constraint over TILE_* variables (hard: <=, >=, ==) becomes a kernelgen.constraints.TileExpr that the
+planner's tiling layer prunes on (named in its log). Not weighed yet (l2_hit_rate_min,
 pad_k, warp_level_sync, layouts blocked-RxC / striped-N) are accepted and reported as warnings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import warnings
 from functools import cache
@@ -24,6 +26,7 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from kernelgen.constraints import TILE_VARS, TileExpr
 from kernelgen.spec import GemmSpec, parse_spec
 from sim.errors import UsageError, WorkbenchWarning
 
@@ -107,18 +110,34 @@ def _names(node: Tree | Token) -> set[str]:
     return set().union(*(_names(c) for c in node.children)) if node.children else set()
 
 
-def _constraint(rel: Tree, src: str) -> str | None:
+def _expr(node: Tree | Token) -> tuple[Any, ...]:
+    assert isinstance(node, Tree)
+    if node.data == "num":
+        return ("num", float(str(node.children[0])))
+    if node.data == "var":
+        return ("var", str(node.children[0]))
+    if node.data == "neg":
+        return ("neg", _expr(node.children[0]))
+    a, op, b = node.children
+    return ("bin", str(op), _expr(a), _expr(b))
+
+
+def _constraint(rel: Tree, src: str, text: str) -> str | TileExpr:
     lhs, op, rhs = rel.children
     if isinstance(lhs, Tree) and lhs.data == "var" and str(lhs.children[0]) in OBSERVABLES:
         if _names(rhs):
             raise _fail(src, op, "the right side of a constraint must be a constant")
         return f"{OBSERVABLES[str(lhs.children[0])]} {op} {const_value(rhs, src)!r}"
-    unknown = _names(lhs) - set(OBSERVABLES)
-    if unknown and not all(n.startswith("TILE_") for n in unknown):
+    unknown = _names(lhs) - set(TILE_VARS)
+    if unknown:
         name = sorted(unknown)[0]
         raise _fail(src, rel, f"unknown name {name!r}" + _nearest(name, "dgemm", tuple(OBSERVABLES)))
-    _warn(src, rel, "constraint over tiling variables is parsed but not enforced yet (issue 15 item 3)")
-    return None
+    if str(op) == "~":
+        raise _fail(src, op, "a soft '~' constraint needs an observable on the left (register_usage, ...)")
+    if _names(rhs) - set(TILE_VARS):
+        raise _fail(src, op, "the right side may use only TILE_* variables and numbers")
+    seg = " ".join(text[rel.meta.start_pos:rel.meta.end_pos].split())
+    return TileExpr(seg, str(op), _expr(lhs), _expr(rhs))
 
 
 def _tiling(clause: Tree, src: str) -> list[str]:
@@ -176,18 +195,22 @@ def dgemm_to_dict(text: str, src: str, shape: tuple[int, int, int]) -> dict[str,
     data["dtype"] = dtype
     data["layout"] = layout
     cons: list[str] = []
+    exprs: list[TileExpr] = []
     tiling: list[str] = []
     for block in tree.children[1:]:
         for child in block.children:
             if block.data == "constraint_block":
-                c = _constraint(child, src)
-                if c:
+                c = _constraint(child, src, text)
+                if isinstance(c, TileExpr):
+                    exprs.append(c)
+                else:
                     cons.append(c)
             else:
                 tiling.extend(_tiling(child, src))
     data["constraints"] = cons
     if tiling:
         data["tiling"] = tiling
+    data["_expressions"] = tuple(exprs)
     return data
 
 
@@ -259,7 +282,9 @@ def load_seed_spec(path: str | Path, shape: str | None = None) -> tuple[GemmSpec
     if p.suffix == ".dgemm":
         if not shape:
             raise UsageError("a .dgemm names no sizes: give --shape MxNxK", file=str(p))
-        return parse_spec(dgemm_to_dict(text, str(p), parse_shape(shape)), str(p)), None, None
+        data = dgemm_to_dict(text, str(p), parse_shape(shape))
+        exprs = data.pop("_expressions")
+        return dataclasses.replace(parse_spec(data, str(p)), expressions=exprs), None, None
     data, target = dgml_to_dict(text, str(p))
     if shape:
         data["M"], data["N"], data["K"] = parse_shape(shape)

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from kernelgen.constraints import TileExpr
 from sim.errors import UsageError
 
 DTYPES_IN = ("f32", "f16", "bf16")
@@ -117,6 +118,7 @@ class GemmSpec:
     tiling: tuple[TileRange, ...] = ()
     name: str = "gemm"
     source: str = "<spec>"
+    expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
 
     @property
     def has_c(self) -> bool:

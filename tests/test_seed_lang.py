@@ -147,3 +147,19 @@ def test_seed_hardware_unknown_key_named(tmp_path, capsys):
     assert rc == 2
     assert f"{bad}:14: memory.shared.port_cnt: unknown seed hardware key" in err
     assert "memory.shared.port_count" in err
+
+
+def test_tile_expression_constraint_prunes_and_changes_pick(tmp_path):
+    base = (SEEDS / "gemm.dgemm").read_text().replace(">= 0.85", ">= 0.5")
+    (tmp_path / "a.dgemm").write_text(base)
+    (tmp_path / "b.dgemm").write_text(base.replace("register_usage <= 256;",
+                                                   "register_usage <= 256;\n    TILE_M * TILE_N <= 64 * 64;"))
+    hw = load_hw("npu7nm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = load_seed_spec(tmp_path / "a.dgemm", "1024x1024x1024")[0]
+        b = load_seed_spec(tmp_path / "b.dgemm", "1024x1024x1024")[0]
+    assert "TILE_M * TILE_N <= 64 * 64" in [x.text for x in b.expressions]
+    pa, pb = plan(a, hw, verbose=True), plan(b, hw, verbose=True)
+    assert pa.best.tiling.bm * pa.best.tiling.bn > 4096 >= pb.best.tiling.bm * pb.best.tiling.bn
+    assert any("by TILE_M * TILE_N <= 64 * 64" in line for line in pb.log), pb.log
