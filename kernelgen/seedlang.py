@@ -1,7 +1,7 @@
 """The seeds' GEMM languages, ``.dgemm`` (seed 000 §4.2) and ``.dgml`` (seed 004 §3.2), parsed with
 the Lark grammars in kernelgen/grammars/ into the YAML spec's mapping, then ``spec.parse_spec``.
 
-Mapping (see docs/seed-languages.md):
+Mapping:
 - ``.dgemm``: op tensors give dtypes (A -> a, D -> out) and layouts (row-major -> row,
   col-major -> col); ``param alpha/beta``; ``constraint { NAME op EXPR; }`` with NAME an observable
   (register_usage -> registers_per_thread, shared_bytes -> shared_memory_per_block, alu_utilization,
@@ -10,8 +10,8 @@ Mapping (see docs/seed-languages.md):
 - ``.dgml``: precision weight/activation -> dtype a/b, output -> out; shape M, N, K or K_min/K_max
   (a K range: the spec's Dim range); sm_mem_limit (KB) -> shared_memory_per_block.
 A constraint over TILE_* variables (hard: <=, >=, ==) becomes a kernelgen.constraints.TileExpr that the
-planner's tiling layer prunes on (named in its log). Not weighed yet (l2_hit_rate_min,
-pad_k, warp_level_sync, layouts blocked-RxC / striped-N) are accepted and reported as warnings.
+planner's tiling layer prunes on (named in its log). Parsed but not yet weighed, each said in a warning:
+l2_hit_rate_min, pad_k, warp_level_sync, and layouts blocked-RxC / striped-N (the default layout is used).
 """
 
 from __future__ import annotations
