@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelgen.constraints import evaluate, first_violated
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, pipe_busy, schedule
@@ -123,6 +124,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
+        elif (expr := first_violated(spec.expressions, vals)) is not None:
+            reject("tiling", expr.text, evaluate(expr.lhs, vals), t)
         else:
             ranged.append(t)
     layers_log = [("tiling", total, len(ranged))]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelgen.constraints import TileExpr
 from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 
@@ -116,6 +117,7 @@ class GemmSpec:
     tiling: tuple[TileRange, ...] = ()
     name: str = "gemm"
     source: str = "<spec>"
+    expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
 
     @property
     def has_c(self) -> bool:

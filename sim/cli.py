@@ -26,6 +26,12 @@ from sim.result import jsonable
 def build_parser() -> argparse.ArgumentParser:
     p = ArgParser(prog="python -m sim", description="Cycle-level PTX simulator")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    h = sub.add_parser("hw", help="hardware configs: convert the seed's hardware.yaml to the project form")
+    hs = h.add_subparsers(dest="hw_command", metavar="HWCOMMAND", required=True)
+    hc = hs.add_parser("convert", help="write the project schema for a seed hardware.yaml")
+    hc.add_argument("seed", help="seed-schema hardware.yaml (docs/seed-hardware.md)")
+    hc.add_argument("-o", "--output", required=True, help="project-schema YAML to write")
+    hc.add_argument("--base", default="npu7nm", help="config giving the numbers the seed leaves out")
     r = sub.add_parser("run", help="simulate a kernel (functional values + timing)")
     r.add_argument("ptx", help="PTX file (real nvcc output or a kernelgen kernel)")
     r.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200); required to run")
@@ -232,7 +238,27 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli(lambda a: cmd_run(build_parser().parse_args(a)), argv)
+    return run_cli(lambda a: _dispatch(build_parser().parse_args(a)), argv)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    return cmd_hw_convert(args) if args.command == "hw" else cmd_run(args)
+
+
+def cmd_hw_convert(args: argparse.Namespace) -> int:
+    from sim.errors import UsageError
+    from sim.hw import load_hw
+    from sim.hw_seed import convert_text
+
+    try:
+        text = Path(args.seed).read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read: {e.strerror}", file=args.seed) from None
+    out = convert_text(text, args.seed, args.base)
+    Path(args.output).write_text(out)
+    load_hw(args.output)  # the written file loads under the project schema
+    print(f"sim: wrote {args.output}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

@@ -629,6 +629,12 @@ def load_hw(path_or_name: str | os.PathLike[str]) -> HwConfig:
         raise HwConfigError(
             f"cannot read the file ({e}); check the path and permissions", file=str(path)
         ) from None
+    from sim.hw_seed import is_seed_text
+
+    if is_seed_text(text):  # the seed's hardware.yaml schema (docs/seed-hardware.md)
+        from sim.hw_seed import convert_text
+
+        text = convert_text(text, str(path))
     root = _compose(text, ctx)
     cfg = _build(HwConfig, root, "", ctx)
     return dataclasses.replace(cfg, path=str(path))
