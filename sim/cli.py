@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ArgParser, run_cli
+from sim.estimate import refuse_over_budget
 from sim.functional.runner import CLI_MAX_INSTRUCTIONS
 from sim.progress import make_progress
 from sim.result import jsonable
@@ -134,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     launch = build_launch(prog, args, meta, rng)
     check_memory_of(prog, launch, hw)
+    if args.isa != "sass":
+        refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
