@@ -135,12 +135,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     launch = build_launch(prog, args, meta, rng)
     check_memory_of(prog, launch, hw)
+    estimate = None
     if args.isa != "sass":
-        refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional)
+        estimate = refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
-    progress = make_progress(launch.grid[0] * launch.grid[1] * launch.grid[2], args.quiet)
+    progress = make_progress(launch.grid[0] * launch.grid[1] * launch.grid[2], estimate, args.quiet)
     try:
         if args.isa == "sass":
             outputs, result = _run_sass(prog, hw, launch, args)

@@ -23,14 +23,14 @@ from sim.ptx.ir import Program
 TIMING_SLOWDOWN = 3.2
 
 
-def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool) -> None:
-    """Raise a one-line UsageError when one CTA's warp instructions times the CTAs pass `limit`.
-    One CTA alone that passes `limit` raises the runs' own budget error (an endless loop, named)."""
+def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool) -> int | None:
+    """The launch's estimated warp instructions (None for one CTA); raise a one-line UsageError when it
+    passes `limit`. One CTA alone that passes `limit` raises the runs' own budget error (an endless loop)."""
     check_budget_covers(launch, limit, prog.file)  # before prepare() lists the blocks of a huge grid
     gx, gy, gz = launch.grid
     ctas = gx * gy * gz
     if ctas == 1:
-        return
+        return None
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
         start = time.perf_counter()
@@ -38,7 +38,7 @@ def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool) 
         seconds = time.perf_counter() - start
     estimate = one * ctas
     if estimate <= limit:
-        return
+        return estimate
     rate = one / max(seconds, 1e-9) / (TIMING_SLOWDOWN if timing else 1.0)
     raise UsageError(f"about {estimate:,} warp instructions ({one:,} in block {P.ctas[ctas // 2]} x {ctas:,} "
                      f"blocks), more than the budget of {limit:,}; about {_duration(estimate / rate)} at "

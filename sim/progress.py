@@ -21,30 +21,36 @@ REDRAW_EVERY_S = 0.25
 class Progress:
     """``update(ctas_done, instructions, cycles)`` as the run goes; ``close()`` at the end (also on errors)."""
 
-    def __init__(self, total_ctas: int, stream: TextIO) -> None:
+    def __init__(self, total_ctas: int, instructions: int | None, stream: TextIO) -> None:
         self.start = time.monotonic()
         self.next_draw = self.start + REDRAW_EVERY_S
-        self.done = 0
+        self.total_ctas = total_ctas
+        self.by_instructions = instructions is not None
         self.drawn = 0
         from tqdm import tqdm  # only when a display is shown: keeps it off the start-up of other runs
 
         cols, rows = _size(stream)
-        self.bar = tqdm(total=total_ctas, unit="CTA", file=stream, delay=SHOW_AFTER_S, leave=False,
+        self.bar = tqdm(total=instructions or total_ctas, unit=" warp instr" if instructions else " CTA",
+                        file=stream, delay=SHOW_AFTER_S, leave=False,
                         mininterval=REDRAW_EVERY_S, dynamic_ncols=cols > 0, ncols=cols or 100, nrows=rows or 24)
 
     def update(self, ctas_done: int, instructions: int, cycles: int | None) -> None:
-        self.done = ctas_done
         now = time.monotonic()
         if now < self.next_draw:
             return
         self.next_draw = now + REDRAW_EVERY_S
         rate = instructions / max(now - self.start, 1e-9)
-        extra = f"{instructions:,} warp instr, {rate:,.0f}/s"
+        extra = f"{ctas_done}/{self.total_ctas} CTAs"
+        if not self.by_instructions:  # else the bar itself counts them, with their rate
+            extra += f", {instructions:,} warp instr, {rate:,.0f}/s"
         if cycles is not None:
             extra = f"{cycles:,} cycles, " + extra
         self.bar.set_postfix_str(extra, refresh=False)
-        self.bar.update(self.done - self.drawn)
-        self.drawn = self.done
+        done = instructions if self.by_instructions else ctas_done
+        if self.bar.total is not None and done > self.bar.total:
+            self.bar.total = done
+        self.bar.update(done - self.drawn)
+        self.drawn = done
 
     def close(self) -> None:
         self.bar.close()
@@ -60,9 +66,12 @@ def _size(stream: TextIO) -> tuple[int, int]:
     return size.columns, size.lines
 
 
-def make_progress(total_ctas: int, quiet: bool, stream: TextIO | None = None) -> Progress | None:
-    """A progress display on `stream` (default stderr), or None when quiet or not a terminal."""
+def make_progress(total_ctas: int, instructions: int | None, quiet: bool, stream: TextIO | None = None,
+                  ) -> Progress | None:
+    """A progress display on `stream` (default stderr), or None when quiet or not a terminal. The bar
+    counts warp instructions against `instructions` (sim.estimate's figure) where given, else CTAs: in a
+    grid of one wave every CTA ends at the end, and a CTA count would sit at 0% until then."""
     out = sys.stderr if stream is None else stream
     if quiet or not out.isatty():
         return None
-    return Progress(total_ctas, out)
+    return Progress(total_ctas, instructions, out)
