@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ArgParser, run_cli
+from sim.estimate import refuse_over_budget
 from sim.functional.runner import CLI_MAX_INSTRUCTIONS
+from sim.progress import make_progress
 from sim.result import jsonable
 
 
@@ -61,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-instructions", type=int, default=CLI_MAX_INSTRUCTIONS, metavar="N",
                    help="stop after N warp instructions, both modes (endless-loop guard; default "
                         f"{CLI_MAX_INSTRUCTIONS:,}, about 15 s of the timing model)")
+    r.add_argument("--quiet", action="store_true",
+                   help="no progress display on stderr (shown only on a terminal, for runs longer than 2 s)")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -137,22 +141,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     launch = build_launch(prog, args, meta, rng)
     check_memory_of(prog, launch, hw)
+    estimate = None
+    if args.isa != "sass":
+        estimate = refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
-    if args.isa == "sass":
-        outputs, result = _run_sass(prog, hw, launch, args)
-    elif not args.functional:
-        from sim.timing import simulate
+    progress = make_progress(launch.grid[0] * launch.grid[1] * launch.grid[2], estimate, args.quiet)
+    try:
+        if args.isa == "sass":
+            outputs, result = _run_sass(prog, hw, launch, args)
+        elif not args.functional:
+            from sim.timing import simulate
 
-        sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions,
-                           warm_l2=args.warm_l2)
+            sim_obj = simulate(prog, launch, hw, trace=bool(args.trace), max_instructions=args.max_instructions,
+                               warm_l2=args.warm_l2, progress=progress)
+        else:
+            from sim.functional.runner import run_functional
+
+            fr = run_functional(prog, launch, args.max_instructions, progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.isa == "sass":
         pass
     elif sim_obj is None:
-        from sim.functional.runner import run_functional
-
-        fr = run_functional(prog, launch, args.max_instructions)
         outputs = fr.outputs
         result = {"timing": "functional-only", "kernel": launch.kernel, "hw": hw.name,
                   "warp_instructions": fr.warp_instructions, "ctas": fr.ctas, "isa": "ptx"}

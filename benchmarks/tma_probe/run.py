@@ -1,8 +1,9 @@
-"""On the H200: TMA 2-D tile loads (tests/fixtures/hopper_cuda/tma_tile.ptx) with every swizzle mode and an
-out-of-bounds edge, (global strides must be multiples of 16 bytes, so the edge is 248 x 29), the tensor map encoded by the driver (cuTensorMapEncodeTiled through cuda-python) and
-passed as the kernel's 128-byte __grid_constant__ parameter through pycuda. Writes the inputs, the
+"""On the H200: TMA 2-D tile loads (tests/fixtures/hopper_cuda/tma_tile.ptx) with every swizzle mode and
+an out-of-bounds edge (global strides must be multiples of 16 bytes, so the edge is 248 x 29), the tensor
+map encoded by the driver (cuTensorMapEncodeTiled through cuda-python) and passed as the kernel's 128-byte
+__grid_constant__ parameter (pycuda, else cuda-python cuLaunchKernel). Writes the inputs, the
 shared-memory bytes each CTA received and the tensor maps' bytes under $OUT (tma_probe.npz), so the
-simulator's TMA model is checked against what the hardware wrote (benchmarks/tma_probe/check.py).
+simulator's coming TMA model can be checked against what the hardware wrote.
 
     source .devwheels/install.sh && python3 benchmarks/tma_probe/run.py
 """

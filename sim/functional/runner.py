@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA, is_branch
 from sim.launch import Arg, Launch
 from sim.ptx.ir import Kernel, Operand, Program
+
+if TYPE_CHECKING:
+    from sim.progress import Progress
 
 SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
 _missing = set(ISA) ^ set(SEMANTICS)
@@ -276,16 +280,18 @@ def read_outputs(P: Prepared, launch: Launch) -> dict[int, np.ndarray]:
 
 
 def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-                   ) -> FunctionalResult:
+                   progress: Progress | None = None) -> FunctionalResult:
     check_budget_covers(launch, max_instructions, prog.file)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
         budget = [max_instructions, max_instructions]
         total = 0
-        for ctaid in P.ctas:
+        for i, ctaid in enumerate(P.ctas):
             cta = make_cta(P, ctaid)
             total += run_cta_functional(P, cta, budget)
             budget[0] = max_instructions - total
+            if progress is not None:
+                progress.update(i + 1, total, None)
         return FunctionalResult(read_outputs(P, launch), total, len(P.ctas))
 
 

@@ -20,7 +20,10 @@ from sim.timing.memory import DeviceMemory
 from sim.timing.regalloc import registers_for_occupancy
 from sim.timing.static import St, register_count, statics
 
+PROGRESS_EVERY = 2_000  # warp instructions between progress reports (about 0.1 s of the timing model)
+
 if TYPE_CHECKING:
+    from sim.progress import Progress
     from sim.timing.warp import WarpT
 
 
@@ -70,7 +73,9 @@ class Simulation:
         self.indep_memo: dict[tuple[int, ...], tuple[int, ...]] = {}  # window signature -> independent entries
         self.lookahead = max(1, lookahead if lookahead is not None else hw.core.lookahead)
         self.stats = Stats(trace)
+        self.budget = max_instructions
         self.max_instructions = max_instructions
+        self.progress: Progress | None = None
         self.count = 0
         self._wid = 0
         nthreads = launch.block[0] * launch.block[1] * launch.block[2]
@@ -111,9 +116,19 @@ class Simulation:
                 l2.access(ln)
         l2.hits = l2.misses = 0
 
+    def show_progress(self, progress: Progress) -> None:
+        """Report to `progress` every PROGRESS_EVERY warp instructions: the warps' one budget comparison
+        stops at the next report too, so the display adds nothing to their hot path."""
+        self.progress = progress
+        self.max_instructions = min(self.budget, PROGRESS_EVERY)
+
     def count_instruction_overflow(self, pc: int) -> None:
-        """Called by the warps when `count` passed `max_instructions` at instruction `pc`."""
-        raise budget_error(self.kernel, pc, self.max_instructions)
+        """Called by the warps when `count` passed `max_instructions` at instruction `pc`: the budget,
+        or the next progress report when one is shown."""
+        if self.count > self.budget or self.progress is None:
+            raise budget_error(self.kernel, pc, self.budget)
+        self.progress.update(len(self.cta_spans), self.count, int(self.env.now))
+        self.max_instructions = min(self.budget, self.count + PROGRESS_EVERY)
 
     def next_warp_id(self) -> int:
         self._wid += 1
@@ -169,7 +184,8 @@ def occupancy(hw: HwConfig, nthreads: int, regs: int, smem: int) -> dict[str, An
 
 def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False, window: int | None = None,
              max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None,
-             lookahead: int | None = None, regs_per_thread: int | None = None, warm_l2: bool = False) -> SimResult:
+             lookahead: int | None = None, regs_per_thread: int | None = None, warm_l2: bool = False,
+             progress: Progress | None = None) -> SimResult:
     """Run `launch` cycle by cycle on `hw`. Functional results equal run_functional's.
 
     window: cycles per point of the utilization series (default: about 100 points);
@@ -181,10 +197,13 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
                      an architecture and ptxas is installed, else the declared PTX registers; the
                      result's occupancy['regs_source'] says which);
     warm_l2: the buffer arguments start in the L2, as after their host-to-device copies (default: an
-             empty L2, every first touch a DRAM access)."""
+             empty L2, every first touch a DRAM access);
+    progress: told of every finished CTA (sim.progress; the command line's display)."""
     with np.errstate(all="ignore"):
         sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread,
                          warm_l2)
+        if progress is not None:
+            sim.show_progress(progress)
         sim.run()
         return _result(sim, launch, window)
 

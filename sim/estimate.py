@@ -1,0 +1,54 @@
+"""Up-front refusal of ``python -m sim run`` launches that cannot finish within the warp-instruction
+budget (``--max-instructions``; sim.functional.runner.CLI_MAX_INSTRUCTIONS by default).
+
+Model: the middle CTA of the grid runs functionally on its own (its own copy of the buffers; outputs are
+discarded) and its warp instructions times the number of CTAs is the launch's estimate. Kernels whose
+CTAs do unequal work (ragged edges, data-dependent loops) are estimated from that one CTA only. The
+time quoted is that estimate at the rate the one CTA ran, slowed by TIMING_SLOWDOWN for a timing run.
+A one-CTA launch is not estimated: the run itself is the measurement.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sim.errors import UsageError
+from sim.functional.runner import check_budget_covers, make_cta, prepare, run_cta_functional
+from sim.launch import Launch
+from sim.ptx.ir import Program
+
+# functional-only vs timing warp instructions/s, benchmarks/sim_speed.md (74,000 vs 23,000)
+TIMING_SLOWDOWN = 3.2
+
+
+def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool) -> int | None:
+    """The launch's estimated warp instructions (None for one CTA); raise a one-line UsageError when it
+    passes `limit`. One CTA alone that passes `limit` raises the runs' own budget error (an endless loop)."""
+    check_budget_covers(launch, limit, prog.file)  # before prepare() lists the blocks of a huge grid
+    gx, gy, gz = launch.grid
+    ctas = gx * gy * gz
+    if ctas == 1:
+        return None
+    with np.errstate(all="ignore"):
+        P = prepare(prog, launch)
+        start = time.perf_counter()
+        one = run_cta_functional(P, make_cta(P, P.ctas[ctas // 2]), [limit, limit])
+        seconds = time.perf_counter() - start
+    estimate = one * ctas
+    if estimate <= limit:
+        return estimate
+    rate = one / max(seconds, 1e-9) / (TIMING_SLOWDOWN if timing else 1.0)
+    raise UsageError(f"about {estimate:,} warp instructions ({one:,} in block {P.ctas[ctas // 2]} x {ctas:,} "
+                     f"blocks), more than the budget of {limit:,}; about {_duration(estimate / rate)} at "
+                     f"{rate:,.0f}/s{' with timing' if timing else ''}: give a smaller --grid or raise "
+                     "--max-instructions N", prog.file)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
