@@ -29,12 +29,13 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
     ``shape``) or a .dgml (hw from its ``target`` unless ``hw_name`` is given)."""
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.report import analysis_md, candidates_csv, plan_json
-    from kernelgen.seedlang import is_seed_spec, load_seed_spec
     from kernelgen.spec import load_spec, shorthand
     from kernelgen.variants import get
     from sim.hw import load_hw
 
-    if op and is_seed_spec(op):
+    if op and Path(op).suffix in (".dgemm", ".dgml"):  # lark only for the seeds' languages
+        from kernelgen.seedlang import load_seed_spec
+
         spec, target, seed_variant = load_seed_spec(op, shape)
         hw_name, variant = hw_name or target, variant or seed_variant
     else:
@@ -50,7 +51,7 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
     ptx = get(p.best.tiling.variant).emit(spec, p.best.tiling, pred, profile=profile)
     files = {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
             "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
-    if op and is_seed_spec(op):
+    if op and Path(op).suffix in (".dgemm", ".dgml"):
         files[Path(op).name] = Path(op).read_text()
     return files
 
