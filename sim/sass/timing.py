@@ -42,6 +42,10 @@ from sim.timing.memory import CoreMemory, DeviceMemory
 UNTIMED = ("HGMMA", "WARPGROUP", "WGMMA")  # warpgroup MMA: not timed yet
 _DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
 
+#: SASS opcodes the timing loop treats specially, by role (one table; everything else by its pipe)
+ROLES = {"DEPBAR": "depbar", "LDGSTS": "ldgsts", "LDGDEPBAR": "ldgdepbar", "LDS": "shared", "LDSM": "shared",
+         "STS": "shared", "SHFL": "shared", "ATOMS": "shared"}
+
 
 MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
 UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2R", "DEPBAR", "LDGDEPBAR", "CALL",
@@ -141,7 +145,7 @@ class SassTiming:
         p = _pipe(ins)
         if p is not None and self.cores[wt.core].pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) > t:
             return "pipe_busy"
-        if ins.opcode == "DEPBAR":
+        if ROLES.get(ins.opcode) == "depbar":
             m = _DEPBAR.search(ins.text)
             keep = int(m.group(2)) if m else 0
             if any(d > t for d in wt.groups[:max(0, len(wt.groups) - keep)]):
@@ -164,9 +168,9 @@ class SassTiming:
         wt.ready = t + max(1, ctl.stall)
         done = t + self._latency(c, s, ins, rec)
         self._occupy(c, s, ins)
-        if ins.opcode == "LDGSTS":
+        if ROLES.get(ins.opcode) == "ldgsts":
             wt.pending_ldgsts = max(wt.pending_ldgsts, done)
-        elif ins.opcode == "LDGDEPBAR":
+        elif ROLES.get(ins.opcode) == "ldgdepbar":
             wt.groups.append(wt.pending_ldgsts)
             wt.pending_ldgsts = 0
         if ctl.write_barrier is not None:
@@ -184,7 +188,7 @@ class SassTiming:
             cache = "cg" if "STRONG" in ins.modifiers or "BYPASS" in ins.modifiers else ""
             ready, _ = c.mem.access(t, rec.space, rec.addrs, rec.size, rec.direction, cache)  # type: ignore[arg-type]
             return ready - t
-        if ins.opcode in ("LDS", "LDSM", "STS", "SHFL", "ATOMS"):
+        if ROLES.get(ins.opcode) == "shared":
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
         return self.hw.pipe_for(_pipe(ins) or "alu").latency
 
