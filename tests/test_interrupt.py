@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SPIN = """.version 8.0
@@ -39,6 +41,7 @@ def _interrupt(tmp_path: Path, argv: list[str], after: float) -> subprocess.Comp
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
+@pytest.mark.slow
 def test_sim_run_interrupted_leaves_no_trace_file(tmp_path):
     (tmp_path / "spin.ptx").write_text(SPIN)
     r = _interrupt(tmp_path, ["sim", "run", "spin.ptx", "--hw", "npu7nm.yaml", "--grid", "1", "--block", "32",
@@ -49,6 +52,7 @@ def test_sim_run_interrupted_leaves_no_trace_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spin.ptx"]
 
 
+@pytest.mark.slow
 def test_kernelgen_interrupted_writes_nothing(tmp_path):
     r = _interrupt(tmp_path, ["kernelgen", "compile", "--hw", "h200", "--gemm", "8192x8192x8192", "-o", "out"],
                    after=1.5)

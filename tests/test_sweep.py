@@ -43,6 +43,7 @@ def test_points_are_the_product_in_order(tmp_path):
     assert pts[0]["params"] == {"shared.banks": 16, "pipes.mac.lanes": 32} and pts[0]["shape"] == "64x64x64"
 
 
+@pytest.mark.slow
 def test_serial_and_dask_localcluster_give_the_same_table(tmp_path):
     pytest.importorskip("distributed")
     sweep = _sweep(tmp_path)
