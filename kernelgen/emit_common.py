@@ -323,3 +323,25 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
 
 def header_json(meta: dict[str, Any]) -> str:
     return json.dumps(meta, separators=(", ", ": "))
+
+
+def emit_stage_advance(b: Any, stage_regs: tuple[str, str], stages: int, kl: str, kt: str, bk: int, ktiles: str,
+                       loop: str, done: str, prof: Any) -> None:
+    """The cp.async pipeline's K-loop tail: rotate the read/write stages, advance kl and kt, branch back,
+    then (after the loop) the profile slot and the drain of copies still in flight."""
+    b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
+    for r in stage_regs:
+        p = b.reg("pred")
+        b.i(f"add.u32 {r}, {r}, 1")
+        b.i(f"setp.eq.u32 {p}, {r}, {stages}")
+        b.i(f"selp.b32 {r}, 0, {r}, {p}")
+    b.i(f"add.u32 {kl}, {kl}, {bk}")
+    b.i(f"add.u32 {kt}, {kt}, 1")
+    pl = b.reg("pred")
+    b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
+    b.i(f"@{pl} bra {loop}")
+    b.put_label(done)
+    b.region = "post"
+    emit_profile_slot(b, prof, 2, "after the K loop")
+    b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
+    b.i("cp.async.wait_group 0")

@@ -24,6 +24,7 @@ from kernelgen.emit_common import (
     emit_profile_setup,
     emit_profile_slot,
     emit_profile_start,
+    emit_stage_advance,
     emit_thread_copy_coords,
     header_json,
     kernel_params,
@@ -234,22 +235,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
     b.part(("mma.compute", t.mi, t.ni, t.k_steps, t.unroll, trans_a, trans_b, ab, rb2 is None),
            lambda: _compute(b, t, ra, rb, rb2, acc, trans_a, trans_b, ab, (k_step_a, k_step_b, m_step, n_step)))
-    b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
-    for r in (rs, ws):
-        p = b.reg("pred")
-        b.i(f"add.u32 {r}, {r}, 1")
-        b.i(f"setp.eq.u32 {p}, {r}, {S}")
-        b.i(f"selp.b32 {r}, 0, {r}, {p}")
-    b.i(f"add.u32 {kl}, {kl}, {t.bk}")
-    b.i(f"add.u32 {kt}, {kt}, 1")
-    pl = b.reg("pred")
-    b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
-    b.i(f"@{pl} bra {loop}")
-    b.put_label(done)
-    b.region = "post"
-    emit_profile_slot(b, prof, 2, "after the K loop")
-    b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
-    b.i("cp.async.wait_group 0")
+    emit_stage_advance(b, (rs, ws), S, kl, kt, t.bk, ktiles, loop, done, prof)
 
     b.comment("C fragment coordinates: rows wm*tm + mi*16 + g (+8), cols wn*tn + ni*8 + 2*t4 (+1)")
     rbase, cbase = b.reg("u32"), b.reg("u32")

@@ -28,6 +28,7 @@ from kernelgen.emit_common import (
     emit_profile_setup,
     emit_profile_slot,
     emit_profile_start,
+    emit_stage_advance,
     header_json,
     kernel_params,
     load_params,
@@ -247,22 +248,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.comment(f"Compute on the read stage: {t.k_steps} k16 steps x {ms} wgmma m64n{BN}k16, one group, waited")
     b.part(("wgmma.compute", ms, BN, t.k_steps, ab, kmajor(ta), kmajor(tb)), compute)
 
-    b.comment("Advance: kt++, kl += bk, stages rotate modulo stages")
-    for r in (rs, ws):
-        p = b.reg("pred")
-        b.i(f"add.u32 {r}, {r}, 1")
-        b.i(f"setp.eq.u32 {p}, {r}, {S}")
-        b.i(f"selp.b32 {r}, 0, {r}, {p}")
-    b.i(f"add.u32 {kl}, {kl}, {t.bk}")
-    b.i(f"add.u32 {kt}, {kt}, 1")
-    pl = b.reg("pred")
-    b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
-    b.i(f"@{pl} bra {loop}")
-    b.put_label(done)
-    b.region = "post"
-    emit_profile_slot(b, prof, 2, "after the K loop")
-    b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
-    b.i("cp.async.wait_group 0")
+    emit_stage_advance(b, (rs, ws), S, kl, kt, t.bk, ktiles, loop, done, prof)
 
     b.comment("Accumulator coordinates (ops_wgmma.accumulator_map): value i of m64 block j is row\n"
               "wg*tm + 64j + 16q + g + 8((i>>1)&1), column 8(i>>2) + 2*t4 + (i&1)")
