@@ -110,8 +110,48 @@ def test_endless_loop_ends_naming_the_loop(tmp_path, mode):
              "--arg", "zeros:u32:1", "--max-instructions", "5000", *mode)
     assert time.monotonic() - t0 < 60
     assert r.returncode == 2 and r.stderr == (
-        "loop.ptx:12: more than 5,000 warp instructions: the loop starting at 'add.s32 %r1, %r1, 1;' still "
-        "runs (an endless loop?); fix its exit condition or raise the limit with --max-instructions N\n")
+        "loop.ptx:12: more than 5,000 warp instructions: 100% of the last 512 warp instructions ran in the loop "
+        "starting at 'add.s32 %r1, %r1, 1;' (an endless loop?); fix its exit condition or raise the limit with "
+        "--max-instructions N\n")
+
+
+TWO_LOOPS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 k_out)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    .reg .pred %p<3>;
+    ld.param.u64 %rd1, [k_out];
+$L_outer:
+    mov.u32 %r1, 0;
+$L_a:
+    add.s32 %r1, %r1, 1;
+    setp.lt.s32 %p1, %r1, 3;
+    @%p1 bra $L_a;
+    mov.u32 %r2, 0;
+$L_b:
+    add.s32 %r2, %r2, 2;
+    setp.lt.s32 %p2, %r2, 400;
+    @%p2 bra $L_b;
+    st.global.u32 [%rd1], %r2;
+    bra.uni $L_outer;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--functional"]])
+@pytest.mark.parametrize("budget", ["4910", "5000", "5516"])  # stops in loop a, loop b, the tail
+def test_budget_names_the_hottest_loop_not_where_it_stopped(tmp_path, mode, budget):
+    """An endless outer loop around a short loop (3 trips) and a long one (200 trips): wherever the
+    budget runs out, the message names the long loop, the one the launch spends its instructions in."""
+    (tmp_path / "two.ptx").write_text(TWO_LOOPS_PTX)
+    r = _run(tmp_path, "sim", "run", "two.ptx", "--hw", "npu7nm.yaml", "--grid", "1", "--block", "32",
+             "--arg", "zeros:u32:1", "--max-instructions", budget, *mode)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"two.ptx:18: more than {int(budget):,} warp instructions: ")
+    assert "ran in the loop starting at 'add.s32 %r2, %r2, 2;'" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_budget_without_a_loop_and_bad_budget(tmp_path):
@@ -119,8 +159,8 @@ def test_budget_without_a_loop_and_bad_budget(tmp_path):
     from sim.ptx.parser import parse_ptx
 
     k = parse_ptx(LOOP_PTX, "loop.ptx").kernel()
-    assert "no loop around" in budget_error(k, 1, 10).one_line()
-    assert budget_error(k, 3, 10).one_line().startswith("loop.ptx:12: more than 10 warp")
+    assert "no loop around" in budget_error(k, [1], 10).one_line()
+    assert budget_error(k, [3], 10).one_line().startswith("loop.ptx:12: more than 10 warp")
     (tmp_path / "loop.ptx").write_text(LOOP_PTX)
     r = _run(tmp_path, "sim", "run", "loop.ptx", "--hw", "npu7nm.yaml", "--max-instructions", "0")
     assert r.returncode == 2 and r.stderr.startswith("--max-instructions 0: give a positive number")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,20 +49,33 @@ def check_budget_covers(launch: Launch, limit: int, file: str) -> None:
                          "--max-instructions", file)
 
 
-def budget_error(k: Kernel, pc: int, limit: int) -> ExecutionError:
-    """The one message of both modes when a launch passes its warp-instruction budget: it names the
-    innermost loop around ``pc`` (the instruction a warp was at), the target of the shortest backward
-    branch that spans it, which in an endless loop is the most-executed one."""
+#: Warp instructions sampled after the budget is passed, to find the loop the launch spends them in.
+HOT_SAMPLE = 512
+
+
+def budget_error(k: Kernel, pcs: Sequence[int], limit: int) -> ExecutionError:
+    """The one message of both modes when a launch passes its warp-instruction budget. ``pcs`` are the
+    instructions executed just after the budget ran out (a sample of what the launch is doing); the
+    message names the loop holding most of them (for each sampled pc, the innermost loop: the shortest
+    backward branch spanning it) and the share of the sample it took."""
     body = k.body
-    loops = [(ins.index - ins.info["target"], ins.info["target"]) for ins in body
-             if is_branch(ins) and ins.info["target"] <= pc <= ins.index]
+    branches = [(ins.index - ins.info["target"], ins.info["target"], ins.index) for ins in body
+                if is_branch(ins) and ins.info["target"] <= ins.index]
+    heads: Counter[int] = Counter()
+    for pc in pcs:
+        spans = [b for b in branches if b[1] <= pc <= b[2]]
+        if spans:
+            heads[min(spans)[1]] += 1
     where = f"more than {limit:,} warp instructions"
-    if not loops:
+    if not heads:
+        last = pcs[-1] if pcs else 0
         return ExecutionError(f"{where} (no loop around the last instruction: the launch is just large); "
-                              "raise the limit with --max-instructions N", k.file, body[min(pc, len(body) - 1)].line)
-    head = body[min(loops)[1]]
-    return ExecutionError(f"{where}: the loop starting at '{head.text}' still runs (an endless loop?); "
-                          "fix its exit condition or raise the limit with --max-instructions N", k.file, head.line)
+                              "raise the limit with --max-instructions N", k.file, body[min(last, len(body) - 1)].line)
+    head, hits = heads.most_common(1)[0]
+    share = f"{100 * hits / len(pcs):.0f}% of the last {len(pcs)} warp instructions ran in the loop starting at"
+    return ExecutionError(f"{where}: {share} '{body[head].text}' (an endless loop?); "
+                          "fix its exit condition or raise the limit with --max-instructions N", k.file,
+                          body[head].line)
 
 
 def decode(k: Kernel, prog: Program) -> Layout:
@@ -219,6 +233,17 @@ def barrier_ready(cta: CTA, waiting: list[Warp]) -> list[Warp]:
     return released
 
 
+def _sample_pcs(w: Warp) -> list[int]:
+    """The pcs of up to HOT_SAMPLE more instructions of warp `w` (the launch is being abandoned)."""
+    pcs = [w.pc]
+    while not w.done and len(pcs) < HOT_SAMPLE:
+        ctl = w.step().ctl
+        if ctl in (BARRIER, YIELD) or w.done:
+            break
+        pcs.append(w.pc)
+    return pcs
+
+
 def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
     """Run one CTA to completion; returns warp instructions executed."""
     count = 0
@@ -237,7 +262,7 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
                 ctl = step().ctl
                 count += 1
                 if count > limit:
-                    raise budget_error(P.L.kernel, w.pc, budget[1])
+                    raise budget_error(P.L.kernel, _sample_pcs(w), budget[1])
                 if ctl == BARRIER:
                     waiting.append(w)
                     break

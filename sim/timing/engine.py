@@ -10,7 +10,14 @@ import numpy as np
 import simpy
 
 from sim.errors import ExecutionError
-from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, budget_error, check_budget_covers, prepare, read_outputs
+from sim.functional.runner import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    HOT_SAMPLE,
+    budget_error,
+    check_budget_covers,
+    prepare,
+    read_outputs,
+)
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
@@ -76,6 +83,7 @@ class Simulation:
         self.budget = max_instructions
         self.max_instructions = max_instructions
         self.progress: Progress | None = None
+        self.hot_pcs: list[int] = []  # instructions sampled after the budget ran out (budget_error)
         self.count = 0
         self._wid = 0
         nthreads = launch.block[0] * launch.block[1] * launch.block[2]
@@ -126,7 +134,11 @@ class Simulation:
         """Called by the warps when `count` passed `max_instructions` at instruction `pc`: the budget,
         or the next progress report when one is shown."""
         if self.count > self.budget or self.progress is None:
-            raise budget_error(self.kernel, pc, self.budget)
+            self.hot_pcs.append(pc)  # every warp instruction calls back from here on (max_instructions = count)
+            if len(self.hot_pcs) >= HOT_SAMPLE:
+                raise budget_error(self.kernel, self.hot_pcs, self.budget)
+            self.max_instructions = self.count
+            return
         self.progress.update(len(self.cta_spans), self.count, int(self.env.now))
         self.max_instructions = min(self.budget, self.count + PROGRESS_EVERY)
 
@@ -205,6 +217,8 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
         if progress is not None:
             sim.show_progress(progress)
         sim.run()
+        if sim.hot_pcs:  # the launch ended within the sample after passing its budget
+            raise budget_error(sim.kernel, sim.hot_pcs, sim.budget)
         return _result(sim, launch, window)
 
 
