@@ -329,6 +329,12 @@ def bulk_role(ins: Instruction) -> str:
     return ins.info["bulk"]
 
 
+def mbarrier_role(ins: Instruction) -> str:
+    """"wait" (mbarrier.test_wait / try_wait), "signal" (any other mbarrier operation: it may complete
+    a phase), "" (not an mbarrier instruction)."""
+    return ins.info["mbar"]
+
+
 def mem_dir(ins: Instruction) -> str:
     """none | read | write | rmw | copy (cp.async issue)."""
     return ins.info["mem"]
@@ -479,6 +485,7 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
                 nonuniform=op.nonuniform and not (mem == "read" and space in ("param", "const")))
     info["async"] = role
     info["bulk"] = bulk
+    info["mbar"] = ("wait" if "try_wait" in mods or "test_wait" in mods else "signal") if op is ISA["mbarrier"] else ""
     info["wgmma"] = wg
     if op.flow == "branch":
         if not ops or ops[0].kind != "label":

@@ -37,11 +37,13 @@ U8 = np.dtype(np.uint8)
 
 @dataclass
 class BulkCopy:
-    """What one bulk copy moved, for the timing model: its global byte addresses (one per element or
-    16-byte piece), bytes, direction and the mbarrier (shared offset, -1 for none) it completes on."""
+    """What one bulk copy moved, for the timing model: its global byte addresses (one per piece of
+    ``piece`` bytes: an element, or 16 bytes of a 1-D copy), bytes, direction and the mbarrier (shared
+    offset, -1 for none) it completes on."""
 
     load: bool
     addrs: np.ndarray
+    piece: int
     nbytes: int
     mbar: int
 
@@ -116,7 +118,7 @@ def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ..
     elif ga.size:
         box = sh[where].reshape(addrs.size, es)
         _global(w, ins, ga, es, box[inside])
-    return BulkCopy(load, ga, nbytes, mbar)
+    return BulkCopy(load, ga, es, nbytes, mbar)
 
 
 def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, load: bool, mbar: int) -> BulkCopy:
@@ -130,7 +132,7 @@ def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, loa
         sh[smem: smem + size] = _global(w, ins, pieces, 16).ravel()
     else:
         _global(w, ins, pieces, 16, sh[smem: smem + size].reshape(-1, 16).copy())
-    return BulkCopy(load, pieces, size, mbar)
+    return BulkCopy(load, pieces, 16, size, mbar)
 
 
 def _shared_offsets(w: Warp, addrs: np.ndarray) -> np.ndarray:
