@@ -96,3 +96,21 @@ def test_no_tma_unit_stops_naming_the_line():
     launch, _ = ring_launch(2, np.random.default_rng(3))
     with pytest.raises(ExecutionError, match=r"tma_ring.ptx:\d+: 'cp.async.bulk.tensor.*npu7nm has no 'tma:'"):
         simulate(parse_ptx(RING.read_text(), str(RING)), launch, load_hw("npu7nm"))
+
+
+def test_bulk_store_groups_timed():
+    """bulk1d: a 1-D bulk load then a bulk store whose wait_group waits for its group; the store's
+    completion counts in the kernel's cycles (more bytes, more cycles)."""
+    from tests.test_tma import BOX
+
+    hw = load_hw("h200")
+    cycles = []
+    for n in (64, 4096):
+        src = np.random.default_rng(n).integers(1, 1 << 30, n).astype(np.uint32)
+        launch = Launch("bulk1d", (1, 1, 1), (64, 1, 1), [Arg("buffer", "u32", array=src),
+                                                          Arg("buffer", "u32", array=np.full(n, 0xFFFFFFFF, np.uint32)),
+                                                          Arg("scalar", "u32", value=src.nbytes)], src.nbytes)
+        res = simulate(parse_ptx(BOX.read_text(), str(BOX)), launch, hw)
+        assert np.array_equal(res.outputs[1], src)
+        cycles.append(res.cycles)
+    assert cycles[0] + 4096 * 4 // 58 < cycles[1], cycles  # tma.bytes_per_cycle bounds the 16 KiB copies
