@@ -24,7 +24,7 @@ import numpy as np
 from sim.errors import UsageError
 from sim.functional.types import bf16_to_f32, f32_to_bf16
 from sim.limits import check_dims
-from sim.tensormap import CLI_FORM, TensorMapSpec, ints, parse_cli
+from sim.tensormap import CLI_FORM, TensorMapSpec, ints, make_spec, parse_cli
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -470,8 +470,8 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
             args.append(Arg("buffer", dname, array=arr, name=name, role=role, init=init, hidden=bool(p.get("hidden"))))
         elif kind == "tensormap":
             try:
-                spec = _tensormap_spec(str(p.get("of", "")), dname, p.get("dims"), p.get("strides", []),
-                                       p.get("box"), p.get("swizzle", 0), p.get("element_strides", []))
+                spec = make_spec(str(p.get("of", "")), dname, DTYPES[dname].itemsize, p.get("dims"),
+                                 p.get("strides", []), p.get("box"), p.get("swizzle", 0), p.get("element_strides", []))
             except (TypeError, ValueError) as e:
                 raise bad(f"param {i} ({name}): tensormap {e}") from None
             args.append(Arg("tensormap", dname, name=name, role=role, tmap=spec))
@@ -486,19 +486,6 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
     return Launch(kernel, grid, block, args, dyn)
 
 
-def _tensormap_spec(of: str, dname: str, dims: Any, strides: Any, box: Any, swizzle: Any, estr: Any) -> TensorMapSpec:
-    if not of:
-        raise ValueError("needs 'of', the name or role of the buffer it maps")
-    if not all(isinstance(x, list) for x in (dims, strides, box, estr)):
-        raise ValueError("'dims', 'box' (and 'strides', 'element_strides') must be lists of integers")
-    spec = TensorMapSpec(of, dname, DTYPES[dname].itemsize, tuple(map(int, dims)), tuple(map(int, strides)),
-                         tuple(map(int, box)), int(swizzle), tuple(map(int, estr)))
-    problem = spec.problem()
-    if problem:
-        raise ValueError(problem)
-    return spec
-
-
 def tensormap_target(args: Sequence[Arg], spec: TensorMapSpec) -> int:
     """The index of the buffer argument a tensor map maps (by PTX name, then role); ValueError when
     there is none or it is too small for the tensor."""
@@ -508,7 +495,7 @@ def tensormap_target(args: Sequence[Arg], spec: TensorMapSpec) -> int:
     if idx is None:
         have = ", ".join(a.name or a.role for a in args if a.is_buffer) or "none"
         raise ValueError(f"tensormap 'of' {spec.of!r} names no buffer param (buffers: {have})")
-    need = spec.dims[0] * spec.esize + sum((d - 1) * st for d, st in zip(spec.dims[1:], spec.strides))
+    need = spec.span_bytes
     if need > args[idx].nbytes():
         raise ValueError(f"tensormap over {spec.of!r} spans {need:,} bytes but the buffer holds "
                          f"{args[idx].nbytes():,}; fix dims/strides or the buffer size")
@@ -637,9 +624,10 @@ def bind_tensormaps(specs: Sequence[str], params: Sequence[tuple[str, str]], bas
                 hidden.append(buf)
             if not dname:
                 raise ValueError("'dtype=' is missing")
-            spec_ = _tensormap_spec(of, normalize_dtype(dname), list(ints(f["dims"], "dims")),
-                                    list(ints(f.get("strides", ""), "strides")), list(ints(f["box"], "box")),
-                                    int(f.get("swizzle", "0"), 0), list(ints(f.get("estrides", ""), "estrides")))
+            dname = normalize_dtype(dname)
+            spec_ = make_spec(of, dname, DTYPES[dname].itemsize, list(ints(f["dims"], "dims")),
+                              list(ints(f.get("strides", ""), "strides")), list(ints(f["box"], "box")),
+                              int(f.get("swizzle", "0"), 0), list(ints(f.get("estrides", ""), "estrides")))
         except KeyError as e:
             raise bad(f"unknown dtype {e.args[0]!r}") from None
         except ValueError as e:

@@ -8,6 +8,7 @@ Pure numpy: the functional model (sim/functional/ops_tma.py) and the launch bind
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,27 @@ class TensorMapSpec:
             return (f"with swizzle {self.swizzle} the inner box row ({self.box[0]} x {self.esize} bytes) "
                     f"must span at most {self.swizzle} bytes")
         return ""
+
+
+    @property
+    def span_bytes(self) -> int:
+        """Bytes from the tensor's first element to one past its last."""
+        return self.dims[0] * self.esize + sum((d - 1) * s for d, s in zip(self.dims[1:], self.strides))
+
+
+def make_spec(of: str, dtype: str, esize: int, dims: Any, strides: Any, box: Any, swizzle: Any,
+              element_strides: Any) -> TensorMapSpec:
+    """A checked spec from a header's or command line's fields; ValueError names the first problem."""
+    if not of:
+        raise ValueError("needs 'of', the name or role of the buffer it maps")
+    if not all(isinstance(x, list) for x in (dims, strides, box, element_strides)):
+        raise ValueError("'dims', 'box' (and 'strides', 'element_strides') must be lists of integers")
+    spec = TensorMapSpec(of, dtype, esize, tuple(map(int, dims)), tuple(map(int, strides)), tuple(map(int, box)),
+                         int(swizzle), tuple(map(int, element_strides)))
+    problem = spec.problem()
+    if problem:
+        raise ValueError(problem)
+    return spec
 
 
 @dataclass(frozen=True)
@@ -140,4 +162,4 @@ def decode_handle(raw: bytes) -> int | None:
 
 
 __all__ = ["CLI_FORM", "HANDLE_SIZE", "TensorMap", "TensorMapSpec", "decode_handle", "encode_handle", "ints",
-           "parse_cli", "swizzled"]
+           "make_spec", "parse_cli", "swizzled"]
