@@ -1,7 +1,8 @@
 """``python -m sim run KERNEL.ptx --hw HW ...``: simulate a kernel and report cycles, utilization, stalls.
 
 Contract (ARCHITECTURE.md): ``--arg`` binds parameters in order or as ``NAME=SPEC`` (PTX name or
-``pN``); ``--symbol NAME=SPEC`` fills a module ``.global``/``.const`` variable; every buffer is
+``pN``); ``--tensormap NAME=of=...,dtype=...,dims=...,box=...`` binds a tensor-map parameter
+(docs/kernel-metadata.md); ``--symbol NAME=SPEC`` fills a module ``.global``/``.const`` variable; every buffer is
 written back as ``OUT/arg<index>.npy``; ``--json`` prints one object; bad input exits 2 with one
 line ``file:line: message``, no traceback unless ``--debug``; warnings are one line ``warning: ...``.
 """
@@ -45,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--block", help="X,Y,Z (default: from the kernel's @workbench header)")
     r.add_argument("--arg", action="append", default=[], metavar="SPEC",
                    help="bind a parameter: literal, @file.npy, zeros:DTYPE:COUNT, or NAME=SPEC")
+    r.add_argument("--tensormap", action="append", default=[], metavar="NAME=of=BUF,dtype=T,dims=AxB,...",
+                   help="bind a tensor-map parameter (cp.async.bulk.tensor): of=PARAM or of=@file.npy, dtype, "
+                        "dims, strides (bytes, of dims[1:]), box, swizzle (0/32/64/128), estrides; "
+                        "see docs/kernel-metadata.md")
     r.add_argument("--symbol", action="append", default=[], metavar="NAME=SPEC",
                    help="fill a module .global/.const variable before the launch: NAME=@file.npy or NAME=LITERAL")
     r.add_argument("--shared", type=int, default=None,
@@ -78,7 +83,7 @@ def build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np
     used_meta = meta if meta is not None and meta.get("kernel", k.name) == k.name else None
     variables = {v.name: (v.type, v.size) for v in prog.variables.values() if v.space in ("global", "const")}
     return bind_launch(k.name, [(p.name, p.type) for p in k.params], used_meta, args.arg, args.grid,
-                       args.block, args.shared, rng, prog.file, args.symbol, variables)
+                       args.block, args.shared, rng, prog.file, args.symbol, variables, args.tensormap)
 
 
 def check_memory_of(prog: Any, launch: Any, hw: Any) -> None:

@@ -143,6 +143,18 @@ class Wgmma:
 
 
 @dataclass(frozen=True)
+class Tma:
+    """One SM's tensor memory accelerator (cp.async.bulk{.tensor}): it accepts a copy every `issue`
+    cycles, keeps at most `inflight_bytes` in flight, moves `bytes_per_cycle` and signals the copy's
+    mbarrier `latency` cycles after its last bytes came through the L2/DRAM path (sim/timing/tma.py)."""
+
+    issue: int  # cycles the unit takes to accept one copy (descriptor read, address generation start)
+    bytes_per_cycle: float  # bytes one SM's TMA unit moves per cycle
+    inflight_bytes: int  # bytes of copies in flight per SM; a copy that would exceed it waits
+    latency: int  # cycles from the last bytes' arrival to the shared write and mbarrier complete_tx
+
+
+@dataclass(frozen=True)
 class Limits:
     threads_per_block: int
     regs_per_thread: int
@@ -166,6 +178,7 @@ class HwConfig:
     limits: Limits
     arch: str | None = None  # a real NVIDIA architecture (sm_90a): ptxas can assemble for it; None for a model
     wgmma: Wgmma | None = None  # warpgroup MMA; None: the hardware has none (a wgmma kernel stops)
+    tma: Tma | None = None  # TMA unit per core; None: the hardware has none (a timed TMA kernel stops)
     path: str = ""  # file it was loaded from
 
     def pipe_for(self, pipe_class: str) -> Pipe:
@@ -223,6 +236,7 @@ _NON_NEGATIVE: dict[str, set[str]] = {
     "RegisterFile": {"latency"},
     "SharedMemory": {"latency", "pass_cycles"},
     "Wgmma": {"latency"},
+    "Tma": {"latency"},
     "Cache": {"hit_latency"},
     "GlobalMemory": {"latency"},
     "Branch": {"frontend_depth", "flush_penalty"},

@@ -200,9 +200,11 @@ ISA: dict[str, Op] = {
                    mods=_m("sync aligned m8n8 m16n8 x1 x2 x4 trans shared")),
     "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
              doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
-                 "wait_all (roles: async_role)",
+                 "wait_all (roles: async_role); cp.async.bulk{.tensor.Nd} and its bulk groups (TMA, roles: "
+                 "bulk_role; sim/functional/ops_tma.py)",
              mods=_m(_SPACE, "async ca cg commit_group wait_group wait_all bulk mbarrier arrive noinc "
-                     "mbarrier::complete_tx::bytes L2::64B L2::128B L2::256B L2::cache_hint")),
+                     "mbarrier::complete_tx::bytes L2::64B L2::128B L2::256B L2::cache_hint",
+                     "tensor 1d 2d 3d 4d 5d tile shared::cta bulk_group read prefetch L2 multicast::cluster")),
     "prefetch": Op("[a]", "lsu", "lsu", False, space="mods", mods=_m(_SPACE, "L1 L2 L2::evict_last "
                                                                      "L2::evict_normal tensormap")),
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True, mods=_m("cta gl sys proxy alias")),
@@ -263,6 +265,7 @@ ISA: dict[str, Op] = {
 
 _SPACES = ("global", "shared", "local", "const", "param")
 _ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
+_BULK_SHARED = ("shared::cluster", "shared::cta", "shared")
 _WGMMA_ROLES = (("mma_async", "issue"), ("fence", "fence"), ("commit_group", "commit"), ("wait_group", "wait"))
 
 
@@ -317,6 +320,19 @@ def wgmma_role(ins: Instruction) -> str:
     accesses before the next issue), "commit" (commit_group: closes the open group), "wait"
     (wait_group N: blocks until at most N groups are pending), "" (not a wgmma)."""
     return ins.info["wgmma"]
+
+
+def bulk_role(ins: Instruction) -> str:
+    """Bulk (TMA) copy role of a ``cp.async.bulk`` form: "tensor_load" (global tensor box -> shared,
+    completes bytes on an mbarrier), "tensor_store" (shared -> global tensor box, a bulk group),
+    "load" / "store" (the 1-D forms), "commit" / "wait" (bulk groups), "prefetch", "" (not bulk)."""
+    return ins.info["bulk"]
+
+
+def mbarrier_role(ins: Instruction) -> str:
+    """"wait" (mbarrier.test_wait / try_wait), "signal" (any other mbarrier operation: it may complete
+    a phase), "" (not an mbarrier instruction)."""
+    return ins.info["mbar"]
 
 
 def mem_dir(ins: Instruction) -> str:
@@ -390,14 +406,28 @@ def _async_role(op: Op, mods: tuple[str, ...]) -> str:
     return next((role for mod, role in _ASYNC_ROLES if mod in mods), "copy")
 
 
+def _bulk_role(op: Op, mods: tuple[str, ...]) -> str:
+    if op.cls != "async" or "bulk" not in mods:
+        return ""
+    for mod, role in (("prefetch", "prefetch"), ("commit_group", "commit"), ("wait_group", "wait")):
+        if mod in mods:
+            return role
+    spaces = [m for m in mods if m == "global" or m in _BULK_SHARED]
+    kind = "store" if spaces and spaces[0] == "global" else "load"
+    return f"tensor_{kind}" if "tensor" in mods else kind
+
+
 def _regs(op: Operand, out: list[str]) -> None:
     if op.kind == "reg":
         out.append(op.name)
     elif op.kind in ("vec", "pair"):
         for x in op.items:
             _regs(x, out)
-    elif op.kind == "addr" and op.base is not None and op.base.kind == "reg":
-        out.append(op.base.name)
+    elif op.kind == "addr":
+        if op.base is not None and op.base.kind == "reg":
+            out.append(op.base.name)
+        for x in op.items:
+            _regs(x, out)
 
 
 def _check(ins: Instruction, op: Op, k: Kernel) -> None:
@@ -442,16 +472,20 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     ins.dst_regs = tuple(dst)
     ins.src_regs = tuple(src)
     mods = ins.mods
-    role = _async_role(op, mods)
+    bulk = _bulk_role(op, mods)
+    role = "" if bulk else _async_role(op, mods)
     wg = next((r for mod, r in _WGMMA_ROLES if mod in mods), "") if op.group == "wgmma" else ""
     bar = _barrier_role(op, mods)
     space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
-    mem = op.mem if role in ("", "copy") else "none"
+    mem = op.mem if role in ("", "copy") and not bulk else "none"
     info = ins.info
     info.update(cls=op.cls, flow=op.flow, bar=bar, has_dst=op.has_dst, mem=mem, space=space,
-                ordered=op.ordered or role in ("commit", "wait", "wait_all") or wg in ("fence", "commit", "wait"),
+                ordered=op.ordered or role in ("commit", "wait", "wait_all") or wg in ("fence", "commit", "wait")
+                or bulk in ("commit", "wait"),
                 nonuniform=op.nonuniform and not (mem == "read" and space in ("param", "const")))
     info["async"] = role
+    info["bulk"] = bulk
+    info["mbar"] = ("wait" if "try_wait" in mods or "test_wait" in mods else "signal") if op is ISA["mbarrier"] else ""
     info["wgmma"] = wg
     if op.flow == "branch":
         if not ops or ops[0].kind != "label":

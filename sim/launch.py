@@ -24,6 +24,7 @@ import numpy as np
 from sim.errors import UsageError
 from sim.functional.types import bf16_to_f32, f32_to_bf16
 from sim.limits import check_dims
+from sim.tensormap import CLI_FORM, TensorMapSpec, ints, make_spec, parse_cli
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -126,8 +127,11 @@ class Arg:
     (``"u32"``, ``"s32"``, ``"u64"``, ``"f32"``, ``"f64"``, ...).
     ``kind == "buffer"``: ``array`` is the 1-D host data and ``dtype`` its element type name
     (``"f16"``, ``"bf16"`` (uint16 bits), ``"f32"``, ...); the kernel gets a pointer to a copy.
+    ``kind == "tensormap"``: ``tmap`` describes a tiled tensor map over the buffer it names; the
+    kernel gets a 128-byte handle (sim/tensormap.py).
     ``role`` is the metadata role (``"A"``, ``"D"``, ``"M"``, ``"profile"``, ...) or ``""``;
-    ``init`` how a buffer was filled (``"random"``, ``"poison"``, ``"zeros"``, ``"file"``).
+    ``init`` how a buffer was filled (``"random"``, ``"poison"``, ``"zeros"``, ``"file"``);
+    ``hidden``: a buffer that is allocated and read back but not passed (reached through a tensor map).
     """
 
     kind: str
@@ -137,6 +141,8 @@ class Arg:
     name: str = ""
     role: str = ""
     init: str = ""
+    hidden: bool = False
+    tmap: TensorMapSpec | None = None
 
     @property
     def is_buffer(self) -> bool:
@@ -148,6 +154,9 @@ class Arg:
     def describe(self) -> str:
         if self.kind == "scalar":
             return f"{self.dtype} {self.value!r}"
+        if self.tmap is not None:
+            t = self.tmap
+            return f"tensormap of {t.of}: {t.dtype} dims {list(t.dims)} box {list(t.box)} swizzle {t.swizzle}"
         count = 0 if self.array is None else self.array.size
         return f"{self.dtype}[{count}] ({self.init or 'buffer'})"
 
@@ -165,10 +174,16 @@ class Launch:
     def roles(self) -> list[str]:
         return [a.role for a in self.args]
 
+    @property
+    def passed(self) -> list[Arg]:
+        """The arguments the kernel receives, in parameter order (hidden buffers left out)."""
+        return [a for a in self.args if not a.hidden]
+
     def copy(self) -> Launch:
         """A deep copy of the host data (so that a run can write into its own buffers)."""
         args = [
-            Arg(a.kind, a.dtype, a.value, None if a.array is None else a.array.copy(), a.name, a.role, a.init)
+            Arg(a.kind, a.dtype, a.value, None if a.array is None else a.array.copy(), a.name, a.role, a.init,
+                a.hidden, a.tmap)
             for a in self.args
         ]
         grid, block = cast("tuple[int, int, int]", tuple(self.grid)), cast("tuple[int, int, int]", tuple(self.block))
@@ -452,10 +467,39 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
             if init not in ("random", "poison", "zeros"):
                 raise bad(f"param {i} ({name}): init must be random, poison or zeros, not {init!r}")
             arr = make_buffer(dname, count, init, rng)
-            args.append(Arg("buffer", dname, array=arr, name=name, role=role, init=init))
+            args.append(Arg("buffer", dname, array=arr, name=name, role=role, init=init, hidden=bool(p.get("hidden"))))
+        elif kind == "tensormap":
+            try:
+                spec = make_spec(str(p.get("of", "")), dname, DTYPES[dname].itemsize, p.get("dims"),
+                                 p.get("strides", []), p.get("box"), p.get("swizzle", 0), p.get("element_strides", []))
+            except (TypeError, ValueError) as e:
+                raise bad(f"param {i} ({name}): tensormap {e}") from None
+            args.append(Arg("tensormap", dname, name=name, role=role, tmap=spec))
         else:
-            raise bad(f"param {i} ({name}): kind must be 'buffer' or 'scalar', not {kind!r}")
+            raise bad(f"param {i} ({name}): kind must be 'buffer', 'scalar' or 'tensormap', not {kind!r}")
+    for i, a in enumerate(args):
+        if a.tmap is not None:
+            try:
+                tensormap_target(args, a.tmap)
+            except ValueError as e:
+                raise bad(f"param {i} ({a.name}): {e}") from None
     return Launch(kernel, grid, block, args, dyn)
+
+
+def tensormap_target(args: Sequence[Arg], spec: TensorMapSpec) -> int:
+    """The index of the buffer argument a tensor map maps (by PTX name, then role); ValueError when
+    there is none or it is too small for the tensor."""
+    idx = next((i for i, a in enumerate(args) if a.name == spec.of and a.is_buffer), None)
+    if idx is None:
+        idx = next((i for i, a in enumerate(args) if a.role == spec.of and a.is_buffer), None)
+    if idx is None:
+        have = ", ".join(a.name or a.role for a in args if a.is_buffer) or "none"
+        raise ValueError(f"tensormap 'of' {spec.of!r} names no buffer param (buffers: {have})")
+    need = spec.span_bytes
+    if need > args[idx].nbytes():
+        raise ValueError(f"tensormap over {spec.of!r} spans {need:,} bytes but the buffer holds "
+                         f"{args[idx].nbytes():,}; fix dims/strides or the buffer size")
+    return idx
 
 
 # --------------------------------------------------------------------------------------------
@@ -466,8 +510,8 @@ def bind_args(kernel: str, params: Sequence[tuple[str, str]], specs: Sequence[st
               base: Sequence[Arg | None], file: str | None = None) -> list[Arg]:
     """Bind ``--arg`` specs onto ``base`` (the header's arguments, or None per parameter).
 
-    ``params`` are the entry's (PTX name, PTX type) pairs. A spec binds the next parameter in order,
-    or the one ``NAME=SPEC`` names (its PTX name or ``pN``); it keeps the header's role. Every
+    ``params`` are the entry's (PTX name, PTX type) pairs. A spec binds the next parameter in order
+    (skipping tensor maps), or the one ``NAME=SPEC`` names (its PTX name or ``pN``); it keeps the header's role. Every
     parameter must end up bound; a scalar is packed as the PTX type declares it.
     """
     names = [n for n, _ in params]
@@ -476,6 +520,8 @@ def bind_args(kernel: str, params: Sequence[tuple[str, str]], specs: Sequence[st
     for spec in specs:
         name, body = split_named(spec)
         if name is None:
+            while pos < len(params) and args[pos] is not None and args[pos].tmap is not None:  # type: ignore[union-attr]
+                pos += 1  # a tensor map is bound by --tensormap only
             idx = pos
             pos += 1
             if idx >= len(params):
@@ -488,14 +534,21 @@ def bind_args(kernel: str, params: Sequence[tuple[str, str]], specs: Sequence[st
         else:
             raise UsageError(f"--arg {spec}: '{name}' is not a parameter of '{kernel}' "
                              f"(parameters: {', '.join(names)}, or p0..p{len(params) - 1})", file=file)
-        new = parse_arg_spec(body, params[idx][1], idx)
+        try:
+            new = parse_arg_spec(body, params[idx][1], idx)
+        except UsageError as e:
+            if params[idx][1].lstrip(".") != "b8":
+                raise
+            raise UsageError(f"{e.message}; if {names[idx]} is a tensor map (.b8 NAME[128]), bind it with "
+                             f"--tensormap {names[idx]}=of=...", file=file) from None
         old = args[idx]
         new.name, new.role = names[idx], old.role if old is not None else ""
         args[idx] = new
     bound: list[Arg] = []
     for i, maybe in enumerate(args):
         if maybe is None:
-            raise UsageError(f"parameter {i} ({names[i]}) is not bound; add --arg for it", file=file)
+            how = "--tensormap (a tensor map)" if params[i][1].lstrip(".") == "b8" else "--arg"
+            raise UsageError(f"parameter {i} ({names[i]}) is not bound; add {how} for it", file=file)
         a = maybe
         ptype = params[i][1].lstrip(".")
         if a.kind == "scalar" and ptype in DTYPES:
@@ -538,29 +591,81 @@ def bind_symbols(specs: Sequence[str], variables: Mapping[str, tuple[str, int]],
     return out
 
 
+def bind_tensormaps(specs: Sequence[str], params: Sequence[tuple[str, str]], base: list[Arg | None],
+                    file: str | None = None) -> list[Arg]:
+    """``--tensormap NAME=of=...,dtype=...,dims=...,strides=...,box=...[,swizzle=...][,estrides=...]``
+    values bound into ``base`` (in place) at the parameter NAME (PTX name or ``pN``). ``of`` names
+    the buffer parameter the map covers, or is ``@file.npy``: a buffer passed only through the map
+    (returned, hidden, to be appended to the launch's arguments)."""
+    names = [n for n, _ in params]
+    hidden: list[Arg] = []
+    for spec in specs:
+        name, body = split_named(spec)
+
+        def bad(msg: str, spec: str = spec) -> UsageError:
+            return UsageError(f"--tensormap {spec}: {msg}; write {CLI_FORM}", file=file)
+        if name is None:
+            raise bad("no NAME= in front (the tensor-map parameter)")
+        idx = names.index(name) if name in names else int(name[1:]) if re.fullmatch(r"p\d+", name) and \
+            int(name[1:]) < len(params) else -1
+        if idx < 0:
+            raise bad(f"'{name}' is not a parameter (parameters: {', '.join(names)})")
+        try:
+            f = parse_cli(body)
+            of = f["of"]
+            dname = f.get("dtype", "")
+            if of.startswith("@"):
+                buf = _load_npy(of[1:], f"--tensormap {name}")
+                buf.name, buf.hidden = f"{name}.of", True
+                if dname and DTYPES[normalize_dtype(dname)].itemsize != buf.array.itemsize:  # type: ignore[union-attr]
+                    raise ValueError(f"dtype {dname} does not match the file's {buf.dtype}")
+                buf.dtype = normalize_dtype(dname) if dname else buf.dtype
+                dname, of = buf.dtype, buf.name
+                hidden.append(buf)
+            if not dname:
+                raise ValueError("'dtype=' is missing")
+            dname = normalize_dtype(dname)
+            spec_ = make_spec(of, dname, DTYPES[dname].itemsize, list(ints(f["dims"], "dims")),
+                              list(ints(f.get("strides", ""), "strides")), list(ints(f["box"], "box")),
+                              int(f.get("swizzle", "0"), 0), list(ints(f.get("estrides", ""), "estrides")))
+        except KeyError as e:
+            raise bad(f"unknown dtype {e.args[0]!r}") from None
+        except ValueError as e:
+            raise bad(str(e)) from None
+        base[idx] = Arg("tensormap", spec_.dtype, name=names[idx], tmap=spec_)
+    return hidden
+
+
 def bind_launch(kernel: str, params: Sequence[tuple[str, str]], meta: dict | None, specs: Sequence[str],
                 grid: str | None, block: str | None, shared: int | None, rng: np.random.Generator,
                 file: str | None = None, symbol_specs: Sequence[str] = (),
-                variables: Mapping[str, tuple[str, int]] | None = None) -> Launch:
+                variables: Mapping[str, tuple[str, int]] | None = None, tensormap_specs: Sequence[str] = ()) -> Launch:
     """The launch of ``kernel`` from its ``@workbench`` header ``meta`` (None when it has none or
     the header describes another entry) and the command-line ``--grid``/``--block``/``--shared``/
     ``--arg`` values, which override the header's, and ``--symbol`` fills of the module variables
-    ``variables`` (see :func:`bind_symbols`). Without a header grid, block and every parameter
-    must be given."""
+    ``variables`` (see :func:`bind_symbols`) and ``--tensormap`` maps (see :func:`bind_tensormaps`).
+    Without a header grid, block and every parameter must be given."""
     if meta is not None:
         launch = launch_from_metadata(meta, rng)
         launch.kernel = kernel
-        if len(launch.args) != len(params):
-            raise UsageError(f"header lists {len(launch.args)} params, '{kernel}' has {len(params)}; "
-                             "fix the header", file=file)
-        base: list[Arg | None] = list(launch.args)
+        if len(launch.passed) != len(params):
+            raise UsageError(f"header lists {len(launch.passed)} params passed to the kernel, '{kernel}' has "
+                             f"{len(params)}; fix the header", file=file)
+        base: list[Arg | None] = list(launch.passed)
     else:
         if not (grid and block):
             raise UsageError("no @workbench header: give --grid X,Y,Z --block X,Y,Z and one --arg "
                              "per parameter", file=file)
         launch = Launch(kernel, (1, 1, 1), (1, 1, 1))
         base = [None] * len(params)
-    launch.args = bind_args(kernel, params, specs, base, file)
+    hidden = [a for a in launch.args if a.hidden] + bind_tensormaps(tensormap_specs, params, base, file)
+    launch.args = bind_args(kernel, params, specs, base, file) + hidden
+    for a in launch.args:
+        if a.tmap is not None:
+            try:
+                tensormap_target(launch.args, a.tmap)
+            except ValueError as e:
+                raise UsageError(f"parameter {a.name}: {e}", file=file) from None
     if grid:
         launch.grid = parse_dim3(grid, "--grid")
     if block:

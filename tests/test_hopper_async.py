@@ -196,8 +196,9 @@ $END:"""
         _run_one(body.replace("%r2, %r1, %r3;", "%r2, %r1, 1;"), 1)
 
 
-def test_tma_is_rejected_naming_the_line():
-    body = ("    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+def test_tma_without_a_tensor_map_stops_naming_the_line():
+    body = ("    mbarrier.init.shared::cta.b64 [%r1], 1;\n"
+            "    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
             "[%r1], [%rd1, {%r2, %r3}], [%r1];")
-    with pytest.raises(PtxError, match=r"mb.ptx:12: .*tensor-map.*not supported"):
-        parse_ptx(_one_warp(body), "mb.ptx")
+    with pytest.raises(ExecutionError, match=r"mb.ptx:13: .*holds no tensor map"):
+        _run_one(body)

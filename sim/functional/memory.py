@@ -11,6 +11,7 @@ GLOBAL_BASE = 0x7F00_0000_0000  # first global allocation (generic address)
 ALLOC_GAP = 0x1_0000  # unmapped bytes between allocations, so an overrun does not land in a neighbour
 SHARED_WINDOW = 0x7E00_0000_0000  # generic address of shared byte 0
 LOCAL_WINDOW = 0x7D00_0000_0000  # generic address of local byte 0
+PARAM_WINDOW = 0x7C00_0000_0000  # generic address of kernel-parameter byte 0 (cvta.param)
 WINDOW_SIZE = 1 << 32
 # ufunc reductions called directly: ndarray.any() / all() / min() / max() each go through a Python
 # wrapper (numpy/_core/_methods.py), a cost the per-instruction path of a 32-lane warp feels

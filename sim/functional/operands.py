@@ -49,7 +49,8 @@ def make_layout(k: Kernel, prog: Program) -> Layout:
         shared[v.name] = off
         off += v.size
     static = off
-    dyn = (off + 15) // 16 * 16
+    align = max([16] + [v.align for v in externs])  # the extern arrays' declared alignment (.align 1024)
+    dyn = (off + align - 1) // align * align
     for v in externs:
         shared[v.name] = dyn
     const: dict[str, int] = {}

@@ -726,7 +726,7 @@ def _round_f64_to_f32(x):
 
 
 def b_cvta(ins, cx):
-    from sim.functional.memory import LOCAL_WINDOW, SHARED_WINDOW
+    from sim.functional.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 
     t = cx.type1(ins)
     d, a = ins.operands[:2]
@@ -735,7 +735,7 @@ def b_cvta(ins, cx):
     to = "to" in ins.mods
     if space in ("global", None):
         return lambda w, m, full: wd(w, ra(w), m, full)
-    window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space)
+    window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(space)
     if window is None:
         raise cx.err(ins, f"cvta for .{space} is not supported")
     dt = NP[t]

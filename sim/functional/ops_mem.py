@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.functional.operands import DecodeCtx, Reader
+from sim.functional.ops_tma import b_bulk
 from sim.functional.types import NP, UINT, bf16_to_f32, bits_to, f32_to_bf16, is_float
+from sim.isa import bulk_role
 from sim.ptx.ir import Instruction, Operand
 
 if TYPE_CHECKING:
@@ -217,8 +219,10 @@ def b_bar(ins: Instruction, cx: DecodeCtx) -> Exec:
 # -- async copies -------------------------------------------------------------------------------
 def b_cp(ins: Instruction, cx: DecodeCtx) -> Exec:
     mods = ins.mods
-    if "bulk" in mods or "async" not in mods:
-        raise cx.err(ins, f"'{ins.full}' is not supported (cp.async.ca/cg.shared.global only)")
+    if bulk_role(ins):
+        return b_bulk(ins, cx)
+    if "async" not in mods:
+        raise cx.err(ins, f"'{ins.full}' is not supported (cp.async and cp.async.bulk only)")
     if "commit_group" in mods:
         return lambda w, m, full: w.async_commit()
     if "wait_group" in mods:

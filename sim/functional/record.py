@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,3 +26,4 @@ class Executed:
     addrs: np.ndarray | None = None
     size: int = 0  # bytes per lane
     direction: Direction = "read"
+    bulk: list[Any] | None = None  # the bulk (TMA) copies it issued (sim.functional.ops_tma.BulkCopy)

@@ -20,8 +20,9 @@ from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA, is_branch
-from sim.launch import Arg, Launch
+from sim.launch import Arg, Launch, tensormap_target
 from sim.ptx.ir import Kernel, Operand, Program
+from sim.tensormap import HANDLE_SIZE, TensorMap, encode_handle
 
 if TYPE_CHECKING:
     from sim.progress import Progress
@@ -107,10 +108,11 @@ class Prepared:
 def prepare(prog: Program, launch: Launch) -> Prepared:
     k = prog.kernel(launch.kernel)
     layout = decode(k, prog)
-    if len(launch.args) != len(k.params):
+    passed = [i for i, a in enumerate(launch.args) if not a.hidden]
+    if len(passed) != len(k.params):
         names = ", ".join(f"{p.name} (.{p.type})" for p in k.params)
         raise UsageError(f"kernel {k.name} takes {len(k.params)} arguments ({names}), "
-                         f"{len(launch.args)} given: pass one --arg per parameter", prog.file)
+                         f"{len(passed)} given: pass one --arg per parameter", prog.file)
     nthreads = launch.block[0] * launch.block[1] * launch.block[2]
     if nthreads <= 0 or nthreads > 1024 or min(launch.block) < 1 or min(launch.grid) < 1:
         raise UsageError(f"bad launch shape grid={launch.grid} block={launch.block}: "
@@ -130,12 +132,16 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
             const.data[off: off + len(data)] = np.frombuffer(data, dtype=np.uint8)
     params = FlatMemory(max(layout.param_size, 16), "param")
     buffers: dict[int, int] = {}
-    for i, (p, a) in enumerate(zip(k.params, launch.args)):
-        raw = _param_bytes(p.type, p.size, a, i, gmem, buffers, prog.file)
+    for i, p in zip(passed, k.params):
+        raw = _param_bytes(p.type, p.size, launch.args[i], i, gmem, buffers, prog.file)
         params.data[p.offset: p.offset + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    for i, a in enumerate(launch.args):
+        if a.hidden:
+            buffers[i] = gmem.alloc(a.nbytes(), a.name or f"arg{i}", np.ascontiguousarray(a.array))
     shared_size = layout.dynamic_base + launch.dynamic_shared if launch.dynamic_shared else layout.shared_static
     rpcs = k.directives["_rpcs"]
     L = Launched(k, gmem, const, params, globals_, launch.grid, launch.block, rpcs, prog.file)
+    L.tensormaps = bind_tensormaps(launch, k, passed, buffers, params, prog.file)
     gx, gy, gz = launch.grid
     ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     return Prepared(L, layout, buffers, dict(k.regs), max(shared_size, 16), ctas)
@@ -191,10 +197,32 @@ def check_block_directives(k: Kernel, block: tuple[int, int, int], file: str) ->
                              f"block {','.join(map(str, block))} has more; launch at most {limit}", file, k.line)
 
 
+def bind_tensormaps(launch: Launch, k: Kernel, passed: list[int], buffers: dict[int, int], params: FlatMemory,
+                    file: str) -> list[TensorMap]:
+    """Each tensor-map argument bound to its buffer's address; its parameter holds the map's handle."""
+    maps: list[TensorMap] = []
+    for i, p in zip(passed, k.params):
+        spec = launch.args[i].tmap
+        if spec is None:
+            continue
+        try:
+            target = tensormap_target(launch.args, spec)
+        except ValueError as e:
+            raise UsageError(f"argument {i} ({p.name}): {e}", file) from None
+        params.data[p.offset: p.offset + HANDLE_SIZE] = np.frombuffer(encode_handle(len(maps)), dtype=np.uint8)
+        maps.append(TensorMap(spec, buffers[target]))
+    return maps
+
+
 def _param_bytes(ptype: str, size: int, a: Arg, i: int, gmem: GlobalMemory, buffers: dict[int, int],
                  file: str) -> bytes:
     from sim.functional.types import NP
 
+    if a.tmap is not None:
+        if size != HANDLE_SIZE:
+            raise UsageError(f"argument {i}: a tensor map needs a '.param .align 64 .b8 NAME[128]' parameter, "
+                             f"this one is .{ptype}[{size}]", file)
+        return bytes(HANDLE_SIZE)  # the handle is written once every buffer has its address
     if a.kind == "buffer":
         if size != 8:
             raise UsageError(f"argument {i}: a buffer needs a 64-bit pointer parameter, this one is .{ptype}", file)

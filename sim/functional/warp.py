@@ -7,6 +7,7 @@ import numpy as np
 from sim.errors import ExecutionError, at_instruction
 from sim.functional.memory import (
     LOCAL_WINDOW,
+    PARAM_WINDOW,
     SHARED_WINDOW,
     WINDOW_SIZE,
     Fault,
@@ -21,6 +22,7 @@ from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
 from sim.functional.types import storage
 from sim.ptx.ir import Instruction, Kernel
+from sim.tensormap import TensorMap
 
 LANES = np.arange(32)
 # one cp.async copy of a group: (destination addresses, lanes, bytes read, bytes per lane)
@@ -50,6 +52,7 @@ class CTA:
         self.warps: list[Warp] = []
         self.mbars: dict[int, MBarrier] = {}  # shared offset -> mbarrier object (sim/functional/ops_async.py)
         self.mbar_epoch = 0  # counts mbarrier operations: the runner's deadlock test
+        self.defer_tx = False  # the timing model completes TMA transactions itself (sim/functional/ops_tma.py)
 
 
 class Launched:
@@ -68,6 +71,7 @@ class Launched:
         self.block = block
         self.rpcs = rpcs
         self.file = file
+        self.tensormaps: list[TensorMap] = []  # the launch's tensor maps, by handle index (sim/tensormap.py)
 
 
 class Warp:
@@ -237,6 +241,8 @@ class Warp:
             return "shared", addrs - np.uint64(SHARED_WINDOW)
         if LOCAL_WINDOW <= a0 < LOCAL_WINDOW + WINDOW_SIZE:
             return "local", addrs - np.uint64(LOCAL_WINDOW)
+        if PARAM_WINDOW <= a0 < PARAM_WINDOW + WINDOW_SIZE:
+            return "param", addrs - np.uint64(PARAM_WINDOW)
         return "global", addrs
 
     def mem_load(self, space: str, addrs: np.ndarray, m: np.ndarray, dt: np.dtype, n: int,

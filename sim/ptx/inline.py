@@ -105,8 +105,9 @@ def _rename_op(op: Operand, rename: dict[str, str]) -> Operand:
         return Operand(op.kind, rename.get(op.name, op.name), op.value, neg=op.neg)
     if op.kind in ("vec", "pair"):
         return Operand(op.kind, op.name, op.value, tuple(_rename_op(x, rename) for x in op.items), neg=op.neg)
-    if op.kind == "addr" and op.base is not None:
-        return Operand("addr", op.name, op.value, base=_rename_op(op.base, rename))
+    if op.kind == "addr":
+        base = _rename_op(op.base, rename) if op.base is not None else None
+        return Operand("addr", op.name, op.value, tuple(_rename_op(x, rename) for x in op.items), base)
     return op
 
 

@@ -12,7 +12,8 @@ class Operand:
 
     kind: "reg" (a declared register), "sreg" (special register such as %tid.x), "imm" (integer),
     "fimm" (float, value already decoded), "vec" (``{a, b}``; items), "addr" (``[base+offset]``;
-    base is a reg/sym operand or None for an absolute address), "sym" (a variable or parameter
+    base is a reg/sym operand or None for an absolute address; items: a tensor operand's coordinates,
+    ``[tmap, {x, y}]``), "sym" (a variable or parameter
     name), "label", "sink" (``_``), "pair" (``%p1|%p2``; items).
     """
 
@@ -34,7 +35,8 @@ class Operand:
             return "|".join(map(str, self.items))
         if self.kind == "addr":
             b = str(self.base) if self.base is not None else ""
-            return f"[{b}+{self.value}]" if self.value else f"[{b}]"
+            c = ", {" + ", ".join(map(str, self.items)) + "}" if self.items else ""
+            return f"[{b}+{self.value}{c}]" if self.value else f"[{b}{c}]"
         return "_"
 
 

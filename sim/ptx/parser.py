@@ -487,12 +487,15 @@ class _Parser:
             if n.kind != "int":
                 raise self.err(f"address offsets must be integers, found {n.text!r}", n)
             offset += sign * decode_int(n.text)
-        nxt = self.peek()
-        if nxt is not None and nxt.text == ",":
-            raise self.err("a [tensor-map, {coordinates}] operand (cp.async.bulk.tensor, TMA) is not supported; "
-                           "see docs/ptx-subset.md", nxt)
+        coords: tuple[Operand, ...] = ()
+        if self.accept(","):  # [tensor-map, {c0, c1, ...}] (cp.async.bulk.tensor)
+            brace = self.peek()
+            vec = self.parse_operand(k)
+            if vec.kind != "vec" or not 1 <= len(vec.items) <= 5:
+                raise self.err("a tensor operand is [tensor-map, {c0, ..., cN}] with 1..5 coordinates", brace)
+            coords = vec.items
         self.expect("]")
-        return Operand("addr", value=offset, base=base)
+        return Operand("addr", value=offset, base=base, items=coords)
 
 
 def _resolve_names(k: Kernel, prog: Program) -> None:
@@ -508,8 +511,9 @@ def _resolve_names(k: Kernel, prog: Program) -> None:
                                k.file, ins.line)
         elif op.kind == "vec" or op.kind == "pair":
             op.items = tuple(fix(x, ins) for x in op.items)
-        elif op.kind == "addr" and op.base is not None:
-            op.base = fix(op.base, ins)
+        elif op.kind == "addr":
+            op.base = fix(op.base, ins) if op.base is not None else None
+            op.items = tuple(fix(x, ins) for x in op.items)
         return op
 
     for ins in k.body:

@@ -18,6 +18,7 @@ from sim.functional.runner import barrier_ready, make_cta
 from sim.functional.warp import CTA, Warp
 from sim.hw import HwConfig
 from sim.timing.memory import CoreMemory
+from sim.timing.tma import tma_engine
 from sim.timing.units import PipeUnit
 from sim.timing.warp import INF, WarpT
 
@@ -36,6 +37,7 @@ class CtaT:
         self.live = 0
         self.waiting: list[Warp] = []
         self.arrivals: dict[int, int] = {}  # id(warp) -> cycle it arrived at the barrier
+        self.mbar_waiters: list[WarpT] = []  # warps stopped at an incomplete mbarrier wait (sim/timing/tma.py)
 
 
 class Scheduler:
@@ -155,6 +157,7 @@ class Core:
         self.lookahead = sim.lookahead
         self.units = {p.name: [PipeUnit(p) for _ in range(p.count)] for p in hw.pipes}
         self.mem = CoreMemory(hw, sim.devmem)
+        self.tma = tma_engine(hw, self.mem)
         self.scheds = [Scheduler(self, i) for i in range(hw.core.schedulers)]
         self.live_ctas: list[CtaT] = []
         self.next_sched = 0
@@ -168,6 +171,7 @@ class Core:
 
     def launch(self, ctaid: tuple[int, int, int], index: int) -> None:
         cta = make_cta(self.sim.P, ctaid)
+        cta.defer_tx = True  # TMA loads complete their mbarrier transactions when timed (sim/timing/tma.py)
         ct = CtaT(cta, index, self.now)
         for w in cta.warps:
             s = self.scheds[self.next_sched % len(self.scheds)]

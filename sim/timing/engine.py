@@ -178,6 +178,11 @@ class Simulation:
         stuck = [ct for c in self.cores for ct in c.live_ctas]
         if stuck:
             ct = stuck[0]
+            if ct.mbar_waiters:
+                wait = ct.mbar_waiters[0].w.waiting_on
+                text, at = (wait.text, wait.line) if wait is not None else ("an mbarrier wait", 0)
+                raise ExecutionError(f"deadlock: block {ct.cta.ctaid} waits at '{text}' for an mbarrier phase "
+                                     "that no warp or TMA copy completes", self.P.L.file, at)
             w = next((wt.w for wt in ct.warps if not wt.finished), None)
             line = self.P.L.body[max(0, w.pc - 1)].line if w is not None else 0
             raise ExecutionError(f"deadlock: block {ct.cta.ctaid} never finished (a warp waits at a barrier "

@@ -9,9 +9,11 @@ from sim.ptx.types import type_mods
 from sim.timing.units import RegBanks
 
 _CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
-# St.cpk: cp.async role (isa.async_role), or wgmma role (isa.wgmma_role), as a small int for the hot path
+# St.cpk: cp.async role (isa.async_role), wgmma role (isa.wgmma_role) or bulk group role, as a small int
+# for the hot path
 CP_NONE, CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL = 0, 1, 2, 3, 4
 WG_ISSUE, WG_COMMIT, WG_WAIT = 5, 6, 7
+BULK_COMMIT, BULK_WAIT = 8, 9  # cp.async.bulk.commit_group / wait_group N (isa.bulk_role)
 _CP_KIND = {"": CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
 _WG_KIND = {"issue": WG_ISSUE, "commit": WG_COMMIT, "wait": WG_WAIT, "fence": CP_NONE}
 
@@ -23,7 +25,8 @@ class St:
     __slots__ = ("ins", "index", "line", "text", "pipe", "ops", "lat", "srcs", "dsts", "rsrcs", "mem", "store",
                  "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
                  # derived once for the hot path (see warp.py):
-                 "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n")
+                 "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n",
+                 "mbar_signal")
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
@@ -54,6 +57,13 @@ class St:
         self.mem = mem != "none"
         self.store = mem in ("write", "rmw")
         self.atomic = mem == "rmw"
+        bulk = isa.bulk_role(ins)
+        if bulk in ("tensor_load", "tensor_store", "load", "store"):
+            if hw.tma is None:
+                raise ExecutionError(f"'{ins.full}' needs a TMA unit, and hwconfig {hw.name} has no 'tma:' section "
+                                     "(docs/hwconfig.md); time it on a config that has one", file, ins.line)
+            self.mem = self.store = True  # ordered against the warp's other memory accesses
+        self.mbar_signal = isa.mbarrier_role(ins) == "signal"
         self.is_bra = isa.is_branch(ins)
         self.branch = self.is_bra or isa.is_terminator(ins)
         self.bar = isa.barrier_role(ins) in ("cta", "arrive")
@@ -65,12 +75,17 @@ class St:
         self.lat_total = self.lat + self.rf_extra
         self.cpk = _WG_KIND[wg] if wg else _CP_KIND[isa.async_role(ins)]
         self.wg_exec = 0  # wgmma issue: cycles of its warp's MACs on the unit (wgmma.*_macs)
-        self.wg_n = 0  # wgmma wait_group N
+        self.wg_n = 0  # wait_group N (wgmma, or cp.async.bulk)
         if wg == "issue":
             self._wgmma_issue(ins, hw, file)
         elif wg:  # fence / commit_group / wait_group: one issue cycle on the unit, no result
             self.lat_total = 1 + self.rf_extra
             self.wg_n = int(ins.operands[0].value) if wg == "wait" else 0
+        if bulk in ("commit", "wait"):
+            self.cpk = BULK_COMMIT if bulk == "commit" else BULK_WAIT
+            if bulk == "wait" and (not ins.operands or ins.operands[0].kind != "imm"):
+                raise ExecutionError(f"'{ins.full}' needs an immediate group count N ({ins.text})", file, ins.line)
+            self.wg_n = int(ins.operands[0].value) if bulk == "wait" else 0
         self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
         self.dst_ids: tuple[int, ...] = ()
         self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)

@@ -21,10 +21,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
 from sim.functional.record import Executed
 from sim.functional.warp import Warp
-from sim.timing.static import CP_COMMIT, CP_COPY, CP_NONE, CP_WAIT, CP_WAIT_ALL, WG_COMMIT, WG_ISSUE, WG_WAIT, St
+from sim.timing.static import (
+    BULK_COMMIT,
+    BULK_WAIT,
+    CP_COMMIT,
+    CP_COPY,
+    CP_NONE,
+    CP_WAIT,
+    CP_WAIT_ALL,
+    WG_COMMIT,
+    WG_ISSUE,
+    WG_WAIT,
+    St,
+)
+from sim.timing.tma import issue_copies, wake_mbarrier_waiters
 from sim.timing.units import PipeUnit
 
 if TYPE_CHECKING:
@@ -58,7 +72,8 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
-                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep", "wg_open", "wg_groups")
+                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep", "wg_open", "wg_groups",
+                 "bulk_open", "bulk_groups")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -80,6 +95,8 @@ class WarpT:
         self.groups_done: list[int] = []
         self.wg_open = 0  # completion of the wgmmas issued since the last wgmma.commit_group
         self.wg_groups: list[int] = []  # completion of each committed, not yet waited-for wgmma group
+        self.bulk_open = 0  # completion of the bulk (TMA) stores issued since the last bulk commit_group
+        self.bulk_groups: list[int] = []  # completion of each committed, not yet waited-for bulk group
         self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.dirty = True
@@ -126,6 +143,11 @@ class WarpT:
                 self.block_reason = "barrier"
                 break
             if ctl == EXIT and w.done:
+                break
+            if ctl == YIELD:  # an mbarrier wait found its phase incomplete: fetch again when one changes
+                self.fetch_at = INF
+                self.block_reason = "mbarrier"
+                self.cta.mbar_waiters.append(self)
                 break
 
     # -- the earliest cycle something can issue -------------------------------------------------------
@@ -206,8 +228,8 @@ class WarpT:
                 if rt > t:
                     t = rt
                     reason = "memory" if ready_mem[r] else "scoreboard"
-            if st.cpk == WG_WAIT:  # wgmma.wait_group N: all but the newest N groups complete
-                g = self.wg_groups
+            if st.cpk == WG_WAIT or st.cpk == BULK_WAIT:  # wait_group N: all but the newest N groups complete
+                g = self.wg_groups if st.cpk == WG_WAIT else self.bulk_groups
                 if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > t:
                     t = max(g[: len(g) - st.wg_n])
                     reason = "scoreboard"
@@ -257,7 +279,11 @@ class WarpT:
             if cpk == CP_COPY and done > self.open_done:
                 self.open_done = done
         if cpk >= WG_ISSUE:
-            done = self._wgmma(st, cpk, t, u, done)
+            done = self._wgmma(st, cpk, t, u, done) if cpk < BULK_COMMIT else self._bulk_group(st, cpk, done)
+        if rec.bulk:
+            self._bulk(t, rec.bulk)
+        if st.mbar_signal:
+            wake_mbarrier_waiters(self.cta, t + st.lat_total)
         u.free = t + occ
         u.busy += occ
         stats.buckets.append((t, st.pipe, occ))
@@ -300,6 +326,24 @@ class WarpT:
             self.wg_open = 0
         elif cpk == WG_WAIT and len(self.wg_groups) > st.wg_n:
             del self.wg_groups[: len(self.wg_groups) - st.wg_n]
+        return done
+
+    def _bulk(self, t: int, copies: list) -> None:
+        """Bulk (TMA) copies go to the core's TMA unit (sim/timing/tma.py); stores join the open bulk group."""
+        done = issue_copies(self.core, self, t, copies)
+        if done > self.last_done:
+            self.last_done = done
+        if not copies[0].load and done > self.bulk_open:
+            self.bulk_open = done
+
+    def _bulk_group(self, st: St, cpk: int, done: int) -> int:
+        """cp.async.bulk.commit_group closes the open group; wait_group N (issued once its groups
+        completed, see _plan) forgets the groups it waited for."""
+        if cpk == BULK_COMMIT:
+            self.bulk_groups.append(self.bulk_open)
+            self.bulk_open = 0
+        elif len(self.bulk_groups) > st.wg_n:
+            del self.bulk_groups[: len(self.bulk_groups) - st.wg_n]
         return done
 
     def _branch(self, st: St, next_pc: int, t: int) -> None:

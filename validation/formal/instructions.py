@@ -24,6 +24,9 @@ class InstructionsMixin(ExecutorBase):
         if isa.is_cta_barrier(ins):
             self.do_barrier(st, ins)
             return
+        if isa.bulk_role(ins):  # TMA / bulk copies and their groups: not modelled (properties say unknown)
+            self.unsupported.append((ins.line, ins.full))
+            return
         if isa.async_role(ins):
             self.do_cp_async(st, ins)
             return

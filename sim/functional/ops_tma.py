@@ -1,0 +1,199 @@
+"""Semantics of the bulk (TMA) copies, ``cp.async.bulk{.tensor.Nd}``, per the PTX ISA:
+
+- tensor load ``.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [tmap, {c..}], [mbar]``:
+  the box at the (signed) coordinates, elements outside the tensor zero-filled, written densely and
+  swizzled into shared memory (sim/tensormap.py); its bytes complete a transaction on the mbarrier;
+- tensor store ``.global.shared::cta.bulk_group [tmap, {c..}], [src]``: the (swizzled) box back to
+  global memory, elements outside the tensor skipped;
+- 1-D ``cp.async.bulk`` load (``[dst], [src], size, [mbar]``) and store (``[dst], [src], size``);
+- ``commit_group`` / ``wait_group{.read} N`` and the prefetches: no-ops here (copies land at issue).
+
+Each active lane issues its own copy. The tensor-map operand is the generic (or .param) address of a
+128-byte handle the launch placed there (sim/tensormap.py). A copy's mbarrier transaction completes at
+issue, or, when the timing model sets ``CTA.defer_tx``, when the timing model says (``complete_tx``).
+Multicast runs only in a cluster of one CTA (the simulator's clusters)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.errors import ExecutionError, at_instruction
+from sim.functional.memory import PARAM_WINDOW, WINDOW_SIZE, Fault
+from sim.functional.operands import DecodeCtx
+from sim.isa import bulk_role
+from sim.ptx.ir import Instruction
+from sim.tensormap import HANDLE_SIZE, TensorMap, decode_handle, swizzled
+
+if TYPE_CHECKING:
+    from sim.functional.ops_async import MBarrier
+    from sim.functional.ops_mem import Exec
+    from sim.functional.warp import CTA, Warp
+
+U8 = np.dtype(np.uint8)
+
+
+@dataclass
+class BulkCopy:
+    """What one bulk copy moved, for the timing model: its global byte addresses (one per piece of
+    ``piece`` bytes: an element, or 16 bytes of a 1-D copy), bytes, direction and the mbarrier (shared
+    offset, -1 for none) it completes on."""
+
+    load: bool
+    addrs: np.ndarray
+    piece: int
+    nbytes: int
+    mbar: int
+
+
+def complete_tx(cta: CTA, off: int, nbytes: int) -> None:
+    """A copy's ``nbytes`` arrive: the mbarrier at shared offset ``off`` counts them off its tx-count."""
+    mb = cta.mbars.get(off)
+    if mb is not None:
+        mb.tx -= nbytes
+        mb.settle()
+        cta.mbar_epoch += 1
+
+
+def _err(w: Warp, ins: Instruction, msg: str) -> ExecutionError:
+    return at_instruction(ExecutionError, f"{msg} ('{ins.text}' in block {w.cta.ctaid})", w.L.file, ins)
+
+
+def _tensor_map(w: Warp, ins: Instruction, addr: int) -> TensorMap:
+    """The tensor map whose handle lies at ``addr`` (generic, or a .param address from ``mov``)."""
+    params = w.L.params
+    if PARAM_WINDOW <= addr < PARAM_WINDOW + WINDOW_SIZE:
+        addr -= PARAM_WINDOW
+    if addr + HANDLE_SIZE <= params.size:
+        raw = params.data[addr: addr + HANDLE_SIZE].tobytes()
+    else:
+        space, a = w._space_of("generic", np.array([addr], dtype=np.uint64))
+        try:
+            raw = w._mem(space).load(a, U8, HANDLE_SIZE)[0].tobytes()
+        except (Fault, ExecutionError):
+            raw = b""
+    idx = decode_handle(raw)
+    if idx is None or idx >= len(w.L.tensormaps):
+        raise _err(w, ins, f"the tensor-map operand (address {addr:#x}) holds no tensor map the simulator "
+                   "built: pass it as a 'tensormap' param in the @workbench header or with --tensormap "
+                   "(docs/kernel-metadata.md)")
+    return w.L.tensormaps[idx]
+
+
+def _shared_range(w: Warp, ins: Instruction, off: int, nbytes: int, align: int) -> None:
+    if off % align or off < 0 or off + nbytes > w.cta.shared.size:
+        raise _err(w, ins, f"shared address {off:#x} (+{nbytes} bytes) is outside the {w.cta.shared.size}-byte "
+                   f"shared memory or not {align}-byte aligned")
+
+
+def _global(w: Warp, ins: Instruction, addrs: np.ndarray, n: int, data: np.ndarray | None = None) -> np.ndarray:
+    """Read (data None) or write ``n`` bytes at each global address; faults name the instruction."""
+    try:
+        if data is None:
+            return w.L.gmem.load(addrs, U8, n)
+        w.L.gmem.store(addrs, data, U8)
+        return data
+    except Fault as f:
+        raise _err(w, ins, f"TMA access {f.message}: global address {f.addr:#x}") from None
+
+
+def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ...], smem: int, load: bool,
+                 mbar: int) -> BulkCopy:
+    es = tm.spec.esize
+    nbytes = tm.box_bytes
+    sw = tm.spec.swizzle
+    _shared_range(w, ins, smem, nbytes, 128)
+    addrs, inside = tm.element_addresses(coords)
+    chunks = swizzled(smem + 16 * np.arange(nbytes // 16, dtype=np.int64), sw)  # where each 16-byte piece lies
+    sh = w.cta.shared.data
+    where = (chunks[:, None] + np.arange(16)).ravel()
+    ga = addrs[inside].astype(np.uint64)
+    if load:
+        box = np.zeros((addrs.size, es), dtype=np.uint8)
+        if ga.size:
+            box[inside] = _global(w, ins, ga, es)
+        sh[where] = box.ravel()
+    elif ga.size:
+        box = sh[where].reshape(addrs.size, es)
+        _global(w, ins, ga, es, box[inside])
+    return BulkCopy(load, ga, es, nbytes, mbar)
+
+
+def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, load: bool, mbar: int) -> BulkCopy:
+    if size % 16 or gaddr % 16:
+        raise _err(w, ins, f"a bulk copy needs a size and global address that are multiples of 16 (size {size}, "
+                   f"address {gaddr:#x})")
+    _shared_range(w, ins, smem, size, 16)
+    pieces = np.uint64(gaddr) + np.arange(0, size, 16, dtype=np.uint64)
+    sh = w.cta.shared.data
+    if load:
+        sh[smem: smem + size] = _global(w, ins, pieces, 16).ravel()
+    else:
+        _global(w, ins, pieces, 16, sh[smem: smem + size].reshape(-1, 16).copy())
+    return BulkCopy(load, pieces, 16, size, mbar)
+
+
+def _shared_offsets(w: Warp, addrs: np.ndarray) -> np.ndarray:
+    space, off = w._space_of("generic", addrs)
+    return (off if space == "shared" else addrs).astype(np.int64)
+
+
+def b_bulk(ins: Instruction, cx: DecodeCtx) -> Exec:
+    role = bulk_role(ins)
+    if role in ("commit", "wait", "prefetch"):
+        return lambda w, m, full: None
+    ops = ins.operands
+    tensor = role.startswith("tensor")
+    load = role.endswith("load")
+    need = (3 if load else 2) if tensor else (4 if load else 3)
+    if len(ops) < need or (load and "mbarrier::complete_tx::bytes" not in ins.mods) or \
+            (not load and "bulk_group" not in ins.mods):
+        form = ("[dst], [tmap, {c..}], [mbar] with .mbarrier::complete_tx::bytes" if load else
+                "[tmap, {c..}], [src] with .bulk_group") if tensor else \
+            ("[dst], [src], size, [mbar] with .mbarrier::complete_tx::bytes" if load else
+             "[dst], [src], size with .bulk_group")
+        raise cx.err(ins, f"'{ins.full}' takes {form}")
+    tops = ops[1] if load else ops[0]
+    if tensor and len(tops.items) != int(next(m for m in ins.mods if m.endswith("d") and m[0].isdigit())[0]):
+        raise cx.err(ins, f"'{ins.full}' needs as many coordinates as its .Nd names")
+    fd, _ = cx.addr(ops[0], ins)
+    fs, _ = cx.addr(ops[1], ins)
+    rcoords = [cx.rd(c, "s32", ins) for c in tops.items]
+    rsize = None if tensor else cx.rd(ops[2], "u32", ins)
+    fbar = cx.addr(ops[need - 1], ins)[0] if load else None
+    rmask = cx.rd(ops[need], "u16", ins) if "multicast::cluster" in ins.mods and len(ops) > need else None
+
+    def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        dst, src = fd(w), fs(w)
+        coords = [np.broadcast_to(np.asarray(r(w)).astype(np.int64), (32,)) for r in rcoords]
+        size = np.broadcast_to(np.asarray(rsize(w)).astype(np.int64), (32,)) if rsize is not None else None
+        bars = _shared_offsets(w, fbar(w)) if fbar is not None else None
+        mask = np.broadcast_to(np.asarray(rmask(w)).astype(np.int64), (32,)) if rmask is not None else None
+        copies = []
+        for lane in np.flatnonzero(m):
+            if mask is not None and int(mask[lane]) & ~1:
+                raise _err(w, ins, f"multicast to CTA mask {int(mask[lane]):#x}: the simulator runs clusters of "
+                           "one CTA (mask 0x1 only)")
+            mbar = int(bars[lane]) if bars is not None else -1
+            mb: MBarrier | None = w.cta.mbars.get(mbar) if load else None
+            if load and mb is None:
+                raise _err(w, ins, f"the copy completes on shared offset {mbar:#x}, which holds no initialised "
+                           "mbarrier (mbarrier.init first)")
+            if tensor:
+                tm = _tensor_map(w, ins, int((src if load else dst)[lane]))
+                smem = int(_shared_offsets(w, (dst if load else src)[lane:lane + 1])[0])
+                c = _tensor_copy(w, ins, tm, tuple(int(x[lane]) for x in coords), smem, load, mbar)
+            else:
+                sa, ga = (dst, src) if load else (src, dst)
+                smem = int(_shared_offsets(w, sa[lane:lane + 1])[0])
+                c = _plain_copy(w, ins, smem, int(ga[lane]), int(size[lane]), load, mbar)  # type: ignore[index]
+            if load and not w.cta.defer_tx:
+                complete_tx(w.cta, mbar, c.nbytes)
+            copies.append(c)
+        w.rec.bulk = copies
+    return run
+
+
+__all__ = ["BulkCopy", "b_bulk", "complete_tx"]

@@ -1,0 +1,91 @@
+"""One core's TMA unit (cp.async.bulk{.tensor}) and the mbarrier wake-ups of the timing model.
+
+A copy is accepted `tma.issue` cycles after the previous one, waits while the bytes in flight would
+exceed `tma.inflight_bytes`, sends its lines through the core's L2/DRAM path (CoreMemory.global_access,
+as global loads and stores go, bypassing the L1), streams at `tma.bytes_per_cycle` and completes
+`tma.latency` cycles after its last line: a load then counts its bytes off its mbarrier
+(ops_tma.complete_tx, deferred from the functional step), a store completes its bulk group.
+
+A warp whose mbarrier wait found its phase incomplete stops fetching (reason "mbarrier") until an
+mbarrier of its CTA changes: an arrive/expect_tx/complete_tx issuing (sync pipe latency later) or a
+TMA load completing; it then runs its wait again. A CTA whose warps all wait for phases nothing will
+complete ends the simulation with the deadlock error of Simulation.run."""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from sim.functional.ops_tma import BulkCopy, complete_tx
+from sim.hw import HwConfig, Tma
+from sim.timing.memory import CoreMemory
+
+if TYPE_CHECKING:
+    from sim.timing.core import Core, CtaT
+    from sim.timing.warp import WarpT
+
+
+class TmaEngine:
+    def __init__(self, c: Tma, mem: CoreMemory):
+        self.c = c
+        self.mem = mem
+        self.free = 0  # the cycle the unit accepts its next copy
+        self.inflight: list[tuple[int, int]] = []  # heap of (completion cycle, bytes)
+        self.bytes = 0  # bytes in flight
+        self.busy = 0
+
+    def copy(self, t: int, cp: BulkCopy) -> int:
+        """The completion cycle of a copy issued at t."""
+        c = self.c
+        start = max(t, self.free)
+        fl = self.inflight
+        while fl and (fl[0][0] <= start or self.bytes + cp.nbytes > c.inflight_bytes):
+            done, n = heapq.heappop(fl)  # tma.inflight_bytes: wait for the oldest copies to complete
+            start = max(start, done)
+            self.bytes -= n
+        self.free = start + c.issue
+        self.busy += c.issue
+        sent = start + c.issue
+        lines = self.mem.global_access(sent, cp.addrs, cp.piece, not cp.load, False) if cp.addrs.size else sent
+        done = max(lines, sent + int(-(-cp.nbytes // c.bytes_per_cycle))) + c.latency
+        heapq.heappush(fl, (done, cp.nbytes))
+        self.bytes += cp.nbytes
+        return done
+
+
+def tma_engine(hw: HwConfig, mem: CoreMemory) -> TmaEngine | None:
+    return TmaEngine(hw.tma, mem) if hw.tma is not None else None
+
+
+def issue_copies(core: Core, wt: WarpT, t: int, copies: list[BulkCopy]) -> int:
+    """Time the bulk copies one instruction issued at t; loads complete their mbarrier transactions
+    when done. Returns the latest completion cycle."""
+    eng = core.tma
+    assert eng is not None  # statics() stops a TMA kernel on a hwconfig without tma
+    last = t
+    for cp in copies:
+        done = eng.copy(t, cp)
+        last = max(last, done)
+        if cp.load:
+            core.env.timeout(done - t).callbacks.append(Landing(wt.cta, cp, done))
+    return last
+
+
+class Landing:
+    """The moment a TMA load's bytes are in shared memory: its mbarrier counts them, waiters wake."""
+
+    def __init__(self, ct: CtaT, cp: BulkCopy, done: int):
+        self.ct, self.cp, self.done = ct, cp, done
+
+    def __call__(self, _event: object) -> None:
+        complete_tx(self.ct.cta, self.cp.mbar, self.cp.nbytes)
+        wake_mbarrier_waiters(self.ct, self.done)
+
+
+def wake_mbarrier_waiters(ct: CtaT, at: int) -> None:
+    """Every warp of the CTA stopped at an incomplete mbarrier wait fetches again from cycle `at`."""
+    waiters, ct.mbar_waiters = ct.mbar_waiters, []
+    for wt in waiters:
+        wt.fetch_at = at
+        wt.dirty = True
+        wt.sched.wake(at)
