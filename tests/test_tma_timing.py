@@ -114,3 +114,30 @@ def test_bulk_store_groups_timed():
         assert np.array_equal(res.outputs[1], src)
         cycles.append(res.cycles)
     assert cycles[0] + 4096 * 4 // 58 < cycles[1], cycles  # tma.bytes_per_cycle bounds the 16 KiB copies
+
+
+TIMING_PTX = Path(__file__).parent / "fixtures" / "hopper_cuda" / "tma_time.ptx"
+TIMING_DATA = Path(__file__).parents[1] / "benchmarks" / "data" / "tma_timing_2026-12-01.json"
+
+
+@pytest.mark.parametrize("box_rows,depth", [(8, 1), (8, 8), (128, 1), (128, 8)])
+def test_tma_phase_cycles_match_the_h200(box_rows, depth):
+    """The H200 TMA probe's kernel (docs/tma-timing.md), one CTA, L2-resident tensor: the simulated
+    cycles from the expect_tx arrive to the phase completing (the kernel's own clock64 sums) are within
+    10% of what the H200 measured, for lone and 8-deep bursts of 1 and 16 KiB boxes."""
+    import json
+
+    rows = 8192
+    measured = next(r["phase_cycles_median"] for r in json.loads(TIMING_DATA.read_text())["results"]
+                    if (r["tensor"], r["box_rows"], r["depth"], r["grid"]) == ("l2", box_rows, depth, 1))
+    data = np.random.default_rng(3).integers(1, 65535, size=rows * 64, dtype=np.uint16)
+    box_bytes, iters, warm = box_rows * 128, 24, 4
+    spec = TensorMapSpec("t", "bf16", 2, (64, rows), (128,), (64, box_rows), 128)
+    args = [Arg("buffer", "u64", array=np.zeros(2, np.uint64), name="out"),
+            Arg("tensormap", "bf16", name="tmap", tmap=spec),
+            *(Arg("scalar", "u32", value=v) for v in (box_bytes, box_rows, rows, depth, iters, warm)),
+            Arg("buffer", "bf16", array=data, name="t", hidden=True)]
+    launch = Launch("tma_time", (1, 1, 1), (32, 1, 1), args, depth * box_bytes + 1024)
+    res = simulate(parse_ptx(TIMING_PTX.read_text(), str(TIMING_PTX)), launch, load_hw("h200"), warm_l2=True)
+    phase = float(res.outputs[0][1]) / (iters - warm)
+    assert abs(phase - measured) / measured < 0.10, (phase, measured)

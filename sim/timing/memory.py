@@ -55,6 +55,9 @@ class CoreMemory:
         self.l1_fill: dict[int, int] = {}  # L1 line -> cycle its pending fill arrives
         self.dram = Dram(hw, dev.sharing_cores)
         self.l2_port = L2Port(hw, dev.sharing_cores)
+        # TMA copies reach the L2 through the TMA unit at its own rate (docs/tma-timing.md: 107 B/cycle
+        # into one SM, where cp.async fills reach 58), so they take a path of their own
+        self.tma_port = L2Port(hw, dev.sharing_cores, hw.tma.bytes_per_cycle) if hw.tma is not None else None
         self.lsu_latency = hw.pipe_for("lsu").latency
 
     def shared_access(self, t: int, addrs: np.ndarray, size: int) -> tuple[int, int]:
@@ -66,8 +69,9 @@ class CoreMemory:
         return start + sm.latency + extra * sm.pass_cycles, extra
 
     def global_access(self, t: int, addrs: np.ndarray, size: int, is_store: bool, use_l1: bool,
-                      atomic: bool = False) -> int:
-        """Ready cycle of a global access; coalesced into lines of l2.line bytes and sectors."""
+                      atomic: bool = False, port: L2Port | None = None) -> int:
+        """Ready cycle of a global access; coalesced into lines of l2.line bytes and sectors. Reads take
+        `port` (default the core's L2Port) to the L2."""
         l2c = self.hw.l2
         a = addrs.astype(np.int64)
         first = a // l2c.sector
@@ -82,18 +86,18 @@ class CoreMemory:
             if is_store or atomic:
                 lat = self._write(t, line, mask, atomic)
             else:
-                lat = self._read(t, line, mask, use_l1)
+                lat = self._read(t, line, mask, use_l1, port or self.l2_port)
             worst = max(worst, lat)
         return worst
 
-    def _read(self, t: int, line: int, mask: int, use_l1: bool) -> int:
+    def _read(self, t: int, line: int, mask: int, use_l1: bool, port: L2Port) -> int:
         l2c = self.hw.l2
         l1line = -1
         if use_l1 and self.l1 is not None:
             l1line = line * l2c.line // self.l1.c.line
             if self.l1.access(l1line):
                 return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
-        t = self.l2_port.take(t, bin(mask).count("1") * l2c.sector)
+        t = port.take(t, bin(mask).count("1") * l2c.sector)
         missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)

@@ -46,7 +46,8 @@ class TmaEngine:
         self.free = start + c.issue
         self.busy += c.issue
         sent = start + c.issue
-        lines = self.mem.global_access(sent, cp.addrs, cp.piece, not cp.load, False) if cp.addrs.size else sent
+        lines = (self.mem.global_access(sent, cp.addrs, cp.piece, not cp.load, False, port=self.mem.tma_port)
+                 if cp.addrs.size else sent)
         done = max(lines, sent + int(-(-cp.nbytes // c.bytes_per_cycle))) + c.latency
         heapq.heappush(fl, (done, cp.nbytes))
         self.bytes += cp.nbytes

@@ -150,13 +150,13 @@ class L2Port:
     (HwConfig.l2_bytes_per_cycle, all cores together) is shared fairly by the cores the launch keeps
     busy at once, as Dram's is: a read of n bytes holds this core's share n / (l2_bytes_per_cycle /
     sharing_cores) cycles and later reads queue behind it; the core's own port
-    (Core.fill_bytes_per_cycle, docs/micro-fill.md) caps it when few cores share. Without either it
-    never waits."""
+    (Core.fill_bytes_per_cycle, docs/micro-fill.md; for TMA copies `port`, tma.bytes_per_cycle) caps it
+    when few cores share. Without either it never waits."""
 
-    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None, port: float | None = None):
         total = hw.l2_bytes_per_cycle
         n = max(1, min(hw.core.count, sharing_cores or hw.core.count))
-        port = hw.core.fill_bytes_per_cycle
+        port = port or hw.core.fill_bytes_per_cycle
         self.cycles_per_byte = max(0.0 if total is None else n / total, 1.0 / port if port else 0.0)
         self.free = 0.0
 
