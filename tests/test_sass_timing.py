@@ -226,3 +226,38 @@ def test_cli_sass_writes_the_trace_and_takes_warm_l2(tmp_path):
     assert len(warps) == out["warp_instructions"]
     assert max(e["ts"] for e in warps) < out["cycles"]
     assert any(e.get("name") == "process_name" for e in ev)
+
+
+@needs_tools
+def test_long_stalls_always_yield():
+    """The yield polarity (Control.yields: raw bit clear): ptxas sets every stall of 12-15 together with a
+    yield, as NBAssembler's scheduler does; checked on the silicon suite's sync microbenchmarks."""
+    from sim.sass.listing import disassemble
+
+    ptx = (ROOT / "benchmarks" / "silicon" / "micro" / "sync.ptx").read_text()
+    ins = [i for k in disassemble(ptx, "sm_90a", "sync.ptx").values() for i in k.instructions if i.opcode != "NOP"]
+    long = [i for i in ins if i.control.stall >= 12]
+    assert long and all(i.control.yields for i in long)
+    assert any(not i.control.yields for i in ins)
+
+
+@needs_tools
+def test_scheduler_stays_on_a_warp_that_does_not_yield():
+    """Warps 0 and 4 share scheduler 0: after an instruction of warp 0 that does not yield, with a stall of
+    1 and its next instruction waiting on nothing, warp 0 issues again the next cycle."""
+    hw = load_hw("h200.yaml")
+    launch = Launch("k", (1, 1, 1), (160, 1, 1), [Arg("buffer", "f32", array=np.full(160, np.nan, np.float32))])
+    r = simulate_sass(chain_ptx(False), launch, hw, "t.ptx", trace=True)
+    assert r.trace is not None
+    from sim.sass.listing import disassemble
+
+    code = {i.pc: i for i in disassemble(chain_ptx(False), "sm_90a", "t.ptx")["k"].instructions}
+    w0 = sorted((e["ts"], int(e["args"]["pc"], 16)) for e in r.trace if e.get("ph") == "X" and e["tid"] == 0)
+    checked = 0
+    for (t, pc), (t2, pc2) in zip(w0, w0[1:], strict=False):
+        c, nxt = code[pc].control, code[pc2].control
+        if c.stall == 1 and not c.yields and not nxt.waits and code[pc2].opcode.startswith("FFMA"):
+            assert t2 == t + 1, (code[pc].text, t, t2)
+            checked += 1
+    assert checked > 0
+    assert np.isfinite(r.outputs[0]).all()

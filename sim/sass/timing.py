@@ -3,7 +3,8 @@ issue rules are the control codes ptxas wrote (sim.sass.control, /work/shared/hw
 
 Per core (SM): Core.schedulers schedulers, warp w of a CTA on scheduler w % schedulers, each issuing at
 most one instruction per cycle (greedy: it stays on the warp that issued last until that warp cannot
-issue or its yield bit is set, then takes the next eligible warp round-robin). A warp may issue when
+issue or its instruction yields (Control.yields: the raw bit clear), then takes the next eligible warp
+round-robin). A warp may issue when
 - its stall count from the previous instruction has passed (fixed-latency results are covered by it);
 - every scoreboard slot of its wait mask has cleared. An instruction with a write barrier sets its slot
   until the result exists: a memory access's ready cycle from sim.timing.memory.CoreMemory (shared banks,
@@ -306,7 +307,7 @@ class SassTiming:
                         if r == "":
                             prev = sched[j]
                             self._issue(c, s, prev)
-                            ctl_yield = self.L.code[prev.w.rec.index].control.yield_flag if prev.w.rec else False
+                            ctl_yield = self.L.code[prev.w.rec.index].control.yields if prev.w.rec else False
                             c.last[s] = j + 1 if ctl_yield else j
                             issued = True
                             break
