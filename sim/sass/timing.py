@@ -106,7 +106,7 @@ class DrainPort:
 def store_rate(hw: HwConfig, sharing_cores: int) -> float | None:
     """Bytes of global stores per cycle one core drains: Core.store_bytes_per_cycle (one core alone), or its
     share of l2.write_bandwidth_gbps over the cores the launch keeps busy when that is less."""
-    rates = [r for r in (hw.core.store_bytes_per_cycle,) if r]
+    rates = [hw.core.store_bytes_per_cycle] if hw.core.store_bytes_per_cycle else []
     if hw.l2.write_bandwidth_gbps:
         rates.append(hw.l2.write_bandwidth_gbps * 1e3 / hw.clock_mhz / max(1, sharing_cores))
     return min(rates) if rates else None
