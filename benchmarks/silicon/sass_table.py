@@ -1,7 +1,8 @@
 """Per-CTA cycles of the suite kernels: H200 (clock64 spans, median over the calls of the per-call mean)
 vs SASS-timed (benchmarks/data/silicon_sim_sass.json, simulate.py --isa sass) vs PTX-timed
 (benchmarks/data/silicon_sim.json), each with its error, and the MAPE of each mode over the kernels
-that have all three; --before PATH (an earlier SASS run, e.g. from git show) adds its column and MAPE first.
+that have all three; --before PATH (an earlier SASS run, e.g. from git show) adds its column and MAPE first
+and keeps to the kernels it has.
 Markdown on stdout.
 
     PYTHONPATH=. python3 benchmarks/silicon/sass_table.py [--gpu PATH] [--sass PATH] [--ptx PATH] [--before PATH]
@@ -49,6 +50,8 @@ def main() -> int:
     eb: list[float] = []
     for name, srow in sass.items():
         m, s, p = measured(gpu.get(name, {})), simulated(srow), simulated(ptx.get(name))
+        if before is not None and name not in before:
+            continue
         b = simulated(before.get(name)) if before is not None else None
         if not m or s is None or p is None or (before is not None and b is None):
             print(f"| {name} | {m or 'n/a'} | {s if s is not None else srow.get('error', 'n/a')[:60]} | | {p} | |")
