@@ -134,7 +134,7 @@ MISSES = """## The largest misses and what may explain them (not yet measured on
   not. (Generic-address atomics, which it timed as constant-cache hits, now go to their real space.)
 - hmma_indep (-55%): independent mma.sync issue faster in the simulator than the H200 sustains. In SASS
   mode (docs/sass_timing.md) its store phase now drains at core.store_bytes_per_cycle (about 3,900
-  cycles), which leaves -47%: the H200 needs about 17 cycles per HMMA per sub-partition with 2 warps
+  cycles), which leaves -48%: the H200 needs about 17 cycles per HMMA per sub-partition with 2 warps
   there, against about 7 implied by the 623 TFLOP/s run with 8 warps; not explained yet.
 - bar_4w (+94%), matrixMul_32 (+116%), transposeCoalesced (+56%): barrier-heavy kernels run slow in
   the simulator: its barrier release (sync pipe latency + refetch) is longer than the H200's when few
