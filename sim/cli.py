@@ -213,7 +213,12 @@ def _run_sass(prog: Any, hw: Any, launch: Any,
     if not args.functional:
         from sim.sass.timing import simulate_sass
 
-        t = simulate_sass(prog.text, launch, hw, args.ptx, args.max_instructions)
+        t = simulate_sass(prog.text, launch, hw, args.ptx, args.max_instructions, warm_l2=args.warm_l2,
+                          trace=bool(args.trace))
+        if args.trace:
+            from sim.timing import write_trace
+
+            write_trace(t, args.trace)
         return t.outputs, {"kernel": launch.kernel, "hw": hw.name, "isa": "sass", **t.to_json()}
     r = run_sass_functional(prog.text, launch, hw.arch, args.ptx, args.max_instructions)
     return r.outputs, {"timing": "functional-only", "kernel": launch.kernel, "hw": hw.name, "isa": "sass",

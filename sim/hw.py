@@ -60,6 +60,9 @@ class Core:
     fill_bytes_per_cycle: float | None = None
     # bytes per cycle of global stores one core drains towards the L2; None: not limited
     store_bytes_per_cycle: float | None = None
+    # distinct addresses of global atomics / reductions one core sends towards the L2 per cycle (each is
+    # its own read-modify-write there; one warp instruction takes as many cycles as it has); None: not limited
+    atomic_addresses_per_cycle: float | None = None
 
 
 @dataclass(frozen=True)

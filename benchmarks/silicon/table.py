@@ -129,10 +129,13 @@ MISSES = """## The largest misses and what may explain them (not yet measured on
 - atom_global (-90%): in SASS its atomics are REDG (no result, nothing waits on them) to 32 distinct
   addresses per warp (28 sectors, 7 lines); the H200 takes about 32 cycles per warp RED per SM, about
   one lane per cycle. Whether that is a per-SM limit (lanes or sectors per cycle) or the L2's atomic
-  units is not documented; the simulator has no such term. (Generic-address atomics, which it timed
-  as constant-cache hits, now go to their real space.)
-- hmma_indep (-55%): independent mma.sync issue faster in the simulator than the H200 sustains; the
-  tensor pipe's interval in h200.yaml is fitted on a dependent chain, not on throughput.
+  units is not documented. SASS mode now has this term (a per-core atomic port, one distinct address a
+  cycle, core.atomic_addresses_per_cycle; docs/sass_timing.md), calibrated on this kernel; PTX mode does
+  not. (Generic-address atomics, which it timed as constant-cache hits, now go to their real space.)
+- hmma_indep (-55%): independent mma.sync issue faster in the simulator than the H200 sustains. In SASS
+  mode (docs/sass_timing.md) its store phase now drains at core.store_bytes_per_cycle (about 3,900
+  cycles), which leaves -48%: the H200 needs about 17 cycles per HMMA per sub-partition with 2 warps
+  there, against about 7 implied by the 623 TFLOP/s run with 8 warps; not explained yet.
 - bar_4w (+94%), matrixMul_32 (+116%), transposeCoalesced (+56%): barrier-heavy kernels run slow in
   the simulator: its barrier release (sync pipe latency + refetch) is longer than the H200's when few
   warps arrive; in SASS, ptxas also schedules around BAR, which PTX-level timing cannot see (issue:

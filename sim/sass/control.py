@@ -6,7 +6,7 @@ via Microbenchmarking" (2018), checked on sm_90a code in /work/shared/hw/sass-co
 
     bits of c  field          meaning
     0-3        stall          cycles the scheduler waits before issuing this warp's next instruction
-    4          yield          scheduler hint (the raw bit)
+    4          yield          scheduler hint (the raw bit); clear = yield (Control.yields)
     5-7        write barrier  scoreboard slot 0-5 set until the result is written; 7 = none
     8-10       read barrier   slot set until the source registers are read; 7 = none
     11-16      wait mask      slots this instruction waits on before it issues
@@ -31,6 +31,15 @@ class Control:
     read_barrier: int | None
     wait_mask: int  # 6 bits, bit i = waits on slot i
     reuse: int  # 4 bits, bit i = source slot i is kept in the reuse cache
+
+    @property
+    def yields(self) -> bool:
+        """The scheduler should switch to another warp after this one: the raw bit clear. Sources: maxas's
+        and NBAssembler's control-code notation print Y for a clear bit, and NBAssembler's scheduler clears
+        it with every stall over 4 because "the yield flag is required to get stall counts 12-15 working"
+        (QianyanTech/NBAssembler nbas/grammar.py print_ctrl, nbas/tool.py); in ptxas's sm_90a code for the
+        53 silicon-suite kernels all 469 instructions with a stall of 12-15 have the bit clear."""
+        return not self.yield_flag
 
     @property
     def waits(self) -> tuple[int, ...]:

@@ -3,7 +3,8 @@ issue rules are the control codes ptxas wrote (sim.sass.control, /work/shared/hw
 
 Per core (SM): Core.schedulers schedulers, warp w of a CTA on scheduler w % schedulers, each issuing at
 most one instruction per cycle (greedy: it stays on the warp that issued last until that warp cannot
-issue or its yield bit is set, then takes the next eligible warp round-robin). A warp may issue when
+issue or its instruction yields (Control.yields: the raw bit clear), then takes the next eligible warp
+round-robin). A warp may issue when
 - its stall count from the previous instruction has passed (fixed-latency results are covered by it);
 - every scoreboard slot of its wait mask has cleared. An instruction with a write barrier sets its slot
   until the result exists: a memory access's ready cycle from sim.timing.memory.CoreMemory (shared banks,
@@ -11,6 +12,8 @@ issue or its yield bit is set, then takes the next eligible warp round-robin). A
   latency; a read barrier clears when the sources are read (the register file's latency plus one cycle);
 - it is not held at BAR.SYNC (released Pipe 'sync'.latency cycles after the last warp arrives) or at a
   convergence barrier (BSYNC / WARPSYNC: the functional model's groups);
+- a global store or atomic first passes its DrainPort (store bytes, atomic addresses): its read barrier
+  clears, and its memory access starts, when the port takes it;
 - DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight.
 An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
 cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
@@ -21,6 +24,7 @@ next CTA when one ends. SR_CLOCKLO / CS2R reads the core's cycle.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -36,6 +40,7 @@ from sim.sass.exec import SHARED_RESERVED, Machine, _release, constant_bank
 from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
 from sim.sass.listing import SassInstruction, disassemble
 from sim.sass.tools import resources
+from sim.timing import memory
 from sim.timing.engine import occupancy
 from sim.timing.memory import CoreMemory, DeviceMemory
 
@@ -78,6 +83,35 @@ def _macs(ins: SassInstruction) -> int:
     return m * n * k
 
 
+class DrainPort:
+    """A path out of a core that takes ``rate`` units a cycle in issue order (None: not limited); an
+    instruction's sources are read when the port takes it. Two per core: global stores towards the L2 in
+    bytes (Core.store_bytes_per_cycle, or the core's share of l2.write_bandwidth_gbps when that is less), and
+    global atomics / reductions in distinct addresses, each its own read-modify-write in the L2
+    (Core.atomic_addresses_per_cycle)."""
+
+    def __init__(self, rate: float | None):
+        self.rate = rate
+        self.free = 0.0  # when the port takes the next unit
+
+    def take(self, t: int, units: int) -> int:
+        """The cycle the port takes an instruction issued at t that carries ``units``."""
+        if not self.rate:
+            return t
+        start = max(float(t), self.free)
+        self.free = start + units / self.rate
+        return math.ceil(start)
+
+
+def store_rate(hw: HwConfig, sharing_cores: int) -> float | None:
+    """Bytes of global stores per cycle one core drains: Core.store_bytes_per_cycle (one core alone), or its
+    share of l2.write_bandwidth_gbps over the cores the launch keeps busy when that is less."""
+    rates = [hw.core.store_bytes_per_cycle] if hw.core.store_bytes_per_cycle else []
+    if hw.l2.write_bandwidth_gbps:
+        rates.append(hw.l2.write_bandwidth_gbps * 1e3 / hw.clock_mhz / max(1, sharing_cores))
+    return min(rates) if rates else None
+
+
 class _WarpT:
     __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts")
 
@@ -94,6 +128,8 @@ class _WarpT:
 class _CoreT:
     def __init__(self, hw: HwConfig, dev: DeviceMemory):
         self.mem = CoreMemory(hw, dev)
+        self.atomics = DrainPort(hw.core.atomic_addresses_per_cycle)
+        self.stores = DrainPort(store_rate(hw, dev.sharing_cores or 1))
         self.ctas: list[tuple[Cta, int]] = []  # resident (CTA, start cycle)
         self.scheds: list[list[_WarpT]] = [[] for _ in range(hw.core.schedulers)]
         self.last = [0] * hw.core.schedulers
@@ -102,8 +138,10 @@ class _CoreT:
 
 class SassTiming:
     def __init__(self, L: Launched, hw: HwConfig, ctas: list[tuple[int, int, int]], per_core: int,
-                 max_instructions: int, ctas_total: int):
+                 max_instructions: int, ctas_total: int, trace: bool = False):
         self.L, self.hw = L, hw
+        self.trace: list[dict[str, Any]] | None = [] if trace else None
+        self.units: dict[str, int] = {}  # unit name -> its trace track
         self.M = Machine(L)
         self.todo = list(enumerate(ctas))
         self.per_core = per_core
@@ -166,24 +204,53 @@ class SassTiming:
         rec = w.rec
         ctl = ins.control
         wt.ready = t + max(1, ctl.stall)
-        done = t + self._latency(c, s, ins, rec)
+        taken, port = t, None  # when the sources are read: at issue, or when a drain port takes it
+        if rec is not None and rec.space == "global" and rec.addrs is not None:
+            if rec.direction == "atomic":
+                taken, port = c.atomics.take(t, len(np.unique(rec.addrs))), "atomic"
+            elif rec.direction == "write":
+                taken, port = c.stores.take(t, len(rec.addrs) * rec.size), "store"
+        done = taken + self._latency(c, taken, ins, rec)
         self._occupy(c, s, ins)
         if ROLES.get(ins.opcode) == "ldgsts":
             wt.pending_ldgsts = max(wt.pending_ldgsts, done)
         elif ROLES.get(ins.opcode) == "ldgdepbar":
             wt.groups.append(wt.pending_ldgsts)
             wt.pending_ldgsts = 0
+        if self.trace is not None:
+            self._trace(wt, ins, port or _pipe(ins) or ROLES.get(ins.opcode) or "issue", taken, done)
         if ctl.write_barrier is not None:
             wt.sb[ctl.write_barrier] = max(wt.sb[ctl.write_barrier], done)
         if ctl.read_barrier is not None:
-            wt.sb[ctl.read_barrier] = max(wt.sb[ctl.read_barrier], t + self.read_latency)
+            wt.sb[ctl.read_barrier] = max(wt.sb[ctl.read_barrier], taken + self.read_latency)
         if self.M.count > self.budget:
             raise ExecutionError(f"more than {self.budget} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.L.file)
 
-    def _latency(self, c: _CoreT, s: int, ins: SassInstruction, rec: SassExecuted | None) -> int:
-        """Cycles from issue to the result (what a write barrier waits for)."""
-        t = self.t
+    def _trace(self, wt: _WarpT, ins: SassInstruction, unit: str, taken: int, done: int) -> None:
+        """Chrome trace events as PTX mode writes them: the instruction on its warp's track (issue to result),
+        and one cycle on its unit's track (from when the unit takes it)."""
+        assert self.trace is not None
+        t, w = self.t, wt.w
+        gid = w.cta.index * len(w.cta.warps) + w.wid
+        self.trace.append({"name": ins.text, "ph": "X", "ts": t, "dur": max(1, done - t), "pid": wt.core,
+                           "tid": gid, "args": {"line": ins.ptx_line, "pc": f"0x{ins.pc:04x}"}})
+        tid = 100000 + self.units.setdefault(unit, len(self.units))
+        self.trace.append({"name": ins.text, "ph": "X", "ts": taken, "dur": 1, "pid": wt.core, "tid": tid})
+
+    def trace_events(self) -> list[dict[str, Any]] | None:
+        """The trace with its track names first (None when not traced)."""
+        if self.trace is None:
+            return None
+        meta: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": i, "args": {"name": f"core {i}"}}
+                                      for i in range(len(self.cores))]
+        meta += [{"name": "thread_name", "ph": "M", "pid": i, "tid": 100000 + u, "args": {"name": f"unit {n}"}}
+                 for i in range(len(self.cores)) for n, u in self.units.items()]
+        return meta + self.trace
+
+    def _latency(self, c: _CoreT, t: int, ins: SassInstruction, rec: SassExecuted | None) -> int:
+        """Cycles from t (the issue, or when the atomic port took it) to the result (what a write barrier
+        waits for)."""
         if rec is not None and rec.space and rec.addrs is not None and reduce_any(rec.mask):
             cache = "cg" if "STRONG" in ins.modifiers or "BYPASS" in ins.modifiers else ""
             ready, _ = c.mem.access(t, rec.space, rec.addrs, rec.size, rec.direction, cache)  # type: ignore[arg-type]
@@ -240,7 +307,7 @@ class SassTiming:
                         if r == "":
                             prev = sched[j]
                             self._issue(c, s, prev)
-                            ctl_yield = self.L.code[prev.w.rec.index].control.yield_flag if prev.w.rec else False
+                            ctl_yield = self.L.code[prev.w.rec.index].control.yields if prev.w.rec else False
                             c.last[s] = j + 1 if ctl_yield else j
                             issued = True
                             break
@@ -275,9 +342,12 @@ class SassTiming:
 
 
 def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx>",
-                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None) -> SimResult:
+                  max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None, *,
+                  warm_l2: bool = False, trace: bool = False) -> SimResult:
     """Time ``launch`` on the SASS ptxas writes for ``hw.arch``; outputs equal run_sass_functional's.
-    sample_ctas: run only the first N CTAs in launch order (outputs are then partial)."""
+    sample_ctas: run only the first N CTAs in launch order (outputs are then partial); warm_l2: the buffer
+    arguments start in the L2 as after their host-to-device copies (sim.timing.memory.warm_l2, as PTX mode);
+    trace: keep Chrome trace events (SimResult.trace, sim.timing.write_trace)."""
     from sim.ptx.parser import parse_ptx
 
     if not hw.arch:
@@ -297,7 +367,10 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"
-        T = SassTiming(L, hw, list(P.ctas)[:sample_ctas], occ["ctas_per_core"], max_instructions, len(P.ctas))
+        T = SassTiming(L, hw, list(P.ctas)[:sample_ctas], occ["ctas_per_core"], max_instructions, len(P.ctas),
+                       trace)
+        if warm_l2:
+            memory.warm_l2(T.dev, hw, P.buffers, launch)
         T.run()
         outputs = read_outputs(P, launch)
     return _result(T, hw, launch, occ, outputs)
@@ -311,4 +384,5 @@ def _result(T: SassTiming, hw: HwConfig, launch: Launch, occ: dict[str, Any],
         cycles=cycles, cycles_per_cta=[T.spans[i] for i in sorted(T.spans)], warp_instructions=n,
         ipc=n / cycles, utilization={}, busy={}, stalls=T.stalls, stalls_by_line={}, bank_conflicts_by_line={},
         cache={"l1_hit_rate": None, "l2_hit_rate": None}, dram_bytes=0, flushes=[], occupancy=occ,
-        outputs=outputs, hw=hw.name, kernel=launch.kernel, ctas_simulated=len(T.spans), ctas_total=T.ctas_total)
+        outputs=outputs, hw=hw.name, kernel=launch.kernel, ctas_simulated=len(T.spans), ctas_total=T.ctas_total,
+        trace=T.trace_events())

@@ -23,7 +23,7 @@ from sim.launch import Launch
 from sim.ptx.ir import Program
 from sim.result import STALL_REASONS, SimResult
 from sim.timing.core import Core, CtaT
-from sim.timing.memory import DeviceMemory
+from sim.timing.memory import DeviceMemory, warm_l2
 from sim.timing.regalloc import registers_for_occupancy
 from sim.timing.static import St, register_count, statics
 
@@ -114,15 +114,8 @@ class Simulation:
         self.cores = [Core(self, i) for i in range(max(1, ncores))]
 
     def warm_l2(self, launch: Launch) -> None:
-        """Put every buffer argument's lines in the L2 in argument order, as the host-to-device copies
-        before a launch leave them (the last copied most recently used; what does not fit is evicted)."""
-        l2, line = self.devmem.l2, self.hw.l2.line
-        for i in sorted(self.P.buffers):
-            arr = launch.args[i].array
-            base, n = self.P.buffers[i], max(1, arr.nbytes if arr is not None else 1)
-            for ln in range(base // line, (base + n - 1) // line + 1):
-                l2.access(ln)
-        l2.hits = l2.misses = 0
+        """The buffer arguments start in the L2 (sim.timing.memory.warm_l2)."""
+        warm_l2(self.devmem, self.hw, self.P.buffers, launch)
 
     def show_progress(self, progress: Progress) -> None:
         """Report to `progress` every PROGRESS_EVERY warp instructions: the warps' one budget comparison

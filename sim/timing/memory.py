@@ -21,6 +21,7 @@ import numpy as np
 from sim.functional.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from sim.functional.record import Direction
 from sim.hw import HwConfig
+from sim.launch import Launch
 from sim.timing.units import Dram, L2Port, SetAssocCache, SharedBanks
 
 
@@ -43,6 +44,19 @@ class DeviceMemory:
         self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
         self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
+
+
+def warm_l2(dev: DeviceMemory, hw: HwConfig, buffers: dict[int, int], launch: Launch) -> None:
+    """Put every buffer argument's lines (buffers: argument index -> base address) in the L2 in argument
+    order, as the host-to-device copies before a launch leave them (the last copied most recently used;
+    what does not fit is evicted); the hit counts start at zero."""
+    l2, line = dev.l2, hw.l2.line
+    for i in sorted(buffers):
+        arr = launch.args[i].array
+        base, n = buffers[i], max(1, arr.nbytes if arr is not None else 1)
+        for ln in range(base // line, (base + n - 1) // line + 1):
+            l2.access(ln)
+    l2.hits = l2.misses = 0
 
 
 class CoreMemory:
