@@ -159,6 +159,41 @@ def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str],
     b.part(("wgmma.compute", ms, BN, k_steps, ab, kmajor(ta), kmajor(tb), pending), compute)
 
 
+def emit_acc_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: list[list[str]],
+                      lane: tuple[str, str, str, str], origin: tuple[str, str], tm: int) -> None:
+    """Registers -> global of a warpgroup's tm x TILE_N accumulators (lane = (warpgroup, warp % 4, lane / 4,
+    lane % 4), origin = (bm0, bn0)), through emit_epilogue (alpha, beta C, bias, activation, cast)."""
+    wg, q, g, t4 = lane
+    bm0, bn0 = origin
+    ms, BN = len(acc), 2 * len(acc[0])
+    b.comment("Accumulator coordinates (ops_wgmma.accumulator_map): value i of m64 block j is row\n"
+              "wg*tm + 64j + 16q + g + 8((i>>1)&1), column 8(i>>2) + 2*t4 + (i&1)")
+    rbase, cbase = b.reg("u32"), b.reg("u32")
+    b.i(f"mad.lo.u32 {rbase}, {wg}, {tm}, {bm0}")
+    b.i(f"mad.lo.u32 {rbase}, {q}, 16, {rbase}")
+    b.i(f"add.u32 {rbase}, {rbase}, {g}")
+    b.i(f"mad.lo.u32 {cbase}, {t4}, 2, {bn0}")
+    rows = []
+    for j in range(ms):
+        for h in range(2):
+            r = b.reg("u32")
+            b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
+            rows.append(r)
+    group = min(8, BN // 8)
+    b.comment(f"The epilogue in column groups of {8 * group} (column registers, predicates and bias of one\n"
+              "group live at a time: with all TILE_N of them beside the accumulators ptxas spills)")
+    for n0 in range(0, BN // 8, group):
+        cols = []
+        for n8 in range(n0, n0 + group):
+            for h in range(2):
+                r = b.reg("u32")
+                b.i(f"add.u32 {r}, {cbase}, {8 * n8 + h}")
+                cols.append(r)
+        elems = [(2 * j + ((i >> 1) & 1), 2 * ((i >> 2) - n0) + (i & 1), acc[j][i]) for j in range(ms)
+                 for i in range(4 * n0, 4 * (n0 + group))]
+        emit_epilogue(b, spec, P, rows, cols, elems)
+
+
 def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
     params = kernel_params(spec, name, profile)
@@ -283,32 +318,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     if overlap:
         b.i("wgmma.wait_group.sync.aligned 0")
 
-    b.comment("Accumulator coordinates (ops_wgmma.accumulator_map): value i of m64 block j is row\n"
-              "wg*tm + 64j + 16q + g + 8((i>>1)&1), column 8(i>>2) + 2*t4 + (i&1)")
-    rbase, cbase = b.reg("u32"), b.reg("u32")
-    b.i(f"mad.lo.u32 {rbase}, {wg}, {t.tm}, {bm0}")
-    b.i(f"mad.lo.u32 {rbase}, {q}, 16, {rbase}")
-    b.i(f"add.u32 {rbase}, {rbase}, {g}")
-    b.i(f"mad.lo.u32 {cbase}, {t4}, 2, {bn0}")
-    rows = []
-    for j in range(ms):
-        for h in range(2):
-            r = b.reg("u32")
-            b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
-            rows.append(r)
-    group = min(8, BN // 8)
-    b.comment(f"The epilogue in column groups of {8 * group} (column registers, predicates and bias of one\n"
-              "group live at a time: with all TILE_N of them beside the accumulators ptxas spills)")
-    for n0 in range(0, BN // 8, group):
-        cols = []
-        for n8 in range(n0, n0 + group):
-            for h in range(2):
-                r = b.reg("u32")
-                b.i(f"add.u32 {r}, {cbase}, {8 * n8 + h}")
-                cols.append(r)
-        elems = [(2 * j + ((i >> 1) & 1), 2 * ((i >> 2) - n0) + (i & 1), acc[j][i]) for j in range(ms)
-                 for i in range(4 * n0, 4 * (n0 + group))]
-        emit_epilogue(b, spec, P, rows, cols, elems)
+    emit_acc_epilogue(b, spec, P, acc, (wg, q, g, t4), (bm0, bn0), t.tm)
     emit_profile_slot(b, prof, 3, "at CTA end")
     b.i("ret")
     return b, params
@@ -340,6 +350,7 @@ class Wgmma:
     tile_label = "warpgroup_tile"
     async_copies = True
     calibrate_by_grid = False
+    opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None:
