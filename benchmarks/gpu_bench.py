@@ -63,10 +63,11 @@ def cublas_tflops(M: int, N: int, K: int, dtype: str, repeats: int) -> float | N
 def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
+    from validation.gpu_tma import without_tensormaps
 
     text = ptx.read_text()
     meta = read_metadata(text)
-    launch = launch_from_metadata(meta, np.random.default_rng())
+    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng())  # maps: at launch
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
                    profile_slots=prof.get("slots"))
@@ -81,7 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, simt)")
+    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, wgmma_tma, simt)")
     ap.add_argument("--shapes", help="speed shapes MxNxK,MxNxK,... (default: validation.cases.SPEED_SHAPES)")
     ap.add_argument("--dtypes", default="bf16,f16", help="speed dtypes, comma-separated (default bf16,f16)")
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
