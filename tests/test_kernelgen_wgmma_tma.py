@@ -75,7 +75,8 @@ def test_ptx_params_are_the_maps_then_the_passed_params():
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=lambda x: "".join(x))
-@pytest.mark.parametrize("tiling", [(128, 256, 64, 3), (128, 128, 64, 6), (128, 128, 128, 4), (256, 128, 128, 3)],
+@pytest.mark.parametrize("tiling", [(64, 128, 64, 4), (128, 256, 64, 3), (128, 128, 64, 6), (128, 128, 128, 4),
+                                    (256, 128, 128, 3)],
                          ids=lambda t: "x".join(map(str, t)))
 def test_assembles_without_spills(tiling, layouts, tmp_path):
     spec = _spec(4096, 4096, 4096, *layouts, beta=1.0, epilogue=["bias"])

@@ -366,7 +366,7 @@ class WgmmaTma(Wgmma):
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
         out = []
-        for bm, tm in ((128, 64), (128, 128), (256, 128)):
+        for bm, tm in ((64, 64), (128, 64), (128, 128), (256, 128)):
             for bn in (64, 128, 256):
                 if tm // 64 * bn // 2 > 128:
                     continue
