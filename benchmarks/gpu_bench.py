@@ -28,9 +28,17 @@ sys.path.insert(0, str(ROOT))
 from validation.cases import SPEED_SHAPES, THREE_WAY_SHAPES  # noqa: E402 - the one GEMM case table
 
 
-def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, profile: bool) -> Path:
-    cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", f"{M}x{N}x{K}",
-           "--dtype", dtype, "--variant", variant, "-o", str(out)]
+def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, profile: bool,
+                   tiling: list[str] | None = None) -> Path:
+    """kernelgen compile of the --gemm shorthand's spec; with `tiling` ranges (e.g. "STAGES in [3, 4]")
+    the same spec as a YAML file with those ranges, so the planner picks among the tilings they allow."""
+    shape = ["--gemm", f"{M}x{N}x{K}", "--dtype", dtype]
+    if tiling:
+        out.mkdir(parents=True, exist_ok=True)
+        spec = {"M": M, "N": N, "K": K, "dtype": {"a": dtype, "b": dtype, "out": "f32"}, "tiling": tiling}
+        (out / "spec.yaml").write_text(json.dumps(spec))  # JSON is YAML
+        shape = ["--op", str(out / "spec.yaml")]
+    cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", *shape, "--variant", variant, "-o", str(out)]
     if profile:
         cmd.append("--profile")
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -63,10 +71,11 @@ def cublas_tflops(M: int, N: int, K: int, dtype: str, repeats: int) -> float | N
 def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
+    from validation.gpu_tma import without_tensormaps
 
     text = ptx.read_text()
     meta = read_metadata(text)
-    launch = launch_from_metadata(meta, np.random.default_rng())
+    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng())  # maps: at launch
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
                    profile_slots=prof.get("slots"))
@@ -81,10 +90,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, simt)")
+    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, wgmma_tma, simt)")
     ap.add_argument("--shapes", help="speed shapes MxNxK,MxNxK,... (default: validation.cases.SPEED_SHAPES)")
     ap.add_argument("--dtypes", default="bf16,f16", help="speed dtypes, comma-separated (default bf16,f16)")
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
+    ap.add_argument("--tiling", action="append", default=[], metavar="RANGE",
+                    help='a spec tiling range for the speed kernels, e.g. "STAGES in [3, 4]" (repeatable)')
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-three-way", action="store_true")
     ap.add_argument("--kernels", help="run the three-way kernels found here (NAME/kernel.ptx, from "
@@ -99,9 +110,10 @@ def main() -> int:
         if not a.skip_speed:
             for dtype in a.dtypes.split(","):
                 for (M, N, K) in shapes:
-                    row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant}
+                    row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant, "tiling": a.tiling}
                     try:
-                        ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False)
+                        ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False,
+                                             a.tiling)
                         r = run_kernel(ptx, a.repeats, check=M * N * K <= 4096**3)
                         row.update(r)
                         row["tflops"] = 2 * M * N * K / (r["time_ms"] * 1e-3) / 1e12

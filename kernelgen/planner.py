@@ -98,10 +98,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     if variant:
         why = get(variant).unavailable(spec, hw)
         if why:
-            others = [n for n in names() if n != variant and not get(n).unavailable(spec, hw)]
+            others = [n for n in names() if n != variant and not (get(n).opt_in or get(n).unavailable(spec, hw))]
             raise UsageError(f"--variant {variant} impossible: {why}"
                              + (f"; use --variant {' or '.join(others)}" if others else ""))
-    variants = [variant] if variant else [n for n in names() if not get(n).unavailable(spec, hw)]
+    variants = [variant] if variant else [n for n in names() if not (get(n).opt_in or get(n).unavailable(spec, hw))]
     tilings: list[Tiling] = []
     for v in variants:
         tilings += get(v).tilings(spec)

@@ -161,8 +161,12 @@ def run_on_gpu(
     before the run). ``roles`` default to each ``Arg.role``. Raises :class:`PtxError` when the JIT
     rejects the PTX (message: the JIT error log), :class:`ExecutionError` on a launch failure.
     """
+    from sim.launch import read_metadata
     from sim.reference import check_gemm
+    from validation.gpu_tma import tensormap_params
 
+    meta = read_metadata(ptx_text)
+    maps = tensormap_params(meta) if meta is not None and meta.get("kernel") == launch.kernel else []
     ok, why = gpu_available()
     if not ok:
         raise ExecutionError(f"no GPU to run on: {why}")
@@ -173,13 +177,13 @@ def run_on_gpu(
     ctx.push()
     try:
         return _run_in_context(cuda, device_name, ptx_text, launch, warmup, max(1, repeats),
-                               check, roles, profile_slots, check_gemm, flush_l2_bytes)
+                               check, roles, profile_slots, check_gemm, flush_l2_bytes, maps)
     finally:
         cuda.Context.pop()
 
 
 def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats, check, roles,
-                    profile_slots, check_gemm, flush_l2_bytes: int = 0) -> Measured:
+                    profile_slots, check_gemm, flush_l2_bytes: int = 0, maps: list | None = None) -> Measured:
     logs: dict[str, Any] = {}
 
     def handler(success, info, error):
@@ -246,7 +250,6 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
                 np_t = _SCALAR_NP[t]
                 arg_types.append(np_t)
                 call_args.append(np_t(a.value))
-        func.prepare(arg_types)
 
         def upload():
             for i, alloc in allocs.items():
@@ -257,8 +260,22 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
         grid = tuple(int(v) for v in launch.grid)
         block = tuple(int(v) for v in launch.block)
 
-        def call():
-            func.prepared_call(grid, block, *call_args, shared_size=dyn)
+        if maps:
+            # tensor maps (64-byte aligned params pycuda cannot pass): encoded from the buffers' device
+            # pointers, launched through cuda-python in this context
+            from validation.gpu_tma import assemble_args
+            from validation.tensormap import encode_tiled, prepare_cuda_python
+
+            targs = assemble_args(ptx_entries(ptx_text)[launch.kernel], maps, launch.args,
+                                  {i: int(a) for i, a in allocs.items()}, encode_tiled)
+            g3, b3 = launch.grid, launch.block
+            call = prepare_cuda_python(ptx_text.encode("utf-8"), launch.kernel, (int(g3[0]), int(g3[1]), int(g3[2])),
+                                       (int(b3[0]), int(b3[1]), int(b3[2])), dyn, targs)
+        else:
+            func.prepare(arg_types)
+
+            def call():
+                func.prepared_call(grid, block, *call_args, shared_size=dyn)
 
         # 1. the checked run, from the host data (outputs poisoned / zeroed as given)
         upload()
@@ -419,6 +436,7 @@ def add_arguments(p) -> None:
 def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, dict | None]:
     """(launch, meta, check) from the header and the command-line overrides."""
     from sim.launch import bind_launch, read_metadata
+    from validation.gpu_tma import launch_params, tensormap_params, without_tensormaps
 
     meta = read_metadata(ptx_text, file=path)
     entries = ptx_entries(ptx_text)
@@ -433,13 +451,18 @@ def build_launch(ptx_text: str, path: str, args) -> tuple[Launch, dict | None, d
         raise UsageError(f"no entry named '{kernel}' (entries: {', '.join(entries)}); fix --kernel",
                          file=path)
     params = entries[kernel]
+    used_meta = meta if meta is not None and meta.get("kernel", kernel) == kernel else None
+    maps = {m.get("name") for m in tensormap_params(used_meta)}
     for i, (ptype, pname) in enumerate(params):
-        if ptype in ("array", "?"):
+        if ptype in ("array", "?") and pname not in maps:
             raise UsageError(f"parameter {i} ({pname}) of '{kernel}' has an unsupported type; "
                              "use scalar or pointer parameters", file=path)
 
-    used_meta = meta if meta is not None and meta.get("kernel", kernel) == kernel else None
-    launch = bind_launch(kernel, [(n, t) for t, n in params], used_meta, args.arg, args.grid, args.block,
+    bound = [(n, t) for t, n in params]
+    if maps and used_meta is not None:  # the maps are assembled at launch; the header's buffers are bound
+        used_meta = without_tensormaps(used_meta)
+        bound = launch_params(used_meta)
+    launch = bind_launch(kernel, bound, used_meta, args.arg, args.grid, args.block,
                          args.shared, np.random.default_rng(args.seed), path, args.symbol,
                          ptx_variables(ptx_text))
     check = used_meta.get("check") if used_meta is not None else None

@@ -12,7 +12,7 @@ parameter and the Pareto front of two columns. The sweep file:
       pipes.tensor.lanes: [149, 298, 596]
       l2.size: [31457280, 62914560]
     shapes: [1024x1024x1024, 4096x4096x4096]
-    variants: [mma]                     # default: every variant available on the hardware
+    variants: [mma]                     # default: every variant available on the hardware, opt-in ones aside
     dtype: f16                          # A and B (the output is f32)
     simulate: false                     # true: simulate each point's kernel (small shapes only)
     pareto: [l2.size, time_us]          # two columns, both minimised (default: first parameter, time_us)
@@ -114,10 +114,10 @@ def _set(data: dict[str, Any], dotted: str, value: Any, file: str) -> dict[str, 
 
 def points(sweep: dict[str, Any]) -> list[dict[str, Any]]:
     """The product of parameter values x shapes x variants, in a fixed order."""
-    from kernelgen.variants import names
+    from kernelgen.variants import get, names
 
     keys = list(sweep["vary"])
-    variants = sweep["variants"] or names()
+    variants = sweep["variants"] or [n for n in names() if not get(n).opt_in]
     out: list[dict[str, Any]] = []
     for combo in itertools.product(*(sweep["vary"][k] for k in keys)):
         for shape in sweep["shapes"]:

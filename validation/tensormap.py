@@ -4,6 +4,8 @@ parameter offset. Imported only where a kernel takes a tensor map."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 #: PTX element type -> CUtensorMapDataType name
 DTYPES = {"u8": "UINT8", "u16": "UINT16", "u32": "UINT32", "s32": "INT32", "u64": "UINT64", "s64": "INT64",
           "f16": "FLOAT16", "f32": "FLOAT32", "f64": "FLOAT64", "bf16": "BFLOAT16", "tf32": "TFLOAT32",
@@ -53,6 +55,13 @@ def launch_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], bloc
                        shared: int, args: list[tuple[str, object]]) -> None:
     """Launch through cuda-python in the current context, each argument by pointer (kernelParams), so a
     tensor map travels as its 128 bytes whatever its alignment."""
+    prepare_cuda_python(ptx, kernel, grid, block, shared, args)()
+
+
+def prepare_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+                        shared: int, args: list[tuple[str, object]]) -> Callable[[], None]:
+    """launch_cuda_python's module, function, shared-memory opt-in and packed arguments, done once: the
+    returned call is one cuLaunchKernel (what a timed launch should cost on the host)."""
     import ctypes
 
     from cuda.bindings import driver as drv  # noqa: PLC0415
@@ -77,6 +86,11 @@ def launch_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], bloc
                      "f32": ctypes.c_float, "f64": ctypes.c_double}[kind]
             store.append(ctype(value))  # type: ignore[arg-type]
     ptrs = (ctypes.c_void_p * len(store))(*[ctypes.addressof(v) for v in store])
-    (err,) = drv.cuLaunchKernel(fn, *grid, *block, shared, 0, ctypes.addressof(ptrs), 0)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuLaunchKernel failed ({err.name})")
+    params = ctypes.addressof(ptrs)
+
+    def call(keep: tuple[object, ...] = (store, ptrs)) -> None:  # keep: the argument memory lives with call
+        (err,) = drv.cuLaunchKernel(fn, *grid, *block, shared, 0, params, 0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise ValueError(f"cuLaunchKernel failed ({err.name})")
+
+    return call

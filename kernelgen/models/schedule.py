@@ -555,11 +555,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         S_ = t.stages
         kk = t.bk // 16
         if wg_occ is not None:
-            # wgmma: no fragment loads; the K tile's wgmmas queue on the unit back to back, and the
-            # wait_group 0 that ends the tile waits for the last one's MACs and [wgmma.latency]
+            # wgmma: no fragment loads; the K tile's wgmmas queue on the unit back to back. With 2 stages
+            # the wait_group 0 that ends the tile waits for the last one's MACs and [wgmma.latency]; with
+            # 3 or more, wait_group 1 waits for the previous tile's group, so that latency runs under
+            # the next tile's issue and only the unit time chains
             nldm = 0
             assert hw.wgmma is not None
-            chain_comp = wgmma_unit_cycles(spec, t, hw) + hw.wgmma.latency
+            chain_comp = wgmma_unit_cycles(spec, t, hw) + (hw.wgmma.latency if S_ < 3 else 0)
         else:
             nldm = t.mi + (t.ni + 1) // 2
             t_occ = occ_of("tensor")

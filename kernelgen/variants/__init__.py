@@ -16,7 +16,8 @@ from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling
 from sim.hw import HwConfig
 
-MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma", "wgmma": "kernelgen.variants.wgmma"}
+MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma", "wgmma": "kernelgen.variants.wgmma",
+           "wgmma_tma": "kernelgen.variants.wgmma_tma"}
 
 
 class Variant(Protocol):
@@ -27,6 +28,7 @@ class Variant(Protocol):
     tile_label: str  # what (tm, tn) is, in plan.json
     async_copies: bool  # global -> shared by a cp.async pipeline (else copies then barrier)
     calibrate_by_grid: bool  # register calibration keyed by the grid's shape too
+    opt_in: bool  # planned only when named (--variant), never in the default search
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         """Why this variant cannot serve spec on hw, or None."""

@@ -307,6 +307,7 @@ class Mma:
     tile_label = "warp_tile"
     async_copies = True
     calibrate_by_grid = False
+    opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.dtype_a not in ("f16", "bf16"):

@@ -198,6 +198,7 @@ class Simt:
     tile_label = "thread_tile"
     async_copies = False
     calibrate_by_grid = True  # the thread grid's shape changes ptxas's scheduling
+    opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         return None

@@ -12,8 +12,12 @@ store 16-byte chunk e of the tile at swizzle(16 e) = 16 e ^ ((16 e >> 3) & 0x70)
 mma.py's thread -> chunk map e = tid + i * threads. The tiles start 1024-byte aligned (the swizzle
 atom), in one dynamic shared array (stages x (A, B) exceeds the 48 KiB of static shared memory).
 
-Pipeline (sync plan): mma.py's, with the compute of one K tile being wgmma.fence, the k16 steps'
+Pipeline (sync plan). stages = 2: mma.py's, the compute of one K tile being wgmma.fence, the k16 steps'
 wgmmas, wgmma.commit_group and wgmma.wait_group 0 (the stage is free at the next barrier).
+stages >= 3: one wgmma group stays in flight. Iteration kt issues tile kt's wgmmas, waits for tile kt-1's
+(wait_group 1), waits for tile kt+1's copies (cp.async.wait_group stages-3), and after one barrier
+(tile kt+1 visible, stage (kt-1) % stages read by no warpgroup) copies tile kt+stages-1 into that stage:
+the copies and the barrier overlap tile kt's wgmmas. wait_group 0 after the loop, before the epilogue.
 """
 
 from __future__ import annotations
@@ -123,6 +127,73 @@ def _thread_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple[str, str
     return mn0, k0, so
 
 
+def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str], tiles: tuple[OperandTile, OperandTile],
+                    k_steps: int, ab: str, pending: int, pone: str) -> None:
+    """One K tile: wgmma.fence, k_steps x len(acc) m64nNk16 wgmmas from the stage descriptors, commit, and
+    wait until at most `pending` groups are in flight."""
+    ta, tb = tiles
+    da, db = descs
+    BN = 2 * len(acc[0])
+    ms = len(acc)
+
+    def compute() -> None:
+        tra, trb = int(not kmajor(ta)), int(not kmajor(tb))
+        b.i("wgmma.fence.sync.aligned")
+        for kk in range(k_steps):
+            dbk = db
+            if kk:
+                dbk = b.reg("u64")
+                b.i(f"add.s64 {dbk}, {db}, {kk * k_step_bytes(tb) >> 4}")
+            for j in range(ms):
+                off = (kk * k_step_bytes(ta) + j * BLOCK) >> 4
+                dak = da
+                if off:
+                    dak = b.reg("u64")
+                    b.i(f"add.s64 {dak}, {da}, {off}")
+                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ab}.{ab} {{{', '.join(acc[j])}}}, {dak}, "
+                    f"{dbk}, {pone}, 1, 1, {tra}, {trb}")
+        b.i("wgmma.commit_group.sync.aligned")
+        b.i(f"wgmma.wait_group.sync.aligned {pending}")
+    b.comment(f"Compute on the read stage: {k_steps} k16 steps x {ms} wgmma m64n{BN}k16, one group, "
+              f"then at most {pending} group(s) in flight")
+    b.part(("wgmma.compute", ms, BN, k_steps, ab, kmajor(ta), kmajor(tb), pending), compute)
+
+
+def emit_acc_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: list[list[str]],
+                      lane: tuple[str, str, str, str], origin: tuple[str, str], tm: int) -> None:
+    """Registers -> global of a warpgroup's tm x TILE_N accumulators (lane = (warpgroup, warp % 4, lane / 4,
+    lane % 4), origin = (bm0, bn0)), through emit_epilogue (alpha, beta C, bias, activation, cast)."""
+    wg, q, g, t4 = lane
+    bm0, bn0 = origin
+    ms, BN = len(acc), 2 * len(acc[0])
+    b.comment("Accumulator coordinates (ops_wgmma.accumulator_map): value i of m64 block j is row\n"
+              "wg*tm + 64j + 16q + g + 8((i>>1)&1), column 8(i>>2) + 2*t4 + (i&1)")
+    rbase, cbase = b.reg("u32"), b.reg("u32")
+    b.i(f"mad.lo.u32 {rbase}, {wg}, {tm}, {bm0}")
+    b.i(f"mad.lo.u32 {rbase}, {q}, 16, {rbase}")
+    b.i(f"add.u32 {rbase}, {rbase}, {g}")
+    b.i(f"mad.lo.u32 {cbase}, {t4}, 2, {bn0}")
+    rows = []
+    for j in range(ms):
+        for h in range(2):
+            r = b.reg("u32")
+            b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
+            rows.append(r)
+    group = min(8, BN // 8)
+    b.comment(f"The epilogue in column groups of {8 * group} (column registers, predicates and bias of one\n"
+              "group live at a time: with all TILE_N of them beside the accumulators ptxas spills)")
+    for n0 in range(0, BN // 8, group):
+        cols = []
+        for n8 in range(n0, n0 + group):
+            for h in range(2):
+                r = b.reg("u32")
+                b.i(f"add.u32 {r}, {cbase}, {8 * n8 + h}")
+                cols.append(r)
+        elems = [(2 * j + ((i >> 1) & 1), 2 * ((i >> 2) - n0) + (i & 1), acc[j][i]) for j in range(ms)
+                 for i in range(4 * n0, 4 * (n0 + group))]
+        emit_epilogue(b, spec, P, rows, cols, elems)
+
+
 def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
     params = kernel_params(spec, name, profile)
@@ -200,17 +271,23 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.i(f"mov.u32 {rs}, 0")
     pz = b.reg("pred")
     loop, done = b.label("ktile"), b.label("kdone")
+    overlap = S >= 3
+    if overlap:
+        b.comment(f"Tile 0 has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it visible")
+        b.i(f"cp.async.wait_group {S - 2}")
+        b.i("bar.sync 0")
     emit_profile_slot(b, prof, 1, "before the K loop")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     b.i(f"@{pz} bra {done}")
     b.put_label(loop)
     b.region = "iter"
-    b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
-              "visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
-    b.i(f"cp.async.wait_group {S - 2}")
-    b.i("bar.sync 0")
-    b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
-    issue_tile(kl, ws)
+    if not overlap:
+        b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
+                  "visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
+        b.i(f"cp.async.wait_group {S - 2}")
+        b.i("bar.sync 0")
+        b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
+        issue_tile(kl, ws)
 
     ha, hb = desc_high(ta), desc_high(tb)
     b.comment(f"Descriptors of the read stage: start >> 4 | LBO/SBO | 128B swizzle (A {ha:#x}, B {hb:#x});\n"
@@ -226,56 +303,22 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.i(f"cvt.u64.u32 {db}, {rb4}")
     b.i(f"or.b64 {da}, {da}, {ha}")
     b.i(f"or.b64 {db}, {db}, {hb}")
+    pending = 1 if overlap else 0
+    emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, pending, pone)
 
-    def compute() -> None:
-        tra, trb = int(not kmajor(ta)), int(not kmajor(tb))
-        b.i("wgmma.fence.sync.aligned")
-        for kk in range(t.k_steps):
-            dbk = db
-            if kk:
-                dbk = b.reg("u64")
-                b.i(f"add.s64 {dbk}, {db}, {kk * k_step_bytes(tb) >> 4}")
-            for j in range(ms):
-                off = (kk * k_step_bytes(ta) + j * BLOCK) >> 4
-                dak = da
-                if off:
-                    dak = b.reg("u64")
-                    b.i(f"add.s64 {dak}, {da}, {off}")
-                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ab}.{ab} {{{', '.join(acc[j])}}}, {dak}, "
-                    f"{dbk}, {pone}, 1, 1, {tra}, {trb}")
-        b.i("wgmma.commit_group.sync.aligned")
-        b.i("wgmma.wait_group.sync.aligned 0")
-    b.comment(f"Compute on the read stage: {t.k_steps} k16 steps x {ms} wgmma m64n{BN}k16, one group, waited")
-    b.part(("wgmma.compute", ms, BN, t.k_steps, ab, kmajor(ta), kmajor(tb)), compute)
+    if overlap:
+        b.comment(f"wait_group 1 above: tile kt-1's wgmmas are done, tile kt's run on. Tile kt+1 has landed when at\n"
+                  f"most stages-3 = {S - 3} groups are pending; after the barrier it is visible and no warpgroup\n"
+                  "reads stage (kt-1) % stages any more, so tile kt + stages - 1 goes there (zero-filled past K)")
+        b.i(f"cp.async.wait_group {S - 3}")
+        b.i("bar.sync 0")
+        issue_tile(kl, ws)
 
     emit_stage_advance(b, (rs, ws), S, kl, kt, t.bk, ktiles, loop, done, prof)
+    if overlap:
+        b.i("wgmma.wait_group.sync.aligned 0")
 
-    b.comment("Accumulator coordinates (ops_wgmma.accumulator_map): value i of m64 block j is row\n"
-              "wg*tm + 64j + 16q + g + 8((i>>1)&1), column 8(i>>2) + 2*t4 + (i&1)")
-    rbase, cbase = b.reg("u32"), b.reg("u32")
-    b.i(f"mad.lo.u32 {rbase}, {wg}, {t.tm}, {bm0}")
-    b.i(f"mad.lo.u32 {rbase}, {q}, 16, {rbase}")
-    b.i(f"add.u32 {rbase}, {rbase}, {g}")
-    b.i(f"mad.lo.u32 {cbase}, {t4}, 2, {bn0}")
-    rows = []
-    for j in range(ms):
-        for h in range(2):
-            r = b.reg("u32")
-            b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
-            rows.append(r)
-    group = min(8, BN // 8)
-    b.comment(f"The epilogue in column groups of {8 * group} (column registers, predicates and bias of one\n"
-              "group live at a time: with all TILE_N of them beside the accumulators ptxas spills)")
-    for n0 in range(0, BN // 8, group):
-        cols = []
-        for n8 in range(n0, n0 + group):
-            for h in range(2):
-                r = b.reg("u32")
-                b.i(f"add.u32 {r}, {cbase}, {8 * n8 + h}")
-                cols.append(r)
-        elems = [(2 * j + ((i >> 1) & 1), 2 * ((i >> 2) - n0) + (i & 1), acc[j][i]) for j in range(ms)
-                 for i in range(4 * n0, 4 * (n0 + group))]
-        emit_epilogue(b, spec, P, rows, cols, elems)
+    emit_acc_epilogue(b, spec, P, acc, (wg, q, g, t4), (bm0, bn0), t.tm)
     emit_profile_slot(b, prof, 3, "at CTA end")
     b.i("ret")
     return b, params
@@ -307,6 +350,7 @@ class Wgmma:
     tile_label = "warpgroup_tile"
     async_copies = True
     calibrate_by_grid = False
+    opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None:
@@ -374,6 +418,8 @@ class Wgmma:
                   ctas_per_core: int) -> SyncPlan:
         ok, why = _check_pipeline(t.stages, ktiles)
         exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
+        if t.stages >= 3:  # tile kt+1 is waited for one iteration after its copy's tile kt+1-(stages-1)
+            return SyncPlan(1, 1, t.stages - 3, 1, sync_lat, exposed, ok, why)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
 
 

@@ -1,0 +1,85 @@
+"""GPU correctness pass for the wgmma wait_group-1 pipeline and the wgmma_tma variant (run on the H200):
+every (variant, shape, layout) kernel is compiled here (kernelgen compile from a YAML spec: no lark needed),
+then checked with ``python -m validation gpu KERNEL.ptx --json`` in its own process under a timeout (a
+hung mbarrier wait costs one case, not the run). Writes OUT/tma_check.json and one line per case.
+
+    python3 benchmarks/tma_check.py --out $OUT [--timeout 90]
+
+wgmma is constrained to STAGES >= 3 (the wait_group-1 schedule; 2 stages keep wait_group 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYOUTS = [("row", "col"), ("row", "row"), ("col", "col"), ("col", "row")]
+SMALL = [(200, 136, 264), (1000, 520, 264), (64, 7168, 4096)]  # odd edges, several persistent tiles, M = 64
+LARGE = [(4096, 4096, 4096)]
+VARIANTS = {"wgmma": ["STAGES in [3, 4]"], "wgmma_tma": []}
+
+
+def cases() -> list[tuple[str, tuple[int, int, int], tuple[str, str], bool]]:
+    out = []
+    for v in VARIANTS:
+        for shape in SMALL:
+            for i, lay in enumerate(LAYOUTS):
+                out.append((v, shape, lay, i == 2))  # one layout per shape with beta, bias and gelu
+        out += [(v, shape, ("row", "col"), False) for shape in LARGE]
+    return out
+
+
+def compile_case(v: str, shape: tuple[int, int, int], lay: tuple[str, str], epi: bool, d: Path) -> Path:
+    M, N, K = shape
+    spec: dict = {"M": M, "N": N, "K": K, "dtype": {"a": "bf16", "b": "bf16", "out": "f32"},
+                  "layout": {"a": lay[0], "b": lay[1]}}
+    if epi:
+        spec.update(beta=0.5, epilogue=["bias", "gelu"])
+    if VARIANTS[v]:
+        spec["tiling"] = VARIANTS[v]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "spec.yaml").write_text(json.dumps(spec))
+    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op", str(d / "spec.yaml"),
+                    "--variant", v, "-o", str(d)], check=True, capture_output=True, text=True, cwd=ROOT)
+    return d / "kernel.ptx"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--timeout", type=int, default=90, help="seconds per kernel check (default 90)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    rows = []
+    for v, shape, lay, epi in cases():
+        name = f"{v}_{'x'.join(map(str, shape))}_{''.join(lay)}{'_epi' if epi else ''}"
+        row: dict = {"case": name}
+        try:
+            ptx = compile_case(v, shape, lay, epi, out / name)
+            r = subprocess.run([sys.executable, "-m", "validation", "gpu", str(ptx), "--json", "--repeats", "5"],
+                               capture_output=True, text=True, timeout=a.timeout, cwd=ROOT)
+            if r.returncode in (0, 1) and r.stdout.strip():
+                d = json.loads(r.stdout.strip().splitlines()[-1])
+                row.update(passed=bool(d["check"] and d["check"]["passed"]), time_ms=d["time_ms"],
+                           rel_err=d["check"] and d["check"].get("max_rel_err"), grid=d["grid"], block=d["block"])
+            else:
+                row["error"] = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1][:300]
+        except subprocess.TimeoutExpired:
+            row["error"] = f"timeout after {a.timeout} s (hang?)"
+        except subprocess.CalledProcessError as e:
+            row["error"] = f"compile: {(e.stderr or '').strip()[-300:]}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    (out / "tma_check.json").write_text(json.dumps(rows, indent=1))
+    bad = [r["case"] for r in rows if not r.get("passed")]
+    print(f"{len(rows) - len(bad)}/{len(rows)} passed" + (f"; not passed: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
