@@ -81,8 +81,10 @@ def test_build_launch_binds_the_header_buffers_hidden_ones_included(tmp_path):
     ns = Namespace(kernel=None, grid=None, block=None, shared=None, arg=["gemm_wgmma_tma_alpha=2.0"], seed=1,
                    symbol=[])
     launch, meta, check = build_launch(ptx, str(f), ns)
-    assert [a.role for a in launch.args][:2] == ["A", "B"] and launch.args[0].array.size == 300 * 200
-    assert launch.args[8].value == 2.0 and check is not None and check["M"] == 300
+    by_role = {a.role: a for a in launch.args}
+    assert by_role["A"].hidden and by_role["B"].hidden and by_role["A"].array.size == 300 * 200
+    assert [a.role for a in launch.args][-2:] == ["A", "B"]  # the passed params first, then the hidden ones
+    assert by_role["alpha"].value == 2.0 and check is not None and check["M"] == 300
     assert launch.block == (384, 1, 1) and launch.dynamic_shared == 4 * (16384 + 16384) + 64
     assert not tensormap_params(meta)
 

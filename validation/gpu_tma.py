@@ -32,10 +32,11 @@ def without_tensormaps(meta: dict) -> dict:
 
 
 def launch_params(meta: dict) -> list[tuple[str, str]]:
-    """(name, PTX type) of the header's buffer and scalar params (hidden buffers included, in header
-    order): the parameter list sim.launch.bind_launch binds --arg values against for such a kernel."""
+    """(name, PTX type) of the header's passed buffer and scalar params, in header order: the parameter
+    list sim.launch.bind_launch binds --arg values against for such a kernel (it appends the hidden
+    buffers itself)."""
     return [(str(p.get("name", "")), "u64" if p.get("kind") == "buffer" else str(p.get("dtype", "")))
-            for p in without_tensormaps(meta)["params"]]
+            for p in without_tensormaps(meta)["params"] if not p.get("hidden")]
 
 
 def _buffer_of(m: dict[str, Any], args: Sequence[Arg]) -> int:
