@@ -9,7 +9,8 @@ dispatch is O(1) (a bit length, a shift, a table index) and small K keep a fine 
 2. the candidates' predicted cycles at every bucket's upper end (``plan(only=candidates)``);
 3. greedy choice: start with the candidate of least mean predicted slowdown against the best candidate
    per bucket (buckets weigh alike: K log-uniform over the range, as the buckets are), add the
-   candidate that lowers that mean the most, stop when the next one gains less than ``threshold`` (relative) or at ``max_variants``;
+   candidate that lowers that mean the most, stop when the next one gains less than ``threshold``
+   (relative) or at ``max_variants``;
 4. each bucket takes the chosen candidate of least predicted cycles at its upper end: the dispatch
    table; runs of equal entries are the intervals; each boundary keeps the neighbours' cycles on both
    sides, which is why it sits there.

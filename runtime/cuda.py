@@ -80,7 +80,8 @@ class CudaBackend:
                 device.append(mem)
                 call.append(int(mem))
             else:
-                call.append(SCALARS[a.dtype](a.value or 0))
+                scalar: Any = SCALARS[a.dtype]
+                call.append(scalar(a.value))
         try:
             func.prepared_async_call(grid, block, s, *call, shared_size=dyn)
         except Exception as e:  # noqa: BLE001 - pycuda raises its own Error subclasses
