@@ -67,7 +67,7 @@ class CudaBackend:
         cuda, s = self.cuda, self.stream
         func, dyn, block = self.function(variant)
         pinned: dict[int, np.ndarray] = {}
-        device: list[Any] = []
+        device: dict[int, Any] = {}
         call: list[Any] = []
         for i, a in enumerate(args):
             if a.kind == "buffer":
@@ -77,7 +77,7 @@ class CudaBackend:
                 mem = cuda.mem_alloc(max(1, host.nbytes))
                 cuda.memcpy_htod_async(mem, host, s)
                 pinned[i] = host
-                device.append(mem)
+                device[i] = mem
                 call.append(int(mem))
             else:
                 scalar: Any = SCALARS[a.dtype]
@@ -88,7 +88,7 @@ class CudaBackend:
             raise ExecutionError(f"launch failed: {e}") from None
         for i, a in enumerate(args):
             if a.role == "D":
-                cuda.memcpy_dtoh_async(pinned[i], device[list(pinned).index(i)], s)
+                cuda.memcpy_dtoh_async(pinned[i], device[i], s)
         return Job(variant, args, (pinned, device))
 
     def wait(self, job: Job) -> tuple[dict[int, np.ndarray], int | None]:
@@ -98,6 +98,6 @@ class CudaBackend:
             raise ExecutionError(f"kernel failed on the GPU: {e}") from None
         pinned, device = job.handle
         outputs = {i: np.array(h) for i, h in pinned.items()}
-        for mem in device:
+        for mem in device.values():
             mem.free()
         return outputs, None

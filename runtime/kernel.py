@@ -6,7 +6,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from kernelgen.module import Module, ModuleError, read
+from kernelgen.module import Module, read
 from runtime.backends import Backend, Job, make_backend
 from sim.errors import WorkbenchError
 from sim.launch import Arg, numpy_dtype
@@ -21,9 +21,9 @@ def load(path: str, device: str = "sim:npu7nm", timed: bool = False) -> Kernel:
     on GPU 0 through pycuda). A wrong ABI or a module built for other hardware is a RuntimeFailure."""
     try:
         module = read(path)
-    except ModuleError as e:
-        raise RuntimeFailure(e.message if hasattr(e, "message") else str(e)) from None
-    return Kernel(module, make_backend(module, device, timed))
+        return Kernel(module, make_backend(module, device, timed))
+    except WorkbenchError as e:
+        raise RuntimeFailure(e.message, e.file or path) from None
 
 
 def to_storage(arr: np.ndarray, layout: str) -> np.ndarray:
@@ -93,7 +93,7 @@ class Kernel:
         try:
             return self.module.dispatch(k)
         except WorkbenchError as e:
-            self._fail(str(e).split(": ", 1)[-1])
+            self._fail(e.message)
 
     def launch(self) -> None:
         """Start the GEMM on the bound tensors and return at once; ``sync()`` waits for it."""
@@ -121,7 +121,7 @@ class Kernel:
         try:
             self._job = self.backend.submit(v, args, grid)
         except WorkbenchError as e:
-            self._fail(str(e))
+            self._fail(e.message)
         self.last_variant = v
         self.last_error = None
 
@@ -133,7 +133,7 @@ class Kernel:
         try:
             outputs, cycles = self.backend.wait(job)
         except WorkbenchError as e:
-            self._fail(str(e))
+            self._fail(e.message)
         self.last_cycles = cycles
         for i, a in enumerate(job.args):
             if a.role in self.tensors and self.tensors[a.role]["io"] == "output":
