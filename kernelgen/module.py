@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgen.emit_common import kernel_params
-from kernelgen.krange import Partition, bucket_of, describe, spec_for
+from kernelgen.krange import Partition, describe, spec_for
 from kernelgen.planner import plan, prediction_dict, tiling_json
 from kernelgen.spec import GemmSpec
 from kernelgen.variants import get
@@ -119,6 +119,7 @@ class Module:
     def __post_init__(self) -> None:
         d = self.manifest["dispatch"]
         self.lo, self.hi, self.sub = int(d["lo"]), int(d["hi"]), int(d["sub_bits"])
+        self.first_octave = 1 << self.sub
         self.table = tuple(int(v) for v in d["table"])
 
     @property
@@ -126,11 +127,16 @@ class Module:
         return list(self.manifest["variants"])
 
     def dispatch(self, k: int) -> int:
-        """The variant serving K = k (one subtraction, a bit length, a shift, a tuple index)."""
-        if not self.lo <= k <= self.hi:
+        """The variant serving K = k: kernelgen.krange.bucket_of inlined (a subtraction, a bit length, a
+        shift, a tuple index)."""
+        x = k - self.lo
+        if x < 0 or k > self.hi:
             raise UsageError(f"K={k} is outside the module's range [{self.lo}, {self.hi}]; "
                              "rebuild it with a wider K range", file=self.path)
-        return self.table[bucket_of(k - self.lo, self.sub)]
+        if x < self.first_octave:
+            return self.table[x]
+        e = x.bit_length() - self.sub
+        return self.table[(e << self.sub) + (x >> (e - 1)) - self.first_octave]
 
     def text(self, name: str) -> str:
         return self.members[name].decode()
