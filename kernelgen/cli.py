@@ -166,7 +166,11 @@ def _run_module(args: argparse.Namespace, op: str | None) -> int:
         raise UsageError(f"{args.out} is a directory (the old .ko layout); remove it or name another file")
     data = compile_module(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant, args.threshold,
                           not args.no_cubin, args.verbose, args.shape)
-    write_with(args.out, lambda tmp: tmp.write_bytes(data))
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        tmp.chmod(0o644)  # mkstemp makes 0600; a module is meant to be shared
+
+    write_with(args.out, write)
     print(f"kernelgen: wrote {args.out} ({len(data):,} bytes)", file=sys.stderr)
     return 0
 
