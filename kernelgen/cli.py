@@ -39,6 +39,11 @@ def load_any_spec(hw_name: str | None, op: str | None, gemm: str | None, dtype: 
 
         spec, target, seed_variant = load_seed_spec(op, shape)
         hw_name, variant = hw_name or target, variant or seed_variant
+    elif op == "gemm" and not Path(op).exists():  # the operation's name, sizes from --shape
+        if not shape:
+            raise UsageError("--op gemm names the operation: give --shape MxNxK (K may be a range, "
+                             "64x64x1..4096), or --op FILE")
+        spec = shorthand(shape, DTYPE_ALIASES.get(dtype, dtype), DTYPE_ALIASES.get(out_dtype, out_dtype))
     else:
         spec = load_spec(op) if op else shorthand(gemm or "", DTYPE_ALIASES.get(dtype, dtype),
                                                   DTYPE_ALIASES.get(out_dtype, out_dtype))
@@ -81,7 +86,7 @@ def compile_module(hw_name: str | None, op: str | None, gemm: str | None, dtype:
     if verbose:
         for line in describe(p):
             print(f"kernelgen: {line}", file=sys.stderr)
-    source = (Path(op).name, Path(op).read_text()) if op else None
+    source = (Path(op).name, Path(op).read_text()) if op and Path(op).is_file() else None
     return build(p, hw, Path(hw.path).read_text(encoding="utf-8"), source, cubin)
 
 
@@ -112,9 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--hw", "--hardware", dest="hw", help="hwconfig path or bundled name")
     c.add_argument("spec", nargs="?", help="a .dgml (or .dgemm, YAML) spec, same as --op")
     g = c.add_mutually_exclusive_group()
-    g.add_argument("--op", help="GEMM spec: YAML, .dgemm (give --shape) or .dgml")
+    g.add_argument("--op", help="GEMM spec: YAML, .dgemm (give --shape) or .dgml; or 'gemm' with --shape")
     g.add_argument("--gemm", help="MxNxK shorthand")
-    c.add_argument("--shape", help="MxNxK sizes for a .dgemm (overrides a .dgml's shape)")
+    c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
+                                   "K may be a range LO..HI")
     c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES, help="A and B dtype (--gemm)")
     c.add_argument("--out-dtype", default="f32", choices=DTYPE_CHOICES, help="D dtype (--gemm)")
     c.add_argument("--variant", choices=names(), help="restrict to one emitter")

@@ -198,6 +198,12 @@ def test_cli_writes_module_and_rejects_bad_input(tmp_path, capsys):
     assert rc == 0, err
     assert read(out).manifest["source"] == "source/g.yaml"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g.ko")]  # no temp file left
+    rc = main(["compile", "--hardware", "npu7nm", "--op", "gemm", "--shape", "16x16x1..40", "--dtype", "fp16",
+               "-o", str(tmp_path / "op.ko"), "--no-cubin"])
+    assert rc == 0, capsys.readouterr().err
+    assert read(tmp_path / "op.ko").manifest["dispatch"]["hi"] == 40
+    rc = main(["compile", "--hardware", "npu7nm", "--op", "gemm", "-o", str(tmp_path / "op2.ko")])
+    assert rc == 2 and "give --shape MxNxK" in capsys.readouterr().err
     spec.write_text("M: 16\nN: 16\nK: [1, 64]\ndtype: int8\n")
     rc = main(["compile", "--hardware", "npu7nm", "--op", str(spec), "-o", str(tmp_path / "h.ko")])
     err = capsys.readouterr().err.strip()
