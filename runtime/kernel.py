@@ -89,6 +89,16 @@ class Kernel:
                 seen.setdefault(d, (int(n), name))
         return {d: v for d, (v, _) in seen.items()}
 
+    def _check_extents(self, dims: dict[str, int]) -> None:
+        """M, N, K must be extents the module was built for (its kernels may assume their alignment)."""
+        for d, n in dims.items():
+            ext = self.module.manifest["spec"][d]
+            lo, hi, mult = (ext, ext, 1) if isinstance(ext, int) else (*ext["range"], ext["multiple_of"])
+            if not lo <= n <= hi or n % mult:
+                want = f"{d}={lo}" if lo == hi else f"{d} in [{lo}, {hi}]" + (f", a multiple of {mult}"
+                                                                                  if mult > 1 else "")
+                self._fail(f"{d}={n} but the module was built for {want}; rebuild it with that range")
+
     def variant_for(self, k: int) -> int:
         try:
             return self.module.dispatch(k)
@@ -104,6 +114,7 @@ class Kernel:
                 self._fail(f"missing binding: {name} ({t['io']} {t['dtype']} {' x '.join(t['shape'])}); "
                            f"bind it with bind_{t['io']}({name!r}, array)")
         dims = self.dims()
+        self._check_extents(dims)
         v = self.variant_for(dims["K"])
         var = self.module.variants[v]
         args = []

@@ -153,6 +153,9 @@ def test_missing_binding_and_bad_binding(ko):
     kern.bind_output("D", np.ones((8, 16), np.float32))
     with pytest.raises(RuntimeFailure, match="M=8 but A gives M=16|M=16 but D gives M=8"):
         kern.launch()
+    kern.bind_input("A", np.ones((8, 8), np.float16))
+    with pytest.raises(RuntimeFailure, match="M=8 but the module was built for M=16"):
+        kern.launch()
 
 
 def test_wrong_abi_and_wrong_device(ko, tmp_path):
