@@ -51,8 +51,12 @@ class SimBackend:
             raise UsageError(f"module built for hardware {built['name']!r}{arch}, device sim:{hw_name} is "
                              f"{hw_name!r}: load it with device='sim:{built['name']}' or rebuild with "
                              f"--hardware {hw_name}", module.path)
+        from sim.hw_seed import convert_text, is_seed_text
+
         self.module = module
-        self.hw = hw_from_text(module.text(built["file"]), f"{module.path}:{built['file']}")
+        where = f"{module.path}:{built['file']}"
+        text = module.text(built["file"])
+        self.hw = hw_from_text(convert_text(text, where) if is_seed_text(text) else text, where)
         self.timed = timed
         self.programs: dict[int, Any] = {}
         self.pool = ThreadPoolExecutor(max_workers=1)
