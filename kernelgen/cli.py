@@ -76,8 +76,9 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
 
 def compile_module(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
                    variant: str | None, threshold: float, cubin: bool, verbose: bool = False,
-                   shape: str | None = None) -> bytes:
-    """Partition the spec's K range and pack the variants into a module's bytes (kernelgen.module)."""
+                   shape: str | None = None) -> tuple[bytes, str]:
+    """Partition the spec's K range and pack the variants into a module's bytes (kernelgen.module);
+    also a one-line summary of the intervals."""
     from kernelgen.krange import describe, partition
     from kernelgen.module import build
 
@@ -87,7 +88,11 @@ def compile_module(hw_name: str | None, op: str | None, gemm: str | None, dtype:
         for line in describe(p):
             print(f"kernelgen: {line}", file=sys.stderr)
     source = (Path(op).name, Path(op).read_text()) if op and Path(op).is_file() else None
-    return build(p, hw, Path(hw.path).read_text(encoding="utf-8"), source, cubin)
+    summary = ", ".join(f"K {lo}..{hi}: v{v}" for lo, hi, v in p.intervals()[:6])
+    more = len(p.intervals()) - 6
+    summary = (f"{len(p.chosen)} variant(s) on {hw.name} ({summary}{f', {more} more' if more > 0 else ''}; "
+               f"threshold {threshold:.1%}, --verbose says why)")
+    return build(p, hw, Path(hw.path).read_text(encoding="utf-8"), source, cubin), summary
 
 
 def write_atomically(out: Path, files: dict[str, str]) -> None:
@@ -170,14 +175,14 @@ def _run_module(args: argparse.Namespace, op: str | None) -> int:
         raise UsageError(f"--threshold {args.threshold}: give a relative gain in [0, 1), e.g. 0.02")
     if Path(args.out).is_dir():
         raise UsageError(f"{args.out} is a directory (the old .ko layout); remove it or name another file")
-    data = compile_module(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant, args.threshold,
-                          not args.no_cubin, args.verbose, args.shape)
+    data, summary = compile_module(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
+                                   args.threshold, not args.no_cubin, args.verbose, args.shape)
     def write(tmp: Path) -> None:
         tmp.write_bytes(data)
         tmp.chmod(0o644)  # mkstemp makes 0600; a module is meant to be shared
 
     write_with(args.out, write)
-    print(f"kernelgen: wrote {args.out} ({len(data):,} bytes)", file=sys.stderr)
+    print(f"kernelgen: wrote {args.out} ({len(data):,} bytes): {summary}", file=sys.stderr)
     return 0
 
 
