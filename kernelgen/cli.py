@@ -3,9 +3,10 @@
 
 Also installed as ``deepgemm compile --hardware HW --op gemm.yaml --output OUT``. The seeds' languages:
 ``--op gemm.dgemm --shape MxNxK`` and ``compile matmul.dgml -o matmul.ko`` (hw from the .dgml's
-``target``); the ".ko" is, for now, a directory holding kernel.ptx, plan.json, analysis.md,
-candidates.csv and the source spec (the module format belongs to issue 16).
-Errors: one line on stderr, exit status 2, nothing written (files go to a temp dir, then renamed).
+``target``). An output named ``X.ko`` is a module (kernelgen.module, docs/module.md): the K range of the
+spec (``K: [1, 4096]``, ``K_min``/``K_max``, ``shapes:``, ``--gemm 64x64x1..4096``) partitioned into variants
+(kernelgen.krange) with an O(1) dispatch table; ``--threshold`` is the least relative gain that adds one.
+Errors: one line on stderr, exit status 2, nothing written (files go to a temp file or dir, then renamed).
 """
 
 from __future__ import annotations
@@ -17,20 +18,20 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kernelgen.variants import names
 from sim.errors import ArgParser, UsageError, WorkbenchError, run_cli
+from sim.hw import HwConfig
+
+DTYPE_CHOICES = ["f32", "f16", "bf16", "fp32", "fp16", "int8"]  # the seeds' spellings are aliases
 
 
-def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
-                   variant: str | None, verbose: bool = False, profile: bool = False,
-                   shape: str | None = None) -> dict[str, str]:
-    """Plan and emit; returns {filename: text}. ``op`` may be a YAML spec, a .dgemm (sizes from
-    ``shape``) or a .dgml (hw from its ``target`` unless ``hw_name`` is given)."""
-    from kernelgen.planner import plan, prediction_dict
-    from kernelgen.report import analysis_md, candidates_csv, plan_json
-    from kernelgen.spec import load_spec, shorthand
-    from kernelgen.variants import get
+def load_any_spec(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
+                  variant: str | None, shape: str | None) -> tuple[Any, HwConfig, str | None]:
+    """(spec, hw, variant) from a YAML spec, a .dgemm (sizes from ``shape``), a .dgml (hw from its
+    ``target`` unless ``hw_name`` is given) or the --gemm shorthand."""
+    from kernelgen.spec import DTYPE_ALIASES, load_spec, shorthand
     from sim.hw import load_hw
 
     if op and Path(op).suffix in (".dgemm", ".dgml"):  # lark only for the seeds' languages
@@ -38,11 +39,28 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
 
         spec, target, seed_variant = load_seed_spec(op, shape)
         hw_name, variant = hw_name or target, variant or seed_variant
+    elif op == "gemm" and not Path(op).exists():  # the operation's name, sizes from --shape
+        if not shape:
+            raise UsageError("--op gemm names the operation: give --shape MxNxK (K may be a range, "
+                             "64x64x1..4096), or --op FILE")
+        spec = shorthand(shape, DTYPE_ALIASES.get(dtype, dtype), DTYPE_ALIASES.get(out_dtype, out_dtype))
     else:
-        spec = load_spec(op) if op else shorthand(gemm or "", dtype, out_dtype)
+        spec = load_spec(op) if op else shorthand(gemm or "", DTYPE_ALIASES.get(dtype, dtype),
+                                                  DTYPE_ALIASES.get(out_dtype, out_dtype))
     if not hw_name:
         raise UsageError("--hw required (or a .dgml with a target)", file=op)
-    hw = load_hw(hw_name)
+    return spec, load_hw(hw_name), variant
+
+
+def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
+                   variant: str | None, verbose: bool = False, profile: bool = False,
+                   shape: str | None = None) -> dict[str, str]:
+    """Plan and emit one kernel; returns {filename: text}."""
+    from kernelgen.planner import plan, prediction_dict
+    from kernelgen.report import analysis_md, candidates_csv, plan_json
+    from kernelgen.variants import get
+
+    spec, hw, variant = load_any_spec(hw_name, op, gemm, dtype, out_dtype, variant, shape)
     p = plan(spec, hw, variant, verbose)
     if verbose:
         for line in p.log:
@@ -54,6 +72,27 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
     if op and Path(op).suffix in (".dgemm", ".dgml"):
         files[Path(op).name] = Path(op).read_text()
     return files
+
+
+def compile_module(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
+                   variant: str | None, threshold: float, cubin: bool, verbose: bool = False,
+                   shape: str | None = None) -> tuple[bytes, str]:
+    """Partition the spec's K range and pack the variants into a module's bytes (kernelgen.module);
+    also a one-line summary of the intervals."""
+    from kernelgen.krange import describe, partition
+    from kernelgen.module import build
+
+    spec, hw, variant = load_any_spec(hw_name, op, gemm, dtype, out_dtype, variant, shape)
+    p = partition(spec, hw, variant, threshold)
+    if verbose:
+        for line in describe(p):
+            print(f"kernelgen: {line}", file=sys.stderr)
+    source = (Path(op).name, Path(op).read_text()) if op and Path(op).is_file() else None
+    summary = ", ".join(f"K {lo}..{hi}: v{v}" for lo, hi, v in p.intervals()[:6])
+    more = len(p.intervals()) - 6
+    summary = (f"{len(p.chosen)} variant(s) on {hw.name} ({summary}{f', {more} more' if more > 0 else ''}; "
+               f"threshold {threshold:.1%}, --verbose says why)")
+    return build(p, hw, Path(hw.path).read_text(encoding="utf-8"), source, cubin), summary
 
 
 def write_atomically(out: Path, files: dict[str, str]) -> None:
@@ -83,13 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--hw", "--hardware", dest="hw", help="hwconfig path or bundled name")
     c.add_argument("spec", nargs="?", help="a .dgml (or .dgemm, YAML) spec, same as --op")
     g = c.add_mutually_exclusive_group()
-    g.add_argument("--op", help="GEMM spec: YAML, .dgemm (give --shape) or .dgml")
+    g.add_argument("--op", help="GEMM spec: YAML, .dgemm (give --shape) or .dgml; or 'gemm' with --shape")
     g.add_argument("--gemm", help="MxNxK shorthand")
-    c.add_argument("--shape", help="MxNxK sizes for a .dgemm (overrides a .dgml's shape)")
-    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"], help="A and B dtype (--gemm)")
-    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16"], help="D dtype (--gemm)")
+    c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
+                                   "K may be a range LO..HI")
+    c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES, help="A and B dtype (--gemm)")
+    c.add_argument("--out-dtype", default="f32", choices=DTYPE_CHOICES, help="D dtype (--gemm)")
     c.add_argument("--variant", choices=names(), help="restrict to one emitter")
-    c.add_argument("-o", "--output", "--out", dest="out", required=True, help="output directory")
+    c.add_argument("-o", "--output", "--out", dest="out", required=True,
+                   help="output directory, or X.ko for a module over the spec's K range")
+    c.add_argument("--threshold", type=float, default=0.02,
+                   help="X.ko: add a variant while it lowers the mean predicted slowdown by at least this")
+    c.add_argument("--no-cubin", action="store_true", help="X.ko: PTX only (no ptxas)")
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
     c.add_argument("--profile", action="store_true",
                    help="add a u64 profile buffer: clock64 per CTA at start, around the K loop, at end")
@@ -113,10 +157,32 @@ def _run(argv: list[str]) -> int:
     op = args.spec or args.op
     if not (op or args.gemm):
         raise UsageError("give a spec (F.dgml, --op F.dgemm|F.yaml) or --gemm MxNxK")
+    if args.out.endswith(".ko"):
+        return _run_module(args, op)
     files = compile_kernel(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
                            args.verbose, args.profile, args.shape)
     write_atomically(Path(args.out), files)
     print(f"kernelgen: wrote {args.out}/{', '.join(files)}", file=sys.stderr)
+    return 0
+
+
+def _run_module(args: argparse.Namespace, op: str | None) -> int:
+    from sim.atomic import write_with
+
+    if args.profile:
+        raise UsageError("--profile is for a single kernel: write it to a directory (-o DIR), not a .ko")
+    if not 0 <= args.threshold < 1:
+        raise UsageError(f"--threshold {args.threshold}: give a relative gain in [0, 1), e.g. 0.02")
+    if Path(args.out).is_dir():
+        raise UsageError(f"{args.out} is a directory (the old .ko layout); remove it or name another file")
+    data, summary = compile_module(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
+                                   args.threshold, not args.no_cubin, args.verbose, args.shape)
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        tmp.chmod(0o644)  # mkstemp makes 0600; a module is meant to be shared
+
+    write_with(args.out, write)
+    print(f"kernelgen: wrote {args.out} ({len(data):,} bytes): {summary}", file=sys.stderr)
     return 0
 
 

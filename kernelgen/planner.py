@@ -91,7 +91,9 @@ def _soft_penalty(c: Constraint, v: float) -> float:
     return max(0.0, excess) / max(abs(c.value), 1e-9)
 
 
-def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False) -> Plan:
+def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False,
+         only: list[Tiling] | None = None) -> Plan:
+    """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange)."""
     t0 = time.perf_counter()
     shape = spec.nominal()
     M, N, K = shape
@@ -102,8 +104,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             raise UsageError(f"--variant {variant} impossible: {why}"
                              + (f"; use --variant {' or '.join(others)}" if others else ""))
     variants = [variant] if variant else [n for n in names() if not (get(n).opt_in or get(n).unavailable(spec, hw))]
-    tilings: list[Tiling] = []
-    for v in variants:
+    tilings: list[Tiling] = list(only) if only is not None else []
+    for v in variants if only is None else []:
         tilings += get(v).tilings(spec)
     total = len(tilings)
     pruned: dict[str, dict[str, int]] = {}

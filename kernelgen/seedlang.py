@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import warnings
 from functools import cache
 from pathlib import Path
@@ -32,6 +33,8 @@ from sim.errors import UsageError, WorkbenchWarning
 
 GRAMMARS = Path(__file__).parent / "grammars"
 DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32"}
+LATER_DTYPES = {d: f"{d} GEMM is not built yet (issue 16 item 4); use fp16, bf16 or fp32"
+                for d in ("int8", "int4", "int4_e2m1")}
 LAYOUT_ALIASES = {"row-major": "row", "row": "row", "col-major": "col", "col": "col"}
 OBSERVABLES = {"register_usage": "registers_per_thread", "registers_per_thread": "registers_per_thread",
                "shared_bytes": "shared_memory_per_block",
@@ -159,7 +162,7 @@ def _tiling(clause: Tree, src: str) -> list[str]:
     return out
 
 
-def dgemm_to_dict(text: str, src: str, shape: tuple[int, int, int]) -> dict[str, Any]:
+def dgemm_to_dict(text: str, src: str, shape: tuple[Any, Any, Any]) -> dict[str, Any]:
     tree = _syntax("dgemm", text, src)
     op = tree.children[0]
     data: dict[str, Any] = {"name": str(op.children[0]), "M": shape[0], "N": shape[1], "K": shape[2]}
@@ -176,6 +179,8 @@ def dgemm_to_dict(text: str, src: str, shape: tuple[int, int, int]) -> dict[str,
         role, tname, ttype = item.children[:3]
         if str(tname) not in slot:
             raise _fail(src, tname, f"tensor {tname!s}: GEMM tensors are A, B, C (inputs) and D (output)")
+        if str(ttype) in LATER_DTYPES:
+            raise _fail(src, ttype, LATER_DTYPES[str(ttype)])
         if str(ttype) not in DTYPE_ALIASES:
             raise _fail(src, ttype, f"dtype {ttype!s}" + _nearest(str(ttype), "dgemm", tuple(DTYPE_ALIASES)))
         key = slot[str(tname)]
@@ -238,6 +243,8 @@ def dgml_to_dict(text: str, src: str) -> tuple[dict[str, Any], str | None]:
             vals.setdefault(block, {})[str(key)] = (v, entry)
     prec = {k: v for k, (v, _) in vals.get("precision", {}).items()}
     for k, (v, e) in vals.get("precision", {}).items():
+        if v in LATER_DTYPES:
+            raise _fail(src, e, f"precision {k}: {LATER_DTYPES[v]}")
         if v not in DTYPE_ALIASES:
             raise _fail(src, e, f"precision {k}: {v!r}" + _nearest(str(v), "dgml", tuple(DTYPE_ALIASES)))
     a = DTYPE_ALIASES[prec.get("weight", prec.get("activation", "fp16"))]
@@ -265,11 +272,15 @@ def dgml_to_dict(text: str, src: str) -> tuple[dict[str, Any], str | None]:
     return data, target
 
 
-def parse_shape(text: str) -> tuple[int, int, int]:
+def parse_shape(text: str) -> tuple[Any, Any, Any]:
+    """MxNxK; each extent an integer or a range LO..HI (a list, as the YAML spec writes a range)."""
     parts = text.lower().split("x")
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise UsageError(f"--shape {text!r}: expected MxNxK with positive integers, e.g. 4096x4096x4096")
-    return int(parts[0]), int(parts[1]), int(parts[2])
+    ext = [[int(v) for v in p.split("..")] if re.fullmatch(r"\d+(\.\.\d+)?", p) else [] for p in parts]
+    if len(parts) != 3 or not all(e and min(e) > 0 for e in ext):
+        raise UsageError(f"--shape {text!r}: expected MxNxK with positive integers, e.g. 4096x4096x4096 "
+                         "(a range LO..HI for a module, e.g. 64x64x1..4096)")
+    m, n, k = (e[0] if len(e) == 1 else e for e in ext)
+    return m, n, k
 
 
 def load_seed_spec(path: str | Path, shape: str | None = None) -> tuple[GemmSpec, str | None, str | None]:

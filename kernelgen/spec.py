@@ -4,10 +4,11 @@ YAML form (every key optional except M, N, K)::
 
     version: 1
     op: gemm
-    M: 4096                      # a value, [lo, hi], or {range: [lo, hi], multiple_of: 8}
+    M: 4096                      # a value, [lo, hi], "in [lo, hi]", or {range: [lo, hi], multiple_of: 8}
     N: [1, 8192]
     K: {range: [16, 4096], multiple_of: 16}
-    dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"
+    # shapes: [[64, 64, 16], [64, 64, 4096]]   # instead of M, N, K: equal M and N, K from min to max
+    dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"; fp16, fp32 too
     layout: {a: row, b: col, c: row}
     alpha: 1.0
     beta: 0.0                    # nonzero adds a C input buffer
@@ -44,7 +45,8 @@ LAYOUTS = ("row", "col")
 EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
 CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
 TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
-TOP_KEYS = ("version", "op", "M", "N", "K", "dtype", "layout", "alpha", "beta", "epilogue",
+DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "int8"}  # the seeds' spellings
+TOP_KEYS = ("version", "op", "M", "N", "K", "shapes", "dtype", "layout", "alpha", "beta", "epilogue",
             "constraints", "tiling", "name")
 
 
@@ -168,8 +170,16 @@ def _int(src: str, key: str, v: Any) -> int:
     return v
 
 
+_IN_RE = re.compile(r"^\s*(?:[MNK]\s+)?in\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*$")
+
+
 def _dim(src: str, key: str, v: Any) -> Dim:
     mult = 1
+    if isinstance(v, str):
+        m = _IN_RE.match(v)
+        if not m:
+            raise _err(src, key, f"expected a value, [lo, hi] or 'in [lo, hi]', got {v!r}")
+        v = [int(m.group(1)), int(m.group(2))]
     if isinstance(v, dict):
         unknown = set(v) - {"range", "multiple_of", "value"}
         if unknown:
@@ -189,6 +199,26 @@ def _dim(src: str, key: str, v: Any) -> Dim:
     if mult < 1 or (lo == hi and lo % mult):
         raise _err(src, key, f"multiple_of {mult} does not divide {lo}")
     return Dim(lo, hi, mult)
+
+
+def _shapes(src: str, v: Any) -> dict[str, Any]:
+    """``shapes: [[M, N, K], ...]`` -> M, N (equal in all) and K from the least to the largest."""
+    if not isinstance(v, list) or not v or not all(isinstance(s, list) and len(s) == 3 for s in v):
+        raise _err(src, "shapes", f"expected a list of [M, N, K], got {v!r}")
+    vals = [[_int(src, f"shapes[{i}]", x) for x in s] for i, s in enumerate(v)]
+    for d, name in ((0, "M"), (1, "N")):
+        if len({s[d] for s in vals}) > 1:
+            raise _err(src, "shapes", f"{name} differs between shapes ({sorted({s[d] for s in vals})}): a module "
+                                      f"dispatches on K only; write one spec per {name}")
+    ks = [s[2] for s in vals]
+    return {"M": vals[0][0], "N": vals[0][1], "K": [min(ks), max(ks)]}
+
+
+def _dtype(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
+    v = DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v
+    if v == "int8":
+        raise _err(src, key, "int8 GEMM is not built yet (issue 16 item 4); use fp16, bf16 or fp32")
+    return _choice(src, key, v, allowed)
 
 
 def _choice(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
@@ -258,6 +288,10 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         raise _err(src, "version", f"only version 1 is known, got {data.get('version')!r}")
     if data.get("op", "gemm") != "gemm":
         raise _err(src, "op", f"only 'gemm' is supported, got {data.get('op')!r}")
+    if "shapes" in data:
+        if any(k in data for k in ("M", "N", "K")):
+            raise _err(src, "shapes", "give shapes or M, N, K, not both")
+        data = {**data, **_shapes(src, data["shapes"])}
     for k in ("M", "N", "K"):
         if k not in data:
             raise _err(src, k, "missing (a value or [lo, hi])")
@@ -271,10 +305,10 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     bad = set(dt) - {"a", "b", "acc", "out"}
     if bad:
         raise _err(src, f"dtype.{sorted(bad)[0]}", "unknown key (a, b, acc, out)")
-    da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
-    db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
-    dacc = _choice(src, "dtype.acc", dt.get("acc", "f32"), ("f32",))
-    dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
+    da = _dtype(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
+    db = _dtype(src, "dtype.b", dt.get("b", da), DTYPES_IN)
+    dacc = _dtype(src, "dtype.acc", dt.get("acc", "f32"), ("f32",))
+    dout = _dtype(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
     if da != db:
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
 
@@ -333,11 +367,12 @@ def load_spec(path: str | Path) -> GemmSpec:
 
 
 def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
-    """``--gemm MxNxK --dtype f16``: row A, col B, row C, alpha 1, beta 0, no epilogue."""
+    """``--gemm MxNxK --dtype f16`` (K may be a range LO..HI): row A, col B, row C, alpha 1, beta 0."""
     parts = gemm.lower().split("x")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise UsageError(f"--gemm expects MxNxK (e.g. 4096x4096x4096), got {gemm!r}")
-    m, n, k = (int(p) for p in parts)
+    ext = [[int(x) for x in p.split("..")] if re.fullmatch(r"\d+(\.\.\d+)?", p) else None for p in parts]
+    if len(parts) != 3 or any(e is None for e in ext):
+        raise UsageError(f"--gemm expects MxNxK (e.g. 4096x4096x4096, or a K range 64x64x1..4096), got {gemm!r}")
+    m, n, k = (e[0] if len(e) == 1 else e for e in ext if e is not None)
     return parse_spec({"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}, "--gemm")
 
 

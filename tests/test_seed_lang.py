@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelgen.cli import main
+from kernelgen.module import read as read_module
 from kernelgen.planner import plan
 from kernelgen.seedlang import load_seed_spec
 from sim.errors import UsageError
@@ -42,13 +43,17 @@ def test_seed_dgemm_compiles(tmp_path, capsys, hw, alu):
         assert rc == 2 and "no feasible kernel: alu_utilization >= 0.85" in err
 
 
-def test_seed_dgml_compiles_to_ko_dir(tmp_path, capsys):
+def test_seed_dgml_compiles_to_ko_module(tmp_path, capsys):
     out = tmp_path / "matmul.ko"
-    rc, err = _compile(tmp_path, capsys, str(SEEDS / "matmul.dgml"), "-o", str(out), "--verbose")
+    rc, err = _compile(tmp_path, capsys, str(SEEDS / "matmul.dgml"), "-o", str(out), "--no-cubin")
     assert rc == 0, err
-    assert {p.name for p in out.iterdir()} >= {"kernel.ptx", "plan.json", "matmul.dgml"}
-    assert "by shared_memory_per_block <= 98304" in err  # sm_mem_limit: 96 (KB) prunes
-    assert "chose mma_" in err                               # use_hmma: true
+    m = read_module(out)
+    assert m.manifest["source"] == "source/matmul.dgml" and m.manifest["hw"]["name"] == "h200"
+    (v,) = m.variants  # one K: one variant
+    assert v["plan"]["variant"] == "mma"  # use_hmma: true
+    assert v["prediction"]["shared_memory_per_block"] <= 96 * 1024  # sm_mem_limit: 96 (KB)
+    rc, err = _compile(tmp_path, capsys, str(SEEDS / "matmul.dgml"), "-o", str(tmp_path / "dir"), "--verbose")
+    assert rc == 0 and "by shared_memory_per_block <= 98304" in err  # the limit prunes
 
 
 def test_dgml_variation_k_range_npu7nm(tmp_path):

@@ -1,0 +1,103 @@
+"""The runtime on GPU 0 through pycuda: the module's cubin (or its PTX, JIT-compiled) per variant, one
+stream, page-locked host buffers; submit copies in, launches and copies out asynchronously, wait
+synchronises the stream. Needs the optional [gpu] extra (pycuda)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from kernelgen.module import Module
+from runtime.backends import Job
+from sim.errors import ExecutionError, UsageError
+from sim.launch import Arg
+
+SCALARS = {"u32": np.uint32, "s32": np.int32, "u64": np.uint64, "f32": np.float32, "f64": np.float64}
+SHARED_OPT_IN = 48 * 1024  # dynamic shared memory above this needs the function attribute
+
+
+def arch_capability(arch: str) -> tuple[int, int]:
+    """sm_90a -> (9, 0)."""
+    m = re.fullmatch(r"sm_(\d+)(\d)[af]?", arch)
+    if not m:
+        raise ValueError(arch)
+    return int(m.group(1)), int(m.group(2))
+
+
+class CudaBackend:
+    def __init__(self, module: Module):
+        built = module.manifest["hw"]
+        if not built.get("arch"):
+            raise UsageError(f"module built for {built['name']!r}, which names no GPU arch: load it with "
+                             f"device='sim:{built['name']}'", module.path)
+        try:
+            import pycuda.driver as cuda
+        except ImportError as e:
+            raise UsageError(f"device='cuda' needs pycuda ({e}): pip install -e '.[gpu]'", module.path) from None
+        cuda.init()
+        dev = cuda.Device(0)
+        found = dev.compute_capability()
+        want = arch_capability(built["arch"])
+        if tuple(found) != want:
+            raise UsageError(f"module built for {built['arch']} ({built['name']}), found {dev.name()} "
+                             f"(sm_{found[0]}{found[1]}): rebuild with --hardware for this GPU", module.path)
+        self.cuda = cuda
+        self.module = module
+        self.ctx = dev.retain_primary_context()
+        self.ctx.push()
+        self.stream = cuda.Stream()
+        self.functions: dict[int, Any] = {}
+
+    def function(self, v: int) -> Any:
+        if v not in self.functions:
+            var = self.module.variants[v]
+            data = (self.module.members[var["cubin"]] if var.get("cubin")
+                    else self.module.members[var["ptx"]] + b"\0")
+            func = self.cuda.module_from_buffer(data).get_function(var["kernel"])
+            dyn = int(var["dynamic_shared"])
+            if dyn > SHARED_OPT_IN:
+                func.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn)
+            func.prepare(["P" if p["kind"] == "buffer" else SCALARS[p["dtype"]] for p in var["params"]])
+            self.functions[v] = (func, dyn, tuple(var["block"]))
+        return self.functions[v]
+
+    def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int]) -> Job:
+        cuda, s = self.cuda, self.stream
+        func, dyn, block = self.function(variant)
+        pinned: dict[int, np.ndarray] = {}
+        device: dict[int, Any] = {}
+        call: list[Any] = []
+        for i, a in enumerate(args):
+            if a.kind == "buffer":
+                assert a.array is not None
+                host = cuda.pagelocked_empty(a.array.shape, a.array.dtype)
+                host[...] = a.array
+                mem = cuda.mem_alloc(max(1, host.nbytes))
+                cuda.memcpy_htod_async(mem, host, s)
+                pinned[i] = host
+                device[i] = mem
+                call.append(int(mem))
+            else:
+                scalar: Any = SCALARS[a.dtype]
+                call.append(scalar(a.value))
+        try:
+            func.prepared_async_call(grid, block, s, *call, shared_size=dyn)
+        except Exception as e:  # noqa: BLE001 - pycuda raises its own Error subclasses
+            raise ExecutionError(f"launch failed: {e}") from None
+        for i, a in enumerate(args):
+            if a.role == "D":
+                cuda.memcpy_dtoh_async(pinned[i], device[i], s)
+        return Job(variant, args, (pinned, device))
+
+    def wait(self, job: Job) -> tuple[dict[int, np.ndarray], int | None]:
+        try:
+            self.stream.synchronize()
+        except Exception as e:  # noqa: BLE001
+            raise ExecutionError(f"kernel failed on the GPU: {e}") from None
+        pinned, device = job.handle
+        outputs = {i: np.array(h) for i, h in pinned.items()}
+        for mem in device.values():
+            mem.free()
+        return outputs, None
