@@ -4,6 +4,7 @@ synchronises the stream. Needs the optional [gpu] extra (pycuda)."""
 
 from __future__ import annotations
 
+import atexit
 import re
 from typing import Any
 
@@ -47,6 +48,9 @@ class CudaBackend:
         self.module = module
         self.ctx = dev.retain_primary_context()
         self.ctx.push()
+        # pycuda aborts the process when a pushed context is still on the stack at exit; atexit runs
+        # last-registered first, so several loaded modules pop in the order they pushed in reverse
+        atexit.register(self.ctx.pop)
         self.stream = cuda.Stream()
         self.functions: dict[int, Any] = {}
 
