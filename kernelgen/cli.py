@@ -86,8 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--op", help="GEMM spec: YAML, .dgemm (give --shape) or .dgml")
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm (overrides a .dgml's shape)")
-    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16"], help="A and B dtype (--gemm)")
-    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16"], help="D dtype (--gemm)")
+    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "fp16", "fp32"],
+                   help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32)")
+    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
+                   help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")
     c.add_argument("--variant", choices=names(), help="restrict to one emitter")
     c.add_argument("-o", "--output", "--out", dest="out", required=True, help="output directory")
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")

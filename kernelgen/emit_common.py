@@ -138,7 +138,7 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
 
     mode "f32": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
     mode "async": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
-    a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16.
+    a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16 (b8 for s8).
     """
     n = tile.chunks // threads
     b.part(("copy", mode, dtype, n, tile.vec == 1),
@@ -184,10 +184,10 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
                 b.i(f"{CVT_TO_F32[dtype]} {v}, {h}")
             b.i(f"st.shared.f32 [{sdst}+{imm}], {v}")
         elif tile.vec == 1:
-            h = b.reg("b16")
+            h, w = b.reg("b16"), 8 * es
             b.i(f"mov.b16 {h}, 0")
-            b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
-            b.i(f"st.shared.b16 [{sdst}+{imm}], {h}")
+            b.i(f"@{p} ld.global.b{w} {h}, [{ga}]")
+            b.i(f"st.shared.b{w} [{sdst}+{imm}], {h}")
         else:
             nbytes = tile.vec * es
             sz = b.reg("u32")
@@ -198,8 +198,10 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
 
 def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
                   elems: list[tuple[int, int, str]]) -> None:
-    """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N."""
-    flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c)
+    """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N.
+    s32 accumulators (s8 GEMM) are converted to f32 first (the dequantising epilogue: alpha is the
+    scale), or stored as they are when dtype.out is s32."""
+    flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c, spec.dtype_acc)
     b.part(("epilogue", flavour, len(rows), len(cols), len(elems)), lambda: _epilogue(b, spec, P, rows, cols, elems))
 
 
@@ -240,6 +242,15 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
         b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
         off = b.reg("u64")
         b.i(f"mul.wide.u32 {off}, {idx}, {es}")
+        if spec.dtype_out == "s32":
+            da = b.reg("u64")
+            b.i(f"add.u64 {da}, {P['D']}, {off}")
+            b.i(f"@{p} st.global.b32 [{da}], {acc}")
+            continue
+        if spec.dtype_acc == "s32":
+            f = b.reg("f32")
+            b.i(f"cvt.rn.f32.s32 {f}, {acc}")
+            acc = f
         v = b.reg("f32")
         b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
         if spec.has_c:
@@ -309,7 +320,7 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
                 d = getattr(spec, p.role)
                 ranges[f"p{i}"] = [d.lo, d.hi]
     ep = [e for e in spec.epilogue if e in ("bias", "relu", "gelu")]
-    rtol = 1e-2 if spec.dtype_out == "f32" else 2e-2
+    rtol = 0.0 if spec.dtype_out == "s32" else 1e-2 if spec.dtype_out == "f32" else 2e-2
     check = {"op": "gemm", "M": M, "N": N, "K": K, "layout_a": spec.layout_a, "layout_b": spec.layout_b,
              "layout_c": spec.layout_c, "alpha": spec.alpha, "beta": spec.beta, "epilogue": ep,
              "out_dtype": spec.dtype_out, "rtol": rtol}

@@ -37,9 +37,11 @@ from kernelgen.constraints import TileExpr
 from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 
-DTYPES_IN = ("f32", "f16", "bf16")
-DTYPES_OUT = ("f32", "f16", "bf16")
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+DTYPES_IN = ("f32", "f16", "bf16", "s8")
+DTYPES_OUT = ("f32", "f16", "bf16", "s32")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
+# the seeds' spellings
+DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
 LAYOUTS = ("row", "col")
 EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
 CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
@@ -271,12 +273,16 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     bad = set(dt) - {"a", "b", "acc", "out"}
     if bad:
         raise _err(src, f"dtype.{sorted(bad)[0]}", "unknown key (a, b, acc, out)")
+    dt = {k: DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v for k, v in dt.items()}
     da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
     db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
-    dacc = _choice(src, "dtype.acc", dt.get("acc", "f32"), ("f32",))
+    integer = da == "s8"
+    dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
     dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
     if da != db:
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
+    if dout == "s32" and not integer:
+        raise _err(src, "dtype.out", f"s32 output needs s8 A and B (got {da}); use f32, f16 or bf16")
 
     lay = data.get("layout", {})
     if not isinstance(lay, dict):
@@ -304,6 +310,9 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         _choice(src, f"epilogue[{i}]", e, EPILOGUE_OPS)
     if "relu" in ep and "gelu" in ep:
         raise _err(src, "epilogue", "relu and gelu are exclusive")
+    if dout == "s32" and (scal["alpha"] != 1.0 or scal["beta"] != 0.0 or set(ep) - {"cast"}):
+        raise _err(src, "dtype.out", "s32 output stores the exact integer sums (alpha 1, beta 0, no bias/relu/"
+                   "gelu); for a dequantising epilogue use out f32, f16 or bf16")
 
     cons = data.get("constraints", [])
     if isinstance(cons, dict):  # {key: "<= 128"} form

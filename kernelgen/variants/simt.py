@@ -200,6 +200,8 @@ class Simt:
     calibrate_by_grid = True  # the thread grid's shape changes ptxas's scheduling
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
+        if spec.dtype_a == "s8":
+            return "s8 GEMMs run on the tensor-core path only (variant mma: mma.sync m16n8k32)"
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
