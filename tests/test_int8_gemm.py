@@ -125,3 +125,11 @@ def test_s8_layout_and_variant_errors():
     spec = parse_spec({"M": 16, "N": 16, "K": 32, "dtype": "s8", "layout": {"a": "col"}})
     assert "row-major" in get("mma").unavailable(spec, load_hw("h200"))
     assert "tensor-core path only" in get("simt").unavailable(spec, load_hw("h200"))
+
+
+def test_int8_tensor_rate_from_hwconfig():
+    """pipes[].int8_lanes: an s8 m16n8k32 (4096 MACs) costs 4096 * lanes / int8_lanes lane-ops."""
+    h200 = next(p for p in load_hw("h200").pipes if "tensor" in p.classes)
+    npu = next(p for p in load_hw("npu7nm").pipes if "tensor" in p.classes)
+    assert h200.tensor_ops(4096, "s8") == 2048 and h200.tensor_ops(2048, "f16") == 2048
+    assert npu.tensor_ops(4096, "s8") == 4096

@@ -103,6 +103,8 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     for cls, ops in classes.items():
         if ops and cls != "wgmma":
             p = pipes[cls]
+            if cls == "tensor":  # [pipes[tensor].int8_lanes] for s8
+                ops = p.tensor_ops(ops, spec.dtype_a)
             work[p.name] = work.get(p.name, 0) + ops
     for name, ops in work.items():
         p = pipes[name]
@@ -322,7 +324,7 @@ def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
         for cls, n in region.items():
             p = pipes[cls]
             occ = t_occ if cls == "tensor" and t_occ is not None else \
-                _occ(p, t.mma_macs if cls == "tensor" else hw.warp_size)
+                _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else hw.warp_size)
             busy[p.name] = busy.get(p.name, 0.0) + n * times * occ
     lsu = pipes["lsu"].name
     busy[lsu] += extra_passes * ktiles * hw.shared.pass_cycles
@@ -392,7 +394,9 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     def occ_of(cls: str) -> float:
         v = occ_tab.get(cls)
         if v is None:  # an m16n8kK mma is 16 * 8 * K MACs (m16n8k16: 2048)
-            v = occ_tab[cls] = _occ(pipes[cls], t.mma_macs if cls == "tensor" else ws) + rf.get(cls, 0)
+            p = pipes[cls]
+            v = occ_tab[cls] = _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else ws) \
+                + rf.get(cls, 0)
         return v
 
     def demand(region: Mapping[str, float]) -> dict[str, float]:
