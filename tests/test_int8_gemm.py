@@ -133,3 +133,52 @@ def test_int8_tensor_rate_from_hwconfig():
     npu = next(p for p in load_hw("npu7nm").pipes if "tensor" in p.classes)
     assert h200.tensor_ops(4096, "s8") == 2048 and h200.tensor_ops(2048, "f16") == 2048
     assert npu.tensor_ops(4096, "s8") == 4096
+
+
+def _gpu_ok() -> tuple[bool, str]:
+    from validation.gpu import gpu_available
+
+    return gpu_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(37, 29, 75), (512, 384, 1024)])
+def test_s8_gemm_on_gpu_exact_and_vs_torch_int_mm(shape, tmp_path):
+    """The H200 runs the generated s8 kernel on full-range inputs: D equals numpy's int64 product exactly
+    and torch._int_mm's result on the same matrices (when torch takes the shape)."""
+    ok, why = _gpu_ok()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    from validation.gpu import run_on_gpu
+
+    M, N, K = shape
+    spec = parse_spec({"M": M, "N": N, "K": K, "dtype": {"a": "int8", "out": "s32"}})
+    ptx = get("mma").emit(spec, plan(spec, load_hw("h200"), "mma").best.tiling, {})
+    launch = launch_from_metadata(read_metadata(ptx), np.random.default_rng())
+    roles = {a.role: i for i, a in enumerate(launch.args)}
+    rng = np.random.default_rng()
+    A = rng.integers(-128, 128, (M, K)).astype(np.int8)
+    Bt = rng.integers(-128, 128, (N, K)).astype(np.int8)  # B col-major: row n of B.T is column n
+    launch.args[roles["A"]].array = A.reshape(-1)
+    launch.args[roles["B"]].array = Bt.reshape(-1)
+    m = run_on_gpu(ptx, launch, warmup=1, repeats=3)
+    got = m.outputs[roles["D"]].reshape(M, N).astype(np.int64)
+    ref = A.astype(np.int64) @ Bt.astype(np.int64).T
+    assert np.array_equal(got, ref)
+    try:
+        import torch
+    except ImportError:
+        return
+    if M > 16 and K % 8 == 0 and N % 8 == 0:
+        t = torch._int_mm(torch.from_numpy(A).cuda(), torch.from_numpy(Bt).cuda().t())
+        assert np.array_equal(t.cpu().numpy().astype(np.int64), got)
+
+
+def test_gpu_bench_compiles_s8_with_exact_output(tmp_path):
+    """benchmarks/gpu_bench.py --dtypes s8 (or int8) compiles an s32-output kernel (checked exactly on the GPU)."""
+    from benchmarks.gpu_bench import BASELINE, compile_kernel
+
+    ptx = compile_kernel(64, 48, 96, "s8", "mma", tmp_path / "k", False)
+    meta = read_metadata(ptx.read_text())
+    assert meta["check"]["out_dtype"] == "s32" and meta["check"]["rtol"] == 0.0
+    assert BASELINE["s8"] == "torch._int_mm"
