@@ -31,7 +31,8 @@ from kernelgen.spec import GemmSpec, parse_spec
 from sim.errors import UsageError, WorkbenchWarning
 
 GRAMMARS = Path(__file__).parent / "grammars"
-DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32"}
+DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "int8": "s8", "s8": "s8",
+                 "int32": "s32", "s32": "s32"}
 LAYOUT_ALIASES = {"row-major": "row", "row": "row", "col-major": "col", "col": "col"}
 OBSERVABLES = {"register_usage": "registers_per_thread", "registers_per_thread": "registers_per_thread",
                "shared_bytes": "shared_memory_per_block",

@@ -182,3 +182,15 @@ def test_gpu_bench_compiles_s8_with_exact_output(tmp_path):
     meta = read_metadata(ptx.read_text())
     assert meta["check"]["out_dtype"] == "s32" and meta["check"]["rtol"] == 0.0
     assert BASELINE["s8"] == "torch._int_mm"
+
+
+@pytest.mark.parametrize("hw_name", ["npu7nm", "h200"])
+def test_s8_example_plans(hw_name):
+    from pathlib import Path
+
+    from kernelgen.spec import load_spec
+
+    spec = load_spec(Path(__file__).parent.parent / "examples" / "gemm_s8.yaml")
+    assert (spec.dtype_a, spec.dtype_acc, spec.dtype_out) == ("s8", "s32", "f16")
+    p = plan(spec, load_hw(hw_name))
+    assert p.best.tiling.variant == "mma" and p.best.cycles > 0
