@@ -11,7 +11,7 @@ YAML form (every key optional except M, N, K)::
     layout: {a: row, b: col, c: row}
     alpha: 1.0
     beta: 0.0                    # nonzero adds a C input buffer
-    epilogue: [bias, relu, cast] # bias (per column), relu | gelu, cast (to dtype.out)
+    epilogue: [bias, relu, cast] # scale (per column, first), bias (per column), relu | gelu, cast (to dtype.out)
     constraints:
       - registers_per_thread <= 128        # hard
       - shared_memory_per_block <= 49152
@@ -43,7 +43,7 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
 # the seeds' spellings
 DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
 LAYOUTS = ("row", "col")
-EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
+EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
 CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
 TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
 TOP_KEYS = ("version", "op", "M", "N", "K", "dtype", "layout", "alpha", "beta", "epilogue",
@@ -128,6 +128,12 @@ class GemmSpec:
     @property
     def has_bias(self) -> bool:
         return "bias" in self.epilogue
+
+    @property
+    def has_scale(self) -> bool:
+        """A per-column f32 scale (the dequantisation of per-channel int8 weights): D[m, n] =
+        act(scale[n] * (alpha * acc + beta * C[m, n]) + bias[n])."""
+        return "scale" in self.epilogue
 
     @property
     def activation(self) -> str | None:
@@ -310,6 +316,9 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         _choice(src, f"epilogue[{i}]", e, EPILOGUE_OPS)
     if "relu" in ep and "gelu" in ep:
         raise _err(src, "epilogue", "relu and gelu are exclusive")
+    if "scale" in ep and ep[0] != "scale":
+        raise _err(src, "epilogue", "scale must come first (it multiplies alpha * A @ B + beta * C, before bias "
+                   "and the activation)")
     if dout == "s32" and (scal["alpha"] != 1.0 or scal["beta"] != 0.0 or set(ep) - {"cast"}):
         raise _err(src, "dtype.out", "s32 output stores the exact integer sums (alpha 1, beta 0, no bias/relu/"
                    "gelu); for a dequantising epilogue use out f32, f16 or bf16")

@@ -51,8 +51,8 @@ def _run(spec, tiling, tmp_path) -> tuple[np.ndarray, np.ndarray, str]:
     launch.args[roles["A"]].array = A.reshape(-1).copy()
     launch.args[roles["B"]].array = np.ascontiguousarray(B.T).reshape(-1)
     ref = A.astype(np.int64) @ B.astype(np.int64)
-    if "bias" in roles:
-        bias = launch.args[roles["bias"]].array.astype(np.float64)
+    bias = launch.args[roles["bias"]].array.astype(np.float64) if "bias" in roles else np.zeros(N)
+    scale = launch.args[roles["scale"]].array.astype(np.float64) if "scale" in roles else np.ones(N)
     assert launch.args[roles["D"]].init == "poison"
     res = run_functional(parse_ptx(ptx, "k.ptx"), launch)
     out = res.outputs[roles["D"]].reshape(M, N)
@@ -61,7 +61,7 @@ def _run(spec, tiling, tmp_path) -> tuple[np.ndarray, np.ndarray, str]:
         got = bf16_bits_to_f32(out).astype(np.float64)
     else:
         got = out.astype(np.float64)
-    want = ref.astype(np.float64) * spec.alpha + (bias[None, :] if "bias" in roles else 0.0)
+    want = ref.astype(np.float64) * spec.alpha * scale[None, :] + bias[None, :]
     if spec.dtype_out == "s32":
         assert np.array_equal(out.astype(np.int64), ref)
     return got, want, spec.dtype_out
@@ -77,10 +77,12 @@ def test_s8_gemm_exact(hw_name, shape, tmp_path):
     _run(spec, p.best.tiling, tmp_path)
 
 
-@pytest.mark.parametrize("out,tol", [("f32", 1e-6), ("f16", 2e-3), ("bf16", 1e-2)])
-def test_s8_gemm_dequantising_epilogue(out, tol, tmp_path):
+@pytest.mark.parametrize("out,tol,ep", [("f32", 1e-6, ["bias"]), ("f16", 2e-3, ["scale", "bias"]),
+                                       ("bf16", 1e-2, ["bias"]), ("f32", 1e-6, ["scale"])])
+def test_s8_gemm_dequantising_epilogue(out, tol, ep, tmp_path):
+    """D = scale[n] * alpha * (A @ B) + bias[n] (per-column scale: per-channel int8 weights)."""
     spec = parse_spec({"M": 45, "N": 27, "K": 100, "dtype": {"a": "s8", "b": "s8", "out": out},
-                       "alpha": 0.0009765625 * 3, "epilogue": ["bias"]})
+                       "alpha": 0.0009765625 * 3, "epilogue": ep})
     p = plan(spec, load_hw("h200"), "mma")
     got, want, _ = _run(spec, p.best.tiling, tmp_path)
     assert np.isfinite(got).all()
@@ -100,7 +102,7 @@ def test_s8_tilings_sampled_exact(tmp_path):
 def test_s8_counts_match_parsed_ptx():
     from tests.test_kernelgen import _regions
 
-    spec = parse_spec({"M": 40, "N": 24, "K": 80, "dtype": {"a": "s8", "out": "f16"}, "epilogue": ["relu"]})
+    spec = parse_spec({"M": 40, "N": 24, "K": 80, "dtype": {"a": "s8", "out": "f16"}, "epilogue": ["scale", "relu"]})
     random.seed(3)
     v = get("mma")
     for t in random.sample(v.tilings(spec), 5):
@@ -115,6 +117,7 @@ def test_s8_counts_match_parsed_ptx():
     ({"dtype": {"a": "s8", "out": "s32"}, "alpha": 2.0}, "s32 output stores the exact"),
     ({"dtype": {"a": "f16", "out": "s32"}}, "s32 output needs s8"),
     ({"dtype": {"a": "s8", "acc": "f32"}}, "dtype.acc"),
+    ({"dtype": {"a": "s8", "out": "f16"}, "epilogue": ["bias", "scale"]}, "scale must come first"),
 ])
 def test_s8_spec_errors(data, match):
     with pytest.raises(UsageError, match=match):
@@ -194,3 +197,20 @@ def test_s8_example_plans(hw_name):
     assert (spec.dtype_a, spec.dtype_acc, spec.dtype_out) == ("s8", "s32", "f16")
     p = plan(spec, load_hw(hw_name))
     assert p.best.tiling.variant == "mma" and p.best.cycles > 0
+
+
+def test_scale_epilogue_checked_by_the_metadata_reference():
+    """The per-column scale on a float GEMM, checked by sim.reference (the metadata check the CLI and the
+    GPU runner use), and a wrong scale fails it."""
+    from sim.reference import check_gemm
+
+    spec = parse_spec({"M": 33, "N": 24, "K": 40, "dtype": {"a": "f16", "out": "f32"},
+                       "epilogue": ["scale", "bias", "relu"]})
+    ptx = get("mma").emit(spec, plan(spec, load_hw("npu7nm"), "mma").best.tiling, {})
+    meta = read_metadata(ptx)
+    launch = launch_from_metadata(meta, np.random.default_rng())
+    roles = [a.role for a in launch.args]
+    res = run_functional(parse_ptx(ptx, "k.ptx"), launch)
+    assert check_gemm(meta["check"], launch.args, res.outputs, roles)["passed"]
+    launch.args[roles.index("scale")].array = launch.args[roles.index("scale")].array * 2
+    assert not check_gemm(meta["check"], launch.args, res.outputs, roles)["passed"]
