@@ -102,8 +102,9 @@ def _kernel(form: str, na: int, nb: int, flt: bool) -> str:
 """
 
 
-def _run(at: str, bt: str, k: int, dt: str, tmp_path, sat: bool = False, c_base: int = 0) -> tuple:
-    """Run one mma on random fragments: (got D 16x8, expected D 16x8 computed exactly from A, B, C)."""
+def _run(at: str, bt: str, k: int, dt: str, tmp_path, sat: bool = False, c_base: int = 0, gpu: bool = False) -> tuple:
+    """Run one mma on random fragments (in the simulator, or on the GPU): (got D 16x8, expected D 16x8
+    computed exactly from A, B, C)."""
     rng = np.random.default_rng()
     ebits = _BITS[at]
     per = 32 // ebits
@@ -131,8 +132,14 @@ def _run(at: str, bt: str, k: int, dt: str, tmp_path, sat: bool = False, c_base:
     ptxas_ok(ptx, tmp_path)
     out = np.full(32 * 4, 0x7FC00000, dtype=np.uint32)  # poisoned: NaN bits
     args = [Arg("buffer", "uint32", array=out), Arg("buffer", "uint32", array=words.reshape(-1))]
-    res = run_functional(parse_ptx(ptx, "mma.ptx"), Launch("k", (1, 1, 1), (32, 1, 1), args))
-    raw = res.outputs[0].reshape(32, 4)
+    launch = Launch("k", (1, 1, 1), (32, 1, 1), args)
+    if gpu:
+        from validation.gpu import run_on_gpu
+
+        outputs = run_on_gpu(ptx, launch, warmup=0, repeats=1).outputs
+    else:
+        outputs = run_functional(parse_ptx(ptx, "mma.ptx"), launch).outputs
+    raw = outputs[0].reshape(32, 4)
     got = np.zeros((16, 8), dtype=np.float64 if flt else np.int64)
     for lane in range(32):
         for v in range(4):
@@ -165,3 +172,25 @@ def test_float_mma(at, bt, k, tmp_path):
     got, want = _run(at, bt, k, "f32", tmp_path)
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-6
+
+
+_FORMS = [("s8", "s8", 32, "s32"), ("u8", "s8", 32, "s32"), ("s4", "u4", 64, "s32"), ("tf32", "tf32", 8, "f32"),
+          ("e4m3", "e5m2", 32, "f32"), ("f16", "f16", 16, "f32")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("at,bt,k,dt", _FORMS)
+def test_mma_forms_on_gpu(at, bt, k, dt, tmp_path):
+    """The same kernels on the H200: its D equals the exact integer sums, and the f64 float reference to
+    the rounding of f32 accumulation (the fragment placement checked against the hardware)."""
+    from validation.gpu import gpu_available
+
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    got, want = _run(at, bt, k, dt, tmp_path, gpu=True)
+    if dt == "s32":
+        assert np.array_equal(got, want)
+    else:  # fp8: Hopper's tensor cores are reported to sum fp8 products with fewer than f32's mantissa bits
+        tol = 1e-3 if at in ("e4m3", "e5m2") else 1e-5
+        assert np.linalg.norm(got - want) / np.linalg.norm(want) < tol
