@@ -1,8 +1,10 @@
 """mma.sync.aligned.m16n8kK.row.col for every A/B type the simulator models, on one warp with random
 non-zero fragments, checked against numpy. The expected placement of each lane's elements comes from
-CUTLASS's CuTe traits (include/cute/atom/mma_traits_sm80.hpp: (thread, value) -> column-major index
-of the 16xK A, 8xK B and 16x8 C tiles), written out below and evaluated here, not from the
-simulator's maps; ptxas -arch=sm_90a must accept each kernel."""
+CUTLASS's CuTe traits (include/cute/atom/mma_traits_sm80.hpp for f16, tf32 and s8; mma_traits_sm89.hpp
+for e4m3/e5m2 m16n8k32, the same layouts as s8 k32: (thread, value) -> column-major index of the 16xK
+A, 8xK B and 16x8 C tiles), written out below and evaluated here, not from the simulator's maps;
+s4 k64 (no CuTe trait there) follows the PTX ISA's m16n8k64 fragment rule. ptxas -arch=sm_90a must
+accept each kernel (PTX .version 8.4: fp8 mma needs it)."""
 
 from __future__ import annotations
 
