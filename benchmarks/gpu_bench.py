@@ -1,9 +1,15 @@
-"""On the GPU machine: generated kernels against cuBLAS (torch.matmul), plus the measured side of the
-three-way table (per-CTA clock64 cycles with `kernelgen compile --profile`, total time).
+"""On the GPU machine: generated kernels against cuBLAS (torch.matmul; for s8, torch._int_mm), plus the
+measured side of the three-way table (per-CTA clock64 cycles with `kernelgen compile --profile`, total time).
 
     source .devwheels/install.sh && python3 benchmarks/gpu_bench.py --out $OUT
     python3 benchmarks/gpu_bench.py --out $OUT --variant wgmma --skip-three-way --dtypes bf16 \
         --shapes 4096x4096x4096,6144x6144x6144
+    python3 benchmarks/gpu_bench.py --out $OUT --skip-three-way --dtypes s8,f16 \
+        --shapes 4096x4096x4096,8192x8192x8192
+
+s8 kernels are compiled with s32 output (the exact sums, checked exactly against numpy) and timed
+against torch._int_mm (int8 x int8 -> int32, A row-major, B col-major as the kernel reads them) in the
+same run; their "tflops" fields are tera-operations per second (2 M N K per GEMM).
 
 Writes OUT/gpu_bench.json; `python3 benchmarks/gpu_tables.py` turns it into docs/benchmarks.md and the
 measured column of docs/three_way.md. Times are CUDA events after a warm-up, median of the repeats.
@@ -25,17 +31,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kernelgen.spec import DTYPE_ALIASES  # noqa: E402
 from validation.cases import SPEED_SHAPES, THREE_WAY_SHAPES  # noqa: E402 - the one GEMM case table
 
 
 def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, profile: bool,
                    tiling: list[str] | None = None) -> Path:
-    """kernelgen compile of the --gemm shorthand's spec; with `tiling` ranges (e.g. "STAGES in [3, 4]")
-    the same spec as a YAML file with those ranges, so the planner picks among the tilings they allow."""
-    shape = ["--gemm", f"{M}x{N}x{K}", "--dtype", dtype]
+    """kernelgen compile of the --gemm shorthand's spec (s8: exact s32 output); with `tiling` ranges (e.g.
+    "STAGES in [3, 4]") the same spec as a YAML file with those ranges, so the planner picks among them."""
+    out_dtype = "s32" if dtype == "s8" else "f32"
+    shape = ["--gemm", f"{M}x{N}x{K}", "--dtype", dtype, "--out-dtype", out_dtype]
     if tiling:
         out.mkdir(parents=True, exist_ok=True)
-        spec = {"M": M, "N": N, "K": K, "dtype": {"a": dtype, "b": dtype, "out": "f32"}, "tiling": tiling}
+        spec = {"M": M, "N": N, "K": K, "dtype": {"a": dtype, "b": dtype, "out": out_dtype}, "tiling": tiling}
         (out / "spec.yaml").write_text(json.dumps(spec))  # JSON is YAML
         shape = ["--op", str(out / "spec.yaml")]
     cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", *shape, "--variant", variant, "-o", str(out)]
@@ -45,22 +53,41 @@ def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, 
     return out / "kernel.ptx"
 
 
+BASELINE = {"s8": "torch._int_mm"}  # else torch.matmul (cuBLAS)
+
+
 def cublas_tflops(M: int, N: int, K: int, dtype: str, repeats: int) -> float | None:
+    """The library's throughput on the same GEMM: torch.matmul, or torch._int_mm for s8 (None when torch
+    is missing or, for _int_mm, the shape is outside what it takes: M > 16, K and N multiples of 8)."""
     try:
         import torch
     except ImportError:
         return None
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(M, K, device="cuda", dtype=dt)
-    b = torch.randn(K, N, device="cuda", dtype=dt)
+    if dtype == "s8":
+        a = torch.randint(-128, 128, (M, K), device="cuda", dtype=torch.int8)
+        b = torch.randint(-128, 128, (N, K), device="cuda", dtype=torch.int8).t()  # K x N, col-major
+
+        def op() -> object:
+            return torch._int_mm(a, b)
+        try:
+            op()
+        except RuntimeError:
+            return None
+    else:
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+        torch.backends.cuda.matmul.allow_tf32 = False
+        x = torch.randn(M, K, device="cuda", dtype=dt)
+        y = torch.randn(K, N, device="cuda", dtype=dt)
+
+        def op() -> object:
+            return torch.matmul(x, y)
     for _ in range(3):
-        torch.matmul(a, b)
+        op()
     times = []
     for _ in range(repeats):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        torch.matmul(a, b)
+        op()
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
@@ -92,7 +119,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, wgmma_tma, simt)")
     ap.add_argument("--shapes", help="speed shapes MxNxK,MxNxK,... (default: validation.cases.SPEED_SHAPES)")
-    ap.add_argument("--dtypes", default="bf16,f16", help="speed dtypes, comma-separated (default bf16,f16)")
+    ap.add_argument("--dtypes", default="bf16,f16",
+                    help="speed dtypes, comma-separated: f16, bf16, f32, s8 (int8) (default bf16,f16)")
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
     ap.add_argument("--tiling", action="append", default=[], metavar="RANGE",
                     help='a spec tiling range for the speed kernels, e.g. "STAGES in [3, 4]" (repeatable)')
@@ -108,9 +136,10 @@ def main() -> int:
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         if not a.skip_speed:
-            for dtype in a.dtypes.split(","):
+            for dtype in (DTYPE_ALIASES.get(d, d) for d in a.dtypes.split(",")):
                 for (M, N, K) in shapes:
-                    row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant, "tiling": a.tiling}
+                    row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant, "tiling": a.tiling,
+                                 "baseline": BASELINE.get(dtype, "torch.matmul")}
                     try:
                         ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False,
                                              a.tiling)

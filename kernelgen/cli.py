@@ -24,8 +24,6 @@ from kernelgen.variants import names
 from sim.errors import ArgParser, UsageError, WorkbenchError, run_cli
 from sim.hw import HwConfig
 
-DTYPE_CHOICES = ["f32", "f16", "bf16", "fp32", "fp16", "int8"]  # the seeds' spellings are aliases
-
 
 def load_any_spec(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
                   variant: str | None, shape: str | None) -> tuple[Any, HwConfig, str | None]:
@@ -126,8 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
                                    "K may be a range LO..HI")
-    c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES, help="A and B dtype (--gemm)")
-    c.add_argument("--out-dtype", default="f32", choices=DTYPE_CHOICES, help="D dtype (--gemm)")
+    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "fp16", "fp32"],
+                   help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32)")
+    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
+                   help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")
     c.add_argument("--variant", choices=names(), help="restrict to one emitter")
     c.add_argument("-o", "--output", "--out", dest="out", required=True,
                    help="output directory, or X.ko for a module over the spec's K range")

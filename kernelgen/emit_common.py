@@ -34,6 +34,8 @@ def kernel_params(spec: GemmSpec, name: str, profile: bool = False) -> list[Para
         ps.append(Param("C", f"{name}_C", ".u64", "buffer", spec.dtype_out))
     if spec.has_bias:
         ps.append(Param("bias", f"{name}_bias", ".u64", "buffer", "f32"))
+    if spec.has_scale:
+        ps.append(Param("scale", f"{name}_scale", ".u64", "buffer", "f32"))
     ps.append(Param("D", f"{name}_D", ".u64", "buffer", spec.dtype_out))
     for r in ("M", "N", "K"):
         ps.append(Param(r, f"{name}_{r}", ".u32", "scalar", "u32"))
@@ -138,7 +140,7 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
 
     mode "f32": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
     mode "async": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
-    a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16.
+    a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16 (b8 for s8).
     """
     n = tile.chunks // threads
     b.part(("copy", mode, dtype, n, tile.vec == 1),
@@ -184,10 +186,10 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
                 b.i(f"{CVT_TO_F32[dtype]} {v}, {h}")
             b.i(f"st.shared.f32 [{sdst}+{imm}], {v}")
         elif tile.vec == 1:
-            h = b.reg("b16")
+            h, w = b.reg("b16"), 8 * es
             b.i(f"mov.b16 {h}, 0")
-            b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
-            b.i(f"st.shared.b16 [{sdst}+{imm}], {h}")
+            b.i(f"@{p} ld.global.b{w} {h}, [{ga}]")
+            b.i(f"st.shared.b{w} [{sdst}+{imm}], {h}")
         else:
             nbytes = tile.vec * es
             sz = b.reg("u32")
@@ -198,8 +200,11 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
 
 def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
                   elems: list[tuple[int, int, str]]) -> None:
-    """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N."""
-    flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c)
+    """D[m, n] = act(alpha * acc + beta * C[m, n] + bias[n]) cast to dtype.out, for m < M and n < N.
+    s32 accumulators (s8 GEMM) are converted to f32 first (the dequantising epilogue: alpha is the
+    scale), or stored as they are when dtype.out is s32."""
+    flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c, spec.dtype_acc,
+               spec.has_scale)
     b.part(("epilogue", flavour, len(rows), len(cols), len(elems)), lambda: _epilogue(b, spec, P, rows, cols, elems))
 
 
@@ -217,16 +222,8 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
         p = b.reg("pred")
         b.i(f"setp.lt.u32 {p}, {c}, {P['N']}")
         cp.append(p)
-    bias = []
-    if spec.has_bias:
-        b.comment("bias[n] (f32), one per column this thread writes")
-        for c, p in zip(cols, cp):
-            v, off, a = b.reg("f32"), b.reg("u64"), b.reg("u64")
-            b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
-            b.i(f"mul.wide.u32 {off}, {c}, 4")
-            b.i(f"add.u64 {a}, {P['bias']}, {off}")
-            b.i(f"@{p} ld.global.f32 {v}, [{a}]")
-            bias.append(v)
+    bias = _column_vector(b, spec.has_bias, "bias", P, cols, cp)
+    scale = _column_vector(b, spec.has_scale, "scale", P, cols, cp)
     es = DTYPE_BYTES[spec.dtype_out]
     bits = 8 * es
     for ri, ci, acc in elems:
@@ -240,6 +237,15 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
         b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
         off = b.reg("u64")
         b.i(f"mul.wide.u32 {off}, {idx}, {es}")
+        if spec.dtype_out == "s32":
+            da = b.reg("u64")
+            b.i(f"add.u64 {da}, {P['D']}, {off}")
+            b.i(f"@{p} st.global.b32 [{da}], {acc}")
+            continue
+        if spec.dtype_acc == "s32":
+            f = b.reg("f32")
+            b.i(f"cvt.rn.f32.s32 {f}, {acc}")
+            acc = f
         v = b.reg("f32")
         b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
         if spec.has_c:
@@ -254,6 +260,8 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
                 b.i(f"@{p} ld.global.b16 {h}, [{ca}]")
                 b.i(f"{CVT_TO_F32[spec.dtype_out]} {cv}, {h}")
             b.i(f"fma.rn.f32 {v}, {cv}, {P['beta']}, {v}")
+        if scale:
+            b.i(f"mul.f32 {v}, {v}, {scale[ci]}")
         if bias:
             b.i(f"add.f32 {v}, {v}, {bias[ci]}")
         if spec.activation == "relu":
@@ -279,6 +287,23 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
             b.i(f"@{p} st.global.b16 [{da}], {h}")
 
 
+def _column_vector(b: PtxBuilder, present: bool, role: str, P: dict[str, str], cols: list[str],
+                   cp: list[str]) -> list[str]:
+    """The f32 values vec[n] (bias or scale) of the columns this thread writes, 0 past N."""
+    out: list[str] = []
+    if not present:
+        return out
+    b.comment(f"{role}[n] (f32), one per column this thread writes")
+    for c, p in zip(cols, cp):
+        v, off, a = b.reg("f32"), b.reg("u64"), b.reg("u64")
+        b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+        b.i(f"mul.wide.u32 {off}, {c}, 4")
+        b.i(f"add.u64 {a}, {P[role]}, {off}")
+        b.i(f"@{p} ld.global.f32 {v}, [{a}]")
+        out.append(v)
+    return out
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -290,7 +315,7 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
     pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
     gx, gy = ceil_div(N, t.bn), ceil_div(M, t.bm)
     counts = {"A": (M * K, f"{pm}*{pk}"), "B": (K * N, f"{pk}*{pn}"), "C": (M * N, f"{pm}*{pn}"),
-              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn),
+              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn), "scale": (N, pn),
               "profile": (gx * gy * PROFILE_SLOTS,
                           f"(({pn}+{t.bn - 1})/{t.bn})*(({pm}+{t.bm - 1})/{t.bm})*{PROFILE_SLOTS}")}
     values = {"M": M, "N": N, "K": K, "alpha": spec.alpha, "beta": spec.beta}
@@ -308,8 +333,8 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
             if p.role in ("M", "N", "K"):
                 d = getattr(spec, p.role)
                 ranges[f"p{i}"] = [d.lo, d.hi]
-    ep = [e for e in spec.epilogue if e in ("bias", "relu", "gelu")]
-    rtol = 1e-2 if spec.dtype_out == "f32" else 2e-2
+    ep = [e for e in spec.epilogue if e in ("scale", "bias", "relu", "gelu")]
+    rtol = 0.0 if spec.dtype_out == "s32" else 1e-2 if spec.dtype_out == "f32" else 2e-2
     check = {"op": "gemm", "M": M, "N": N, "K": K, "layout_a": spec.layout_a, "layout_b": spec.layout_b,
              "layout_c": spec.layout_c, "alpha": spec.alpha, "beta": spec.beta, "epilogue": ep,
              "out_dtype": spec.dtype_out, "rtol": rtol}

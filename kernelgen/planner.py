@@ -284,4 +284,5 @@ def tiling_json(t: Tiling, spec: GemmSpec) -> dict[str, Any]:
             "threads": t.threads, "stages": t.stages, "pad": [t.pad_a, t.pad_b],
             "vector": [t.vec_a, t.vec_b],
             "unroll_k": v.unroll_k(t),
-            "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key()}
+            "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key(),
+            **({"mma_k": t.mma_k} if t.mma_k != 16 else {})}

@@ -32,9 +32,10 @@ from kernelgen.spec import GemmSpec, parse_spec
 from sim.errors import UsageError, WorkbenchWarning
 
 GRAMMARS = Path(__file__).parent / "grammars"
-DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32"}
-LATER_DTYPES = {d: f"{d} GEMM is not built yet (issue 16 item 4); use fp16, bf16 or fp32"
-                for d in ("int8", "int4", "int4_e2m1")}
+DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "int8": "s8", "s8": "s8",
+                 "int32": "s32", "s32": "s32"}
+LATER_DTYPES = {d: f"{d} GEMM is not built yet (issue 16 item 4); use int8, fp16, bf16 or fp32"
+                for d in ("int4", "int4_e2m1")}
 LAYOUT_ALIASES = {"row-major": "row", "row": "row", "col-major": "col", "col": "col"}
 OBSERVABLES = {"register_usage": "registers_per_thread", "registers_per_thread": "registers_per_thread",
                "shared_bytes": "shared_memory_per_block",

@@ -12,7 +12,7 @@ YAML form (every key optional except M, N, K)::
     layout: {a: row, b: col, c: row}
     alpha: 1.0
     beta: 0.0                    # nonzero adds a C input buffer
-    epilogue: [bias, relu, cast] # bias (per column), relu | gelu, cast (to dtype.out)
+    epilogue: [bias, relu, cast] # scale (per column, first), bias (per column), relu | gelu, cast (to dtype.out)
     constraints:
       - registers_per_thread <= 128        # hard
       - shared_memory_per_block <= 49152
@@ -38,14 +38,15 @@ from kernelgen.constraints import TileExpr
 from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 
-DTYPES_IN = ("f32", "f16", "bf16")
-DTYPES_OUT = ("f32", "f16", "bf16")
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+DTYPES_IN = ("f32", "f16", "bf16", "s8")
+DTYPES_OUT = ("f32", "f16", "bf16", "s32")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
+# the seeds' spellings
+DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
 LAYOUTS = ("row", "col")
-EPILOGUE_OPS = ("bias", "relu", "gelu", "cast")
+EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
 CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
 TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
-DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "int8"}  # the seeds' spellings
 TOP_KEYS = ("version", "op", "M", "N", "K", "shapes", "dtype", "layout", "alpha", "beta", "epilogue",
             "constraints", "tiling", "name")
 
@@ -128,6 +129,12 @@ class GemmSpec:
     @property
     def has_bias(self) -> bool:
         return "bias" in self.epilogue
+
+    @property
+    def has_scale(self) -> bool:
+        """A per-column f32 scale (the dequantisation of per-channel int8 weights): D[m, n] =
+        act(scale[n] * (alpha * acc + beta * C[m, n]) + bias[n])."""
+        return "scale" in self.epilogue
 
     @property
     def activation(self) -> str | None:
@@ -214,13 +221,6 @@ def _shapes(src: str, v: Any) -> dict[str, Any]:
     return {"M": vals[0][0], "N": vals[0][1], "K": [min(ks), max(ks)]}
 
 
-def _dtype(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
-    v = DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v
-    if v == "int8":
-        raise _err(src, key, "int8 GEMM is not built yet (issue 16 item 4); use fp16, bf16 or fp32")
-    return _choice(src, key, v, allowed)
-
-
 def _choice(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
     if v not in allowed:
         raise _err(src, key, f"{v!r} is not one of {', '.join(allowed)}")
@@ -305,12 +305,16 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     bad = set(dt) - {"a", "b", "acc", "out"}
     if bad:
         raise _err(src, f"dtype.{sorted(bad)[0]}", "unknown key (a, b, acc, out)")
-    da = _dtype(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
-    db = _dtype(src, "dtype.b", dt.get("b", da), DTYPES_IN)
-    dacc = _dtype(src, "dtype.acc", dt.get("acc", "f32"), ("f32",))
-    dout = _dtype(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
+    dt = {k: DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v for k, v in dt.items()}
+    da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
+    db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
+    integer = da == "s8"
+    dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
+    dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
     if da != db:
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
+    if dout == "s32" and not integer:
+        raise _err(src, "dtype.out", f"s32 output needs s8 A and B (got {da}); use f32, f16 or bf16")
 
     lay = data.get("layout", {})
     if not isinstance(lay, dict):
@@ -338,6 +342,12 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         _choice(src, f"epilogue[{i}]", e, EPILOGUE_OPS)
     if "relu" in ep and "gelu" in ep:
         raise _err(src, "epilogue", "relu and gelu are exclusive")
+    if "scale" in ep and ep[0] != "scale":
+        raise _err(src, "epilogue", "scale must come first (it multiplies alpha * A @ B + beta * C, before bias "
+                   "and the activation)")
+    if dout == "s32" and (scal["alpha"] != 1.0 or scal["beta"] != 0.0 or set(ep) - {"cast"}):
+        raise _err(src, "dtype.out", "s32 output stores the exact integer sums (alpha 1, beta 0, no bias/relu/"
+                   "gelu); for a dequantising epilogue use out f32, f16 or bf16")
 
     cons = data.get("constraints", [])
     if isinstance(cons, dict):  # {key: "<= 128"} form

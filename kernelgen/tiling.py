@@ -26,11 +26,17 @@ class Tiling:
     pad_b: int
     vec_a: int  # elements per global copy of A (1 = scalar; mma: 8 -> 16-byte cp.async)
     vec_b: int
-    unroll_k: int = 0  # mma: k16 steps per trip of a rolled inner loop; 0 = all bk/16 unrolled
+    unroll_k: int = 0  # mma: mma K steps per trip of a rolled inner loop; 0 = all bk/mma_k unrolled
+    mma_k: int = 16  # mma: K of one mma.sync (16 for f16/bf16 m16n8k16, 32 for s8 m16n8k32): 32 bytes of K
 
     @property
     def k_steps(self) -> int:
-        return self.bk // 16
+        return self.bk // self.mma_k
+
+    @property
+    def mma_macs(self) -> int:
+        """MACs of one m16n8kK mma.sync (its lane-operations on the tensor pipe)."""
+        return 16 * 8 * self.mma_k
 
     @property
     def unroll(self) -> int:
@@ -61,7 +67,7 @@ class Tiling:
     def key(self) -> str:
         return (f"{self.variant}_{self.bm}x{self.bn}x{self.bk}_t{self.tm}x{self.tn}_s{self.stages}"
                 f"_p{self.pad_a}.{self.pad_b}_v{self.vec_a}.{self.vec_b}"
-                + (f"_u{self.unroll_k}" if self.unroll_k else ""))
+                + (f"_u{self.unroll_k}" if self.unroll_k else "") + (f"_k{self.mma_k}" if self.mma_k != 16 else ""))
 
 
 def log2(x: int) -> int:
@@ -165,16 +171,19 @@ def copy_sites(tile: OperandTile, threads: int) -> list[Site]:
 def lane_ldmatrix_row(tile: OperandTile, lane: int, warp_off: int, x2: bool = False) -> tuple[int, int]:
     """(row, col) in the shared tile of the 16-byte row that ``lane`` supplies to ldmatrix.
 
-    Operand A (16x16 per m tile) and B (16x8 per n tile, two n tiles per .x4). Matrix j = lane // 8
-    (see ptx-facts.md): for A, j & 1 selects rows +8 and j >> 1 selects k +8; for B, j & 1 selects
-    k +8 and j >> 1 selects the second n tile (n +8).
+    Operand A (16 x 32 bytes of K per m tile) and B (32 bytes of K x 8 per n tile, two n tiles per .x4).
+    Matrix j = lane // 8 (see ptx-facts.md): for A, j & 1 selects rows +8 and j >> 1 selects the next 16
+    bytes of K (k +8 for f16, +16 for s8); for B, j & 1 selects those 16 bytes and j >> 1 the second
+    n tile (n +8). s8 tiles are K-contiguous only (A row, B col): ldmatrix moves 16-bit pairs, so the
+    lane's 32-bit word is 4 consecutive s8 of one row, as mma.m16n8k32's fragments want.
     """
     j, i = (lane >> 3) & (1 if x2 else 3), lane & 7
+    kb = 16 // tile.elem_shared  # elements in a 16-byte row: 8 f16, 16 s8 (k of one 8x8 b16 matrix)
     if tile.name == "a":
-        m, k = warp_off + i + 8 * (j & 1), 8 * (j >> 1)
+        m, k = warp_off + i + 8 * (j & 1), kb * (j >> 1)
         if tile.row_dim == "m":  # A row: smem [m][k], no transpose
             return m, k
         return 8 * (j >> 1) + i, warp_off + 8 * (j & 1)  # A col: smem [k][m], .trans
     if tile.row_dim == "n":  # B col: smem [n][k], no transpose
-        return warp_off + 8 * (j >> 1) + i, 8 * (j & 1)
+        return warp_off + 8 * (j >> 1) + i, kb * (j & 1)
     return 8 * (j & 1) + i, warp_off + 8 * (j >> 1)  # B row: smem [k][n], .trans

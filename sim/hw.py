@@ -41,6 +41,15 @@ class Pipe:
     latency: int  # cycles from issue to result
     interval: int  # initiation interval: cycles between issues into one pipe unit
     count: int = 1  # pipe units per core (e.g. one per scheduler); optional in YAML
+    # MACs per cycle per unit of an integer (s8/u8/s4/u4) mma.sync; None: at `lanes` like f16. Optional
+    int8_lanes: int | None = None
+
+    def tensor_ops(self, macs: int, atype: str) -> int:
+        """Lane-operations at `lanes` per cycle that an mma of `macs` MACs with A type `atype` costs:
+        the integer types run at `int8_lanes` when the hwconfig gives it."""
+        if self.int8_lanes and atype in ("s8", "u8", "s4", "u4"):
+            return -(-macs * self.lanes // self.int8_lanes)
+        return macs
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,8 @@ ISA: dict[str, Op] = {
     "redux": Op("d, a, b", "alu", "warp", nonuniform=True, space="mods", mods=_m(_BOOL, "sync add min max"),
                 types="t t u"),
     "mma": Op("d, a, b, c", "tensor", "tensor", nonuniform=True, space="mods",
-              doc="mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (and m16n8k8)",
+              doc="mma.sync.aligned.m16n8kK.row.col: f32 from f16/bf16 (k8, k16), tf32 (k4, k8), e4m3/e5m2 (k32); "
+                  "s32 from s8/u8 (k16, k32), s4/u4 (k32, k64), .satfinite",
               mods=_m("sync aligned row col satfinite popc and xor m8n8k4 m16n8k4 m16n8k8 m16n8k16 "
                       "m16n8k32 m16n8k64 m8n8k16 m8n8k32 m8n8k128 m16n8k128 m16n8k256")),
     "wgmma": Op("{d}{, a}{, b}{, c}{, e}{, f}{, g}{, h}", "tensor", "tensor", nonuniform=True, group="wgmma",

@@ -8,9 +8,10 @@ computed in float64 and compared with the kernel's D by the relative Frobenius n
 ``||D - ref|| / ||ref|| <= rtol``. Layouts: a row-major R x C matrix has element (i, j) at
 ``i*C + j``, a col-major one at ``j*R + i`` (leading dimensions equal the extents).
 A is M x K (``layout_a``), B is K x N (``layout_b``), C and D are M x N (``layout_c``; a
-``layout_d`` key, if present, overrides it for D). The epilogue steps apply in list order; ``bias``
-adds ``bias[j]`` to column j, ``relu`` is max(x, 0) and ``gelu`` is the *tanh approximation*
-``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (``gelu_erf`` gives the exact erf form).
+``layout_d`` key, if present, overrides it for D). The epilogue steps apply in list order; ``scale``
+multiplies column j by ``scale[j]``, ``bias`` adds ``bias[j]`` to column j, ``relu`` is max(x, 0)
+and ``gelu`` is the *tanh approximation* ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
+(``gelu_erf`` gives the exact erf form).
 The reference is not cast to ``out_dtype``; the tolerance absorbs the rounding.
 """
 
@@ -103,7 +104,15 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
     if isinstance(epilogue, str):
         epilogue = [epilogue]
     for step in epilogue:
-        if step == "bias":
+        if step == "scale":
+            isc = _find(roles, "scale")
+            if isc is None:
+                raise _bad("epilogue 'scale' but no parameter has role 'scale'")
+            scale = _buffer(args, isc, "scale")
+            if scale.size < N:
+                raise _bad(f"scale holds {scale.size} elements, needs N = {N}")
+            ref = ref * scale[:N][None, :]
+        elif step == "bias":
             ibias = _find(roles, "bias")
             if ibias is None:
                 raise _bad("epilogue 'bias' but no parameter has role 'bias'")
@@ -118,7 +127,7 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
         elif step == "gelu_erf":
             ref = _gelu_erf(ref)
         else:
-            raise _bad(f"unknown epilogue step {step!r} (known: bias, relu, gelu, gelu_erf)")
+            raise _bad(f"unknown epilogue step {step!r} (known: scale, bias, relu, gelu, gelu_erf)")
     return ref
 
 

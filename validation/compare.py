@@ -152,7 +152,7 @@ def predicted_bank_passes(plan: dict[str, Any], hw: Any) -> tuple[float | None, 
         t = plan["tiling"]
         tm, tn = t[get(t["variant"]).tile_label]
         til = Tiling(t["variant"], t["TILE_M"], t["TILE_N"], t["TILE_K"], tm, tn, t["stages"], t["pad"][0],
-                     t["pad"][1], t["vector"][0], t["vector"][1], t.get("unroll_k", 0))
+                     t["pad"][1], t["vector"][0], t["vector"][1], t.get("unroll_k", 0), t.get("mma_k", 16))
         spec = parse_spec(plan["spec"], "plan.json")
         sp = shared_passes(spec, til, hw)
         M, N, K = plan.get("shape") or spec.nominal()

@@ -52,7 +52,7 @@ def _table() -> dict[str, float]:
 
 
 def live_ranges(spec: GemmSpec, t: Tiling) -> tuple[int, int, int, int]:
-    nbuf = 3 + spec.has_c + spec.has_bias
+    nbuf = 3 + spec.has_c + spec.has_bias + spec.has_scale
     params = 2 * nbuf + 4 + spec.has_c  # 64-bit pointers, M N K alpha (beta)
     acc, frag, addressing = get(t.variant).live_ranges(t)
     return acc, frag, addressing, params

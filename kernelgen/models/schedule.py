@@ -103,6 +103,8 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     for cls, ops in classes.items():
         if ops and cls != "wgmma":
             p = pipes[cls]
+            if cls == "tensor":  # [pipes[tensor].int8_lanes] for s8
+                ops = p.tensor_ops(ops, spec.dtype_a)
             work[p.name] = work.get(p.name, 0) + ops
     for name, ops in work.items():
         p = pipes[name]
@@ -322,7 +324,7 @@ def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
         for cls, n in region.items():
             p = pipes[cls]
             occ = t_occ if cls == "tensor" and t_occ is not None else \
-                _occ(p, 2048 if cls == "tensor" else hw.warp_size)
+                _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else hw.warp_size)
             busy[p.name] = busy.get(p.name, 0.0) + n * times * occ
     lsu = pipes["lsu"].name
     busy[lsu] += extra_passes * ktiles * hw.shared.pass_cycles
@@ -391,8 +393,10 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
     def occ_of(cls: str) -> float:
         v = occ_tab.get(cls)
-        if v is None:  # m16n8k16 = 2048 MACs
-            v = occ_tab[cls] = _occ(pipes[cls], 2048 if cls == "tensor" else ws) + rf.get(cls, 0)
+        if v is None:  # an m16n8kK mma is 16 * 8 * K MACs (m16n8k16: 2048)
+            p = pipes[cls]
+            v = occ_tab[cls] = _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else ws) \
+                + rf.get(cls, 0)
         return v
 
     def demand(region: Mapping[str, float]) -> dict[str, float]:
@@ -553,7 +557,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         terms.update(copy=ph_copy, compute=ph_comp)
     else:  # a cp.async pipeline of t.stages buffers
         S_ = t.stages
-        kk = t.bk // 16
+        kk = t.k_steps
         if wg_occ is not None:
             # wgmma: no fragment loads; the K tile's wgmmas queue on the unit back to back. With 2 stages
             # the wait_group 0 that ends the tile waits for the last one's MACs and [wgmma.latency]; with

@@ -1,5 +1,9 @@
-"""Tensor-core emitter: mma.sync.aligned.m16n8k16 (f16/bf16 in, f32 accumulate), ldmatrix from shared
-memory, a ``stages``-deep cp.async pipeline.
+"""Tensor-core emitter: mma.sync.aligned.m16n8k16 (f16/bf16 in, f32 accumulate) or m16n8k32 (s8 in,
+s32 accumulate), ldmatrix from shared memory, a ``stages``-deep cp.async pipeline.
+
+One mma step covers 32 bytes of K (16 f16 or 32 s8), so the ldmatrix addressing is the same in bytes;
+s8 needs K-contiguous tiles (A row, B col), since ldmatrix moves 16-bit pairs and cannot transpose
+bytes.
 
 Warp w of the CTA owns a tm x tn warp tile at (w / grid_n, w % grid_n); it holds mi x ni m16n8
 accumulator fragments. Fragment layouts follow /work/shared/hw/ptx-facts.md: lane = 4*g + t owns
@@ -34,13 +38,14 @@ from kernelgen.emit_common import (
 from kernelgen.models.movement import site_score
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
-from kernelgen.spec import GemmSpec
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles
 from sim.hw import HwConfig
 
 
 def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off: str, x2: bool) -> str:
     """Shared byte offset of the 16-byte row this lane supplies (see tiling.lane_ldmatrix_row)."""
+    kb = log2(16 // tile.elem_shared)  # elements of K in 16 bytes: 8 f16, 16 s8
     i, j0, j1 = b.reg("u32"), b.reg("u32"), b.reg("u32")
     b.i(f"and.b32 {i}, {lane}, 7")
     b.i(f"shr.u32 {j0}, {lane}, 3")
@@ -51,17 +56,17 @@ def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off:
         b.i(f"shr.u32 {j1}, {lane}, 4")  # j >> 1
     row, col = b.reg("u32"), b.reg("u32")
     # (row, col) in global orientation of the shared tile, mirrors tiling.lane_ldmatrix_row
-    if tile.name == "a" and tile.row_dim == "m":  # row = warp_off + i + 8(j&1), col = 8(j>>1)
+    if tile.name == "a" and tile.row_dim == "m":  # row = warp_off + i + 8(j&1), col = (16 B of K)(j>>1)
         b.i(f"mad.lo.u32 {row}, {j0}, 8, {i}")
         b.i(f"add.u32 {row}, {row}, {warp_off}")
-        b.i(f"shl.b32 {col}, {j1}, 3")
+        b.i(f"shl.b32 {col}, {j1}, {kb}")
     elif tile.name == "a":  # row = 8(j>>1) + i, col = warp_off + 8(j&1)
         b.i(f"mad.lo.u32 {row}, {j1}, 8, {i}")
         b.i(f"mad.lo.u32 {col}, {j0}, 8, {warp_off}")
-    elif tile.row_dim == "n":  # row = warp_off + 8(j>>1) + i, col = 8(j&1)
+    elif tile.row_dim == "n":  # row = warp_off + 8(j>>1) + i, col = (16 B of K)(j&1)
         b.i(f"mad.lo.u32 {row}, {j1}, 8, {i}")
         b.i(f"add.u32 {row}, {row}, {warp_off}")
-        b.i(f"shl.b32 {col}, {j0}, 3")
+        b.i(f"shl.b32 {col}, {j0}, {kb}")
     else:  # row = 8(j&1) + i, col = warp_off + 8(j>>1)
         b.i(f"mad.lo.u32 {row}, {j0}, 8, {i}")
         b.i(f"mad.lo.u32 {col}, {j1}, 8, {warp_off}")
@@ -72,9 +77,15 @@ def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off:
     return off
 
 
+def mma_instruction(ab: str, k: int) -> str:
+    """The mma.sync form for A/B dtype ab: f32 += f16/bf16 (k16), s32 += s8 (k32)."""
+    acc = "s32" if ab == "s8" else "f32"
+    return f"mma.sync.aligned.m16n8k{k}.row.col.{acc}.{ab}.{ab}.{acc}"
+
+
 def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: list[list[list[str]]],
              trans_a: str, trans_b: str, ab: str, steps: tuple[int, int, int, int]) -> None:
-    """The k16 steps of one K tile on the read stage: ldmatrix A and B fragments, mma.sync; with
+    """The mma steps of one K tile on the read stage: ldmatrix A and B fragments, mma.sync; with
     unroll_k < k_steps a rolled inner loop whose body runs k_steps / unroll_k times per K tile."""
     k_step_a, k_step_b, m_step, n_step = steps
     afr = [b.regs("u32", 4) for _ in range(t.mi)]
@@ -84,7 +95,7 @@ def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: l
     if rolled:
         ki, pk = b.reg("u32"), b.reg("pred")
         inner = b.label("kstep")
-        b.comment(f"Rolled inner loop (plan: unroll_k={U}): {t.k_steps // U} trips of {U} k16 steps")
+        b.comment(f"Rolled inner loop (plan: unroll_k={U}): {t.k_steps // U} trips of {U} k{t.mma_k} steps")
         b.i(f"mov.u32 {ki}, 0")
         b.put_label(inner)
         b.times = t.k_steps // U
@@ -102,7 +113,7 @@ def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: l
         for mi in range(t.mi):
             for ni in range(t.ni):
                 d = ", ".join(acc[mi][ni])
-                b.i(f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{{d}}}, {{{', '.join(afr[mi])}}}, "
+                b.i(f"{mma_instruction(ab, t.mma_k)} {{{d}}}, {{{', '.join(afr[mi])}}}, "
                     f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
 
     if rolled:
@@ -117,8 +128,9 @@ def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: l
 
 
 def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) -> tuple[PtxBuilder, list[Param]]:
-    if spec.dtype_a not in ("f16", "bf16"):
-        raise ValueError(f"dtype(={spec.dtype_a}) must be f16 or bf16 for mma.sync")
+    why = VARIANT.unavailable_dtype(spec)
+    if why:
+        raise ValueError(why)
     b = PtxBuilder(counting)
     params = kernel_params(spec, name, profile)
     start = emit_profile_start(b) if profile else None
@@ -167,14 +179,15 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     trans_a = "" if ta.row_dim == "m" else ".trans"
     trans_b = "" if tb.row_dim == "n" else ".trans"
 
-    b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 f32 (plan: warp tile), zeroed")
-    acc = [[b.regs("f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
+    integer = ab == "s8"
+    b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 {spec.dtype_acc} (plan: warp tile), zeroed")
+    acc = [[b.regs("u32" if integer else "f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
 
     def zero() -> None:
         for row in acc:
             for frag in row:
                 for r in frag:
-                    b.i(f"mov.f32 {r}, {f32_hex(0.0)}")
+                    b.i(f"mov.b32 {r}, 0" if integer else f"mov.f32 {r}, {f32_hex(0.0)}")
     b.part(("mma.zero", t.mi, t.ni), zero)
 
     def origin(dim: str, kreg: str) -> str:
@@ -218,8 +231,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
     issue_tile(kl, ws)
 
-    b.comment(f"Compute on the read stage: {t.k_steps} k16 steps x ({t.mi} A ldmatrix.x4, "
-              f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k16)")
+    b.comment(f"Compute on the read stage: {t.k_steps} k{t.mma_k} steps x ({t.mi} A ldmatrix.x4, "
+              f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k{t.mma_k})")
     ra, rb = b.reg("u32"), b.reg("u32")
     b.i(f"mad.lo.u32 {ra}, {rs}, {ta.stage_bytes}, {sa}")
     b.i(f"add.u32 {ra}, {ra}, {la}")
@@ -229,8 +242,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
         rb2 = b.reg("u32")
         b.i(f"add.u32 {rb2}, {rb}, {lb2}")
     b.i(f"add.u32 {rb}, {rb}, {lb}")
-    k_step_a = ta.shared_offset(0, 16) if ta.col_dim == "k" else ta.shared_offset(16, 0)
-    k_step_b = tb.shared_offset(0, 16) if tb.col_dim == "k" else tb.shared_offset(16, 0)
+    kk = t.mma_k
+    k_step_a = ta.shared_offset(0, kk) if ta.col_dim == "k" else ta.shared_offset(kk, 0)
+    k_step_b = tb.shared_offset(0, kk) if tb.col_dim == "k" else tb.shared_offset(kk, 0)
     m_step = ta.shared_offset(16, 0) if ta.row_dim == "m" else ta.shared_offset(0, 16)
     n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
     b.part(("mma.compute", t.mi, t.ni, t.k_steps, t.unroll, trans_a, trans_b, ab, rb2 is None),
@@ -274,7 +288,7 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     ab = spec.dtype_a
     meta = metadata(spec, t, name, params, prediction)
     shared = [(f"{name}_smem_a", S * ta.stage_bytes), (f"{name}_smem_b", S * tb.stage_bytes)]
-    title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k16 {ab}, A {spec.layout_a}, B {spec.layout_b}, "
+    title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k{t.mma_k} {ab}, A {spec.layout_a}, B {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
                          title)
@@ -309,9 +323,18 @@ class Mma:
     calibrate_by_grid = False
     opt_in = False
 
+    def unavailable_dtype(self, spec: GemmSpec) -> str | None:
+        if spec.dtype_a not in ("f16", "bf16", "s8"):
+            return f"dtype {spec.dtype_a} has no mma.sync form here (f16/bf16 m16n8k16, s8 m16n8k32)"
+        if spec.dtype_a == "s8" and (spec.layout_a, spec.layout_b) != ("row", "col"):
+            return (f"s8 mma needs A row-major and B col-major (K contiguous), got layout a={spec.layout_a} "
+                    f"b={spec.layout_b}: ldmatrix moves 16-bit pairs and cannot transpose 8-bit elements")
+        return None
+
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
-        if spec.dtype_a not in ("f16", "bf16"):
-            return f"dtype {spec.dtype_a} has no m16n8k16 mma"
+        why = self.unavailable_dtype(spec)
+        if why:
+            return why
         if not any("tensor" in p.classes for p in hw.pipes):
             return f"{hw.name} has no pipe of class 'tensor'"
         return None
@@ -319,19 +342,21 @@ class Mma:
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
         ca = "k" if spec.layout_a == "row" else "m"
         cb = "n" if spec.layout_b == "row" else "k"
-        va, vb = getattr(spec, ca.upper()).align(8), getattr(spec, cb.upper()).align(8)
+        es = DTYPE_BYTES[spec.dtype_a]
+        va, vb = (_vector(getattr(spec, d.upper()).align(16 // es), es) for d in (ca, cb))
+        kk = 32 // es  # K of one mma: 16 (f16/bf16), 32 (s8)
         ur = spec.tile_range("UNROLL_K")
 
         def unrolls(bk: int) -> list[int]:
-            # default: every k16 step unrolled (0); a spec UNROLL_K range asks for a rolled inner loop
+            # default: every mma step unrolled (0); a spec UNROLL_K range asks for a rolled inner loop
             if ur is None:
                 return [0]
-            return [u for u in (1, 2, 4) if u < bk // 16 and bk // 16 % u == 0 and ur.allows(u)] + \
-                ([0] if ur.allows(bk // 16) else [])
+            return [u for u in (1, 2, 4) if u < bk // kk and bk // kk % u == 0 and ur.allows(u)] + \
+                ([0] if ur.allows(bk // kk) else [])
         out = []
         for bm in (16, 32, 64, 128, 256):
             for bn in (8, 16, 32, 64, 128, 256):
-                for bk in (16, 32, 64):
+                for bk in (kk, 2 * kk, 4 * kk):
                     for gm in (1, 2, 4, 8):
                         for gn in (1, 2, 4, 8):
                             if gm * gn > 16 or bm % (16 * gm) or bn % (8 * gn):
@@ -343,9 +368,10 @@ class Mma:
                             if ((bm * bk) // va) % T or ((bn * bk) // vb) % T:
                                 continue
                             for stages in (2, 3, 4):
-                                for pad in (0, 8):
+                                for pad in (0, 16 // es):  # 16 bytes keep ldmatrix rows aligned
                                     for u in unrolls(bk):
-                                        out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u))
+                                        out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u,
+                                                          kk))
         return out
 
     def unroll_k(self, t: Tiling) -> int:
@@ -368,7 +394,7 @@ class Mma:
         sites = []
         for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
             addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
-            sites.append(Site(f"ldmatrix_{tile.name}", "ldmatrix", 16, addrs, (t.bk // 16) * per_warp))
+            sites.append(Site(f"ldmatrix_{tile.name}", "ldmatrix", 16, addrs, t.k_steps * per_warp))
         return sites
 
     def compute_banks(self, spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
@@ -376,7 +402,7 @@ class Mma:
         out: list[tuple[float, int, int]] = []
         for tile, per_warp in ((a, t.mi), (b, (t.ni + 1) // 2)):
             sc = _ldmatrix_banks(tile, banks, width)
-            m = (t.bk // 16) * per_warp
+            m = t.k_steps * per_warp
             out.append((sc[0] * m, sc[1] * m, sc[2] * m))
         return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
 
@@ -386,8 +412,8 @@ class Mma:
 
     def compute_work(self, spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
         warps = t.threads // 32
-        return {"tensor": ktiles * (t.bk // 16) * t.mi * t.ni * warps * 2048,
-                "lsu": ktiles * (t.bk // 16) * (t.mi + (t.ni + 1) // 2) * t.threads}
+        return {"tensor": ktiles * t.k_steps * t.mi * t.ni * warps * t.mma_macs,
+                "lsu": ktiles * t.k_steps * (t.mi + (t.ni + 1) // 2) * t.threads}
 
     def copy_stores_shared(self, tile: OperandTile) -> bool:
         return tile.vec == 1  # 1-element chunks: ld.global + st.shared; wider ones cp.async
@@ -404,6 +430,11 @@ class Mma:
         ok, why = _check_pipeline(t.stages, ktiles)
         exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+
+
+def _vector(v: int, es: int) -> int:
+    """Elements per copy: cp.async moves 4, 8 or 16 bytes; narrower chunks copy one element at a time."""
+    return v if v * es >= 4 else 1
 
 
 @lru_cache(maxsize=65536)

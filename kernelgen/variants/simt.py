@@ -201,6 +201,8 @@ class Simt:
     opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
+        if spec.dtype_a == "s8":
+            return "s8 GEMMs run on the tensor-core path only (variant mma: mma.sync m16n8k32)"
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.functional.operands import DecodeCtx, Reader
+from sim.functional.operands import DecodeCtx
 from sim.functional.ops_tma import b_bulk
-from sim.functional.types import NP, UINT, bf16_to_f32, bits_to, f32_to_bf16, is_float
+from sim.functional.types import NP, UINT, bits_to, f32_to_bf16, is_float
 from sim.isa import bulk_role
 from sim.ptx.ir import Instruction, Operand
 
@@ -329,7 +329,7 @@ def b_redux(ins: Instruction, cx: DecodeCtx) -> Exec:
     return lambda w, m, full: wd(w, NP[t].type(fn(np.broadcast_to(ra(w), (32,))[m])), m, full)
 
 
-# -- ldmatrix and mma ---------------------------------------------------------------------------
+# -- ldmatrix and stmatrix ---------------------------------------------------------------------------
 _T = LANES % 4
 _G = LANES // 4
 
@@ -381,67 +381,6 @@ def b_stmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
     return run
 
 
-def _mma_maps(k: int) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]], list[tuple[Any, Any]]]:
-    """(register, half) -> (row, col) of each lane's fragment elements (ptx-facts.md)."""
-    g, t = _G, _T
-    if k == 16:
-        a = [(g if i in (0, 1, 4, 5) else g + 8, t * 2 + (i & 1) + (8 if i >= 4 else 0)) for i in range(8)]
-        b = [(t * 2 + (i & 1) + (8 if i >= 2 else 0), g) for i in range(4)]
-    else:  # m16n8k8
-        a = [(g if i in (0, 1) else g + 8, t * 2 + (i & 1)) for i in range(4)]
-        b = [(t * 2 + i, g) for i in range(2)]
-    c = [(g if i < 2 else g + 8, t * 2 + (i & 1)) for i in range(4)]
-    return a, b, c
-
-
-def b_mma(ins: Instruction, cx: DecodeCtx) -> Exec:
-    mods = ins.mods
-    shape = next((x for x in mods if x.startswith("m16n8k")), None)
-    if shape not in ("m16n8k16", "m16n8k8") or "row" not in mods or "col" not in mods:
-        raise cx.err(ins, "only mma.sync.aligned.m16n8k16/m16n8k8.row.col is supported")
-    ts = cx.types(ins)
-    if len(ts) != 4 or ts[0] != "f32" or ts[3] != "f32" or ts[1] != ts[2] or ts[1] not in ("f16", "bf16"):
-        raise cx.err(ins, "only .f32.f16.f16.f32 and .f32.bf16.bf16.f32 mma are supported")
-    kdim = int(shape[6:])
-    it = ts[1]
-    amap, bmap, cmap = _mma_maps(kdim)
-    d, a, b, c = ins.operands[:4]
-    ra = [cx.rd(x, "b32", ins) for x in a.items]
-    rb = [cx.rd(x, "b32", ins) for x in b.items]
-    rc = [cx.rd(x, "f32", ins) for x in c.items]
-    wd = [cx.wr(x, "f32", ins) for x in d.items]
-    if len(ra) != len(amap) // 2 or len(rb) != len(bmap) // 2 or len(rc) != 4 or len(wd) != 4:
-        raise cx.err(ins, "wrong number of fragment registers for the mma shape")
-
-    def halves(regs: list[Reader], w: Warp) -> list[np.ndarray]:
-        out = []
-        for r in regs:
-            v = np.broadcast_to(np.asarray(r(w)), (32,)).astype(np.uint32)
-            out.append((v & np.uint32(0xFFFF)).astype(np.uint16))
-            out.append((v >> np.uint32(16)).astype(np.uint16))
-        return out
-
-    def to_f64(bits: np.ndarray) -> np.ndarray:
-        if it == "bf16":
-            return bf16_to_f32(bits).astype(np.float64)
-        return bits.view(np.float16).astype(np.float64)
-
-    def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        A = np.zeros((16, kdim))
-        B = np.zeros((kdim, 8))
-        C = np.zeros((16, 8))
-        for i, h in enumerate(halves(ra, w)):
-            A[amap[i][0], amap[i][1]] = to_f64(h)
-        for i, h in enumerate(halves(rb, w)):
-            B[bmap[i][0], bmap[i][1]] = to_f64(h)
-        for i, r in enumerate(rc):
-            C[cmap[i][0], cmap[i][1]] = np.broadcast_to(r(w), (32,))
-        D = (A @ B + C).astype(np.float32)
-        for i, wr in enumerate(wd):
-            wr(w, D[cmap[i][0], cmap[i][1]], m, full)
-    return run
-
-
 SEMANTICS_MEM = {
     "ld": b_ld,
     "ldu": b_ld,
@@ -466,7 +405,6 @@ SEMANTICS_MEM = {
     "vote": b_vote,
     "activemask": b_activemask,
     "redux": b_redux,
-    "mma": b_mma,
 }
 
 __all__ = ["SEMANTICS_MEM", "BRANCH", "EXIT", "BARRIER", "ARRIVE", "bits_to", "f32_to_bf16", "is_float", "UINT"]

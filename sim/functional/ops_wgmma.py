@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import ExecutionError
+from sim.functional.fragments import a_fragment, accumulator_map, to_s32, to_values
 from sim.functional.operands import DecodeCtx, Reader
-from sim.functional.types import FP8_VALUES, bf16_to_f32
 from sim.ptx.ir import Instruction, Operand
 from sim.ptx.types import type_mods
 
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
     Exec = Callable[[Warp, np.ndarray, bool], int | None]
 
-LANES = np.arange(32)
-_G = LANES // 4
-_T = LANES % 4
 # descriptor bits 62-63 (GmmaDescriptor layout_type_) -> (Swizzle<B,4,3> bits B, rows of 16 bytes
 # one swizzle atom row spans: the W of CUTLASS's canonical layouts)
 SWIZZLE = {0: (0, 1), 1: (3, 8), 2: (2, 4), 3: (1, 2)}
@@ -99,21 +96,6 @@ def tile_addresses(d: Desc, rows: np.ndarray, kdim: int, es: int, mn_major: bool
     return swizzle(d.start + off, bits)
 
 
-def to_values(bits: np.ndarray, t: str) -> np.ndarray:
-    """Raw element bits -> float64 (or int64 for s8/u8); tf32 ignores the low 13 mantissa bits."""
-    if t == "f16":
-        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
-    if t == "bf16":
-        return bf16_to_f32(bits.astype(np.uint16)).astype(np.float64)
-    if t == "tf32":
-        return (bits.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    if t in FP8_VALUES:
-        return FP8_VALUES[t][bits.astype(np.uint8)]
-    if t == "s8":
-        return bits.astype(np.uint8).view(np.int8).astype(np.int64)
-    return bits.astype(np.int64)
-
-
 def _read_tile(w: Warp, ins: Instruction, d: Desc, rows: np.ndarray, kdim: int, es: int,
                mn_major: bool) -> np.ndarray:
     """The raw bits (len(rows), kdim) of a descriptor-addressed tile in the CTA's shared memory."""
@@ -127,22 +109,6 @@ def _read_tile(w: Warp, ins: Instruction, d: Desc, rows: np.ndarray, kdim: int, 
                              f"CTA's {sh.size} bytes, in '{ins.text}'", w.L.file, ins.line)
     raw = sh.data[addr[..., None] + np.arange(es)]
     return np.ascontiguousarray(raw).view({1: np.uint8, 2: np.uint16, 4: np.uint32}[es])[..., 0]
-
-
-def accumulator_map(i: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row within the warp's 16, column) of accumulator value i of each lane (CUTLASS
-    CLayout_64xN: ((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512)) over a column-major 64 x N)."""
-    return _G + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * _T + (i & 1)
-
-
-def a_register_map(es: int, r: int, x: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row within 16, k) of element x of A register r (CUTLASS ALayout_64x16 for 16-bit,
-    ALayout_64x8 for tf32, ALayout_64x32 for 8-bit types)."""
-    if es == 2:
-        return accumulator_map(2 * r + x)
-    if es == 4:
-        return _G + 8 * (r & 1), _T + 4 * (r >> 1)
-    return _G + 8 * (r & 1), 16 * (r >> 1) + 4 * _T + x
 
 
 def _imm_of(op: Operand, ins: Instruction, cx: DecodeCtx, allowed: tuple[int, ...], what: str) -> int:
@@ -260,7 +226,7 @@ def _a_from_registers(ra: list[Reader], at: str, es: int, k: int) -> Callable[[A
         for r, rd in enumerate(ra):
             v = np.broadcast_to(np.asarray(rd(w)), (32,)).astype(np.uint32)
             for x in range(per):
-                row, col = a_register_map(es, r, x)
+                row, col = a_fragment(per, r, x)
                 bits[row, col] = (v >> np.uint32(8 * es * x)) & np.uint32((1 << (8 * es)) - 1)
         return to_values(bits, at)
     return read
@@ -292,15 +258,7 @@ def _scatter_acc(wacc: list[Any], w: Any, D: np.ndarray, dt: str, m: np.ndarray,
         else:
             row, col = accumulator_map(i)
             v = D[row, col]
-            wr(w, v.astype(np.float32) if dt == "f32" else _to_s32(v, sat), m, full)
-
-
-def _to_s32(v: np.ndarray, sat: bool) -> np.ndarray:
-    """.satfinite clamps to the int32 range; otherwise the sum wraps modulo 2^32."""
-    x = v.astype(np.int64)
-    if sat:
-        return np.clip(x, -(2**31), 2**31 - 1).astype(np.int32)
-    return (x & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+            wr(w, v.astype(np.float32) if dt == "f32" else to_s32(v, sat), m, full)
 
 
 SEMANTICS_WGMMA = {"wgmma": b_wgmma}

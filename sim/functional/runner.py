@@ -17,6 +17,7 @@ from sim.functional.operands import DecodeCtx, Layout, make_layout
 from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_async import SEMANTICS_ASYNC, YIELD
 from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
+from sim.functional.ops_mma import SEMANTICS_MMA
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA, is_branch
@@ -27,7 +28,7 @@ from sim.tensormap import HANDLE_SIZE, TensorMap, encode_handle
 if TYPE_CHECKING:
     from sim.progress import Progress
 
-SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
+SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_MMA, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
 _missing = set(ISA) ^ set(SEMANTICS)
 if _missing:  # the ISA table and the semantics must name the same opcodes
     raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")

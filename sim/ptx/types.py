@@ -46,7 +46,7 @@ TYPES: dict[str, PtxType] = {t.name: t for t in (
     _t("b128", 128, "bits", None),
     _t("f16", 16, "float", np.float16), _t("bf16", 16, "float", np.uint16),
     _t("f32", 32, "float", np.float32), _t("f64", 64, "float", np.float64),
-    _t("tf32", 32, "float", None),
+    _t("tf32", 32, "float", None), _t("s4", 4, "int", None), _t("u4", 4, "uint", None),
     _t("e4m3", 8, "float", None), _t("e5m2", 8, "float", None),
     _t("f16x2", 32, "packed", np.uint32, "f16"), _t("bf16x2", 32, "packed", np.uint32, "bf16"),
     _t("e4m3x2", 16, "packed", None, "e4m3"), _t("e5m2x2", 16, "packed", None, "e5m2"),

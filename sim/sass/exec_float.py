@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.functional.fragments import a_fragment, accumulator_map, b_fragment
 from sim.functional.types import bf16_to_f32, fma_f32, fma_f64
 from sim.sass.exec_int import BOOL_OPS, Exec
 from sim.sass.exec_operands import U32, U64, Ctx, Reader
@@ -349,20 +350,19 @@ def b_dfma(cx: Ctx, op: str) -> Exec:
 
 
 # -- tensor core -----------------------------------------------------------------------------------
-_T, _G = np.arange(32) % 4, np.arange(32) // 4
 
 
 def b_hmma(cx: Ctx) -> Exec:
     """HMMA.16816.F32[.BF16] d, a, b, c (m16n8k16, f32 accumulate) and HMMA.1688.F32: the fragment layout
-    of PTX mma.sync (the PTX model's _mma_maps), products summed in f64 and rounded once to f32, as the
+    of PTX mma.sync (sim/functional/fragments.py), products summed in f64 and rounded once to f32, as the
     PTX model does."""
-    from sim.functional.ops_mem import _mma_maps
-
     mods = cx.mods({"16816", "1688", "F32", "BF16"})
     if "F32" not in mods:
         raise cx.err("HMMA with an f16 accumulator is not modelled")
     k = 16 if "16816" in mods else 8
-    amap, bmap, cmap = _mma_maps(k)
+    amap = [a_fragment(2, i // 2, i % 2) for i in range(k // 2)]
+    bmap = [b_fragment(2, i // 2, i % 2) for i in range(k // 4)]
+    cmap = [accumulator_map(i) for i in range(4)]
     d, a, b, c = cx.ins.operands[:4]
     ra, rb = cx.rn(a, len(amap) // 2), cx.rn(b, len(bmap) // 2)
     rc, wd = cx.rn(c, 4), cx.wn(d, 4)

@@ -43,6 +43,9 @@ class St:
             m, rest = shape[1:].split("n")
             n, k = rest.split("k")
             self.ops = int(m) * int(n) * int(k)
+            ts = type_mods(ins.mods)
+            if not wg and len(ts) > 1:  # mma.sync: integer A/B at pipes[].int8_lanes
+                self.ops = pipe.tensor_ops(self.ops, ts[1])
         self.lat = pipe.latency
         if isa.latency_class(ins) == "shared":  # crosses the shared-memory crossbar
             self.lat = hw.shared.latency
