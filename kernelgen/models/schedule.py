@@ -213,43 +213,47 @@ def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: in
     from collections import OrderedDict
 
     W = -(-threads // ws)
-    sets: list[OrderedDict] = [OrderedDict() for _ in range(max(1, l1_sets))]
+    nsets = max(1, l1_sets)
+    sets: list[OrderedDict] = [OrderedDict() for _ in range(nsets)]
     ever: set[int] = set()
     # a line of [l1.line] bytes holds line / (TILE_K x element) K tiles of a K-contiguous row: the later
     # K tiles alternate between touching new lines and hitting the L1 with that period
     period = max([1] + [line // max(1, bk * g[4]) for g in tiles if g[5]])
     out = []
+    warps = range(W)
     for kt in range(min(1 + min(period, 8), ktiles)):
         acc = [0.0] * W
-        rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in range(W)]
+        rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in warps]
         for ti in range(len(tiles)):
             per_copy_lines = _warp_lines(tiles, threads, ws, ext, bk, line, kt, ti)
+            q_new = 1.0 / sharers[ti]
             for by_warp in per_copy_lines:
-                for w in sorted(range(W), key=lambda w: (acc[w], w)):
-                    lines = by_warp[w]
-                    worst = old = 0.0
-                    new_line = False  # does this copy touch a line no earlier access touched?
-                    for ln in lines:
-                        st = sets[ln % len(sets)]
+                for w in sorted(warps, key=lambda w: (acc[w], w)):
+                    # per line: in its set (L1 hit, [l1.hit_latency]), else an L2 access ([l2.hit_latency]),
+                    # new when no earlier access touched it, evicted before when one did
+                    hit = miss = new_line = evicted = False
+                    for ln in by_warp[w]:
+                        st = sets[ln % nsets]
                         if ln in st:
-                            lat = l1_lat
+                            hit = True
                             st.move_to_end(ln)
                         else:
-                            lat = l2_lat
-                            new_line = new_line or ln not in ever
+                            miss = True
                             if ln in ever:
-                                old = max(old, lat)
+                                evicted = True
+                            else:
+                                new_line = True
+                                ever.add(ln)
                             if len(st) >= l1_assoc:
                                 st.popitem(last=False)
                             st[ln] = True
-                            ever.add(ln)
-                        worst = max(worst, lat)
-                        if lat == l1_lat:
-                            old = max(old, lat)
+                    worst = l1_lat if hit else 0.0
+                    if miss and l2_lat > worst:
+                        worst = l2_lat
                     # the sharers issue this same copy on the same lines: the one that gets there first
                     # is the first toucher of all of them and waits new_lat, the others `worst`
-                    rec[w].append((ti, new_line, worst, max(old, l1_lat)))
-                    q = 1.0 / sharers[ti] if new_line else 0.0
+                    rec[w].append((ti, new_line, worst, max(l2_lat if evicted else 0.0, l1_lat)))
+                    q = q_new if new_line else 0.0
                     acc[w] += q * new_lat + (1.0 - q) * worst
         # Which CTA of the sharers leads is one event per operand and K tile (its warps run together).
         # Per operand three outcomes: this CTA is the first of all `sharers` (p = 1 / sharers: new_lat),
