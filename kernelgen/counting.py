@@ -38,6 +38,7 @@ class Counts:
         return sum(getattr(self, region).values())
 
 
+@cache
 def count_key(t: Tiling) -> Tiling:
     """The tiling a variant counts in place of ``t``: shared-row padding moves addresses (immediates),
     never the instruction stream, so tilings that differ only in ``pad_a``/``pad_b`` share one counting

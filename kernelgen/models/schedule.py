@@ -293,6 +293,11 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
     """Warp iterations per cycle of n identical warps cycling through `stations` (per-warp demand in
     cycles, units the warps are spread over) plus a pure delay: exact mean-value analysis of the
     closed product-form network, the n warps split evenly over a station's units."""
+    return _mva(tuple(stations), delay, n)
+
+
+@lru_cache(maxsize=65536)
+def _mva(stations: tuple[tuple[float, int], ...], delay: float, n: int) -> float:
     ds = [d for d, _ in stations if d > 0]
     us = [u for d, u in stations if d > 0]
     q = [0.0] * len(ds)
@@ -403,19 +408,29 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         """Per-warp cycles on each pipe (by pipe name) for a region's instructions."""
         d: dict[str, float] = {}
         for cls, n in region.items():
-            p = pipes[cls]
-            d[p.name] = d.get(p.name, 0.0) + n * occ_of(cls)
+            name = pipes[cls].name
+            d[name] = d.get(name, 0.0) + n * occ_of(cls)
         return d
 
     sp = shared_passes(spec, t, hw)
     comp_extra, copy_extra, copy_passes, passes = sp.comp_extra, sp.copy_extra, sp.copy_passes, sp.passes
     extra_passes = comp_extra + copy_extra
 
+    seen: dict[tuple, tuple[float, str]] = {}  # resources() of this candidate, by its arguments
+
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
         """Cycles `warps` warps need on the core's shared resources for one pass over `region`:
         issue ([core.schedulers] x [core.issue_width] per cycle), each pipe ([pipes[].count] units,
         a warp bound to unit scheduler % count), the shared array ([shared.ports])."""
+        key = (tuple(region.items()), warps, extra, shared_passes)
+        hit = seen.get(key)
+        if hit is None:
+            hit = seen[key] = _resources(region, warps, extra, shared_passes)
+        return hit
+
+    def _resources(region: Mapping[str, float], warps: int, extra: float, shared_passes: float
+                   ) -> tuple[float, str]:
         terms = {"issue": sum(region.values()) * -(-warps // S) / hw.core.issue_width}
         for name, cyc in demand(region).items():
             p = pipes[name]
