@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.counting import Counts
+from kernelgen.models.l1lines import copy_line_latencies
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -153,135 +154,6 @@ def occupancy_ptx(hw: HwConfig, threads: int, ptx_regs: int, smem: int) -> int:
 def _occ(p: Pipe, ops: int) -> int:
     """Cycles a warp instruction holds its unit: max([pipes[].interval], ceil(ops / [pipes[].lanes]))."""
     return max(p.interval, -(-ops // p.lanes))
-
-
-@lru_cache(maxsize=4096)
-def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: int, kt: int, ti: int
-                ) -> tuple[tuple[tuple[int, ...], ...], ...]:
-    """The [l1.line]-sized lines each warp's copy j of operand `ti` touches in K tile `kt` (sorted),
-    from the emitter's chunk coordinates, bounds-predicated lanes skipped; A and B allocated back to
-    back, 256-byte aligned (see _copy_line_latencies)."""
-    import numpy as np
-
-    base = 0
-    for (rows_all, ld, elem) in ((e[1], e[0], g[4]) for e, g in zip(ext[:ti], tiles[:ti])):
-        base += -(-rows_all * ld * elem // 256) * 256
-    rows, cols, vec, cpr, elem, kcol = tiles[ti]
-    ld_ext, row_lim, col_lim = ext[ti]
-    n = rows * (cols // vec) // threads
-    W = -(-threads // ws)
-    lanes = np.arange(W * ws, dtype=np.int64)
-    e = lanes[None, :] + np.arange(n, dtype=np.int64)[:, None] * threads
-    r, c = e // cpr, (e % cpr) * vec
-    gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
-    ok = (gr < row_lim) & (gc < col_lim) & (lanes < threads)[None, :]
-    ln = np.where(ok, (base + (gr * ld_ext + gc) * elem) // line, -1).reshape(n, W, ws)
-    srt = np.sort(ln, axis=-1)
-    keep = (srt >= 0) & np.concatenate([np.ones((n, W, 1), bool), srt[..., 1:] != srt[..., :-1]], axis=-1)
-    counts = keep.sum(axis=-1).ravel().tolist()
-    flat = srt[keep].tolist()
-    out: list[tuple[int, ...]] = []
-    i = 0
-    for k in counts:
-        out.append(tuple(flat[i:i + k]))
-        i += k
-    return tuple(tuple(out[j * W:(j + 1) * W]) for j in range(n))
-
-
-@lru_cache(maxsize=4096)
-def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
-                         l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
-                         sharers: tuple[int, int] = (1, 1), near: tuple[int, int] = (1, 1)
-                         ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-copy latencies of the critical warp of CTA 0 in its first and later K tiles (white-box, from
-    the copy addresses the emitter uses: tiling.chunk_coords, bounds-predicated lanes skipped).
-
-    sim.timing tags a cache line at its first access, so a warp whose copy touches a line no earlier
-    access of the CTA touched waits `new_lat` ([dram.latency], cold), one whose lines are all held by
-    the L1 ([l1.size] / ([l1.line] x [l1.assoc]) sets of [l1.assoc] ways, LRU, set = line modulo sets)
-    waits [l1.hit_latency], else (evicted) [l2.hit_latency]. A and B are assumed allocated back to back,
-    256-byte aligned (B starts where A's bytes end, rounded up to 256; any further gap a multiple of
-    sets x line). Copies run in order in every warp; within a copy the warps that are ahead (shorter
-    latency so far) reach their load first. The barrier waits for the warp with the largest sum.
-
-    `sharers` (per operand A, B: CTAs of the launch copying the same lines at once; `near` of them on
-    CTA 0's core, same L1): which sharer reaches a copy first is one event per operand and K tile; the
-    first pays `new_lat`, one that is first on its core `l2_lat`, the others `l1_lat` (sim.timing tags
-    a line at its first access). The first K tile and the mean of the next line / (TILE_K x element)
-    K tiles (the period with which a K-contiguous row's lines come new) are returned."""
-
-    from collections import OrderedDict
-
-    W = -(-threads // ws)
-    nsets = max(1, l1_sets)
-    sets: list[OrderedDict] = [OrderedDict() for _ in range(nsets)]
-    ever: set[int] = set()
-    # a line of [l1.line] bytes holds line / (TILE_K x element) K tiles of a K-contiguous row: the later
-    # K tiles alternate between touching new lines and hitting the L1 with that period
-    period = max([1] + [line // max(1, bk * g[4]) for g in tiles if g[5]])
-    out = []
-    warps = range(W)
-    for kt in range(min(1 + min(period, 8), ktiles)):
-        acc = [0.0] * W
-        rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in warps]
-        for ti in range(len(tiles)):
-            per_copy_lines = _warp_lines(tiles, threads, ws, ext, bk, line, kt, ti)
-            q_new = 1.0 / sharers[ti]
-            for by_warp in per_copy_lines:
-                for w in sorted(warps, key=lambda w: (acc[w], w)):
-                    # per line: in its set (L1 hit, [l1.hit_latency]), else an L2 access ([l2.hit_latency]),
-                    # new when no earlier access touched it, evicted before when one did
-                    hit = miss = new_line = evicted = False
-                    for ln in by_warp[w]:
-                        st = sets[ln % nsets]
-                        if ln in st:
-                            hit = True
-                            st.move_to_end(ln)
-                        else:
-                            miss = True
-                            if ln in ever:
-                                evicted = True
-                            else:
-                                new_line = True
-                                ever.add(ln)
-                            if len(st) >= l1_assoc:
-                                st.popitem(last=False)
-                            st[ln] = True
-                    worst = l1_lat if hit else 0.0
-                    if miss and l2_lat > worst:
-                        worst = l2_lat
-                    # the sharers issue this same copy on the same lines: the one that gets there first
-                    # is the first toucher of all of them and waits new_lat, the others `worst`
-                    rec[w].append((ti, new_line, worst, max(l2_lat if evicted else 0.0, l1_lat)))
-                    q = q_new if new_line else 0.0
-                    acc[w] += q * new_lat + (1.0 - q) * worst
-        # Which CTA of the sharers leads is one event per operand and K tile (its warps run together).
-        # Per operand three outcomes: this CTA is the first of all `sharers` (p = 1 / sharers: new_lat),
-        # the first of the `near` sharers on its own core but not of all (1 / near - 1 / sharers: the L2,
-        # [l2.hit_latency]), or a sharer on its own core was there first (1 - 1 / near: that core's L1,
-        # [l1.hit_latency]). Each outcome's barrier waits for its slowest warp; the copy latencies of
-        # that warp are averaged over the outcomes.
-        outcomes = []
-        for ti in range(2):
-            s_, n_ = max(1, sharers[ti]), max(1, min(near[ti], sharers[ti]))
-            outcomes.append([(0, 1.0 / s_), (1, 1.0 / n_ - 1.0 / s_), (2, 1.0 - 1.0 / n_)])
-        per_copy = [0.0] * max(len(r) for r in rec)
-        for oa, pa in outcomes[0]:
-            for ob, pb in outcomes[1]:
-                pr = pa * pb
-                if pr <= 1e-12:
-                    continue
-                first = (oa, ob)
-                lat_w = [[(new_lat, worst, l1_hit)[first[ti]] if nl else worst for ti, nl, worst, l1_hit in r]
-                         for r in rec]
-                crit = max(range(W), key=lambda w: (sum(lat_w[w]), -w))
-                for i, x in enumerate(lat_w[crit]):
-                    per_copy[i] += pr * x
-        out.append(tuple(per_copy))
-    if len(out) == 1:
-        out.append(out[0])
-    later = tuple(sum(x) / len(out[1:]) for x in zip(*out[1:]))
-    return out[0], later
 
 
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
@@ -497,7 +369,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
         # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
         # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
-        # (_copy_line_latencies); without an L1, from which lines are new (below).
+        # (l1lines.copy_line_latencies); without an L1, from which lines are new (below).
         near, follow_copy = (1, 1), 0.0
         if hw.l1 is not None:
             # sim.timing deals the first wave round robin (CTA i on core i % cores, R per core): the
@@ -508,15 +380,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
                         for tl in (ta, tb))
             lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
-            lat_first, lat_later = _copy_line_latencies(
-                geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
-                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), sharers, near)
-            first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
             # a co-resident sharer that is not first finds the new lines in the core's L1
             big = 1 << 20
-            f_first, f_later = _copy_line_latencies(
+            (lat_first, lat_later), (f_first, f_later) = copy_line_latencies(
                 geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
-                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), (big, big), (big, big))
+                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency),
+                ((sharers, near), ((big, big), (big, big))))
+            first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
             follow_copy = (copy_chain(f_first) + (ktiles - 1) * copy_chain(f_later)) / ktiles
         else:
             # no L1: a copy waits [dram.latency] when its lines are new, else [l2.hit_latency]. A
