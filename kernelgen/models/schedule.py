@@ -156,6 +156,13 @@ def _occ(p: Pipe, ops: int) -> int:
     return max(p.interval, -(-ops // p.lanes))
 
 
+@lru_cache(maxsize=4096)
+def _near(gx: int, gy: int, cores: int, conc: int) -> tuple[int, int]:
+    """The sharers of CTA 0 on its own core under round-robin dealing (see cycle_model)."""
+    return (sum(1 for x in range(gx) if x % cores == 0 and x < conc),
+            sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
+
+
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
     """sim.timing RegBanks: [registers] conflict cycles of the distinct registers `regs`."""
     return hw.registers.conflict_cycles(set(regs))
@@ -301,16 +308,18 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             hit = seen[key] = _resources(region, warps, extra, shared_passes)
         return hit
 
+    units = {p.name: max(1, min(p.count, S)) for p in pipes.values()}
+    issue_width, pass_cycles, shared_ports = hw.core.issue_width, hw.shared.pass_cycles, hw.shared.ports
+
     def _resources(region: Mapping[str, float], warps: int, extra: float, shared_passes: float
                    ) -> tuple[float, str]:
-        terms = {"issue": sum(region.values()) * -(-warps // S) / hw.core.issue_width}
+        terms = {"issue": sum(region.values()) * -(-warps // S) / issue_width}
         for name, cyc in demand(region).items():
-            p = pipes[name]
             if name == lsu.name:
-                cyc += extra * hw.shared.pass_cycles  # [shared.pass_cycles]: replays hold the LSU
-            terms[name] = cyc * -(-warps // max(1, min(p.count, S)))
-        terms["shared"] = shared_passes * warps / hw.shared.ports  # [shared.ports]
-        k = max(terms, key=lambda n: terms[n])
+                cyc += extra * pass_cycles  # [shared.pass_cycles]: replays hold the LSU
+            terms[name] = cyc * -(-warps // units[name])
+        terms["shared"] = shared_passes * warps / shared_ports  # [shared.ports]
+        k = max(terms, key=terms.__getitem__)
         return terms[k], k
 
     ein = DTYPE_BYTES[spec.dtype_a]
@@ -375,8 +384,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             # sim.timing deals the first wave round robin (CTA i on core i % cores, R per core): the
             # sharers of CTA 0 on its own core (same L1) are the linear ids < cores x R that are
             # multiples of `cores`: x of its block row, y x gx of its block column
-            near = (sum(1 for x in range(gx) if x % cores == 0 and x < conc),
-                    sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
+            near = _near(gx, gy, cores, conc)
             geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
                         for tl in (ta, tb))
             lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
