@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, tally
+from kernelgen.counting import Counts, by_stages, tally
 from kernelgen.emit_common import (
     Param,
     emit_epilogue,
@@ -341,7 +341,7 @@ class Wgmma:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _counts(spec, t)
+        return _staged_counts(spec, t)
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: none (A and B stay in shared memory); addressing: lane coords, stage/loop
@@ -375,6 +375,11 @@ class Wgmma:
         ok, why = _check_pipeline(t.stages, ktiles)
         exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+
+
+@lru_cache(maxsize=65536)
+def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
+    return by_stages(lambda u: _counts(spec, u), t)
 
 
 @lru_cache(maxsize=65536)
