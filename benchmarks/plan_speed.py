@@ -10,7 +10,7 @@ in both trees, alternating run by run so that both see the same load. The machin
 1-minute load average is printed next to every row; process time is the figure less disturbed by other
 load.
 
-    python3 benchmarks/plan_speed.py [--before DIR] [--runs 5]    # writes benchmarks/plan_speed.md
+    python3 benchmarks/plan_speed.py [--before DIR] [--runs 5] [--hw h200]    # writes benchmarks/plan_speed.md
 """
 
 from __future__ import annotations
@@ -82,11 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--before", type=Path, help="a checkout of the code before the change, measured alongside")
     ap.add_argument("--runs", type=int, default=5, help="fresh processes per figure (median)")
+    ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)})")
     args = ap.parse_args(argv)
     trees = [args.before.resolve(), ROOT] if args.before else [ROOT]
     names = ["before", "after"] if args.before else ["now"]
     plans, compiles = [], []
-    for hwname in HWS:
+    for hwname in args.hw or HWS:
         for shape in SHAPES:
             load = os.getloadavg()[0]
             for name, (fig, cands, key) in zip(names, medians(cold_plan, trees, hwname, shape, args.runs)):
