@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 
-Rec = list[list[tuple[int, bool, float, float]]]  # per warp: (operand, new line, worst, evicted-or-hit)
+# per warp, per copy: (operand, touches a new line, its worst latency, its latency when a sharer on the
+# same core brought the new lines: [l1.hit_latency], or [l2.hit_latency] for lines evicted since)
+Rec = list[list[tuple[int, bool, float, float]]]
 
 
 @lru_cache(maxsize=4096)
@@ -15,7 +17,7 @@ def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: 
                 ) -> tuple[tuple[tuple[int, ...], ...], ...]:
     """The [l1.line]-sized lines each warp's copy j of operand `ti` touches in K tile `kt` (sorted),
     from the emitter's chunk coordinates, bounds-predicated lanes skipped; A and B allocated back to
-    back, 256-byte aligned (see _copy_line_latencies)."""
+    back, 256-byte aligned (see copy_line_latencies)."""
     import numpy as np
 
     base = 0
