@@ -1,18 +1,21 @@
 """Planner speed as a user meets it (issue 17 item 5; targets: plan under 1 s from a fresh process at
 4096^3 and 8192^3, `kernelgen compile` under 2 s end to end).
 
-Every figure is taken in a fresh subprocess (what `kernelgen compile` pays: imports, the emitters'
-counting passes and the line-latency tables are all built then): the plan call's wall and process time,
-plan.json's `search.seconds`, and the whole `python -m kernelgen compile --gemm 4096x4096x4096` command's
-wall clock and child process time. The warm figure (median of 5 later plans in one process) is kept for
-comparison with earlier reports. The machine is shared: the 1-minute load average is printed next to
-every row; process time is the figure less disturbed by other load.
+Every figure is the median of RUNS fresh subprocesses (what `kernelgen compile` pays: imports, the
+emitters' counting passes and the line-latency tables are all built then): the plan call's wall and
+process time and plan.json's `search.seconds` (imports excluded), and the whole
+`python -m kernelgen compile --gemm 4096x4096x4096` command's wall clock and child process time.
+With `--before DIR` (another checkout, e.g. `git archive COMMIT | tar -x -C DIR`) each row is measured
+in both trees, alternating run by run so that both see the same load. The machine is shared: the
+1-minute load average is printed next to every row; process time is the figure less disturbed by other
+load.
 
-    python3 benchmarks/plan_speed.py    # writes benchmarks/plan_speed.md
+    python3 benchmarks/plan_speed.py [--before DIR] [--runs 5] [--hw h200]    # writes benchmarks/plan_speed.md
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -22,11 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-SHAPES = ("4096x4096x4096", "8192x8192x8192")
+SHAPES = ("1024x1024x1024", "4096x4096x4096", "8192x8192x8192")
 HWS = ("h200", "npu7nm")
 _COLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kernelgen.planner import plan; "
          "from kernelgen.spec import shorthand; from sim.hw import load_hw; hw = load_hw(sys.argv[2]); "
@@ -34,71 +37,85 @@ _COLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kernelgen.plan
          "print(time.perf_counter() - w, time.process_time() - t, p.seconds, p.candidates, p.best.tiling.key())")
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
+def _env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def cold_plan(hwname: str, shape: str) -> tuple[float, float, float, int, str]:
-    out = subprocess.run([sys.executable, "-c", _COLD, str(ROOT), hwname, shape], capture_output=True,
-                         text=True, check=True, env=_env()).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), int(out[3]), out[4]
+def cold_plan(tree: Path, hwname: str, shape: str) -> tuple[list[float], int, str]:
+    """[wall, process, search.seconds] of one plan in a fresh process, its candidates and choice."""
+    out = subprocess.run([sys.executable, "-c", _COLD, str(tree), hwname, shape], capture_output=True,
+                         text=True, check=True, env=_env(tree), cwd=tree).stdout.split()
+    return [float(out[0]), float(out[1]), float(out[2])], int(out[3]), out[4]
 
 
-def cold_compile(hwname: str, shape: str) -> tuple[float, float, float]:
-    """(wall, child process time, plan.json search.seconds) of one `python -m kernelgen compile`."""
+def cold_compile(tree: Path, hwname: str, shape: str) -> tuple[list[float], int, str]:
+    """[wall, child process time, plan.json search.seconds] of one `python -m kernelgen compile`."""
     with tempfile.TemporaryDirectory() as out:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         w = time.perf_counter()
         subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--gemm", shape, "--hw", hwname, "-o", out],
-                       capture_output=True, text=True, check=True, env=_env(), cwd=ROOT)
+                       capture_output=True, text=True, check=True, env=_env(tree), cwd=tree)
         wall = time.perf_counter() - w
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        search = json.loads((Path(out) / "plan.json").read_text())["search"]["seconds"]
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), float(search)
+        plan = json.loads((Path(out) / "plan.json").read_text())
+    proc = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return [wall, proc, float(plan["search"]["seconds"])], int(plan["search"]["candidates"]), plan["tiling"]["key"]
 
 
-def warm_plan(hwname: str, shape: str) -> float:
-    from kernelgen.planner import plan
-    from kernelgen.spec import shorthand
-    from sim.hw import load_hw
-    hw = load_hw(hwname)
-    plan(shorthand(shape), hw)
-    secs = []
-    for _ in range(5):
-        t = time.process_time()
-        plan(shorthand(shape), hw)
-        secs.append(time.process_time() - t)
-    return statistics.median(secs)
+Run = tuple[list[float], int, str]  # figures, candidates, chosen tiling
 
 
-def main() -> int:
+def medians(fn: Callable[[Path, str, str], Run], trees: list[Path], hwname: str, shape: str, runs: int
+            ) -> list[Run]:
+    """Per tree: the medians of `runs` calls of fn (the trees alternate run by run), candidates, choice."""
+    got: list[list[list[float]]] = [[] for _ in trees]
+    meta: list[tuple[int, str]] = [(0, "")] * len(trees)
+    for _ in range(runs):
+        for i, tree in enumerate(trees):
+            fig, cands, key = fn(tree, hwname, shape)
+            got[i].append(fig)
+            meta[i] = (cands, key)
+    return [([statistics.median(col) for col in zip(*g)], *m) for g, m in zip(got, meta)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", type=Path, help="a checkout of the code before the change, measured alongside")
+    ap.add_argument("--runs", type=int, default=5, help="fresh processes per figure (median)")
+    ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)})")
+    args = ap.parse_args(argv)
+    trees = [args.before.resolve(), ROOT] if args.before else [ROOT]
+    names = ["before", "after"] if args.before else ["now"]
     plans, compiles = [], []
-    for hwname in HWS:
+    for hwname in args.hw or HWS:
         for shape in SHAPES:
             load = os.getloadavg()[0]
-            wall, proc, search, cands, key = cold_plan(hwname, shape)
-            rows_warm = warm_plan(hwname, shape)
-            plans.append(f"| {hwname} | {shape} | {cands:,} | {wall:.2f} | {proc:.2f} | {search:.2f} | "
-                         f"{rows_warm:.2f} | {load:.1f} | {key} |")
+            for name, (fig, cands, key) in zip(names, medians(cold_plan, trees, hwname, shape, args.runs)):
+                plans.append(f"| {hwname} | {shape} | {name} | {cands:,} | {fig[0]:.2f} | {fig[1]:.2f} | "
+                             f"{fig[2]:.2f} | {load:.1f} | {key} |")
+                print(plans[-1], flush=True)
         load = os.getloadavg()[0]
-        wall, proc, search = cold_compile(hwname, SHAPES[0])
-        compiles.append(f"| {hwname} | {SHAPES[0]} | {wall:.2f} | {proc:.2f} | {search:.2f} | {load:.1f} |")
+        for name, (fig, _, _) in zip(names, medians(cold_compile, trees, hwname, SHAPES[1], args.runs)):
+            compiles.append(f"| {hwname} | {SHAPES[1]} | {name} | {fig[0]:.2f} | {fig[1]:.2f} | {fig[2]:.2f} | "
+                            f"{load:.1f} |")
+            print(compiles[-1], flush=True)
     lines = ["# Planner speed (benchmarks/plan_speed.py)", "",
              f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, {os.cpu_count()} cores (shared), Python "
-             f"{platform.python_version()}. f16 GEMMs, whole candidate space. Cold: one fresh process per row "
-             "(imports excluded from the plan figures); warm: median of 5 later plans in one process (process "
-             "time). Load: 1-minute load average when the row started.", "",
-             "## Plan", "",
-             "| hw | shape | candidates | cold wall s | cold process s | search.seconds | warm process s | load "
-             "| chosen |",
+             f"{platform.python_version()}. f16 GEMMs, whole candidate space. Every figure is the median of "
+             f"{args.runs} fresh processes" + (f"; before = {args.before}, after = this tree, alternating run by "
+                                              "run" if args.before else "") +
+             ". Load: 1-minute load average when the row started.", "",
+             "## Plan (imports excluded)", "",
+             "| hw | shape | tree | candidates | wall s | process s | search.seconds | load | chosen |",
              "|---|---|---|---|---|---|---|---|---|", *plans, "",
              "## `python -m kernelgen compile` end to end (fresh process)", "",
-             "| hw | shape | wall s | process s | search.seconds | load |", "|---|---|---|---|---|---|", *compiles]
+             "| hw | shape | tree | wall s | process s | search.seconds | load |", "|---|---|---|---|---|---|---|",
+             *compiles]
     text = "\n".join(lines) + "\n"
     md = ROOT / "benchmarks/plan_speed.md"
-    profile = md.read_text().split("## Profile", 1)[1] if "## Profile" in md.read_text() else ""
-    md.write_text(text + ("\n## Profile" + profile if profile else ""))
-    print(text)
+    old = md.read_text() if md.exists() else ""
+    rest = old[old.index("\n## Profile"):] if "\n## Profile" in old else ""
+    md.write_text(text + rest)
     return 0
 
 

@@ -12,7 +12,8 @@ occupancy when ptxas' count is not given).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 
 from kernelgen.ptxbuild import REG_CLASSES, PtxBuilder
@@ -38,12 +39,32 @@ class Counts:
         return sum(getattr(self, region).values())
 
 
+@cache
 def count_key(t: Tiling) -> Tiling:
     """The tiling a variant counts in place of ``t``: shared-row padding moves addresses (immediates),
     never the instruction stream, so tilings that differ only in ``pad_a``/``pad_b`` share one counting
     pass (half of the planner's builds). tests/test_count_key.py compares every tiling of several specs
     against its own uncached count."""
     return replace(t, pad_a=0, pad_b=0)
+
+
+def by_stages(count: Callable[[Tiling], Counts], t: Tiling) -> Counts:
+    """The counts of a cp.async pipeline of ``t.stages`` > 3 buffers from its builds at 2 and 3: a stage
+    adds one prologue tile (the same instructions and registers each time) and changes nothing else,
+    so every count is affine in the stages. tests/test_count_key.py compares every tiling of several
+    specs against its own build."""
+    if t.stages <= 3:
+        return count(t)
+    c2, c3 = count(replace(t, stages=2)), count(replace(t, stages=3))
+    n = t.stages - 2
+    out = Counts()
+    for f in fields(Counts):
+        a, b = getattr(c2, f.name), getattr(c3, f.name)
+        if isinstance(b, dict):
+            setattr(out, f.name, {k: a.get(k, 0) + n * (v - a.get(k, 0)) for k, v in b.items()})
+        else:
+            setattr(out, f.name, a + n * (b - a))
+    return out
 
 
 @cache

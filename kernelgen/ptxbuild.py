@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Hashable
-from functools import cache
 from typing import Any, TypeVar
 
 R = TypeVar("R")
@@ -41,9 +40,16 @@ def f32_hex(x: float) -> str:
 MARKS = {"pre": ("cp.async.commit_group",), "iter": ("bar.", "ldmatrix", "wgmma.fence")}
 
 
-@cache
+_MARK_OF: dict[tuple[str, str], str | None] = {}
+
+
 def _mark(region: str, token: str) -> str | None:
-    return next((m for m in MARKS.get(region, ()) if token.startswith(m)), None)
+    key = (region, token)
+    try:
+        return _MARK_OF[key]
+    except KeyError:
+        m = _MARK_OF[key] = next((m for m in MARKS.get(region, ()) if token.startswith(m)), None)
+        return m
 
 
 # part key -> (its instructions, the same summed by token, registers added, labels added, return value)
@@ -77,7 +83,10 @@ class PtxBuilder:
         return f"{REG_CLASSES[cls][1]}{n}"
 
     def regs(self, cls: str, n: int) -> list[str]:
-        return [self.reg(cls) for _ in range(n)]
+        first = self.counts[cls]
+        self.counts[cls] = first + n
+        prefix = REG_CLASSES[cls][1]
+        return [f"{prefix}{k}" for k in range(first, first + n)]
 
     def label(self, stem: str) -> str:
         self.label_n += 1
@@ -87,8 +96,8 @@ class PtxBuilder:
         """One instruction (``;`` appended)."""
         if not self.counting:
             self.lines.append(f"\t{text};")
-        head = text.split(" ", 2)
-        self._count(head[1] if head[0][0] == "@" else head[0], self.times)
+        token = text.split(" ", 1)[0]
+        self._count(text.split(" ", 2)[1] if token[0] == "@" else token, self.times)
 
     def part(self, key: Hashable, write: Callable[[], R]) -> R:
         """Run ``write`` (it writes instructions into this builder). In counting mode the first run

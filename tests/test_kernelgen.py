@@ -340,7 +340,7 @@ def test_simt_copy_latencies_follow_the_l1_lines():
     """h200 16x16x16 f16, t1x1 (256 threads): each 128-byte line holds 4 rows of 32 bytes, two warps' worth,
     so every warp waits DRAM for one copy and the L1 for the other (the simulator's trace shows exactly
     this: warp 0 misses on A and hits on B, warp 1 the other way round)."""
-    from kernelgen.models.schedule import _copy_line_latencies
+    from kernelgen.models.l1lines import copy_line_latencies
     from kernelgen.tiling import operand_tiles
     from sim.hw import load_hw
 
@@ -351,5 +351,5 @@ def test_simt_copy_latencies_follow_the_l1_lines():
     geo = tuple((x.rows, x.cols, x.vec, x.chunks_per_row, x.elem_global, x.col_dim == "k") for x in tiles)
     ext = {"m": 16, "n": 16, "k": 16}
     lims = tuple((ext[x.col_dim], ext[x.row_dim], ext[x.col_dim]) for x in tiles)
-    first, _ = _copy_line_latencies(geo, t.threads, 32, lims, t.bk, 1, 128, 64, 4, 682.0, 278.0, 33.0)
+    (first, _), = copy_line_latencies(geo, t.threads, 32, lims, t.bk, 1, 128, 64, 4, 682.0, 278.0, 33.0)
     assert t.threads == 256 and sorted(first) == [33.0, 682.0]

@@ -45,11 +45,10 @@ def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
     lanes = len(site.addrs)
     score, passes, phases = 0.0, 0, 0
+    span = range(max(1, site.width // width))
     for p0 in range(0, lanes, per_phase):
-        words = set()
-        for a in site.addrs[p0:p0 + per_phase]:
-            for w in range(max(1, site.width // width)):
-                words.add(a // width + w)  # same word from several lanes: one broadcast access
+        # same word from several lanes: one broadcast access
+        words = {a // width + w for a in site.addrs[p0:p0 + per_phase] for w in span}
         counts = [0] * banks
         for w in words:
             counts[w % banks] += 1
@@ -61,6 +60,7 @@ def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
 
 
 
+@lru_cache(maxsize=65536)
 def _shifted_site(kind: str, width: int, addrs: tuple[int, ...], banks: int, bw: int) -> tuple[float, int, int]:
     return site_score(Site("", kind, width, addrs, 1), banks, bw)
 

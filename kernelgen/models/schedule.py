@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.counting import Counts
+from kernelgen.models.l1lines import copy_line_latencies
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -158,128 +159,10 @@ def _occ(p: Pipe, ops: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: int, kt: int, ti: int
-                ) -> tuple[tuple[tuple[int, ...], ...], ...]:
-    """The [l1.line]-sized lines each warp's copy j of operand `ti` touches in K tile `kt` (sorted),
-    from the emitter's chunk coordinates, bounds-predicated lanes skipped; A and B allocated back to
-    back, 256-byte aligned (see _copy_line_latencies)."""
-    import numpy as np
-
-    base = 0
-    for (rows_all, ld, elem) in ((e[1], e[0], g[4]) for e, g in zip(ext[:ti], tiles[:ti])):
-        base += -(-rows_all * ld * elem // 256) * 256
-    rows, cols, vec, cpr, elem, kcol = tiles[ti]
-    ld_ext, row_lim, col_lim = ext[ti]
-    n = rows * (cols // vec) // threads
-    W = -(-threads // ws)
-    lanes = np.arange(W * ws, dtype=np.int64)
-    e = lanes[None, :] + np.arange(n, dtype=np.int64)[:, None] * threads
-    r, c = e // cpr, (e % cpr) * vec
-    gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
-    ok = (gr < row_lim) & (gc < col_lim) & (lanes < threads)[None, :]
-    ln = np.where(ok, (base + (gr * ld_ext + gc) * elem) // line, -1).reshape(n, W, ws)
-    srt = np.sort(ln, axis=-1)
-    keep = (srt >= 0) & np.concatenate([np.ones((n, W, 1), bool), srt[..., 1:] != srt[..., :-1]], axis=-1)
-    counts = keep.sum(axis=-1).ravel().tolist()
-    flat = srt[keep].tolist()
-    out: list[tuple[int, ...]] = []
-    i = 0
-    for k in counts:
-        out.append(tuple(flat[i:i + k]))
-        i += k
-    return tuple(tuple(out[j * W:(j + 1) * W]) for j in range(n))
-
-
-@lru_cache(maxsize=4096)
-def _copy_line_latencies(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, ktiles: int, line: int,
-                         l1_sets: int, l1_assoc: int, new_lat: float, l2_lat: float, l1_lat: float,
-                         sharers: tuple[int, int] = (1, 1), near: tuple[int, int] = (1, 1)
-                         ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-copy latencies of the critical warp of CTA 0 in its first and later K tiles (white-box, from
-    the copy addresses the emitter uses: tiling.chunk_coords, bounds-predicated lanes skipped).
-
-    sim.timing tags a cache line at its first access, so a warp whose copy touches a line no earlier
-    access of the CTA touched waits `new_lat` ([dram.latency], cold), one whose lines are all held by
-    the L1 ([l1.size] / ([l1.line] x [l1.assoc]) sets of [l1.assoc] ways, LRU, set = line modulo sets)
-    waits [l1.hit_latency], else (evicted) [l2.hit_latency]. A and B are assumed allocated back to back,
-    256-byte aligned (B starts where A's bytes end, rounded up to 256; any further gap a multiple of
-    sets x line). Copies run in order in every warp; within a copy the warps that are ahead (shorter
-    latency so far) reach their load first. The barrier waits for the warp with the largest sum.
-
-    `sharers` (per operand A, B: CTAs of the launch copying the same lines at once; `near` of them on
-    CTA 0's core, same L1): which sharer reaches a copy first is one event per operand and K tile; the
-    first pays `new_lat`, one that is first on its core `l2_lat`, the others `l1_lat` (sim.timing tags
-    a line at its first access). The first K tile and the mean of the next line / (TILE_K x element)
-    K tiles (the period with which a K-contiguous row's lines come new) are returned."""
-
-    from collections import OrderedDict
-
-    W = -(-threads // ws)
-    sets: list[OrderedDict] = [OrderedDict() for _ in range(max(1, l1_sets))]
-    ever: set[int] = set()
-    # a line of [l1.line] bytes holds line / (TILE_K x element) K tiles of a K-contiguous row: the later
-    # K tiles alternate between touching new lines and hitting the L1 with that period
-    period = max([1] + [line // max(1, bk * g[4]) for g in tiles if g[5]])
-    out = []
-    for kt in range(min(1 + min(period, 8), ktiles)):
-        acc = [0.0] * W
-        rec: list[list[tuple[int, bool, float, float]]] = [[] for _ in range(W)]
-        for ti in range(len(tiles)):
-            per_copy_lines = _warp_lines(tiles, threads, ws, ext, bk, line, kt, ti)
-            for by_warp in per_copy_lines:
-                for w in sorted(range(W), key=lambda w: (acc[w], w)):
-                    lines = by_warp[w]
-                    worst = old = 0.0
-                    new_line = False  # does this copy touch a line no earlier access touched?
-                    for ln in lines:
-                        st = sets[ln % len(sets)]
-                        if ln in st:
-                            lat = l1_lat
-                            st.move_to_end(ln)
-                        else:
-                            lat = l2_lat
-                            new_line = new_line or ln not in ever
-                            if ln in ever:
-                                old = max(old, lat)
-                            if len(st) >= l1_assoc:
-                                st.popitem(last=False)
-                            st[ln] = True
-                            ever.add(ln)
-                        worst = max(worst, lat)
-                        if lat == l1_lat:
-                            old = max(old, lat)
-                    # the sharers issue this same copy on the same lines: the one that gets there first
-                    # is the first toucher of all of them and waits new_lat, the others `worst`
-                    rec[w].append((ti, new_line, worst, max(old, l1_lat)))
-                    q = 1.0 / sharers[ti] if new_line else 0.0
-                    acc[w] += q * new_lat + (1.0 - q) * worst
-        # Which CTA of the sharers leads is one event per operand and K tile (its warps run together).
-        # Per operand three outcomes: this CTA is the first of all `sharers` (p = 1 / sharers: new_lat),
-        # the first of the `near` sharers on its own core but not of all (1 / near - 1 / sharers: the L2,
-        # [l2.hit_latency]), or a sharer on its own core was there first (1 - 1 / near: that core's L1,
-        # [l1.hit_latency]). Each outcome's barrier waits for its slowest warp; the copy latencies of
-        # that warp are averaged over the outcomes.
-        outcomes = []
-        for ti in range(2):
-            s_, n_ = max(1, sharers[ti]), max(1, min(near[ti], sharers[ti]))
-            outcomes.append([(0, 1.0 / s_), (1, 1.0 / n_ - 1.0 / s_), (2, 1.0 - 1.0 / n_)])
-        per_copy = [0.0] * max(len(r) for r in rec)
-        for oa, pa in outcomes[0]:
-            for ob, pb in outcomes[1]:
-                pr = pa * pb
-                if pr <= 1e-12:
-                    continue
-                first = (oa, ob)
-                lat_w = [[(new_lat, worst, l1_hit)[first[ti]] if nl else worst for ti, nl, worst, l1_hit in r]
-                         for r in rec]
-                crit = max(range(W), key=lambda w: (sum(lat_w[w]), -w))
-                for i, x in enumerate(lat_w[crit]):
-                    per_copy[i] += pr * x
-        out.append(tuple(per_copy))
-    if len(out) == 1:
-        out.append(out[0])
-    later = tuple(sum(x) / len(out[1:]) for x in zip(*out[1:]))
-    return out[0], later
+def _near(gx: int, gy: int, cores: int, conc: int) -> tuple[int, int]:
+    """The sharers of CTA 0 on its own core under round-robin dealing (see cycle_model)."""
+    return (sum(1 for x in range(gx) if x % cores == 0 and x < conc),
+            sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
 
 
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
@@ -291,6 +174,11 @@ def mva_throughput(stations: list[tuple[float, int]], delay: float, n: int) -> f
     """Warp iterations per cycle of n identical warps cycling through `stations` (per-warp demand in
     cycles, units the warps are spread over) plus a pure delay: exact mean-value analysis of the
     closed product-form network, the n warps split evenly over a station's units."""
+    return _mva(tuple(stations), delay, n)
+
+
+@lru_cache(maxsize=65536)
+def _mva(stations: tuple[tuple[float, int], ...], delay: float, n: int) -> float:
     ds = [d for d, _ in stations if d > 0]
     us = [u for d, u in stations if d > 0]
     q = [0.0] * len(ds)
@@ -403,27 +291,39 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         """Per-warp cycles on each pipe (by pipe name) for a region's instructions."""
         d: dict[str, float] = {}
         for cls, n in region.items():
-            p = pipes[cls]
-            d[p.name] = d.get(p.name, 0.0) + n * occ_of(cls)
+            name = pipes[cls].name
+            d[name] = d.get(name, 0.0) + n * occ_of(cls)
         return d
 
     sp = shared_passes(spec, t, hw)
     comp_extra, copy_extra, copy_passes, passes = sp.comp_extra, sp.copy_extra, sp.copy_passes, sp.passes
     extra_passes = comp_extra + copy_extra
 
+    seen: dict[tuple, tuple[float, str]] = {}  # resources() of this candidate, by its arguments
+
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
         """Cycles `warps` warps need on the core's shared resources for one pass over `region`:
         issue ([core.schedulers] x [core.issue_width] per cycle), each pipe ([pipes[].count] units,
         a warp bound to unit scheduler % count), the shared array ([shared.ports])."""
-        terms = {"issue": sum(region.values()) * -(-warps // S) / hw.core.issue_width}
+        key = (tuple(region.items()), warps, extra, shared_passes)
+        hit = seen.get(key)
+        if hit is None:
+            hit = seen[key] = _resources(region, warps, extra, shared_passes)
+        return hit
+
+    units = {p.name: max(1, min(p.count, S)) for p in pipes.values()}
+    issue_width, pass_cycles, shared_ports = hw.core.issue_width, hw.shared.pass_cycles, hw.shared.ports
+
+    def _resources(region: Mapping[str, float], warps: int, extra: float, shared_passes: float
+                   ) -> tuple[float, str]:
+        terms = {"issue": sum(region.values()) * -(-warps // S) / issue_width}
         for name, cyc in demand(region).items():
-            p = pipes[name]
             if name == lsu.name:
-                cyc += extra * hw.shared.pass_cycles  # [shared.pass_cycles]: replays hold the LSU
-            terms[name] = cyc * -(-warps // max(1, min(p.count, S)))
-        terms["shared"] = shared_passes * warps / hw.shared.ports  # [shared.ports]
-        k = max(terms, key=lambda n: terms[n])
+                cyc += extra * pass_cycles  # [shared.pass_cycles]: replays hold the LSU
+            terms[name] = cyc * -(-warps // units[name])
+        terms["shared"] = shared_passes * warps / shared_ports  # [shared.ports]
+        k = max(terms, key=terms.__getitem__)
         return terms[k], k
 
     ein = DTYPE_BYTES[spec.dtype_a]
@@ -482,26 +382,23 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
         # Which loads wait for DRAM, the L2 or the L1 (h200: ld.global without .cg allocates in the L1 in
         # sim.timing): counted from the copy addresses of CTA 0's first and second K tile, per warp
-        # (_copy_line_latencies); without an L1, from which lines are new (below).
+        # (l1lines.copy_line_latencies); without an L1, from which lines are new (below).
         near, follow_copy = (1, 1), 0.0
         if hw.l1 is not None:
             # sim.timing deals the first wave round robin (CTA i on core i % cores, R per core): the
             # sharers of CTA 0 on its own core (same L1) are the linear ids < cores x R that are
             # multiples of `cores`: x of its block row, y x gx of its block column
-            near = (sum(1 for x in range(gx) if x % cores == 0 and x < conc),
-                    sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
+            near = _near(gx, gy, cores, conc)
             geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
                         for tl in (ta, tb))
             lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
-            lat_first, lat_later = _copy_line_latencies(
-                geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
-                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), sharers, near)
-            first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
             # a co-resident sharer that is not first finds the new lines in the core's L1
             big = 1 << 20
-            f_first, f_later = _copy_line_latencies(
+            (lat_first, lat_later), (f_first, f_later) = copy_line_latencies(
                 geo, t.threads, ws, lims, t.bk, ktiles, hw.l1.line, hw.l1.size // (hw.l1.line * hw.l1.assoc),
-                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency), (big, big), (big, big))
+                hw.l1.assoc, float(dram_lat), float(l2_lat), float(hw.l1.hit_latency),
+                ((sharers, near), ((big, big), (big, big))))
+            first_copy, later_copy = copy_chain(lat_first), copy_chain(lat_later)
             follow_copy = (copy_chain(f_first) + (ktiles - 1) * copy_chain(f_later)) / ktiles
         else:
             # no L1: a copy waits [dram.latency] when its lines are new, else [l2.hit_latency]. A

@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, count_key, tally
+from kernelgen.counting import Counts, by_stages, count_key, tally
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
@@ -382,7 +382,7 @@ class Mma:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _counts(spec, count_key(t))
+        return _staged_counts(spec, count_key(t))
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: current + next k step; addressing: lane coords, stage/loop counters, ldmatrix and
@@ -435,6 +435,11 @@ class Mma:
 def _vector(v: int, es: int) -> int:
     """Elements per copy: cp.async moves 4, 8 or 16 bytes; narrower chunks copy one element at a time."""
     return v if v * es >= 4 else 1
+
+
+@lru_cache(maxsize=65536)
+def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
+    return by_stages(lambda u: _counts(spec, u), t)
 
 
 @lru_cache(maxsize=65536)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, tally
+from kernelgen.counting import Counts, by_stages, tally
 from kernelgen.emit_common import (
     Param,
     emit_epilogue,
@@ -385,7 +385,7 @@ class Wgmma:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _counts(spec, t)
+        return _staged_counts(spec, t)
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: none (A and B stay in shared memory); addressing: lane coords, stage/loop
@@ -421,6 +421,11 @@ class Wgmma:
         if t.stages >= 3:  # tile kt+1 is waited for one iteration after its copy's tile kt+1-(stages-1)
             return SyncPlan(1, 1, t.stages - 3, 1, sync_lat, exposed, ok, why)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+
+
+@lru_cache(maxsize=65536)
+def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
+    return by_stages(lambda u: _counts(spec, u), t)
 
 
 @lru_cache(maxsize=65536)
