@@ -158,21 +158,23 @@ class Verifier:
 
     # ------------------------------------------------------------------ properties
     def run(self) -> list[PropResult]:
+        return [r for kind, r in self.steps() if kind == "result"]
+
+    def steps(self):
+        """("phase", what runs next) and ("result", PropResult) messages, in order (see guard.py)."""
+        yield "phase", "symbolic execution"
         t0 = time.monotonic()
         self.ex.run()
         self.exec_seconds = time.monotonic() - t0
-        out = []
-        for name, fn in (("bounds", self.bounds), ("barrier_divergence", self.barrier_divergence),
-                         ("shared_race", self.shared_race), ("async_copy", self.async_copy),
-                         ("termination", self.termination)):
+        for name in NAMES:
+            yield "phase", name
             r = PropResult(name)
             t = time.monotonic()
-            fn(r)
+            getattr(self, name)(r)
             if time.monotonic() > self.deadline and r.status == "proved":
                 r.status, r.detail = "unknown", "verifier time limit reached (--timeout)"
             r.seconds = time.monotonic() - t
-            out.append(r)
-        return out
+            yield "result", r
 
     def _unsupported(self, r: PropResult, what: tuple[str, ...]) -> None:
         for line, text in self.ex.unsupported:
