@@ -319,6 +319,15 @@ def wgmma_role(ins: Instruction) -> str:
     return ins.info["wgmma"]
 
 
+def fence_proxy(ins: Instruction) -> str:
+    """The proxy a ``fence.proxy.X`` orders against the generic proxy ("async", "alias", "tensormap"...),
+    "" for any other instruction."""
+    if ins.info["cls"] != "sync" or "proxy" not in ins.mods:
+        return ""
+    i = ins.mods.index("proxy")
+    return ins.mods[i + 1].split("::")[0] if i + 1 < len(ins.mods) else ""
+
+
 def mem_dir(ins: Instruction) -> str:
     """none | read | write | rmw | copy (cp.async issue)."""
     return ins.info["mem"]

@@ -205,9 +205,11 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.i(f"@{pz} bra {done}")
     b.put_label(loop)
     b.region = "iter"
-    b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
-              "visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
+    b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the proxy fence orders\n"
+              "these generic-proxy (cp.async) writes before the wgmmas' async-proxy reads, the barrier makes\n"
+              "them visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
     b.i(f"cp.async.wait_group {S - 2}")
+    b.i("fence.proxy.async.shared::cta")
     b.i("bar.sync 0")
     b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
     issue_tile(kl, ws)

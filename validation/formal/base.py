@@ -14,7 +14,7 @@ import z3
 from sim.ptx.ir import Instruction, Kernel, Operand
 from validation.formal.context import Context
 from validation.formal.program import KernelStructure
-from validation.formal.state import Access, BranchRec, LoopRec, State
+from validation.formal.state import Access, BranchRec, LoopRec, RegTouch, State, WgmmaRec
 
 
 class ExecutorBase:
@@ -40,6 +40,9 @@ class ExecutorBase:
         self.barriers: list[tuple[int, int, z3.BoolRef]] = []
         self.loops: list[LoopRec] = []
         self.unsupported: list[tuple[int, str]] = []  # (line, what) instructions not modelled
+        self.wgmmas: list[WgmmaRec] = []
+        self.reg_touches: list[RegTouch] = []
+        self.wgmma_regs: frozenset = frozenset()  # registers any wgmma.mma_async uses (set by asyncops)
         self.solver_timeout_ms = 2000
 
     if TYPE_CHECKING:
@@ -61,6 +64,14 @@ class ExecutorBase:
         def do_memory(self, st: State, ins: Instruction) -> None: ...
         def do_barrier(self, st: State, ins: Instruction) -> None: ...
         def do_cp_async(self, st: State, ins: Instruction) -> None: ...
+        def sync_snapshot(self, st: State) -> dict[str, z3.ExprRef]: ...
+        def access_pc(self, st: State, ins: Instruction) -> z3.BoolRef: ...
+        def write_pseudo(self, st: State, ins: Instruction, name: str, v: z3.ExprRef) -> None: ...
+
+        # asyncops.py
+        def note_touch(self, st: State, ins: Instruction) -> None: ...
+        def do_wgmma(self, st: State, ins: Instruction) -> None: ...
+        def do_proxy_fence(self, st: State, ins: Instruction) -> None: ...
 
         # loopproofs.py
         def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset: ...

@@ -19,7 +19,14 @@ from validation.formal.state import TYPE_INFO, State, type_mods
 class InstructionsMixin(ExecutorBase):
     def step(self, st: State, ins: Instruction) -> None:
         ops = ins.operands
+        self.note_touch(st, ins)
         if isa.is_branch(ins) or isa.is_terminator(ins):
+            return
+        if isa.wgmma_role(ins):
+            self.do_wgmma(st, ins)
+            return
+        if isa.fence_proxy(ins) == "async":
+            self.do_proxy_fence(st, ins)
             return
         if isa.is_cta_barrier(ins):
             self.do_barrier(st, ins)

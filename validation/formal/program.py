@@ -8,6 +8,11 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%gc    cp.async groups committed so far
     %%done  groups known complete by this thread's waits
     %%vis   %%done as it was at the most recent barrier (what the whole CTA may read)
+    %%wgc   wgmma groups committed so far (an issued wgmma belongs to group %%wgc)
+    %%wdone wgmma groups retired by this thread's wgmma.wait_group
+    %%wvis  %%wdone as it was at the most recent barrier
+    %%pf    fence.proxy.async executed so far
+    %%pfg   %%done as it was at the most recent fence.proxy.async (cp.async groups fenced)
 """
 
 from __future__ import annotations
@@ -20,22 +25,31 @@ from sim.functional.cfg import EXIT, Block, build_cfg, immediate_postdominators
 from sim.ptx.ir import Instruction, Kernel
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
-PSEUDO = (BC, GC, DONE, VIS)
+WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG)
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
                     "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
                     "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
 _ASYNC_DEFS_USES = {"commit": ({GC}, {GC}), "wait": ({DONE}, {GC, DONE}), "wait_all": ({DONE, GC}, {GC, DONE}),
                     "copy": (set(), {GC})}
+_WGMMA_DEFS_USES = {"commit": ({WGC}, {WGC}), "wait": ({WDONE}, {WGC, WDONE}), "issue": (set(), {WGC}),
+                    "fence": (set(), set())}
 
 
 def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
     if isa.is_cta_barrier(ins):
-        return {BC, VIS}, {BC, DONE}
+        return {BC, VIS, WVIS}, {BC, DONE, WDONE}
     role = isa.async_role(ins)
     if role:
         d, u = _ASYNC_DEFS_USES[role]
         return set(d), set(u)
+    wg = isa.wgmma_role(ins)
+    if wg:
+        d, u = _WGMMA_DEFS_USES[wg]
+        return set(d), set(u)
+    if isa.fence_proxy(ins) == "async":
+        return {PF, PFG}, {PF, DONE}
     return set(), set()
 
 
@@ -270,7 +284,7 @@ class KernelStructure:
                         continue
                     bad = b in div_blocks or bool(uses & nonuni)
                     if not bad:
-                        if isa.is_nonuniform(ins):
+                        if isa.is_nonuniform(ins) and ins.dst_regs:
                             bad = True
                         for op in ins.operands[1:] if ins.dst_regs else ins.operands:
                             if op.kind == "sreg" and op.name.split(".")[0] in NONUNIFORM_SREGS:

@@ -18,6 +18,7 @@ from typing import Any
 import z3
 
 from sim import isa
+from validation.formal.asyncprops import wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, DONE, GC, VIS
@@ -25,7 +26,7 @@ from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
-NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
+NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma")
 
 
 def _overlap(a, aw, b, bw) -> z3.BoolRef:
@@ -419,6 +420,10 @@ class Verifier:
                 return
             if res == z3.unknown:
                 r.unknown(rd.line, "solver gave up (timeout)")
+
+    # wgmma (validation/formal/asyncprops.py) ----------------------------
+    def wgmma(self, r: PropResult) -> None:
+        wgmma_discipline(self, r)
 
     # termination ------------------------------------------------------
     def termination(self, r: PropResult) -> None:

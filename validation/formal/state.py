@@ -75,3 +75,31 @@ class LoopRec:
     status: str = "unknown"
     text: str = ""
     violation: z3.BoolRef | None = None
+
+
+@dataclass
+class WgmmaRec:
+    """One wgmma.mma_async: its accumulator and A-fragment registers, the shared-memory footprints of
+    its descriptor operands (records in ``accesses``, kind "read") and the counters at its issue."""
+
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    acc: frozenset
+    a_regs: frozenset
+    footprints: list[Access]
+
+
+@dataclass
+class RegTouch:
+    """An instruction other than wgmma.mma_async that reads or writes a register some wgmma uses."""
+
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    reads: frozenset
+    writes: frozenset

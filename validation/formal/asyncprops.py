@@ -1,0 +1,211 @@
+"""The wgmma discipline, decided by Z3 over the executor's records (see docs/verify.md):
+
+* accumulator registers are not read or written, A-fragment registers not written, by any other
+  instruction between a wgmma's issue and the ``wgmma.wait_group`` that retires its group;
+* the shared bytes a wgmma reads through its descriptors are not written (st.shared, atomics,
+  cp.async) while it is in flight: by the issuing thread before its wait, by another thread in the
+  same barrier interval or after a barrier that the wait did not precede;
+* a ``wgmma.fence`` lies on every path from an access of a wgmma's registers (and from the kernel
+  entry) to that wgmma;
+* a ``fence.proxy.async`` separates each generic-proxy write of those bytes (a store once done, a
+  cp.async once its group is waited for) from the wgmma that reads them through the async proxy.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import z3
+
+from sim import isa
+from sim.ptx.ir import Instruction
+from validation.formal.program import BC, GC, PF, PFG, WDONE, WGC, WVIS
+from validation.formal.state import Access, WgmmaRec
+
+if TYPE_CHECKING:
+    from validation.formal.properties import PropResult, Verifier
+
+
+def overlap(a, aw, b, bw) -> z3.BoolRef:
+    a, b = z3.ZeroExt(32, a), z3.ZeroExt(32, b)
+    return z3.And(z3.ULT(a, b + z3.ZeroExt(32, bw)), z3.ULT(b, a + z3.ZeroExt(32, aw)))
+
+
+def reach(body: list[Instruction], src: int, stop: Callable[[Instruction], bool]) -> set[int]:
+    """Instructions reachable from just after ``src`` along paths that pass no ``stop`` instruction
+    (a stop instruction itself is reached, not passed)."""
+    seen: set[int] = set()
+    q = deque([src + 1])
+    while q:
+        i = q.popleft()
+        if i in seen or i >= len(body):
+            continue
+        seen.add(i)
+        ins = body[i]
+        if stop(ins):
+            continue
+        if isa.is_branch(ins):
+            q.append(ins.info["target"])
+            if ins.guard is not None:
+                q.append(i + 1)
+        elif not isa.is_terminator(ins) or ins.guard is not None:
+            q.append(i + 1)
+    return seen
+
+
+def _in_flight(at: dict, w: dict, open_group: bool) -> z3.BoolRef:
+    """A point with counters ``at`` lies after a wgmma issued with counters ``w`` and before the
+    wait that retires it (``open_group``: the point can follow the issue with no commit between)."""
+    after = z3.UGT(at[WGC], w[WGC])
+    if open_group:
+        after = z3.Or(after, at[WGC] == w[WGC])
+    return z3.And(after, z3.ULE(at[WDONE], w[WGC]))
+
+
+def wgmma_discipline(v: Verifier, r: PropResult) -> None:
+    ex = v.ex
+    for line, text in ex.unsupported:
+        if "wgmma" in text:
+            r.unknown(line, f"instruction not modelled by the verifier: {text}")
+    if not ex.wgmmas:
+        r.detail = "no wgmma"
+        return
+    body = v.ctx.k.body
+    no_commit: dict[int, set[int]] = {}
+
+    def open_after(w: WgmmaRec, idx: int) -> bool:
+        if w.index not in no_commit:
+            no_commit[w.index] = reach(body, w.index, lambda i: isa.wgmma_role(i) == "commit")
+        return idx in no_commit[w.index]
+
+    for check in (_registers_in_flight, _shared_in_flight, _wgmma_fence, _proxy_fence):
+        check(v, r, open_after)
+        if r.status == "violated":
+            return
+
+
+def _first(m: z3.ModelRef, cands: list) -> tuple:
+    return next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
+
+
+def _registers_in_flight(v: Verifier, r: PropResult, open_after) -> None:
+    it = v.other_iteration
+    for w in v.ex.wgmmas:
+        cands = []
+        for x in v.ex.reg_touches:
+            regs = ((x.reads | x.writes) & w.acc) | (x.writes & w.a_regs)
+            if not regs:
+                continue
+            reg = sorted(regs)[0]
+            cands.append((x, reg, z3.And(w.pc, x.pc, _in_flight(x.sync, w.sync, open_after(w, x.index)))))
+            if v.ex.iter_created:
+                wi = {k: it(e) for k, e in w.sync.items()}
+                cands.append((x, reg, z3.And(it(w.pc), x.pc, _in_flight(x.sync, wi, False))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(z3.Or([c for *_, c in cands]))
+        if res == z3.sat and m is not None:
+            x, reg, _ = _first(m, cands)
+            wit = v.witness(m, register=reg, access=x.text, wgmma_line=w.line, group=w.sync[WGC],
+                            groups_retired=x.sync[WDONE])
+            r.violated(x.line, wit, f"'{x.text}' (line {x.line}) touches {reg} of the wgmma at line {w.line} "
+                                    f"(group {wit['group']}) before a wgmma.wait_group retires it")
+            return
+        if res == z3.unknown:
+            r.unknown(w.line, "solver gave up (timeout)")
+
+
+def _writes(v: Verifier) -> list[Access]:
+    return [a for a in v.ex.accesses if a.space == "shared" and a.kind in ("write", "atomic", "async")]
+
+
+def _shared_in_flight(v: Verifier, r: PropResult, open_after) -> None:
+    writes = _writes(v)
+    for w in v.ex.wgmmas:
+        for f in w.footprints:
+            same, cross = [], []
+            for x in writes:
+                if f.tags and x.tags and not (f.tags & x.tags):
+                    continue
+                same.append((x, z3.And(f.pc, x.pc, overlap(f.addr, f.width, x.addr, x.width),
+                                       _in_flight(x.sync, w.sync, open_after(w, x.index)))))
+                s2 = {k: v.t2(e) for k, e in x.sync.items()}
+                later = z3.And(z3.UGT(s2[BC], w.sync[BC]), z3.ULE(s2[WVIS], w.sync[WGC]))
+                cross.append((x, z3.And(f.pc, v.t2(x.pc), overlap(f.addr, f.width, v.t2(x.addr), v.t2(x.width)),
+                                        z3.Or(s2[BC] == w.sync[BC], later))))
+            for two, cands in ((False, same), (True, cross)):
+                if not cands:
+                    continue
+                r.checks += 1
+                extra = [v.distinct_threads()] if two else []
+                res, m = v.check(*extra, z3.Or([c for _, c in cands]))
+                if res == z3.sat and m is not None:
+                    x, _ = _first(m, cands)
+                    addr = v.t2(x.addr) if two else x.addr
+                    wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
+                                    footprint=[f.addr, f.addr + f.width], group=w.sync[WGC])
+                    who = f"thread {wit['other_thread']}" if two else "the issuing thread"
+                    r.violated(x.line, wit, f"'{x.text}' (line {x.line}, {who}) writes shared address "
+                                            f"{wit['address']} that the wgmma at line {w.line} (thread "
+                                            f"{wit['thread']}) reads while it is in flight (group {wit['group']})")
+                    return
+                if res == z3.unknown:
+                    r.unknown(w.line, "solver gave up (timeout)")
+
+
+def _wgmma_fence(v: Verifier, r: PropResult, open_after) -> None:
+    body = v.ctx.k.body
+    by_index = {w.index: w for w in v.ex.wgmmas}
+
+    def fence(i: Instruction) -> bool:
+        return isa.wgmma_role(i) == "fence"
+
+    starts = [(None, -1, frozenset().union(*[w.acc | w.a_regs for w in v.ex.wgmmas]))]
+    starts += [(x, x.index, x.reads | x.writes) for x in v.ex.reg_touches]
+    for x, src, regs in starts:
+        for i in sorted(reach(body, src, fence)):
+            w = by_index.get(i)
+            if w is None or not regs & (w.acc | w.a_regs):
+                continue
+            r.checks += 1
+            res, m = v.check(w.pc, *([x.pc] if x else []))
+            if res == z3.sat and m is not None:
+                reg = sorted(regs & (w.acc | w.a_regs))[0]
+                what = f"'{x.text}' (line {x.line})" if x else "the kernel entry"
+                wit = v.witness(m, register=reg, access=x.text if x else "entry", wgmma_line=w.line)
+                r.violated(x.line if x else w.line, wit, f"no wgmma.fence between {what}, which accesses {reg}, "
+                                                         f"and the wgmma at line {w.line} that uses it")
+                return
+
+
+def _proxy_fence(v: Verifier, r: PropResult, open_after) -> None:
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    writes = _writes(v)
+    for w in v.ex.wgmmas:
+        for f in w.footprints:
+            cands = []
+            for x in writes:
+                if f.tags and x.tags and not (f.tags & x.tags):
+                    continue
+                s2 = {k: v.t2(e) for k, e in x.sync.items()}
+                fenced = z3.UGT(w.sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(w.sync[PF], s2[PF])
+                cands.append((x, z3.And(f.pc, v.t2(x.pc), overlap(f.addr, f.width, v.t2(x.addr), v.t2(x.width)),
+                                        z3.ULT(s2[BC], w.sync[BC]), z3.Not(fenced))))
+            if not cands:
+                continue
+            r.checks += 1
+            res, m = v.check(in_range, z3.Or([c for _, c in cands]))
+            if res == z3.sat and m is not None:
+                x, _ = _first(m, cands)
+                wit = v.witness(m, two=True, address=v.t2(x.addr), access=x.text, wgmma_line=w.line)
+                done = "once its cp.async group completes" if x.kind == "async" else ""
+                r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
+                                        f"thread {wit['other_thread']}) {done} and the wgmma at line {w.line} (thread "
+                                        f"{wit['thread']}) that reads shared address {wit['address']} through the "
+                                        "async proxy")
+                return
+            if res == z3.unknown:
+                r.unknown(w.line, "solver gave up (timeout)")
