@@ -17,8 +17,8 @@ from sim import isa
 from sim.functional.ops_wgmma import SWIZZLE, Desc, swizzle, tile_addresses
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import DONE, PF, PFG, WDONE, WGC
-from validation.formal.state import Access, RegTouch, State, WgmmaRec
+from validation.formal.program import DONE, MWA, MWP, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
+from validation.formal.state import Access, MbarEvent, RegTouch, State, WgmmaRec
 
 _ES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
 
@@ -136,7 +136,7 @@ class AsyncOpsMixin(ExecutorBase):
         spans = ((29, 16), (45, 32), (51, 49), (63, 62))
         fields = [z3.simplify(z3.Extract(hi, lo, d)) for hi, lo in spans]
         if all(z3.is_bv_value(f) for f in fields):
-            return tuple(f.as_long() for f in fields)  # type: ignore[attr-defined]
+            return tuple(f.as_long() for f in fields)
         s = z3.Solver()
         s.set("timeout", self.solver_timeout_ms)
         s.add(self.ctx.assumptions)
@@ -148,8 +148,64 @@ class AsyncOpsMixin(ExecutorBase):
         s.add(z3.Or([f != v for f, v in zip(fields, vals)]))
         if s.check() != z3.unsat:
             return None
-        return tuple(v.as_long() for v in vals)  # type: ignore[attr-defined]
+        return tuple(v.as_long() for v in vals)
 
     def do_proxy_fence(self, st: State, ins: Instruction) -> None:
         self.write_pseudo(st, ins, PF, self.read(st, PF) + 1)
         self.write_pseudo(st, ins, PFG, self.read(st, DONE))
+
+    # ------------------------------------------------------------------ mbarriers and bulk copies
+    def mbar_event(self, st: State, ins: Instruction, kind: str, **kw) -> MbarEvent | None:
+        if not self.recording:
+            return None
+        ev = MbarEvent(kind, ins.index, ins.line, ins.text, self.access_pc(st, ins), self.sync_snapshot(st), **kw)
+        self.mbar_events.append(ev)
+        return ev
+
+    def do_mbarrier(self, st: State, ins: Instruction) -> None:
+        mods, ops = ins.mods, ins.operands
+        addr = next((o for o in ops if o.kind == "addr"), None)
+        if addr is None:
+            self.unsupported.append((ins.line, f"mbarrier without an address operand: {ins.full}"))
+            return
+        bar, _ = self.address(st, addr, 32)
+        if "try_wait" in mods or "test_wait" in mods:
+            self.mbar_wait_lines.add(ins.line)
+            ok = self.fresh(f"mbar@{ins.line}", None)
+            self.loadsyms[str(ok)] = ins.line
+            self.write(st, ins, ops[0], ok)
+            parity = self.val(st, ops[2], 32) if "parity" in mods and len(ops) > 2 else z3.BitVecVal(2, 32)
+            self.write_pseudo(st, ins, MWA, z3.If(ok, bar, self.read(st, MWA)))
+            self.write_pseudo(st, ins, MWP, z3.If(ok, parity & 1 if "parity" in mods else parity, self.read(st, MWP)))
+            return
+        n = self.val(st, ops[-1], 32) if ops[-1].kind in ("imm", "reg") else None
+        if "expect_tx" in mods and n is not None:
+            self.mbar_event(st, ins, "expect", bar=bar, nbytes=n)
+            self.write_pseudo(st, ins, TXA, bar)
+            self.write_pseudo(st, ins, TXB, n)
+            self.write_pseudo(st, ins, TXN, self.read(st, TXN) + 1)
+            self.write_pseudo(st, ins, TXL, z3.BitVecVal(ins.line, 32))
+        elif "complete_tx" in mods and n is not None:
+            self.mbar_event(st, ins, "complete", bar=bar, nbytes=n)
+            self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
+        if ops and ops[0].kind == "reg" and ins.dst_regs:
+            self.write(st, ins, ops[0], self.fresh("mbar", self.width_of_reg(ops[0].name)))
+
+    def do_bulk_copy(self, st: State, ins: Instruction) -> None:
+        """cp.async.bulk global -> shared with an mbarrier (complete_tx): an async-proxy write of the
+        destination (kind "bulk") whose bytes count toward the barrier's transaction."""
+        ops = ins.operands
+        if "tensor" in ins.mods or len(ops) < 4 or ops[2].kind not in ("imm", "reg"):
+            self.unsupported.append((ins.line, f"{ins.full} (only cp.async.bulk global -> shared with an "
+                                               "mbarrier is modelled)"))
+            return
+        n = self.val(st, ops[2], 32)
+        self.record(st, ins, "shared", "bulk", ops[0], n)
+        dst = self.accesses[-1] if self.recording else None
+        self.record(st, ins, "global", "read", ops[1], z3.ZeroExt(32, n))
+        bar, _ = self.address(st, ops[3], 32)
+        self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst)
+        self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
+
+    def note_exit(self, st: State, ins: Instruction) -> None:
+        self.mbar_event(st, ins, "exit")

@@ -21,8 +21,8 @@ import z3
 
 from sim import isa
 from sim.ptx.ir import Instruction
-from validation.formal.program import BC, GC, PF, PFG, WDONE, WGC, WVIS
-from validation.formal.state import Access, WgmmaRec
+from validation.formal.program import BC, GC, MWA, NO_BARRIER, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC, WVIS
+from validation.formal.state import Access, RegTouch, WgmmaRec
 
 if TYPE_CHECKING:
     from validation.formal.properties import PropResult, Verifier
@@ -163,8 +163,8 @@ def _wgmma_fence(v: Verifier, r: PropResult, open_after) -> None:
     def fence(i: Instruction) -> bool:
         return isa.wgmma_role(i) == "fence"
 
-    starts = [(None, -1, frozenset().union(*[w.acc | w.a_regs for w in v.ex.wgmmas]))]
-    starts += [(x, x.index, x.reads | x.writes) for x in v.ex.reg_touches]
+    starts: list[tuple[RegTouch | None, int, frozenset]] = [(x, x.index, x.reads | x.writes) for x in v.ex.reg_touches]
+    starts.append((None, -1, frozenset().union(*[w.acc | w.a_regs for w in v.ex.wgmmas])))
     for x, src, regs in starts:
         for i in sorted(reach(body, src, fence)):
             w = by_index.get(i)
@@ -209,3 +209,119 @@ def _proxy_fence(v: Verifier, r: PropResult, open_after) -> None:
                 return
             if res == z3.unknown:
                 r.unknown(w.line, "solver gave up (timeout)")
+
+
+def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
+    """expect_tx bytes equal what the copies signalling that barrier bring (per phase, per producer
+    thread); a reader of bulk-copied bytes last waited on the copy's barrier; a producer refilling
+    bytes it filled before last waited on a release (another) barrier."""
+    ex = v.ex
+    for line, text in ex.unsupported:
+        if "mbarrier" in text or "bulk" in text:
+            r.unknown(line, f"instruction not modelled by the verifier: {text}")
+    if not ex.mbar_events or all(e.kind == "exit" for e in ex.mbar_events):
+        r.detail = "no mbarrier transactions"
+        return
+    for check in (_tx_balance, _consumer_waits, _producer_waits):
+        check(v, r)
+        if r.status == "violated":
+            return
+
+
+def _tx_balance(v: Verifier, r: PropResult) -> None:
+    for e in v.ex.mbar_events:
+        s = e.sync
+        if e.kind in ("expect", "exit"):
+            bad = z3.And(e.pc, z3.UGT(s[TXN], 0), s[TXB] != 0)
+        elif e.kind == "copy" and e.bar is not None:
+            bad = z3.And(e.pc, z3.Or(s[TXN] == 0, e.bar != s[TXA]))
+        else:
+            continue
+        r.checks += 1
+        res, m = v.check(bad)
+        if res == z3.sat and m is not None:
+            if e.kind == "copy":
+                wit = v.witness(m, barrier=e.bar, announced_barrier=s[TXA], expect_line=s[TXL], access=e.text)
+                r.violated(e.line, wit, f"the bulk copy '{e.text}' signals mbarrier {wit['barrier']}, but this "
+                                        "thread's last arrive.expect_tx (line "
+                                        f"{wit['expect_line']}) announced mbarrier {wit['announced_barrier']}")
+            else:
+                left = m.eval(s[TXB], model_completion=True).as_long()
+                signed = left - (1 << 32) if left >> 31 else left
+                wit = v.witness(m, expect_line=s[TXL], bytes_missing=signed, access=e.text)
+                what = "the thread exits" if e.kind == "exit" else f"the next expect_tx '{e.text}'"
+                which = f"line {wit['expect_line']}" if wit["expect_line"] else "an earlier loop iteration"
+                r.violated(e.line, wit, f"the bytes announced by the expect_tx of {which} and those the bulk copies "
+                                        f"signalling its barrier brought before {what} differ (announced - brought "
+                                        f"= {signed} on this path)")
+            return
+        if res == z3.unknown:
+            r.unknown(e.line, "solver gave up (timeout)")
+
+
+def _bar(a: int) -> str:
+    return "no mbarrier (none yet)" if a == NO_BARRIER else f"mbarrier {a}"
+
+
+def _copies(v: Verifier) -> list:
+    return [e for e in v.ex.mbar_events if e.kind == "copy" and e.dst is not None and e.bar is not None]
+
+
+def _consumer_waits(v: Verifier, r: PropResult) -> None:
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    copies = _copies(v)
+    for rd in v.ex.accesses:
+        if rd.space != "shared" or rd.kind != "read":
+            continue
+        cands = []
+        for c in copies:
+            d = c.dst
+            assert d is not None and c.bar is not None
+            if d.tags and rd.tags and not (d.tags & rd.tags):
+                continue
+            waited = rd.sync[MWA] == v.t2(c.bar)
+            cands.append((c, z3.And(rd.pc, v.t2(c.pc), overlap(rd.addr, rd.width, v.t2(d.addr), v.t2(d.width)),
+                                    z3.Not(waited))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(in_range, z3.Or([x for _, x in cands]))
+        if res == z3.sat and m is not None:
+            c, _ = _first(m, cands)
+            wit = v.witness(m, two=True, address=rd.addr, access=rd.text, copy_line=c.line, barrier=v.t2(c.bar),
+                            waited_barrier=rd.sync[MWA])
+            r.violated(rd.line, wit, f"'{rd.text}' (thread {wit['thread']}) reads shared address {wit['address']} "
+                                     f"that the bulk copy at line {c.line} (thread {wit['other_thread']}) writes, "
+                                     f"without having waited on that copy's mbarrier {wit['barrier']} (its last "
+                                     f"successful wait was on {_bar(wit['waited_barrier'])})")
+            return
+        if res == z3.unknown:
+            r.unknown(rd.line, "solver gave up (timeout)")
+
+
+def _producer_waits(v: Verifier, r: PropResult) -> None:
+    it = v.other_iteration
+    copies = _copies(v)
+    for c in copies:
+        d = c.dst
+        assert d is not None and c.bar is not None
+        cands = []
+        for c1 in copies:
+            d1 = c1.dst
+            assert d1 is not None
+            for ren in ((lambda e: e), it) if v.ex.iter_created else ((lambda e: e),):
+                s1 = {k: ren(e) for k, e in c1.sync.items()}
+                released = z3.And(c.sync[MWA] != NO_BARRIER, c.sync[MWA] != c.bar)
+                cands.append((c1, z3.And(c.pc, ren(c1.pc), overlap(d.addr, d.width, ren(d1.addr), ren(d1.width)),
+                                         z3.UGT(c.sync[TXN], s1[TXN]), z3.Not(released))))
+        r.checks += 1
+        res, m = v.check(z3.Or([x for _, x in cands]))
+        if res == z3.sat and m is not None:
+            c1, _ = _first(m, cands)
+            wit = v.witness(m, address=d.addr, access=c.text, earlier_copy_line=c1.line, barrier=c.bar)
+            r.violated(c.line, wit, f"the bulk copy '{c.text}' overwrites shared address {wit['address']}, filled "
+                                    f"earlier by the copy at line {c1.line}, without a wait on a release (empty) "
+                                    "mbarrier in between: consumers may still read it")
+            return
+        if res == z3.unknown:
+            r.unknown(c.line, "solver gave up (timeout)")

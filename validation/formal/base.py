@@ -14,7 +14,7 @@ import z3
 from sim.ptx.ir import Instruction, Kernel, Operand
 from validation.formal.context import Context
 from validation.formal.program import KernelStructure
-from validation.formal.state import Access, BranchRec, LoopRec, RegTouch, State, WgmmaRec
+from validation.formal.state import Access, BranchRec, LoopRec, MbarEvent, RegTouch, State, WgmmaRec
 
 
 class ExecutorBase:
@@ -43,6 +43,8 @@ class ExecutorBase:
         self.wgmmas: list[WgmmaRec] = []
         self.reg_touches: list[RegTouch] = []
         self.wgmma_regs: frozenset = frozenset()  # registers any wgmma.mma_async uses (set by asyncops)
+        self.mbar_events: list[MbarEvent] = []
+        self.mbar_wait_lines: set[int] = set()
         self.solver_timeout_ms = 2000
 
     if TYPE_CHECKING:
@@ -72,6 +74,11 @@ class ExecutorBase:
         def note_touch(self, st: State, ins: Instruction) -> None: ...
         def do_wgmma(self, st: State, ins: Instruction) -> None: ...
         def do_proxy_fence(self, st: State, ins: Instruction) -> None: ...
+        def do_mbarrier(self, st: State, ins: Instruction) -> None: ...
+        def do_bulk_copy(self, st: State, ins: Instruction) -> None: ...
+        def note_exit(self, st: State, ins: Instruction) -> None: ...
+        def address(self, st: State, op: Operand, width: int) -> tuple[z3.BitVecRef, frozenset]: ...
+        def record(self, st, ins, space, kind, addr_op, nbytes, extra_pc=None) -> None: ...
 
         # loopproofs.py
         def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset: ...

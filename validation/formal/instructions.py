@@ -20,7 +20,12 @@ class InstructionsMixin(ExecutorBase):
     def step(self, st: State, ins: Instruction) -> None:
         ops = ins.operands
         self.note_touch(st, ins)
+        if isa.is_terminator(ins) and ins.guard is not None:
+            self.note_exit(st, ins)
         if isa.is_branch(ins) or isa.is_terminator(ins):
+            return
+        if ins.opcode == "mbarrier":
+            self.do_mbarrier(st, ins)
             return
         if isa.wgmma_role(ins):
             self.do_wgmma(st, ins)

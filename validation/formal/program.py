@@ -13,6 +13,11 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%wvis  %%wdone as it was at the most recent barrier
     %%pf    fence.proxy.async executed so far
     %%pfg   %%done as it was at the most recent fence.proxy.async (cp.async groups fenced)
+    %%txa   mbarrier of this thread's most recent arrive.expect_tx (or expect_tx)
+    %%txb   bytes that expect_tx announced minus those its bulk copies / complete_tx signalled since
+    %%txn   expect_tx executed so far; %%txl the line of the most recent one
+    %%mwa   mbarrier of this thread's most recent successful try_wait / test_wait (NO_BARRIER before any)
+    %%mwp   its parity (2 when the wait named a state, not a parity)
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ from sim.ptx.ir import Instruction, Kernel
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
 WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
-PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG)
+TXA, TXB, TXN, TXL, MWA, MWP = "%%txa", "%%txb", "%%txn", "%%txl", "%%mwa", "%%mwp"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP)
+NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
+PSEUDO_INIT = {MWA: NO_BARRIER}
+_TX = {TXA, TXB, TXN, TXL}
+_MW = {MWA, MWP}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
                     "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
@@ -50,6 +60,13 @@ def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
         return set(d), set(u)
     if isa.fence_proxy(ins) == "async":
         return {PF, PFG}, {PF, DONE}
+    mods = ins.mods
+    if ins.opcode == "mbarrier" and ("expect_tx" in mods or "complete_tx" in mods):
+        return set(_TX), set(_TX)
+    if ins.opcode == "mbarrier" and ("try_wait" in mods or "test_wait" in mods):
+        return set(_MW), set(_MW)
+    if isa.async_role(ins) == "copy" and "bulk" in mods:
+        return {TXB}, {TXB, TXA}
     return set(), set()
 
 

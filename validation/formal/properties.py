@@ -18,7 +18,7 @@ from typing import Any
 import z3
 
 from sim import isa
-from validation.formal.asyncprops import wgmma_discipline
+from validation.formal.asyncprops import mbarrier_discipline, wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, DONE, GC, VIS
@@ -26,7 +26,7 @@ from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
-NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma")
+NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma", "mbarrier")
 
 
 def _overlap(a, aw, b, bw) -> z3.BoolRef:
@@ -282,7 +282,7 @@ class Verifier:
     # races --------------------------------------------------------------
     def shared_race(self, r: PropResult) -> None:
         self._unsupported(r, ("partial barrier", "only full-CTA", "stmatrix", "bulk"))
-        acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown")]
+        acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown") and a.kind != "bulk"]
         for a in acc:
             if a.space == "unknown":
                 r.unknown(a.line, f"cannot tell whether '{a.text}' addresses shared memory")
@@ -425,6 +425,9 @@ class Verifier:
     def wgmma(self, r: PropResult) -> None:
         wgmma_discipline(self, r)
 
+    def mbarrier(self, r: PropResult) -> None:
+        mbarrier_discipline(self, r)
+
     # termination ------------------------------------------------------
     def termination(self, r: PropResult) -> None:
         if not self.ex.loops:
@@ -440,6 +443,9 @@ class Verifier:
                     r.violated(lp.line, self.witness(m), f"the loop at line {lp.line} may never exit: {lp.text}")
                     return
                 r.unknown(lp.line, f"loop at line {lp.line}: {lp.text} (but no reachable witness found)")
+            elif lp.load_lines and set(lp.load_lines) <= self.ex.mbar_wait_lines:
+                proofs.append(f"loop at line {lp.line}: spins on the mbarrier wait at line(s) {lp.load_lines} "
+                              "(ends when the awaited phase completes; see the mbarrier property)")
             else:
                 r.unknown(lp.line, f"loop at line {lp.line}: {lp.text}")
         if proofs and r.status == "proved":

@@ -103,3 +103,20 @@ class RegTouch:
     sync: dict[str, z3.ExprRef]
     reads: frozenset
     writes: frozenset
+
+
+@dataclass
+class MbarEvent:
+    """An mbarrier transaction event of one thread: "expect" (arrive.expect_tx / expect_tx), "copy" (a
+    bulk copy signalling ``bar``, whose shared destination is ``dst``), "complete" (complete_tx) or
+    "exit"; ``sync`` holds the counters just before it."""
+
+    kind: str
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    bar: z3.BitVecRef | None = None
+    nbytes: z3.BitVecRef | None = None
+    dst: Access | None = None

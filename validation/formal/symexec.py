@@ -86,6 +86,7 @@ class Executor(LoopsMixin, LoopProofsMixin, AsyncOpsMixin, MemoryMixin, Instruct
         for i in range(blk.start, blk.end):
             ins = body[i]
             if isa.is_terminator(ins) and ins.guard is None:
+                self.note_exit(st, ins)
                 return []
             self.step(st, ins)
         last = body[blk.end - 1]
