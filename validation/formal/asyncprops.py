@@ -80,7 +80,7 @@ def wgmma_discipline(v: Verifier, r: PropResult) -> None:
             no_commit[w.index] = reach(body, w.index, lambda i: isa.wgmma_role(i) == "commit")
         return idx in no_commit[w.index]
 
-    for check in (_registers_in_flight, _shared_in_flight, _wgmma_fence, _proxy_fence):
+    for check in (_shared_in_flight, _registers_in_flight, _wgmma_fence, _proxy_fence):
         check(v, r, open_after)
         if r.status == "violated":
             return
@@ -146,7 +146,7 @@ def _shared_in_flight(v: Verifier, r: PropResult, open_after) -> None:
                     x, _ = _first(m, cands)
                     addr = v.t2(x.addr) if two else x.addr
                     wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
-                                    footprint=[f.addr, f.addr + f.width], group=w.sync[WGC])
+                                    footprint_start=f.addr, footprint_end=f.addr + f.width, group=w.sync[WGC])
                     who = f"thread {wit['other_thread']}" if two else "the issuing thread"
                     r.violated(x.line, wit, f"'{x.text}' (line {x.line}, {who}) writes shared address "
                                             f"{wit['address']} that the wgmma at line {w.line} (thread "
