@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.formal.suite", description=__doc__.split("\n\n")[0])
     ap.add_argument("--hw", action="append", help="hardware model(s) (default: npu7nm.yaml and h200)")
     ap.add_argument("--gemm", action="append", help="MxNxK shape(s) (default: the four suite shapes)")
-    ap.add_argument("--variant", action="append", help="variant:dtype, e.g. mma:f16 (default: every pair of validation/cases.py)")
+    ap.add_argument("--variant", action="append", help="variant:dtype, e.g. mma:f16 (default: validation/cases.py)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
     ap.add_argument("--keep", metavar="DIR", help="keep the compiled kernels under DIR")
     a = ap.parse_args(argv)
