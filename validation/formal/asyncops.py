@@ -192,18 +192,31 @@ class AsyncOpsMixin(ExecutorBase):
             self.write(st, ins, ops[0], self.fresh("mbar", self.width_of_reg(ops[0].name)))
 
     def do_bulk_copy(self, st: State, ins: Instruction) -> None:
-        """cp.async.bulk global -> shared with an mbarrier (complete_tx): an async-proxy write of the
-        destination (kind "bulk") whose bytes count toward the barrier's transaction."""
+        """cp.async.bulk(.tensor) global -> shared with an mbarrier (complete_tx): an async-proxy write
+        of the destination (kind "bulk") whose bytes count toward the barrier's transaction. A tensor
+        copy brings one box of its tensor map (the header's box and dtype); its global side is the
+        map's business (out-of-bounds elements are zero-filled), not a bounds question."""
         ops = ins.operands
-        if "tensor" in ins.mods or len(ops) < 4 or ops[2].kind not in ("imm", "reg"):
-            self.unsupported.append((ins.line, f"{ins.full} (only cp.async.bulk global -> shared with an "
-                                               "mbarrier is modelled)"))
+        if "tensor" in ins.mods and len(ops) >= 3 and ops[1].kind == "addr" and ops[1].base is not None:
+            maps = [t[5:] for t in self.tags_of(st, ops[1].base) if t.startswith("tmap:")]
+            if len(maps) != 1:
+                self.unsupported.append((ins.line, f"{ins.full}: cannot tell which tensor map it reads (give "
+                                                   "the map's box and dtype in the @workbench header)"))
+                return
+            n = z3.BitVecVal(self.ctx.tensormaps[maps[0]], 32)
+            self.record(st, ins, "shared", "bulk", ops[0], n)
+            mbar = ops[2]
+        elif "tensor" not in ins.mods and len(ops) >= 4 and ops[2].kind in ("imm", "reg"):
+            n = self.val(st, ops[2], 32)
+            self.record(st, ins, "shared", "bulk", ops[0], n)
+            self.record(st, ins, "global", "read", ops[1], z3.ZeroExt(32, n))
+            mbar = ops[3]
+        else:
+            self.unsupported.append((ins.line, f"{ins.full} (only cp.async.bulk(.tensor) global -> shared "
+                                               "with an mbarrier is modelled)"))
             return
-        n = self.val(st, ops[2], 32)
-        self.record(st, ins, "shared", "bulk", ops[0], n)
-        dst = self.accesses[-1] if self.recording else None
-        self.record(st, ins, "global", "read", ops[1], z3.ZeroExt(32, n))
-        bar, _ = self.address(st, ops[3], 32)
+        dst = next((a for a in reversed(self.accesses) if a.index == ins.index and a.kind == "bulk"), None)
+        bar, _ = self.address(st, mbar, 32)
         self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst)
         self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import sys
 import time
@@ -15,6 +16,7 @@ from z3.z3util import get_vars
 from sim.errors import UsageError
 from sim.launch import parse_dim3, read_metadata
 from sim.ptx.parser import parse_ptx
+from sim.ptx.types import TYPES
 from validation.formal.context import Context
 from validation.formal.guard import run_bounded
 from validation.formal.properties import NAMES, PropResult, Verifier
@@ -182,7 +184,19 @@ def build_context(text: str, file: str, args) -> Context:
         terms[pname] = (bv, iv, divisors, where)
     check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
-    return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
+    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
+    ctx.tensormaps = tensormap_box_bytes(meta)
+    return ctx
+
+
+def tensormap_box_bytes(meta: dict) -> dict[str, int]:
+    """Bytes one box load of each tensor-map parameter brings (the full box, zero fill included), from the
+    header's ``{"kind": "tensormap", "dtype", "box"}`` params (notes/tensormap-contract.md)."""
+    out = {}
+    for p in meta.get("params") or []:
+        if p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
+            out[p["name"]] = TYPES[p["dtype"]].size * math.prod(int(b) for b in p["box"])
+    return out
 
 
 def verify_text(text: str, file: str, args) -> dict:

@@ -135,9 +135,6 @@ class MemoryMixin(ExecutorBase):
             new = z3.If(z3.And(z3.UGE(gc, n), z3.UGT(target, done)), target, done)
             self.write_pseudo(st, ins, DONE, new)
             return
-        if "bulk" in mods and "mbarrier::complete_tx::bytes" in mods:
-            self.do_bulk_copy(st, ins)
-            return
         if "bulk" in mods or "mbarrier" in mods or len(ops) < 3:
             self.unsupported.append((ins.line, ins.full))
             return

@@ -120,6 +120,8 @@ class OperandsMixin(ExecutorBase):
                 return frozenset({"var:" + op.name})
             if "param:" + op.name in self.ctx.buffers:
                 return frozenset({"param:" + op.name})
+            if op.name in self.ctx.tensormaps:
+                return frozenset({"tmap:" + op.name})
         if op.kind == "addr" and op.base is not None:
             return self.tags_of(st, op.base)
         return frozenset()

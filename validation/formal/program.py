@@ -65,9 +65,14 @@ def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
         return set(_TX), set(_TX)
     if ins.opcode == "mbarrier" and ("try_wait" in mods or "test_wait" in mods):
         return set(_MW), set(_MW)
-    if isa.async_role(ins) == "copy" and "bulk" in mods:
+    if is_bulk_load(ins):
         return {TXB}, {TXB, TXA}
     return set(), set()
+
+
+def is_bulk_load(ins: Instruction) -> bool:
+    """cp.async.bulk(.tensor) into shared memory that completes transactions on an mbarrier."""
+    return "bulk" in ins.mods and "mbarrier::complete_tx::bytes" in ins.mods
 
 
 def instr_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
