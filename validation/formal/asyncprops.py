@@ -80,8 +80,9 @@ def wgmma_discipline(v: Verifier, r: PropResult) -> None:
             no_commit[w.index] = reach(body, w.index, lambda i: isa.wgmma_role(i) == "commit")
         return idx in no_commit[w.index]
 
+    writes = _writes(v)
     for check in (_shared_in_flight, _registers_in_flight, _wgmma_fence, _proxy_fence):
-        check(v, r, open_after)
+        check(v, r, open_after, writes)
         if r.status == "violated":
             return
 
@@ -90,7 +91,7 @@ def _first(m: z3.ModelRef, cands: list) -> tuple:
     return next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
 
 
-def _registers_in_flight(v: Verifier, r: PropResult, open_after) -> None:
+def _registers_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> None:
     it = v.other_iteration
     for w in v.ex.wgmmas:
         cands = []
@@ -118,45 +119,50 @@ def _registers_in_flight(v: Verifier, r: PropResult, open_after) -> None:
             r.unknown(w.line, "solver gave up (timeout)")
 
 
-def _writes(v: Verifier) -> list[Access]:
-    return [a for a in v.ex.accesses if a.space == "shared" and a.kind in ("write", "atomic", "async")]
+def _writes(v: Verifier) -> list[tuple[Access, Access]]:
+    """Generic-proxy shared writes, each with its copy in the other thread T2 (renamed once)."""
+    out = []
+    for a in v.ex.accesses:
+        if a.space == "shared" and a.kind in ("write", "atomic", "async"):
+            a2 = Access(a.index, a.line, a.text, a.space, a.kind, v.t2(a.addr), v.t2(a.width), v.t2(a.pc), a.tags,
+                        {k: v.t2(e) for k, e in a.sync.items()}, a.block)
+            out.append((a, a2))
+    return out
 
 
-def _shared_in_flight(v: Verifier, r: PropResult, open_after) -> None:
-    writes = _writes(v)
+def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> None:
     for w in v.ex.wgmmas:
+        same, cross = [], []
         for f in w.footprints:
-            same, cross = [], []
-            for x in writes:
+            for x, x2 in writes:
                 if f.tags and x.tags and not (f.tags & x.tags):
                     continue
-                same.append((x, z3.And(f.pc, x.pc, overlap(f.addr, f.width, x.addr, x.width),
-                                       _in_flight(x.sync, w.sync, open_after(w, x.index)))))
-                s2 = {k: v.t2(e) for k, e in x.sync.items()}
+                same.append((x, f, x.addr, z3.And(f.pc, x.pc, overlap(f.addr, f.width, x.addr, x.width),
+                                                  _in_flight(x.sync, w.sync, open_after(w, x.index)))))
+                s2 = x2.sync
                 later = z3.And(z3.UGT(s2[BC], w.sync[BC]), z3.ULE(s2[WVIS], w.sync[WGC]))
-                cross.append((x, z3.And(f.pc, v.t2(x.pc), overlap(f.addr, f.width, v.t2(x.addr), v.t2(x.width)),
-                                        z3.Or(s2[BC] == w.sync[BC], later))))
-            for two, cands in ((False, same), (True, cross)):
-                if not cands:
-                    continue
-                r.checks += 1
-                extra = [v.distinct_threads()] if two else []
-                res, m = v.check(*extra, z3.Or([c for _, c in cands]))
-                if res == z3.sat and m is not None:
-                    x, _ = _first(m, cands)
-                    addr = v.t2(x.addr) if two else x.addr
-                    wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
-                                    footprint_start=f.addr, footprint_end=f.addr + f.width, group=w.sync[WGC])
-                    who = f"thread {wit['other_thread']}" if two else "the issuing thread"
-                    r.violated(x.line, wit, f"'{x.text}' (line {x.line}, {who}) writes shared address "
-                                            f"{wit['address']} that the wgmma at line {w.line} (thread "
-                                            f"{wit['thread']}) reads while it is in flight (group {wit['group']})")
-                    return
-                if res == z3.unknown:
-                    r.unknown(w.line, "solver gave up (timeout)")
+                cross.append((x, f, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
+                                                    z3.Or(s2[BC] == w.sync[BC], later))))
+        for two, cands in ((False, same), (True, cross)):
+            if not cands:
+                continue
+            r.checks += 1
+            extra = [v.distinct_threads()] if two else []
+            res, m = v.check(*extra, z3.Or([c for *_, c in cands]))
+            if res == z3.sat and m is not None:
+                x, f, addr, _ = _first(m, cands)
+                wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
+                                footprint_start=f.addr, footprint_end=f.addr + f.width, group=w.sync[WGC])
+                who = f"thread {wit['other_thread']}" if two else "the issuing thread"
+                r.violated(x.line, wit, f"'{x.text}' (line {x.line}, {who}) writes shared address "
+                                        f"{wit['address']} that the wgmma at line {w.line} (thread "
+                                        f"{wit['thread']}) reads while it is in flight (group {wit['group']})")
+                return
+            if res == z3.unknown:
+                r.unknown(w.line, "solver gave up (timeout)")
 
 
-def _wgmma_fence(v: Verifier, r: PropResult, open_after) -> None:
+def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
     body = v.ctx.k.body
     by_index = {w.index: w for w in v.ex.wgmmas}
 
@@ -181,34 +187,33 @@ def _wgmma_fence(v: Verifier, r: PropResult, open_after) -> None:
                 return
 
 
-def _proxy_fence(v: Verifier, r: PropResult, open_after) -> None:
+def _proxy_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
     in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
-    writes = _writes(v)
     for w in v.ex.wgmmas:
+        cands = []
         for f in w.footprints:
-            cands = []
-            for x in writes:
+            for x, x2 in writes:
                 if f.tags and x.tags and not (f.tags & x.tags):
                     continue
-                s2 = {k: v.t2(e) for k, e in x.sync.items()}
+                s2 = x2.sync
                 fenced = z3.UGT(w.sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(w.sync[PF], s2[PF])
-                cands.append((x, z3.And(f.pc, v.t2(x.pc), overlap(f.addr, f.width, v.t2(x.addr), v.t2(x.width)),
-                                        z3.ULT(s2[BC], w.sync[BC]), z3.Not(fenced))))
-            if not cands:
-                continue
-            r.checks += 1
-            res, m = v.check(in_range, z3.Or([c for _, c in cands]))
-            if res == z3.sat and m is not None:
-                x, _ = _first(m, cands)
-                wit = v.witness(m, two=True, address=v.t2(x.addr), access=x.text, wgmma_line=w.line)
-                done = "once its cp.async group completes" if x.kind == "async" else ""
-                r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
-                                        f"thread {wit['other_thread']}) {done} and the wgmma at line {w.line} (thread "
-                                        f"{wit['thread']}) that reads shared address {wit['address']} through the "
-                                        "async proxy")
-                return
-            if res == z3.unknown:
-                r.unknown(w.line, "solver gave up (timeout)")
+                cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
+                                                 z3.ULT(s2[BC], w.sync[BC]), z3.Not(fenced))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(in_range, z3.Or([c for *_, c in cands]))
+        if res == z3.sat and m is not None:
+            x, addr, _ = _first(m, cands)
+            wit = v.witness(m, two=True, address=addr, access=x.text, wgmma_line=w.line)
+            done = "once its cp.async group completes" if x.kind == "async" else ""
+            r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
+                                    f"thread {wit['other_thread']}) {done} and the wgmma at line {w.line} (thread "
+                                    f"{wit['thread']}) that reads shared address {wit['address']} through the "
+                                    "async proxy")
+            return
+        if res == z3.unknown:
+            r.unknown(w.line, "solver gave up (timeout)")
 
 
 def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
