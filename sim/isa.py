@@ -319,6 +319,20 @@ def wgmma_role(ins: Instruction) -> str:
     return ins.info["wgmma"]
 
 
+def mbarrier_role(ins: Instruction) -> str:
+    """mbarrier role: "wait" (try_wait / test_wait), "expect_tx" (arrive.expect_tx or expect_tx),
+    "complete_tx", "arrive" (other arrivals), "init", "other", "" (not an mbarrier instruction)."""
+    if ins.opcode != "mbarrier":
+        return ""
+    mods = ins.mods
+    if "try_wait" in mods or "test_wait" in mods:
+        return "wait"
+    for role in ("expect_tx", "complete_tx", "arrive", "init"):
+        if role in mods:
+            return role
+    return "other"
+
+
 def fence_proxy(ins: Instruction) -> str:
     """The proxy a ``fence.proxy.X`` orders against the generic proxy ("async", "alias", "tensormap"...),
     "" for any other instruction."""

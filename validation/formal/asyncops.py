@@ -169,7 +169,8 @@ class AsyncOpsMixin(ExecutorBase):
             self.unsupported.append((ins.line, f"mbarrier without an address operand: {ins.full}"))
             return
         bar, _ = self.address(st, addr, 32)
-        if "try_wait" in mods or "test_wait" in mods:
+        role = isa.mbarrier_role(ins)
+        if role == "wait":
             self.mbar_wait_lines.add(ins.line)
             ok = self.fresh(f"mbar@{ins.line}", None)
             self.loadsyms[str(ok)] = ins.line
@@ -179,13 +180,13 @@ class AsyncOpsMixin(ExecutorBase):
             self.write_pseudo(st, ins, MWP, z3.If(ok, parity & 1 if "parity" in mods else parity, self.read(st, MWP)))
             return
         n = self.val(st, ops[-1], 32) if ops[-1].kind in ("imm", "reg") else None
-        if "expect_tx" in mods and n is not None:
+        if role == "expect_tx" and n is not None:
             self.mbar_event(st, ins, "expect", bar=bar, nbytes=n)
             self.write_pseudo(st, ins, TXA, bar)
             self.write_pseudo(st, ins, TXB, n)
             self.write_pseudo(st, ins, TXN, self.read(st, TXN) + 1)
             self.write_pseudo(st, ins, TXL, z3.BitVecVal(ins.line, 32))
-        elif "complete_tx" in mods and n is not None:
+        elif role == "complete_tx" and n is not None:
             self.mbar_event(st, ins, "complete", bar=bar, nbytes=n)
             self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
         if ops and ops[0].kind == "reg" and ins.dst_regs:

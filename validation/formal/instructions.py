@@ -25,7 +25,7 @@ class InstructionsMixin(ExecutorBase):
             self.note_exit(st, ins)
         if isa.is_branch(ins) or isa.is_terminator(ins):
             return
-        if ins.opcode == "mbarrier":
+        if isa.mbarrier_role(ins):
             self.do_mbarrier(st, ins)
             return
         if is_bulk_load(ins):

@@ -60,10 +60,10 @@ def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
         return set(d), set(u)
     if isa.fence_proxy(ins) == "async":
         return {PF, PFG}, {PF, DONE}
-    mods = ins.mods
-    if ins.opcode == "mbarrier" and ("expect_tx" in mods or "complete_tx" in mods):
+    mb = isa.mbarrier_role(ins)
+    if mb in ("expect_tx", "complete_tx"):
         return set(_TX), set(_TX)
-    if ins.opcode == "mbarrier" and ("try_wait" in mods or "test_wait" in mods):
+    if mb == "wait":
         return set(_MW), set(_MW)
     if is_bulk_load(ins):
         return {TXB}, {TXB, TXA}
