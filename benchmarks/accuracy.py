@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from validation.cases import HWS, SHAPES, VARIANTS  # noqa: E402 - the one GEMM case table
+from validation.cases import HWS, SHAPES, VARIANTS, supported  # noqa: E402 - the one GEMM case table
 
 TARGET = 0.10
 
@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         hw_name = load_hw(hw).name
         for shape in shapes:
             for variant, dtype in kinds:
+                if not supported(hw, variant):
+                    continue
                 out = tmp / f"{hw_name}_{'x'.join(map(str, shape))}_{variant}_{dtype}"
                 base = {"hw": hw, "hw_name": hw_name, "shape": list(shape), "variant": variant, "dtype": dtype,
                         "dir": str(out), "cache": args.cache}

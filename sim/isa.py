@@ -336,6 +336,30 @@ def mbarrier_role(ins: Instruction) -> str:
     return ins.info["mbar"]
 
 
+def mbarrier_op(ins: Instruction) -> str:
+    """mbarrier operation (the verifier's view): "wait" (try_wait / test_wait), "expect_tx"
+    (arrive.expect_tx or expect_tx),
+    "complete_tx", "arrive" (other arrivals), "init", "other", "" (not an mbarrier instruction)."""
+    if ins.opcode != "mbarrier":
+        return ""
+    mods = ins.mods
+    if "try_wait" in mods or "test_wait" in mods:
+        return "wait"
+    for role in ("expect_tx", "complete_tx", "arrive", "init"):
+        if role in mods:
+            return role
+    return "other"
+
+
+def fence_proxy(ins: Instruction) -> str:
+    """The proxy a ``fence.proxy.X`` orders against the generic proxy ("async", "alias", "tensormap"...),
+    "" for any other instruction."""
+    if ins.info["cls"] != "sync" or "proxy" not in ins.mods:
+        return ""
+    i = ins.mods.index("proxy")
+    return ins.mods[i + 1].split("::")[0] if i + 1 < len(ins.mods) else ""
+
+
 def mem_dir(ins: Instruction) -> str:
     """none | read | write | rmw | copy (cp.async issue)."""
     return ins.info["mem"]

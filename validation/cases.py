@@ -27,7 +27,15 @@ SHAPES: tuple[Shape, ...] = SMOKE_SHAPES + ((256, 256, 256),)
 
 #: Emitter variant x A/B dtype: every pair the emitters support.
 VARIANTS: tuple[tuple[str, str], ...] = (("simt", "f32"), ("simt", "f16"), ("simt", "bf16"),
-                                         ("mma", "f16"), ("mma", "bf16"))
+                                         ("mma", "f16"), ("mma", "bf16"), ("wgmma", "f16"), ("wgmma", "bf16"))
+
+#: Variants that only some hardware models have (wgmma needs sm_90a: a hwconfig 'wgmma' section).
+VARIANT_HWS: dict[str, tuple[str, ...]] = {"wgmma": ("h200",)}
+
+
+def supported(hw: str, variant: str) -> bool:
+    """Does hardware model ``hw`` (a HWS entry) have ``variant``?"""
+    return hw in VARIANT_HWS.get(variant, (hw,))
 
 
 @dataclass(frozen=True)
@@ -50,8 +58,9 @@ class GemmCase:
 
 def cases(hws: tuple[str, ...] = HWS, shapes: tuple[Shape, ...] = SHAPES,
           variants: tuple[tuple[str, str], ...] = VARIANTS) -> list[GemmCase]:
-    """The matrix hw x shape x (variant, dtype), in that nesting order."""
-    return [GemmCase(hw, s, v, d) for hw in hws for s in shapes for v, d in variants]
+    """The matrix hw x shape x (variant, dtype), in that nesting order, without the variants a
+    hardware model lacks."""
+    return [GemmCase(hw, s, v, d) for hw in hws for s in shapes for v, d in variants if supported(hw, v)]
 
 
 #: The verifier's quick subset (tests/test_formal_suite.py; the suite runs all of :func:`cases`):
@@ -64,6 +73,7 @@ FORMAL_QUICK: dict[GemmCase, int] = {
     GemmCase("npu7nm.yaml", (128, 64, 96), "mma", "bf16"): 0,
     GemmCase("npu7nm.yaml", (16, 16, 16), "simt", "f32"): 0,  # a K loop that runs once
     GemmCase("h200", (128, 64, 96), "mma", "f16"): 3,
+    GemmCase("h200", (33, 17, 40), "wgmma", "bf16"): 0,
 }
 
 #: Predicted vs simulated vs measured on the H200 (benchmarks/three_way.py, gpu_bench.py), f16 mma.

@@ -273,8 +273,10 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     loop, done = b.label("ktile"), b.label("kdone")
     overlap = S >= 3
     if overlap:
-        b.comment(f"Tile 0 has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it visible")
+        b.comment(f"Tile 0 has landed when at most stages-2 = {S - 2} groups are pending; the proxy fence orders\n"
+                  "the cp.async writes before the wgmmas' async-proxy reads, the barrier makes them visible")
         b.i(f"cp.async.wait_group {S - 2}")
+        b.i("fence.proxy.async.shared::cta")
         b.i("bar.sync 0")
     emit_profile_slot(b, prof, 1, "before the K loop")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
@@ -282,9 +284,11 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.put_label(loop)
     b.region = "iter"
     if not overlap:
-        b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
-                  "visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
+        b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the proxy fence orders\n"
+                  "these generic-proxy (cp.async) writes before the wgmmas' async-proxy reads, the barrier makes\n"
+                  "them visible and guarantees stage (kt-1) % stages is no longer read (its wgmmas were waited for)")
         b.i(f"cp.async.wait_group {S - 2}")
+        b.i("fence.proxy.async.shared::cta")
         b.i("bar.sync 0")
         b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
         issue_tile(kl, ws)
@@ -311,6 +315,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
                   f"most stages-3 = {S - 3} groups are pending; after the barrier it is visible and no warpgroup\n"
                   "reads stage (kt-1) % stages any more, so tile kt + stages - 1 goes there (zero-filled past K)")
         b.i(f"cp.async.wait_group {S - 3}")
+        b.i("fence.proxy.async.shared::cta")
         b.i("bar.sync 0")
         issue_tile(kl, ws)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import sys
 import time
@@ -15,8 +16,10 @@ from z3.z3util import get_vars
 from sim.errors import UsageError
 from sim.launch import parse_dim3, read_metadata
 from sim.ptx.parser import parse_ptx
+from sim.ptx.types import TYPES
 from validation.formal.context import Context
-from validation.formal.properties import NAMES, Verifier
+from validation.formal.guard import run_bounded
+from validation.formal.properties import NAMES, PropResult, Verifier
 from validation.formal.state import TYPE_INFO
 
 
@@ -181,16 +184,40 @@ def build_context(text: str, file: str, args) -> Context:
         terms[pname] = (bv, iv, divisors, where)
     check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
-    return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
+    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
+    ctx.tensormaps = tensormap_box_bytes(meta)
+    return ctx
+
+
+def tensormap_box_bytes(meta: dict) -> dict[str, int]:
+    """Bytes one box load of each tensor-map parameter brings (the full box, zero fill included), from the
+    header's ``{"kind": "tensormap", "dtype", "box"}`` params (notes/tensormap-contract.md)."""
+    out = {}
+    for p in meta.get("params") or []:
+        if p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
+            out[p["name"]] = TYPES[p["dtype"]].size * math.prod(int(b) for b in p["box"])
+    return out
 
 
 def verify_text(text: str, file: str, args) -> dict:
+    """Verify one kernel; the whole run (symbolic execution and every check) is bounded by
+    ``args.timeout`` (+ guard.GRACE_S): what is not decided by then is ``unknown`` with the reason."""
     t0 = time.monotonic()
     ctx = build_context(text, file, args)
-    v = Verifier(ctx, timeout_s=args.timeout)
-    results = v.run()
-    return {"kernel": ctx.k.name, "file": file, "properties": [r.to_json() for r in results],
-            "seconds": round(time.monotonic() - t0, 3)}
+    left = max(0.0, args.timeout - (time.monotonic() - t0))
+    v = Verifier(ctx, timeout_s=left)
+    msgs, stopped = run_bounded(v.steps, left)
+    done = {r.name: r.to_json() for kind, r in msgs if kind == "result"}
+    props = []
+    for name in NAMES:
+        if name in done:
+            props.append(done[name])
+            continue
+        over = time.monotonic() - t0 >= args.timeout
+        why = (f"verifier time limit reached (--timeout {args.timeout:g} s) during {stopped}" if over
+               else f"the verifier process stopped during {stopped}")
+        props.append(PropResult(name, status="unknown", detail=why).to_json())
+    return {"kernel": ctx.k.name, "file": file, "properties": props, "seconds": round(time.monotonic() - t0, 3)}
 
 
 def exit_status(report: dict) -> int:

@@ -20,6 +20,7 @@ class Context:
     def __init__(self, prog: Program, k: Kernel, grid=None, block=None, ranges=None, extents=None,
                  dynamic_shared: int | None = None):
         self.prog, self.k = prog, k
+        self.tensormaps: dict[str, int] = {}  # tensor-map parameter -> bytes of one box (cli: metadata)
         self.S = KernelStructure(k)
         self.layout = make_layout(k, prog)
         self.assumptions: list[z3.BoolRef] = []

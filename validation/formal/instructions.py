@@ -13,13 +13,29 @@ import z3
 from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
+from validation.formal.program import is_bulk_load
 from validation.formal.state import TYPE_INFO, State, type_mods
 
 
 class InstructionsMixin(ExecutorBase):
     def step(self, st: State, ins: Instruction) -> None:
         ops = ins.operands
+        self.note_touch(st, ins)
+        if isa.is_terminator(ins) and ins.guard is not None:
+            self.note_exit(st, ins)
         if isa.is_branch(ins) or isa.is_terminator(ins):
+            return
+        if isa.mbarrier_op(ins):
+            self.do_mbarrier(st, ins)
+            return
+        if is_bulk_load(ins):
+            self.do_bulk_copy(st, ins)
+            return
+        if isa.wgmma_role(ins):
+            self.do_wgmma(st, ins)
+            return
+        if isa.fence_proxy(ins) == "async":
+            self.do_proxy_fence(st, ins)
             return
         if isa.is_cta_barrier(ins):
             self.do_barrier(st, ins)

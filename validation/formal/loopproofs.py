@@ -124,8 +124,8 @@ class LoopProofsMixin(ExecutorBase):
         bounds |= {c + d for c in consts for d in (-1, 0)}
         for a in others:
             w = vh[a].size()
-            for c in sorted(bounds):
-                if 0 < c < 2 ** (w - 1):
+            for c in sorted(bounds | ({0} if a.startswith("%%") else set())):  # a pseudo-register may stay 0
+                if 0 <= c < 2 ** (w - 1):
                     cands.append((f"{a} <= {c}", lambda v, a=a, c=c: z3.ULE(v[a], c)))
             cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
             for b in carried_bv:

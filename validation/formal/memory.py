@@ -9,7 +9,7 @@ import z3
 from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import BC, DONE, GC, PSEUDO, VIS
+from validation.formal.program import BC, DONE, GC, PSEUDO, VIS, WDONE, WVIS
 from validation.formal.state import Access, State
 
 
@@ -105,8 +105,10 @@ class MemoryMixin(ExecutorBase):
             self.barriers.append((ins.index, ins.line, self.access_pc(st, ins)))
         bc = self.read(st, BC)
         done = self.read(st, DONE)
+        wdone = self.read(st, WDONE)
         self.write_pseudo(st, ins, BC, bc + 1)
         self.write_pseudo(st, ins, VIS, done)
+        self.write_pseudo(st, ins, WVIS, wdone)
 
     def write_pseudo(self, st: State, ins: Instruction, name: str, v: z3.ExprRef) -> None:
         if ins.guard is not None:

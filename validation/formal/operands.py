@@ -7,7 +7,7 @@ import z3
 from sim.errors import PtxError
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import PSEUDO
+from validation.formal.program import PSEUDO, PSEUDO_INIT
 from validation.formal.state import TYPE_INFO, State
 
 
@@ -42,7 +42,7 @@ class OperandsMixin(ExecutorBase):
         if v is not None:
             return v
         if name in PSEUDO:
-            return z3.BitVecVal(0, 32)
+            return z3.BitVecVal(PSEUDO_INIT.get(name, 0), 32)
         if name not in self.undef:
             self.undef[name] = self.fresh(f"undef{name}", self.width_of_reg(name))
         return self.undef[name]
@@ -120,6 +120,8 @@ class OperandsMixin(ExecutorBase):
                 return frozenset({"var:" + op.name})
             if "param:" + op.name in self.ctx.buffers:
                 return frozenset({"param:" + op.name})
+            if op.name in self.ctx.tensormaps:
+                return frozenset({"tmap:" + op.name})
         if op.kind == "addr" and op.base is not None:
             return self.tags_of(st, op.base)
         return frozenset()

@@ -8,6 +8,16 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%gc    cp.async groups committed so far
     %%done  groups known complete by this thread's waits
     %%vis   %%done as it was at the most recent barrier (what the whole CTA may read)
+    %%wgc   wgmma groups committed so far (an issued wgmma belongs to group %%wgc)
+    %%wdone wgmma groups retired by this thread's wgmma.wait_group
+    %%wvis  %%wdone as it was at the most recent barrier
+    %%pf    fence.proxy.async executed so far
+    %%pfg   %%done as it was at the most recent fence.proxy.async (cp.async groups fenced)
+    %%txa   mbarrier of this thread's most recent arrive.expect_tx (or expect_tx)
+    %%txb   bytes that expect_tx announced minus those its bulk copies / complete_tx signalled since
+    %%txn   expect_tx executed so far; %%txl the line of the most recent one
+    %%mwa   mbarrier of this thread's most recent successful try_wait / test_wait (NO_BARRIER before any)
+    %%mwp   its parity (2 when the wait named a state, not a parity)
 """
 
 from __future__ import annotations
@@ -20,23 +30,49 @@ from sim.functional.cfg import EXIT, Block, build_cfg, immediate_postdominators
 from sim.ptx.ir import Instruction, Kernel
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
-PSEUDO = (BC, GC, DONE, VIS)
+WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
+TXA, TXB, TXN, TXL, MWA, MWP = "%%txa", "%%txb", "%%txn", "%%txl", "%%mwa", "%%mwp"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP)
+NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
+PSEUDO_INIT = {MWA: NO_BARRIER}
+_TX = {TXA, TXB, TXN, TXL}
+_MW = {MWA, MWP}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
                     "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
                     "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
 _ASYNC_DEFS_USES = {"commit": ({GC}, {GC}), "wait": ({DONE}, {GC, DONE}), "wait_all": ({DONE, GC}, {GC, DONE}),
                     "copy": (set(), {GC})}
+_WGMMA_DEFS_USES = {"commit": ({WGC}, {WGC}), "wait": ({WDONE}, {WGC, WDONE}), "issue": (set(), {WGC}),
+                    "fence": (set(), set())}
 
 
 def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
     if isa.is_cta_barrier(ins):
-        return {BC, VIS}, {BC, DONE}
+        return {BC, VIS, WVIS}, {BC, DONE, WDONE}
     role = isa.async_role(ins)
     if role:
         d, u = _ASYNC_DEFS_USES[role]
         return set(d), set(u)
+    wg = isa.wgmma_role(ins)
+    if wg:
+        d, u = _WGMMA_DEFS_USES[wg]
+        return set(d), set(u)
+    if isa.fence_proxy(ins) == "async":
+        return {PF, PFG}, {PF, DONE}
+    mb = isa.mbarrier_op(ins)
+    if mb in ("expect_tx", "complete_tx"):
+        return set(_TX), set(_TX)
+    if mb == "wait":
+        return set(_MW), set(_MW)
+    if is_bulk_load(ins):
+        return {TXB}, {TXB, TXA}
     return set(), set()
+
+
+def is_bulk_load(ins: Instruction) -> bool:
+    """cp.async.bulk(.tensor) into shared memory that completes transactions on an mbarrier."""
+    return "bulk" in ins.mods and "mbarrier::complete_tx::bytes" in ins.mods
 
 
 def instr_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
@@ -270,7 +306,7 @@ class KernelStructure:
                         continue
                     bad = b in div_blocks or bool(uses & nonuni)
                     if not bad:
-                        if isa.is_nonuniform(ins):
+                        if isa.is_nonuniform(ins) and ins.dst_regs:
                             bad = True
                         for op in ins.operands[1:] if ins.dst_regs else ins.operands:
                             if op.kind == "sreg" and op.name.split(".")[0] in NONUNIFORM_SREGS:

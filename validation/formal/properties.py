@@ -18,6 +18,7 @@ from typing import Any
 import z3
 
 from sim import isa
+from validation.formal.asyncprops import mbarrier_discipline, wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, DONE, GC, VIS
@@ -25,7 +26,7 @@ from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
-NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination")
+NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma", "mbarrier")
 
 
 def _overlap(a, aw, b, bw) -> z3.BoolRef:
@@ -158,21 +159,23 @@ class Verifier:
 
     # ------------------------------------------------------------------ properties
     def run(self) -> list[PropResult]:
+        return [r for kind, r in self.steps() if kind == "result"]
+
+    def steps(self):
+        """("phase", what runs next) and ("result", PropResult) messages, in order (see guard.py)."""
+        yield "phase", "symbolic execution"
         t0 = time.monotonic()
         self.ex.run()
         self.exec_seconds = time.monotonic() - t0
-        out = []
-        for name, fn in (("bounds", self.bounds), ("barrier_divergence", self.barrier_divergence),
-                         ("shared_race", self.shared_race), ("async_copy", self.async_copy),
-                         ("termination", self.termination)):
+        for name in NAMES:
+            yield "phase", name
             r = PropResult(name)
             t = time.monotonic()
-            fn(r)
+            getattr(self, name)(r)
             if time.monotonic() > self.deadline and r.status == "proved":
                 r.status, r.detail = "unknown", "verifier time limit reached (--timeout)"
             r.seconds = time.monotonic() - t
-            out.append(r)
-        return out
+            yield "result", r
 
     def _unsupported(self, r: PropResult, what: tuple[str, ...]) -> None:
         for line, text in self.ex.unsupported:
@@ -279,7 +282,7 @@ class Verifier:
     # races --------------------------------------------------------------
     def shared_race(self, r: PropResult) -> None:
         self._unsupported(r, ("partial barrier", "only full-CTA", "stmatrix", "bulk"))
-        acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown")]
+        acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown") and a.kind != "bulk"]
         for a in acc:
             if a.space == "unknown":
                 r.unknown(a.line, f"cannot tell whether '{a.text}' addresses shared memory")
@@ -418,6 +421,13 @@ class Verifier:
             if res == z3.unknown:
                 r.unknown(rd.line, "solver gave up (timeout)")
 
+    # wgmma (validation/formal/asyncprops.py) ----------------------------
+    def wgmma(self, r: PropResult) -> None:
+        wgmma_discipline(self, r)
+
+    def mbarrier(self, r: PropResult) -> None:
+        mbarrier_discipline(self, r)
+
     # termination ------------------------------------------------------
     def termination(self, r: PropResult) -> None:
         if not self.ex.loops:
@@ -433,6 +443,9 @@ class Verifier:
                     r.violated(lp.line, self.witness(m), f"the loop at line {lp.line} may never exit: {lp.text}")
                     return
                 r.unknown(lp.line, f"loop at line {lp.line}: {lp.text} (but no reachable witness found)")
+            elif lp.load_lines and set(lp.load_lines) <= self.ex.mbar_wait_lines:
+                proofs.append(f"loop at line {lp.line}: spins on the mbarrier wait at line(s) {lp.load_lines} "
+                              "(ends when the awaited phase completes; see the mbarrier property)")
             else:
                 r.unknown(lp.line, f"loop at line {lp.line}: {lp.text}")
         if proofs and r.status == "proved":

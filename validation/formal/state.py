@@ -75,3 +75,48 @@ class LoopRec:
     status: str = "unknown"
     text: str = ""
     violation: z3.BoolRef | None = None
+
+
+@dataclass
+class WgmmaRec:
+    """One wgmma.mma_async: its accumulator and A-fragment registers, the shared-memory footprints of
+    its descriptor operands (records in ``accesses``, kind "read") and the counters at its issue."""
+
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    acc: frozenset
+    a_regs: frozenset
+    footprints: list[Access]
+
+
+@dataclass
+class RegTouch:
+    """An instruction other than wgmma.mma_async that reads or writes a register some wgmma uses."""
+
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    reads: frozenset
+    writes: frozenset
+
+
+@dataclass
+class MbarEvent:
+    """An mbarrier transaction event of one thread: "expect" (arrive.expect_tx / expect_tx), "copy" (a
+    bulk copy signalling ``bar``, whose shared destination is ``dst``), "complete" (complete_tx) or
+    "exit"; ``sync`` holds the counters just before it."""
+
+    kind: str
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    sync: dict[str, z3.ExprRef]
+    bar: z3.BitVecRef | None = None
+    nbytes: z3.BitVecRef | None = None
+    dst: Access | None = None

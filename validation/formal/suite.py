@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from sim import atomic
-from validation.cases import HWS, SHAPES, VARIANTS
+from validation.cases import HWS, SHAPES, VARIANTS, supported
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m validation.formal.suite", description=__doc__.split("\n\n")[0])
     ap.add_argument("--hw", action="append", help="hardware model(s) (default: npu7nm.yaml and h200)")
     ap.add_argument("--gemm", action="append", help="MxNxK shape(s) (default: the four suite shapes)")
-    ap.add_argument("--variant", action="append", help="variant:dtype, e.g. mma:f16 (default: all five)")
+    ap.add_argument("--variant", action="append", help="variant:dtype, e.g. mma:f16 (default: validation/cases.py)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
     ap.add_argument("--keep", metavar="DIR", help="keep the compiled kernels under DIR")
     a = ap.parse_args(argv)
@@ -93,6 +93,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(a.keep) if a.keep else Path(tmp)
         for hw, shape, (variant, dtype) in itertools.product(hws, shapes, variants):
+            if not supported(hw, variant):
+                continue
             row = run_case(hw, shape, variant, dtype, work)
             rows.append(row)
             t = f"{row['wall_s']:6.2f} s wall {row['cpu_s']:6.2f} s cpu ({row['slowest']})" if "wall_s" in row else ""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import z3
 
 from sim import isa
+from validation.formal.asyncops import AsyncOpsMixin
 from validation.formal.context import Context
 from validation.formal.instructions import InstructionsMixin
 from validation.formal.loopproofs import LoopProofsMixin
@@ -49,7 +50,7 @@ from validation.formal.state import TYPE_INFO, Access, BranchRec, State
 __all__ = ["TYPE_INFO", "Access", "Context", "Executor", "make_executor"]
 
 
-class Executor(LoopsMixin, LoopProofsMixin, MemoryMixin, InstructionsMixin, OperandsMixin):
+class Executor(LoopsMixin, LoopProofsMixin, AsyncOpsMixin, MemoryMixin, InstructionsMixin, OperandsMixin):
     """Symbolic execution of one thread copy; records accesses, branches and loops (state: ExecutorBase)."""
 
     # ------------------------------------------------------------------ control flow
@@ -85,6 +86,7 @@ class Executor(LoopsMixin, LoopProofsMixin, MemoryMixin, InstructionsMixin, Oper
         for i in range(blk.start, blk.end):
             ins = body[i]
             if isa.is_terminator(ins) and ins.guard is None:
+                self.note_exit(st, ins)
                 return []
             self.step(st, ins)
         last = body[blk.end - 1]

@@ -1,0 +1,332 @@
+"""The wgmma discipline, decided by Z3 over the executor's records (see docs/verify.md):
+
+* accumulator registers are not read or written, A-fragment registers not written, by any other
+  instruction between a wgmma's issue and the ``wgmma.wait_group`` that retires its group;
+* the shared bytes a wgmma reads through its descriptors are not written (st.shared, atomics,
+  cp.async) while it is in flight: by the issuing thread before its wait, by another thread in the
+  same barrier interval or after a barrier that the wait did not precede;
+* a ``wgmma.fence`` lies on every path from an access of a wgmma's registers (and from the kernel
+  entry) to that wgmma;
+* a ``fence.proxy.async`` separates each generic-proxy write of those bytes (a store once done, a
+  cp.async once its group is waited for) from the wgmma that reads them through the async proxy.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import z3
+
+from sim import isa
+from sim.ptx.ir import Instruction
+from validation.formal.program import BC, GC, MWA, NO_BARRIER, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC, WVIS
+from validation.formal.state import Access, RegTouch, WgmmaRec
+
+if TYPE_CHECKING:
+    from validation.formal.properties import PropResult, Verifier
+
+
+def overlap(a, aw, b, bw) -> z3.BoolRef:
+    a, b = z3.ZeroExt(32, a), z3.ZeroExt(32, b)
+    return z3.And(z3.ULT(a, b + z3.ZeroExt(32, bw)), z3.ULT(b, a + z3.ZeroExt(32, aw)))
+
+
+def reach(body: list[Instruction], src: int, stop: Callable[[Instruction], bool]) -> set[int]:
+    """Instructions reachable from just after ``src`` along paths that pass no ``stop`` instruction
+    (a stop instruction itself is reached, not passed)."""
+    seen: set[int] = set()
+    q = deque([src + 1])
+    while q:
+        i = q.popleft()
+        if i in seen or i >= len(body):
+            continue
+        seen.add(i)
+        ins = body[i]
+        if stop(ins):
+            continue
+        if isa.is_branch(ins):
+            q.append(ins.info["target"])
+            if ins.guard is not None:
+                q.append(i + 1)
+        elif not isa.is_terminator(ins) or ins.guard is not None:
+            q.append(i + 1)
+    return seen
+
+
+def _in_flight(at: dict, w: dict, open_group: bool) -> z3.BoolRef:
+    """A point with counters ``at`` lies after a wgmma issued with counters ``w`` and before the
+    wait that retires it (``open_group``: the point can follow the issue with no commit between)."""
+    after = z3.UGT(at[WGC], w[WGC])
+    if open_group:
+        after = z3.Or(after, at[WGC] == w[WGC])
+    return z3.And(after, z3.ULE(at[WDONE], w[WGC]))
+
+
+def wgmma_discipline(v: Verifier, r: PropResult) -> None:
+    ex = v.ex
+    for line, text in ex.unsupported:
+        if "wgmma" in text:
+            r.unknown(line, f"instruction not modelled by the verifier: {text}")
+    if not ex.wgmmas:
+        r.detail = "no wgmma"
+        return
+    body = v.ctx.k.body
+    no_commit: dict[int, set[int]] = {}
+
+    def open_after(w: WgmmaRec, idx: int) -> bool:
+        if w.index not in no_commit:
+            no_commit[w.index] = reach(body, w.index, lambda i: isa.wgmma_role(i) == "commit")
+        return idx in no_commit[w.index]
+
+    writes = _writes(v)
+    for check in (_shared_in_flight, _registers_in_flight, _wgmma_fence, _proxy_fence):
+        check(v, r, open_after, writes)
+        if r.status == "violated":
+            return
+
+
+def _first(m: z3.ModelRef, cands: list) -> tuple:
+    return next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
+
+
+def _registers_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> None:
+    it = v.other_iteration
+    for w in v.ex.wgmmas:
+        cands = []
+        for x in v.ex.reg_touches:
+            regs = ((x.reads | x.writes) & w.acc) | (x.writes & w.a_regs)
+            if not regs:
+                continue
+            reg = sorted(regs)[0]
+            cands.append((x, reg, z3.And(w.pc, x.pc, _in_flight(x.sync, w.sync, open_after(w, x.index)))))
+            if v.ex.iter_created:
+                wi = {k: it(e) for k, e in w.sync.items()}
+                cands.append((x, reg, z3.And(it(w.pc), x.pc, _in_flight(x.sync, wi, False))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(z3.Or([c for *_, c in cands]))
+        if res == z3.sat and m is not None:
+            x, reg, _ = _first(m, cands)
+            wit = v.witness(m, register=reg, access=x.text, wgmma_line=w.line, group=w.sync[WGC],
+                            groups_retired=x.sync[WDONE])
+            r.violated(x.line, wit, f"'{x.text}' (line {x.line}) touches {reg} of the wgmma at line {w.line} "
+                                    f"(group {wit['group']}) before a wgmma.wait_group retires it")
+            return
+        if res == z3.unknown:
+            r.unknown(w.line, "solver gave up (timeout)")
+
+
+def _writes(v: Verifier) -> list[tuple[Access, Access]]:
+    """Generic-proxy shared writes, each with its copy in the other thread T2 (renamed once)."""
+    out = []
+    for a in v.ex.accesses:
+        if a.space == "shared" and a.kind in ("write", "atomic", "async"):
+            a2 = Access(a.index, a.line, a.text, a.space, a.kind, v.t2(a.addr), v.t2(a.width), v.t2(a.pc), a.tags,
+                        {k: v.t2(e) for k, e in a.sync.items()}, a.block)
+            out.append((a, a2))
+    return out
+
+
+def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> None:
+    for w in v.ex.wgmmas:
+        same, cross = [], []
+        for f in w.footprints:
+            for x, x2 in writes:
+                if f.tags and x.tags and not (f.tags & x.tags):
+                    continue
+                same.append((x, f, x.addr, z3.And(f.pc, x.pc, overlap(f.addr, f.width, x.addr, x.width),
+                                                  _in_flight(x.sync, w.sync, open_after(w, x.index)))))
+                s2 = x2.sync
+                later = z3.And(z3.UGT(s2[BC], w.sync[BC]), z3.ULE(s2[WVIS], w.sync[WGC]))
+                cross.append((x, f, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
+                                                    z3.Or(s2[BC] == w.sync[BC], later))))
+        for two, cands in ((False, same), (True, cross)):
+            if not cands:
+                continue
+            r.checks += 1
+            extra = [v.distinct_threads()] if two else []
+            res, m = v.check(*extra, z3.Or([c for *_, c in cands]))
+            if res == z3.sat and m is not None:
+                x, f, addr, _ = _first(m, cands)
+                wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
+                                footprint_start=f.addr, footprint_end=f.addr + f.width, group=w.sync[WGC])
+                who = f"thread {wit['other_thread']}" if two else "the issuing thread"
+                r.violated(x.line, wit, f"'{x.text}' (line {x.line}, {who}) writes shared address "
+                                        f"{wit['address']} that the wgmma at line {w.line} (thread "
+                                        f"{wit['thread']}) reads while it is in flight (group {wit['group']})")
+                return
+            if res == z3.unknown:
+                r.unknown(w.line, "solver gave up (timeout)")
+
+
+def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
+    body = v.ctx.k.body
+    by_index = {w.index: w for w in v.ex.wgmmas}
+
+    def fence(i: Instruction) -> bool:
+        return isa.wgmma_role(i) == "fence"
+
+    starts: list[tuple[RegTouch | None, int, frozenset]] = [(x, x.index, x.reads | x.writes) for x in v.ex.reg_touches]
+    starts.append((None, -1, frozenset().union(*[w.acc | w.a_regs for w in v.ex.wgmmas])))
+    for x, src, regs in starts:
+        for i in sorted(reach(body, src, fence)):
+            w = by_index.get(i)
+            if w is None or not regs & (w.acc | w.a_regs):
+                continue
+            r.checks += 1
+            res, m = v.check(w.pc, *([x.pc] if x else []))
+            if res == z3.sat and m is not None:
+                reg = sorted(regs & (w.acc | w.a_regs))[0]
+                what = f"'{x.text}' (line {x.line})" if x else "the kernel entry"
+                wit = v.witness(m, register=reg, access=x.text if x else "entry", wgmma_line=w.line)
+                r.violated(x.line if x else w.line, wit, f"no wgmma.fence between {what}, which accesses {reg}, "
+                                                         f"and the wgmma at line {w.line} that uses it")
+                return
+
+
+def _proxy_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    for w in v.ex.wgmmas:
+        cands = []
+        for f in w.footprints:
+            for x, x2 in writes:
+                if f.tags and x.tags and not (f.tags & x.tags):
+                    continue
+                s2 = x2.sync
+                fenced = z3.UGT(w.sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(w.sync[PF], s2[PF])
+                cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
+                                                 z3.ULT(s2[BC], w.sync[BC]), z3.Not(fenced))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(in_range, z3.Or([c for *_, c in cands]))
+        if res == z3.sat and m is not None:
+            x, addr, _ = _first(m, cands)
+            wit = v.witness(m, two=True, address=addr, access=x.text, wgmma_line=w.line)
+            done = "once its cp.async group completes" if x.kind == "async" else ""
+            r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
+                                    f"thread {wit['other_thread']}) {done} and the wgmma at line {w.line} (thread "
+                                    f"{wit['thread']}) that reads shared address {wit['address']} through the "
+                                    "async proxy")
+            return
+        if res == z3.unknown:
+            r.unknown(w.line, "solver gave up (timeout)")
+
+
+def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
+    """expect_tx bytes equal what the copies signalling that barrier bring (per phase, per producer
+    thread); a reader of bulk-copied bytes last waited on the copy's barrier; a producer refilling
+    bytes it filled before last waited on a release (another) barrier."""
+    ex = v.ex
+    for line, text in ex.unsupported:
+        if "mbarrier" in text or "bulk" in text:
+            r.unknown(line, f"instruction not modelled by the verifier: {text}")
+    if not ex.mbar_events or all(e.kind == "exit" for e in ex.mbar_events):
+        r.detail = "no mbarrier transactions"
+        return
+    for check in (_tx_balance, _consumer_waits, _producer_waits):
+        check(v, r)
+        if r.status == "violated":
+            return
+
+
+def _tx_balance(v: Verifier, r: PropResult) -> None:
+    for e in v.ex.mbar_events:
+        s = e.sync
+        if e.kind in ("expect", "exit"):
+            bad = z3.And(e.pc, z3.UGT(s[TXN], 0), s[TXB] != 0)
+        elif e.kind == "copy" and e.bar is not None:
+            bad = z3.And(e.pc, z3.Or(s[TXN] == 0, e.bar != s[TXA]))
+        else:
+            continue
+        r.checks += 1
+        res, m = v.check(bad)
+        if res == z3.sat and m is not None:
+            if e.kind == "copy":
+                wit = v.witness(m, barrier=e.bar, announced_barrier=s[TXA], expect_line=s[TXL], access=e.text)
+                r.violated(e.line, wit, f"the bulk copy '{e.text}' signals mbarrier {wit['barrier']}, but this "
+                                        "thread's last arrive.expect_tx (line "
+                                        f"{wit['expect_line']}) announced mbarrier {wit['announced_barrier']}")
+            else:
+                left = m.eval(s[TXB], model_completion=True).as_long()
+                signed = left - (1 << 32) if left >> 31 else left
+                wit = v.witness(m, expect_line=s[TXL], bytes_missing=signed, access=e.text)
+                what = "the thread exits" if e.kind == "exit" else f"the next expect_tx '{e.text}'"
+                which = f"line {wit['expect_line']}" if wit["expect_line"] else "an earlier loop iteration"
+                r.violated(e.line, wit, f"the bytes announced by the expect_tx of {which} and those the bulk copies "
+                                        f"signalling its barrier brought before {what} differ (announced - brought "
+                                        f"= {signed} on this path)")
+            return
+        if res == z3.unknown:
+            r.unknown(e.line, "solver gave up (timeout)")
+
+
+def _bar(a: int) -> str:
+    return "no mbarrier (none yet)" if a == NO_BARRIER else f"mbarrier {a}"
+
+
+def _copies(v: Verifier) -> list:
+    return [e for e in v.ex.mbar_events if e.kind == "copy" and e.dst is not None and e.bar is not None]
+
+
+def _consumer_waits(v: Verifier, r: PropResult) -> None:
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    copies = _copies(v)
+    for rd in v.ex.accesses:
+        if rd.space != "shared" or rd.kind != "read":
+            continue
+        cands = []
+        for c in copies:
+            d = c.dst
+            assert d is not None and c.bar is not None
+            if d.tags and rd.tags and not (d.tags & rd.tags):
+                continue
+            waited = rd.sync[MWA] == v.t2(c.bar)
+            cands.append((c, z3.And(rd.pc, v.t2(c.pc), overlap(rd.addr, rd.width, v.t2(d.addr), v.t2(d.width)),
+                                    z3.Not(waited))))
+        if not cands:
+            continue
+        r.checks += 1
+        res, m = v.check(in_range, z3.Or([x for _, x in cands]))
+        if res == z3.sat and m is not None:
+            c, _ = _first(m, cands)
+            wit = v.witness(m, two=True, address=rd.addr, access=rd.text, copy_line=c.line, barrier=v.t2(c.bar),
+                            waited_barrier=rd.sync[MWA])
+            r.violated(rd.line, wit, f"'{rd.text}' (thread {wit['thread']}) reads shared address {wit['address']} "
+                                     f"that the bulk copy at line {c.line} (thread {wit['other_thread']}) writes, "
+                                     f"without having waited on that copy's mbarrier {wit['barrier']} (its last "
+                                     f"successful wait was on {_bar(wit['waited_barrier'])})")
+            return
+        if res == z3.unknown:
+            r.unknown(rd.line, "solver gave up (timeout)")
+
+
+def _producer_waits(v: Verifier, r: PropResult) -> None:
+    it = v.other_iteration
+    copies = _copies(v)
+    for c in copies:
+        d = c.dst
+        assert d is not None and c.bar is not None
+        cands = []
+        for c1 in copies:
+            d1 = c1.dst
+            assert d1 is not None
+            for ren in ((lambda e: e), it) if v.ex.iter_created else ((lambda e: e),):
+                s1 = {k: ren(e) for k, e in c1.sync.items()}
+                released = z3.And(c.sync[MWA] != NO_BARRIER, c.sync[MWA] != c.bar)
+                cands.append((c1, z3.And(c.pc, ren(c1.pc), overlap(d.addr, d.width, ren(d1.addr), ren(d1.width)),
+                                         z3.UGT(c.sync[TXN], s1[TXN]), z3.Not(released))))
+        r.checks += 1
+        res, m = v.check(z3.Or([x for _, x in cands]))
+        if res == z3.sat and m is not None:
+            c1, _ = _first(m, cands)
+            wit = v.witness(m, address=d.addr, access=c.text, earlier_copy_line=c1.line, barrier=c.bar)
+            r.violated(c.line, wit, f"the bulk copy '{c.text}' overwrites shared address {wit['address']}, filled "
+                                    f"earlier by the copy at line {c1.line}, without a wait on a release (empty) "
+                                    "mbarrier in between: consumers may still read it")
+            return
+        if res == z3.unknown:
+            r.unknown(c.line, "solver gave up (timeout)")
