@@ -14,8 +14,8 @@ stand-in for the fetcher's core's DRAM queue, loaded in proportion to all it fet
 Estimate: a wave's duration is its last sampled CTA's end; the full waves not sampled take the
 sampled full waves' mean, a partial last wave (always sampled) its own duration. Bound: the
 Student-t interval (CONFIDENCE) of that total from the spread of the sampled full waves' durations
-(finite-population correction), plus, for waves sampled in part, the same interval over the sampled
-groups' durations.
+(finite-population correction), plus, for waves simulated in part, the range of their sampled
+groups' durations x the fraction of their groups not simulated (estimate()).
 """
 
 from __future__ import annotations
@@ -134,23 +134,25 @@ def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_in
         fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
         wave_cycles, group_cycles, count = simulate_waves(prog, launch, hw, P, lay, chosen, fp, regs,
                                                           max_instructions, progress)
-        est, bound = estimate(wave_cycles, group_cycles, lay, chosen)
-        return SampledResult(est, bound, lay.waves, wave_cycles, group_cycles, sorted(i for g in chosen for i in g),
+        est, bound = estimate(wave_cycles, group_cycles, lay)
+        return SampledResult(est, bound, lay.waves, wave_cycles, [d for w in sorted(group_cycles)
+                                                                  for d in group_cycles[w]],
+                             sorted(i for g in chosen for i in g),
                              lay.total, count, fp.method, read_outputs(P, launch))
 
 
 def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout, chosen: list[list[int]],
                    fp: Callable[[tuple[int, int, int]], np.ndarray], regs: int, max_instructions: int,
-                   progress: Progress | None = None) -> tuple[dict[int, int], list[int], int]:
+                   progress: Progress | None = None) -> tuple[dict[int, int], dict[int, list[int]], int]:
     """Each wave with chosen groups in its own Simulation, the L2 warmed as the grid leaves it:
-    (wave -> duration, each chosen group's duration, warp instructions)."""
+    (wave -> duration, wave -> its chosen groups' durations, warp instructions)."""
     by_wave: dict[int, list[list[int]]] = {}
     for g in chosen:
         by_wave.setdefault(lay.wave_of(g), []).append(g)
     shadow = SetAssocCache(hw.l2)  # the L2 as the whole grid leaves it after the waves so far
     spl = hw.l2.line // hw.l2.sector
     wave_cycles: dict[int, int] = {}
-    group_cycles: list[int] = []
+    group_cycles: dict[int, list[int]] = {}
     count = 0
     for w in range(max(by_wave) + 1):
         members = range(w * lay.slots, min(lay.total, (w + 1) * lay.slots))
@@ -169,7 +171,7 @@ def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay
             sim.run()
             count += sim.count
             wave_cycles[w] = sim.end
-            group_cycles += [max(sim.cta_spans[i] for i in g) for g in by_wave[w]]
+            group_cycles[w] = [max(sim.cta_spans[i] for i in g) for g in by_wave[w]]
         for i in members:
             _touch(shadow, sectors[i], spl)
     return wave_cycles, group_cycles, count
@@ -248,12 +250,12 @@ def _interval(values: list[int], population: int, scale: int) -> float:
     return _t(k - 1) * s / math.sqrt(k) * math.sqrt(1 - k / population) * scale
 
 
-def estimate(wave_cycles: dict[int, int], group_cycles: list[int], lay: Layout,
-             chosen: list[list[int]]) -> tuple[int, int]:
+def estimate(wave_cycles: dict[int, int], group_cycles: dict[int, list[int]], lay: Layout) -> tuple[int, int]:
     """(total cycles, bound; -1 when no bound can be computed): the full waves x their sampled mean
-    duration, plus the last wave's own duration where it is partial (always sampled); the bound adds
-    the interval of that total over the full waves and, for waves sampled in part, the interval over
-    the groups' durations (each such wave's duration is its slowest sampled group)."""
+    duration, plus the last wave's own duration where it is partial (always sampled). The bound adds
+    the interval of that total over the full waves and, for each wave simulated in part (its duration
+    the slowest sampled group's), the sampled groups' range x the fraction of the wave's groups not
+    simulated: how far an unseen group may lie above the slowest seen one."""
     full = lay.total // lay.slots
     sampled_full = [d for w, d in wave_cycles.items() if w < full]
     est = (sum(sampled_full) / len(sampled_full) * full if sampled_full else 0.0) + wave_cycles.get(full, 0)
@@ -261,7 +263,8 @@ def estimate(wave_cycles: dict[int, int], group_cycles: list[int], lay: Layout,
     per_wave: dict[int, int] = {}
     for g in lay.groups:
         per_wave[lay.wave_of(g)] = per_wave.get(lay.wave_of(g), 0) + 1
-    part = [w for w in wave_cycles if sum(1 for g in chosen if lay.wave_of(g) == w) < per_wave[w]]
-    if part:
-        bound += _interval(group_cycles, sum(per_wave[w] for w in part), len(part))
+    for w, gs in group_cycles.items():
+        if len(gs) < per_wave[w]:
+            unseen = (max(gs) - min(gs)) * (1 - len(gs) / per_wave[w])
+            bound += unseen * (full / len(sampled_full) if w < full else 1)
     return round(est), round(bound) if math.isfinite(bound) else -1
