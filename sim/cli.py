@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-instructions", type=int, default=CLI_MAX_INSTRUCTIONS, metavar="N",
                    help="stop after N warp instructions, both modes (endless-loop guard; default "
                         f"{CLI_MAX_INSTRUCTIONS:,}, about 15 s of the timing model)")
+    r.add_argument("--sample-ctas", type=int, default=None, metavar="N",
+                   help="simulate about N CTAs spread over the grid, the L2 warmed as the others would leave "
+                        "it, and estimate the whole launch's cycles with a 95%% bound (docs/sampling.md); "
+                        "the numpy check covers the sampled CTAs' outputs only")
     r.add_argument("--quiet", action="store_true",
                    help="no progress display on stderr (shown only on a terminal, for runs longer than 2 s)")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -138,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-instructions {args.max_instructions}: give a positive number of warp instructions")
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: give a non-negative integer")
+    if args.sample_ctas is not None:
+        _check_sampling_args(args)
     if args.trace and Path(args.trace).is_dir():
         raise UsageError(f"--trace {args.trace} is a directory: give a file path such as trace.json")
     prog = parse_file(args.ptx)
@@ -148,7 +154,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_memory_of(prog, launch, hw)
     estimate = None
     if args.isa != "sass":
-        estimate = refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional)
+        estimate = refuse_over_budget(prog, launch, args.max_instructions, timing=not args.functional,
+                                      sample=args.sample_ctas)
     before = launch.copy()
     result: dict[str, Any]
     sim_obj = None
@@ -156,6 +163,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         if args.isa == "sass":
             outputs, result = _run_sass(prog, hw, launch, args)
+        elif args.sample_ctas is not None:
+            from sim.timing.sampling import simulate_sampled
+
+            sr = simulate_sampled(prog, launch, hw, args.sample_ctas, args.max_instructions, progress=progress)
+            outputs, result = sr.outputs, {"kernel": launch.kernel, "hw": hw.name, "isa": "ptx", **sr.to_json()}
         elif not args.functional:
             from sim.timing import simulate
 
@@ -168,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if args.isa == "sass":
+    if args.isa == "sass" or args.sample_ctas is not None:
         pass
     elif sim_obj is None:
         outputs = fr.outputs
@@ -185,7 +197,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result["block"] = list(launch.block)
     if meta and meta.get("prediction"):
         result["predicted"] = meta["prediction"]
-    chk = check_from_metadata(meta, before, outputs) if (meta and not args.arg) else None
+    chk = check_from_metadata(meta, before, outputs, args.sample_ctas is not None) if (meta and not args.arg) \
+        else None
     if chk is not None:
         result["check"] = chk
     if args.out:
@@ -197,6 +210,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if chk is not None and not chk.get("passed", False):
         return 1
     return 0
+
+
+def _check_sampling_args(args: argparse.Namespace) -> None:
+    from sim.errors import UsageError
+
+    if args.sample_ctas < 1:
+        raise UsageError(f"--sample-ctas {args.sample_ctas}: give a positive number of CTAs, e.g. --sample-ctas 32")
+    for flag, used in (("--functional", args.functional), ("--trace", args.trace), ("--warm-l2", args.warm_l2),
+                       ("--isa sass", args.isa == "sass")):
+        if used:
+            raise UsageError(f"--sample-ctas does not combine with {flag}: leave one of them out")
 
 
 def _run_sass(prog: Any, hw: Any, launch: Any,
@@ -253,10 +277,17 @@ def render_text(r: dict[str, Any]) -> str:
         fl = r.get("flushes") or []
         if fl:
             lines.append("flushes     " + "  ".join(f"line {f['line']}: {f['count']}" for f in fl[:5]))
+    smp = r.get("sampled")
+    if smp:
+        bound = f"+- {smp['bound']:,}" if smp["bound"] >= 0 else "unbounded (one wave sampled of several)"
+        lines.insert(1, f"sampled     {smp['ctas_simulated']} of {smp['ctas_total']} CTAs, {smp['waves']} waves: "
+                        f"estimate {smp['estimate']:,} cycles {bound} ({smp['confidence']:.0%})")
     chk = r.get("check")
     if chk:
         lines.append(f"check       {'PASSED' if chk['passed'] else 'FAILED'}  "
-                     f"rel err {chk['max_rel_err']:.2e} (tolerance {chk.get('rtol', 0):.0e})")
+                     f"rel err {chk['max_rel_err']:.2e} (tolerance {chk.get('rtol', 0):.0e})"
+                     + (f"  over the {chk['elements']:,} of {chk['of']:,} elements the sampled CTAs wrote"
+                        if "covered" in chk else ""))
     return "\n".join(lines)
 
 

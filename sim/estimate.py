@@ -23,27 +23,33 @@ from sim.ptx.ir import Program
 TIMING_SLOWDOWN = 3.2
 
 
-def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool) -> int | None:
+def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool,
+                       sample: int | None = None) -> int | None:
     """The launch's estimated warp instructions (None for one CTA); raise a one-line UsageError when it
-    passes `limit`. One CTA alone that passes `limit` raises the runs' own budget error (an endless loop)."""
-    check_budget_covers(launch, limit, prog.file)  # before prepare() lists the blocks of a huge grid
+    passes `limit`. One CTA alone that passes `limit` raises the runs' own budget error (an endless loop).
+    sample: the run simulates about that many CTAs (--sample-ctas)."""
     gx, gy, gz = launch.grid
-    ctas = gx * gy * gz
-    if ctas == 1:
+    grid = gx * gy * gz
+    ctas = grid if sample is None else min(grid, sample)
+    if sample is None:
+        check_budget_covers(launch, limit, prog.file)  # before prepare() lists the blocks of a huge grid
+    if grid == 1:
         return None
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
         start = time.perf_counter()
-        one = run_cta_functional(P, make_cta(P, P.ctas[ctas // 2]), [limit, limit])
+        one = run_cta_functional(P, make_cta(P, P.ctas[grid // 2]), [limit, limit])
         seconds = time.perf_counter() - start
     estimate = one * ctas
     if estimate <= limit:
         return estimate
     rate = one / max(seconds, 1e-9) / (TIMING_SLOWDOWN if timing else 1.0)
-    raise UsageError(f"about {estimate:,} warp instructions ({one:,} in block {P.ctas[ctas // 2]} x {ctas:,} "
+    fits = max(1, limit // max(1, one))
+    hint = f"--sample-ctas {min(fits, 64)}" if sample is None else f"a smaller --sample-ctas (at most {fits})"
+    raise UsageError(f"about {estimate:,} warp instructions ({one:,} in block {P.ctas[grid // 2]} x {ctas:,} "
                      f"blocks), more than the budget of {limit:,}; about {_duration(estimate / rate)} at "
-                     f"{rate:,.0f}/s{' with timing' if timing else ''}: give a smaller --grid or raise "
-                     "--max-instructions N", prog.file)
+                     f"{rate:,.0f}/s{' with timing' if timing else ''}: give {hint} (an estimate with an "
+                     "error bound), a smaller --grid, or raise --max-instructions N", prog.file)
 
 
 def _duration(seconds: float) -> str:

@@ -140,7 +140,8 @@ def relative_error(got: np.ndarray, ref: np.ndarray) -> float:
     return diff / den if den > 0 else diff
 
 
-def check_gemm(check: dict, args: list[Arg], outputs: dict[int, np.ndarray], roles: list[str]) -> dict:
+def check_gemm(check: dict, args: list[Arg], outputs: dict[int, np.ndarray], roles: list[str],
+               written_only: bool = False) -> dict:
     """Compare the kernel's D with the numpy reference.
 
     ``args`` hold the inputs as they were *before* the run; ``outputs`` maps a parameter index to
@@ -160,14 +161,22 @@ def check_gemm(check: dict, args: list[Arg], outputs: dict[int, np.ndarray], rol
     got_flat = buffer_to_float64(outputs[idd], args[idd].dtype)
     layout_d = check.get("layout_d", check.get("layout_c", "row"))
     got = _matrix(got_flat, M, N, layout_d, "D")
-    err = relative_error(got, ref)
-    return {"passed": bool(err <= rtol), "max_rel_err": float(err), "rtol": rtol}
+    if not written_only:
+        err = relative_error(got, ref)
+        return {"passed": bool(err <= rtol), "max_rel_err": float(err), "rtol": rtol}
+    before = _matrix(_buffer(args, idd, "D"), M, N, layout_d, "D")
+    written = ~((got == before) | (np.isnan(got) & np.isnan(before)))
+    n = int(written.sum())
+    err = relative_error(got[written], ref[written]) if n else float("inf")
+    return {"passed": bool(n > 0 and err <= rtol), "max_rel_err": float(err), "rtol": rtol,
+            "covered": "the D elements the sampled CTAs wrote", "elements": n, "of": M * N}
 
 
 def check_from_metadata(
-    meta: dict | None, launch_before_inputs: Launch, outputs: dict[int, np.ndarray]
+    meta: dict | None, launch_before_inputs: Launch, outputs: dict[int, np.ndarray], written_only: bool = False
 ) -> dict | None:
-    """Run the check that ``meta["check"]`` names, or return None when there is none.
+    """Run the check that ``meta["check"]`` names, or return None when there is none. written_only: compare
+    only the output elements the run changed (a sampled run, where only the sampled CTAs write).
 
     Roles come from the metadata params (falling back to the launch's own ``Arg.role``).
     """
@@ -181,5 +190,5 @@ def check_from_metadata(
         roles = launch_before_inputs.roles
     op = check.get("op")
     if op == "gemm":
-        return check_gemm(check, launch_before_inputs.args, outputs, roles)
+        return check_gemm(check, launch_before_inputs.args, outputs, roles, written_only)
     raise UsageError(f"@workbench metadata: unknown check op {op!r} (known: gemm); fix the header")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from sim.functional.ops_async import SEMANTICS_ASYNC, YIELD
 from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
 from sim.functional.ops_mma import SEMANTICS_MMA
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
+from sim.functional.record import Executed
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA, is_branch
 from sim.launch import Arg, Launch, tensormap_target
@@ -273,8 +274,10 @@ def _sample_pcs(w: Warp) -> list[int]:
     return pcs
 
 
-def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
-    """Run one CTA to completion; returns warp instructions executed."""
+def run_cta_functional(P: Prepared, cta: CTA, budget: list[int],
+                       observe: Callable[[Executed], None] | None = None) -> int:
+    """Run one CTA to completion; returns warp instructions executed. observe: called with every
+    instruction's record (sim.timing.sampling's footprints)."""
     count = 0
     warps = cta.warps
     waiting: list[Warp] = []
@@ -285,7 +288,7 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
         for w in warps:
             if w.done or w in waiting:
                 continue
-            step = w.step
+            step = w.step if observe is None else _observed(w.step, observe)
             limit = budget[0]
             while not w.done:
                 ctl = step().ctl
@@ -315,6 +318,14 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int]) -> int:
                                  "other warps exited or wait elsewhere", P.L.file, ins)
         if all(w.done for w in warps):
             return count
+
+
+def _observed(step: Callable[[], Executed], observe: Callable[[Executed], None]) -> Callable[[], Executed]:
+    def run() -> Executed:
+        rec = step()
+        observe(rec)
+        return rec
+    return run
 
 
 @dataclass

@@ -13,6 +13,7 @@ from sim.errors import ExecutionError
 from sim.functional.runner import (
     DEFAULT_MAX_INSTRUCTIONS,
     HOT_SAMPLE,
+    Prepared,
     budget_error,
     check_budget_covers,
     prepare,
@@ -67,12 +68,13 @@ _UNIT_TID: dict[str, int] = {}
 
 class Simulation:
     def __init__(self, prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int,
-                 sample_ctas: int | None, lookahead: int | None, regs: int | None, warm_l2: bool = False):
+                 sample_ctas: int | None, lookahead: int | None, regs: int | None, warm_l2: bool = False,
+                 prepared: Prepared | None = None, deal: list[list[int]] | None = None):
         self.hw = hw
         self.env = simpy.Environment()
-        if sample_ctas is None:
+        if sample_ctas is None and deal is None:
             check_budget_covers(launch, max_instructions, prog.file)
-        self.P = prepare(prog, launch)
+        self.P = prepared if prepared is not None else prepare(prog, launch)
         k = self.P.L.kernel
         self.kernel = k
         self.statics = statics(k.body, hw, self.P.L.file)
@@ -103,6 +105,9 @@ class Simulation:
             per_core = min(self.ctas_per_core, -(-self.ctas_total // spread))
             ncores = max(1, min(spread, -(-max(1, sample_ctas) // per_core)))
             ctas = [c for i, c in enumerate(ctas) if i % spread < ncores]
+        self.deal = deal
+        if deal is not None:  # given CTAs (launch indices) per core, all resident at once
+            ncores, ctas = len(deal), []
         self.pending = list(enumerate(ctas))
         self.launching = 0  # CTAs popped from `pending` whose launch is scheduled but not done
         # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
@@ -161,6 +166,9 @@ class Simulation:
         core.launch(item[1], item[0])
 
     def run(self) -> None:
+        for core, group in zip(self.cores, self.deal or []):
+            for idx in group:
+                core.launch(self.P.ctas[idx], idx)
         # first wave: fill every core up to ctas_per_core, round robin
         for _slot in range(self.ctas_per_core):
             for core in self.cores:

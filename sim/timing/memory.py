@@ -44,6 +44,9 @@ class DeviceMemory:
         self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
         self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
+        # sampled runs (docs/sampling.md): line -> (the DRAM queue of the core whose un-simulated CTA fetches
+        # it, bytes it charges there); present in the L2, filled through that queue at the first touch
+        self.fetched_by_others: dict[int, tuple[Dram, int]] = {}
 
 
 def warm_l2(dev: DeviceMemory, hw: HwConfig, buffers: dict[int, int], launch: Launch) -> None:
@@ -116,6 +119,9 @@ class CoreMemory:
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
         if not missing:
+            other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
+            if other is not None:
+                self.dev.l2_fill[line] = pending = max(pending, other[0].request(t, line * l2c.line, other[1])[0])
             lat = max(t + l2c.hit_latency, pending)  # merged into the miss in flight, if any
         else:
             done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
