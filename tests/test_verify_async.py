@@ -167,22 +167,11 @@ def test_timeout_answers_unknown_where_the_run_would_take_minutes(tmp_path):
 
 
 # ---------------------------------------------------------------- TMA (the contract's PTX form)
-def _tma(name: str) -> dict:
-    from sim.errors import PtxError, UsageError
-
-    try:
-        return verify(name)
-    except (PtxError, UsageError) as e:
-        if "tensor" in str(e):
-            pytest.skip(f"this simulator's parser does not read TMA operands yet: {e}")
-        raise
-
-
 def test_tma_ring_proved():
-    rep = _tma("tma_ring")
+    rep = verify("tma_ring")
     assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
 
 
 def test_tma_expect_tx_differs_from_the_box():
-    p = assert_only_violated(_tma("tma_expect_tx_bytes"), "mbarrier", "announced - brought")
+    p = assert_only_violated(verify("tma_expect_tx_bytes"), "mbarrier", "announced - brought")
     assert p["witness"]["bytes_missing"] != 0
