@@ -76,6 +76,13 @@ def test_consumer_waiting_on_the_wrong_barrier():
     assert w["barrier"] != w["waited_barrier"] and w["copy_line"] and "ld.shared" in w["access"]
 
 
+def test_consumer_waiting_with_the_wrong_parity():
+    p = assert_only_violated(verify("mbar_wait_wrong_parity", **RING), "mbarrier", "wrong parity")
+    w = p["witness"]
+    assert w["thread"][0] < 32 and w["other_thread"] == [32, 0, 0]  # a consumer, the producer
+    assert w["barrier"] == w["waited_barrier"] and w["waited_parity"] == 1 and w["copy_line"]
+
+
 def test_producer_refilling_without_the_empty_wait():
     p = assert_only_violated(verify("mbar_no_empty_wait", **RING), "mbarrier", "without a wait on a release")
     assert p["witness"]["thread"] == [32, 0, 0] and p["witness"]["earlier_copy_line"] == p["line"]
