@@ -198,9 +198,10 @@ class Verifier:
             hits = self.coarse_hits
             getattr(self, name)(r)
             if self.coarse_hits > hits and r.status == "unknown":
+                r.notes.insert(0, r.detail)
                 r.detail = ("a counterexample exists only past the first iteration of a loop around another "
                             "loop (e.g. a persistent tile loop around its K loop), whose summary loses the inner "
-                            "loop's invariants: not decided there; " + r.detail)
+                            "loop's invariants: not decided there")
             if time.monotonic() > self.deadline and r.status == "proved":
                 r.status, r.detail = "unknown", "verifier time limit reached (--timeout)"
             r.seconds = time.monotonic() - t
