@@ -17,7 +17,7 @@ from sim import isa
 from sim.functional.ops_wgmma import SWIZZLE, Desc, swizzle, tile_addresses
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import DONE, MWA, MWP, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
+from validation.formal.program import DONE, MWA, MWE, MWP, MWS, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
 from validation.formal.state import Access, MbarEvent, RegTouch, State, WgmmaRec
 
 _ES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
@@ -178,6 +178,13 @@ class AsyncOpsMixin(ExecutorBase):
             parity = self.val(st, ops[2], 32) if "parity" in mods and len(ops) > 2 else z3.BitVecVal(2, 32)
             self.write_pseudo(st, ins, MWA, z3.If(ok, bar, self.read(st, MWA)))
             self.write_pseudo(st, ins, MWP, z3.If(ok, parity & 1 if "parity" in mods else parity, self.read(st, MWP)))
+            seen = self.read(st, MWS)
+            slot = z3.BitVecVal(1, 32) << (z3.LShR(bar, 3) & 31)
+            first = z3.And([(seen & slot) == 0] + [k == 0 for k in self.kstack])
+            early = z3.And(first, (parity & 1) == 1) if "parity" in mods else z3.BoolVal(False)
+            self.write_pseudo(st, ins, MWE, z3.If(ok, z3.If(early, z3.BitVecVal(1, 32), z3.BitVecVal(0, 32)),
+                                                  self.read(st, MWE)))
+            self.write_pseudo(st, ins, MWS, z3.If(ok, seen | slot, seen))
             return
         n = self.val(st, ops[-1], 32) if ops[-1].kind in ("imm", "reg") else None
         if role == "expect_tx" and n is not None:

@@ -21,7 +21,7 @@ import z3
 
 from sim import isa
 from sim.ptx.ir import Instruction
-from validation.formal.program import BC, GC, MWA, NO_BARRIER, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC, WVIS
+from validation.formal.program import BC, GC, MWA, MWE, MWP, NO_BARRIER, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC, WVIS
 from validation.formal.state import Access, RegTouch, WgmmaRec
 
 if TYPE_CHECKING:
@@ -285,8 +285,9 @@ def _consumer_waits(v: Verifier, r: PropResult) -> None:
             if d.tags and rd.tags and not (d.tags & rd.tags):
                 continue
             waited = rd.sync[MWA] == v.t2(c.bar)
+            early = z3.And(waited, rd.sync[MWE] == 1)
             cands.append((c, z3.And(rd.pc, v.t2(c.pc), overlap(rd.addr, rd.width, v.t2(d.addr), v.t2(d.width)),
-                                    z3.Not(waited))))
+                                    z3.Or(z3.Not(waited), early))))
         if not cands:
             continue
         r.checks += 1
@@ -294,11 +295,16 @@ def _consumer_waits(v: Verifier, r: PropResult) -> None:
         if res == z3.sat and m is not None:
             c, _ = _first(m, cands)
             wit = v.witness(m, two=True, address=rd.addr, access=rd.text, copy_line=c.line, barrier=v.t2(c.bar),
-                            waited_barrier=rd.sync[MWA])
-            r.violated(rd.line, wit, f"'{rd.text}' (thread {wit['thread']}) reads shared address {wit['address']} "
-                                     f"that the bulk copy at line {c.line} (thread {wit['other_thread']}) writes, "
-                                     f"without having waited on that copy's mbarrier {wit['barrier']} (its last "
-                                     f"successful wait was on {_bar(wit['waited_barrier'])})")
+                            waited_barrier=rd.sync[MWA], waited_parity=rd.sync[MWP])
+            said = (f"'{rd.text}' (thread {wit['thread']}) reads shared address {wit['address']} that the bulk copy "
+                    f"at line {c.line} (thread {wit['other_thread']}) writes, ")
+            if wit["waited_barrier"] == wit["barrier"]:
+                r.violated(rd.line, wit, said + f"after a wait on its mbarrier {wit['barrier']} with parity 1 before "
+                                                "any other wait on it: that waits for the phase before phase 0, "
+                                                "which returns at once, not for the copy (wrong parity)")
+            else:
+                r.violated(rd.line, wit, said + f"without having waited on that copy's mbarrier {wit['barrier']} "
+                                                f"(its last successful wait was on {_bar(wit['waited_barrier'])})")
             return
         if res == z3.unknown:
             r.unknown(rd.line, "solver gave up (timeout)")

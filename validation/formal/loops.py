@@ -82,15 +82,19 @@ class LoopsMixin(ExecutorBase):
 
         forms = self.find_forms(pre, bst, hv, bv_carried, h, invariant) if bst is not None else {}
 
-        def closed(r: str, kk: z3.BitVecRef) -> z3.ExprRef:
-            return closed_form(*forms[r], self.read(pre, r), kk)
+        def closed(r: str, kk: z3.BitVecRef, elsewise: z3.ExprRef | None = None) -> z3.ExprRef:
+            kind, c = forms[r]
+            init = self.read(pre, r)
+            if kind == "mod?":  # a wrapping counter whose entry value is not known to be below c
+                return z3.If(z3.ULT(init, c), closed_form("mod", c, init, kk), hv[r] if elsewise is None else elsewise)
+            return closed_form(kind, c, init, kk)
 
         vh = {r: (closed(r, k) if r in forms else hv[r]) for r in carried}
         sub_k = [(hv[r], vh[r]) for r in forms]
         facts = [pre.pc]
         if bst is not None:
             # reaching iteration k >= 1 means the back edge was taken in iteration k-1
-            prev_pairs = [(hv[r], closed(r, k - 1)) for r in forms]
+            prev_pairs = [(hv[r], closed(r, k - 1, self.fresh(f"prev{r}", self.width_of_reg(r)))) for r in forms]
             prev_pairs += [(hv[r], self.fresh(f"prev{r}", self.width_of_reg(r))) for r in carried if r not in forms]
             prev_pairs += self.fresh_copies(bst.pc, local, cache, skip={hname(hv[r]) for r in forms}, tag="prev")
             cond_prev = z3.substitute(bst.pc, *prev_pairs) if prev_pairs else bst.pc
@@ -214,12 +218,13 @@ class LoopsMixin(ExecutorBase):
                     continue
             m = self.wrap_modulus(pre, bst, r, hr, nxt, h)
             if m is not None:
-                forms[r] = ("mod", m)
+                forms[r] = ("mod", m) if m > 0 else ("mod?", -m)
         return forms
 
     def wrap_modulus(self, pre: State, bst: State, r: str, hr, nxt, h: int) -> int | None:
         """A counter that wraps, r = (r + 1 == m) ? 0 : r + 1 (a pipeline stage): m such that, for every
-        value below m, the back edge gives (r + 1) mod m, and the entry value is below m."""
+        value below m, the back edge gives (r + 1) mod m, and the entry value is below m; -m when the
+        entry value may not be (the form then holds only where it is)."""
         if self.dry or self.is_float_reg(r):
             return None
         w = hr.size()
@@ -228,9 +233,8 @@ class LoopsMixin(ExecutorBase):
             if not 1 < m < 2 ** min(w - 1, 15):  # keeps (init + k mod m) within 16 bits
                 continue
             step = z3.URem(z3.ZeroExt(1, hr) + 1, m)
-            if self.unsat([z3.ULT(hr, m), bst.pc, z3.ZeroExt(1, nxt) != step]) and \
-                    self.unsat([pre.pc, z3.UGE(init, m)]):
-                return m
+            if self.unsat([z3.ULT(hr, m), bst.pc, z3.ZeroExt(1, nxt) != step]):
+                return m if self.unsat([pre.pc, z3.UGE(init, m)]) else -m
         return None
 
     def loop_constants(self, h: int) -> set[int]:

@@ -18,6 +18,10 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%txn   expect_tx executed so far; %%txl the line of the most recent one
     %%mwa   mbarrier of this thread's most recent successful try_wait / test_wait (NO_BARRIER before any)
     %%mwp   its parity (2 when the wait named a state, not a parity)
+    %%mws   barriers this thread has waited on, one bit per 8-byte slot ((address >> 3) % 32)
+    %%mwe   1 when its most recent successful wait waited on parity 1 of a barrier it had not waited on
+            before, in the first iteration of every enclosing loop (a wait for the phase before phase 0,
+            which returns at once): a reader after it has not waited for the first copy
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from sim.ptx.ir import Instruction, Kernel
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
 WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
 TXA, TXB, TXN, TXL, MWA, MWP = "%%txa", "%%txb", "%%txn", "%%txl", "%%mwa", "%%mwp"
-PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP)
+MWS, MWE = "%%mws", "%%mwe"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP, MWS, MWE)
 NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
 PSEUDO_INIT = {MWA: NO_BARRIER}
 _TX = {TXA, TXB, TXN, TXL}
-_MW = {MWA, MWP}
+_MW = {MWA, MWP, MWS, MWE}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
                     "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
