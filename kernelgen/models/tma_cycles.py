@@ -69,8 +69,9 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
 
     first_lat = hw.dram.latency if miss_rate > 0 else hw.l2.hit_latency  # [dram.latency], [l2.hit_latency]
     fill = first_lat + hw.tma.latency + issue + transfer  # [tma.latency]
-    W = -(-(t.threads + 128) // hw.warp_size)
-    per_sched = -(-W // hw.core.schedulers)
+    W = -(-(t.threads + 128) // hw.warp_size)  # the consumers and the producer warpgroup ([warp_size])
+    per_sched = -(-W // hw.core.schedulers)  # [core.schedulers]
+    # [branch.frontend_depth], then the prologue's instructions issued by every warp ([core.issue_width])
     pre = hw.branch.frontend_depth + sum(c.pre.values()) * per_sched / hw.core.issue_width + fill
 
     cw = -(-consumer_warps // hw.core.schedulers)  # [core.schedulers]
