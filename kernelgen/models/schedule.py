@@ -257,6 +257,9 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
 
     M, N, K = shape
     v = get(t.variant)
+    own = v.cycle_model(spec, t, hw, shape, dram_cycles, miss_rate)
+    if own is not None:
+        return own
     c = v.counts(spec, t)
     pipes = _pipes(hw)
     ws = hw.warp_size

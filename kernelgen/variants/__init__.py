@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelgen.counting import Counts
 from kernelgen.models.sync import SyncPlan
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling
 from sim.hw import HwConfig
+
+if TYPE_CHECKING:
+    from kernelgen.models.schedule import CycleModel
 
 MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma", "wgmma": "kernelgen.variants.wgmma",
            "wgmma_tma": "kernelgen.variants.wgmma_tma"}
@@ -68,6 +71,10 @@ class Variant(Protocol):
 
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         """Mean register-bank extra cycles of the inner-loop compute instructions, by class."""
+
+    def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float) -> CycleModel | None:
+        """The variant's own cycle model of the launch, or None for the shared one (models/schedule.py)."""
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -36,6 +36,7 @@ from kernelgen.emit_common import (
     metadata,
 )
 from kernelgen.models.movement import site_score
+from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -424,6 +425,10 @@ class Mma:
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         # 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
         return {"tensor": hw.registers.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))}
+
+    def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float) -> CycleModel | None:
+        return None  # the shared model (kernelgen/models/schedule.py)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -25,7 +25,7 @@ from kernelgen.emit_common import (
     metadata,
 )
 from kernelgen.models.movement import site_score
-from kernelgen.models.schedule import bank_extra
+from kernelgen.models.schedule import CycleModel, bank_extra
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
@@ -276,6 +276,10 @@ class Simt:
         bv0 = av0 + t.tm
         tot = sum(bank_extra([acc0 + i * t.tn + j, av0 + i, bv0 + j], hw) for i in range(t.tm) for j in range(t.tn))
         return {"fma": tot / (t.tm * t.tn)}
+
+    def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float) -> CycleModel | None:
+        return None  # the shared model (kernelgen/models/schedule.py)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -38,6 +38,7 @@ from kernelgen.emit_common import (
     load_params,
     metadata,
 )
+from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
@@ -418,6 +419,10 @@ class Wgmma:
 
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         return {"tensor": 0.0}  # the operands are descriptors; accumulators stay in the unit's registers
+
+    def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float) -> CycleModel | None:
+        return None  # the shared model (kernelgen/models/schedule.py)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -33,7 +33,9 @@ from typing import Any
 
 from kernelgen.counting import Counts, tally
 from kernelgen.emit_common import Param, ceil_div, header_json, kernel_params, load_params, metadata
+from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
+from kernelgen.models.tma_cycles import tma_cycle_model
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Tiling, log2, operand_tiles
@@ -382,6 +384,12 @@ class WgmmaTma(Wgmma):
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
         return _counts(spec, t)
+
+    def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float) -> CycleModel | None:
+        ta, tb = operand_tiles(spec, t)
+        boxes = box(ta, t.bm)[1] + box(tb, t.bn)[1]
+        return tma_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, boxes)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:

@@ -1,0 +1,96 @@
+"""Cycle model of the warp-specialised persistent TMA + wgmma GEMM (kernelgen/variants/wgmma_tma.py), from
+its mechanisms, with no constant fitted to a measurement.
+
+The grid is min(tiles, the emitter's persistent CTA count), one CTA per core ([core.count]); CTA i walks
+tiles i, i + grid, ..., so the slowest CTA runs ceil(tiles / grid) of them and decides the launch. Per
+output tile and K tile, two engines work at once:
+
+- tensor: the consumer warpgroups' wgmmas, wgmma_unit_cycles per warp ([wgmma.f16_macs] or the input
+  type's field, [wgmma.issue]) for the C x 4 consumer warps over [pipes[tensor].count] units;
+- producer: thread 0 of warpgroup 0 issues the stage's TMA boxes ([tma.issue] each, per instruction),
+  and the stage's bytes stream into shared memory at [tma.bytes_per_cycle] or this core's share of the
+  L2's read bandwidth ([l2.bandwidth_gbps] over the cores loading at once), the L2 misses also at its
+  share of DRAM ([dram.bandwidth_gbps]). Issue (one thread) and transfer (the TMA unit and the L2) are
+  different resources and the ring keeps stages - 1 K tiles in flight, so they overlap: the larger one,
+  or the ring's round trip over its stages (bytes in flight: a stage's issue, latency, transfer and
+  the two K tiles of wgmmas that hold it), whichever is longest.
+
+A K tile takes the larger of the two. Per CTA, once: the prologue (parameters, barrier init) and the
+pipeline fill, the first stage's round trip ([l2.hit_latency] or [dram.latency] by the miss rate,
+[tma.latency]) plus its transfer; the producer runs ahead across tiles, so later tiles find their
+first stages loaded. Per tile: [wgmma.latency] once (the wait_group 0 that ends the tile) and the
+epilogue, which is not overlapped with the next tile's wgmmas: its instructions (the emitter's "post"
+region, kernelgen/counting.py) issued by the consumer warps ([core.schedulers], [core.issue_width]) or
+its stores drained at [core.store_bytes_per_cycle] or the core's share of [l2.write_bandwidth_gbps],
+whichever is longer, plus [pipes[lsu].latency].
+"""
+
+from __future__ import annotations
+
+from kernelgen.counting import Counts
+from kernelgen.models.schedule import CycleModel, wgmma_unit_cycles
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from kernelgen.tiling import Tiling, operand_tiles
+from sim.hw import HwConfig
+
+
+def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
+                    miss_rate: float, c: Counts, grid_cap: int, boxes: int) -> CycleModel:
+    """grid_cap: the emitter's persistent CTA count; boxes: TMA boxes per stage (A and B)."""
+    assert hw.wgmma is not None and hw.tma is not None
+    M, N, K = shape
+    tiles = -(-M // t.bm) * -(-N // t.bn)
+    grid = min(tiles, grid_cap)
+    cores = hw.cores_used(grid)  # [core.count]
+    tiles_per_cta = -(-tiles // grid)
+    ktiles = -(-K // t.bk)
+    ta, tb = operand_tiles(spec, t)
+    pipes = {p.name: p for p in hw.pipes}
+    tens, lsu = pipes[hw.pipe_for("tensor").name], pipes[hw.pipe_for("lsu").name]
+
+    consumer_warps = t.bm // t.tm * 4
+    units = max(1, min(tens.count, hw.core.schedulers))  # [pipes[tensor].count], [core.schedulers]
+    tensor = wgmma_unit_cycles(spec, t, hw) * -(-consumer_warps // units)
+
+    stage_bytes = ta.stage_bytes + tb.stage_bytes
+    issue = boxes * hw.tma.issue  # [tma.issue]
+    rates = [float(hw.tma.bytes_per_cycle)]  # [tma.bytes_per_cycle]
+    if hw.l2_bytes_per_cycle:
+        rates.append(hw.l2_bytes_per_cycle / cores)  # [l2.bandwidth_gbps]
+    transfer = max(stage_bytes / min(rates),
+                   stage_bytes * miss_rate / (hw.dram_bytes_per_cycle / cores))  # [dram.bandwidth_gbps]
+    # a stage's round trip: the producer's issue, the access latency (the misses at [dram.latency], the
+    # rest at [l2.hit_latency]) and [tma.latency], the transfer, then two K tiles of wgmmas (the stage is
+    # released after the next K tile's wait_group 1); `stages` of them are in flight at once
+    lat = miss_rate * hw.dram.latency + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    ring = (issue + lat + transfer + 2 * tensor) / t.stages
+    producer = max(issue, transfer, ring)
+    k_tile = max(tensor, producer)
+
+    first_lat = hw.dram.latency if miss_rate > 0 else hw.l2.hit_latency  # [dram.latency], [l2.hit_latency]
+    fill = first_lat + hw.tma.latency + issue + transfer  # [tma.latency]
+    W = -(-(t.threads + 128) // hw.warp_size)  # the consumers and the producer warpgroup ([warp_size])
+    per_sched = -(-W // hw.core.schedulers)  # [core.schedulers]
+    # [branch.frontend_depth], then the prologue's instructions issued by every warp ([core.issue_width])
+    pre = hw.branch.frontend_depth + sum(c.pre.values()) * per_sched / hw.core.issue_width + fill
+
+    cw = -(-consumer_warps // hw.core.schedulers)  # [core.schedulers]
+    epi_issue = sum(c.post.values()) * cw / hw.core.issue_width  # [core.issue_width]
+    out_bytes = t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
+    l2_w = hw.l2.write_bandwidth_gbps
+    store_rates = [x for x in (hw.core.store_bytes_per_cycle,  # [core.store_bytes_per_cycle]
+                               l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]  # [l2.write_bandwidth_gbps]
+    drain = out_bytes / min(store_rates) if store_rates else 0.0
+    epilogue = max(epi_issue, drain) + lsu.latency  # [pipes[lsu].latency]
+    per_tile = ktiles * k_tile + hw.wgmma.latency + epilogue  # [wgmma.latency]
+
+    cta = pre + tiles_per_cta * per_tile
+    total = max(cta, dram_cycles)
+    bound = "tensor" if tensor >= producer else max(
+        (("tma_issue", issue), ("tma_transfer", transfer), ("tma_ring", ring)), key=lambda x: x[1])[0]
+    if dram_cycles > cta:
+        bound = "dram"
+    terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
+             "fill": fill, "epilogue": epilogue, "store_drain": drain, "tiles_per_cta": float(tiles_per_cta),
+             "grid": float(grid), "per_tile": per_tile}
+    return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)
