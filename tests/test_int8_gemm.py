@@ -89,6 +89,7 @@ def test_s8_gemm_dequantising_epilogue(out, tol, ep, tmp_path):
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < tol
 
 
+@pytest.mark.slow
 def test_s8_tilings_sampled_exact(tmp_path):
     """Other tilings than the planner's best: rolled inner loops, 4/8/16-byte and 1-byte copies."""
     random.seed(5)

@@ -191,6 +191,7 @@ def test_dispatch_cost_is_sub_microsecond_scale(ko):
     assert per < 50e-6  # generous: the machine is shared; the median measured is ~0.3 us
 
 
+@pytest.mark.slow
 def test_cli_writes_module_and_rejects_bad_input(tmp_path, capsys):
     spec = tmp_path / "g.yaml"
     spec.write_text("M: 16\nN: 16\nK: in [1, 64]\ndtype: fp16\n"

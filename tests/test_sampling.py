@@ -80,6 +80,7 @@ def test_one_whole_wave_simulated_by_waves_equals_the_full_run(tmp_path):
     assert count == full.warp_instructions
 
 
+@pytest.mark.slow
 def test_the_bound_contains_the_full_run(tmp_path):
     """128 CTAs over 4 cores, one at a time: 32 waves, 8 sampled in part (one core of four each). (Two
     CTAs per core overlap their waves in the full run and the estimate is high: docs/sampling.md.)"""
