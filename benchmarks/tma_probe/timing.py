@@ -28,9 +28,15 @@ ITERS, WARM = 48, 8
 
 
 def main() -> int:
+    import argparse
+
     import pycuda.autoinit  # noqa: F401
     import pycuda.driver as cuda
 
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--l2-rows", type=int, default=8192, help="rows of 128 B of the L2 tensor (default 1 MiB)")
+    ap.add_argument("--name", default="tma_timing", help="output file stem under $OUT")
+    a = ap.parse_args()
     out_dir = Path(os.environ.get("OUT", "/tmp"))
     dev = cuda.Device(0)
     sms = dev.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
@@ -38,7 +44,7 @@ def main() -> int:
     ptx = PTX.read_bytes()
     rng = np.random.default_rng(11)
     tensors = {}
-    for label, rows in (("l2", 8192), ("dram", 1 << 22)):
+    for label, rows in (("l2", a.l2_rows), ("dram", 1 << 22)):
         host = rng.integers(1, 65535, size=(rows, 64), dtype=np.uint16)
         tensors[label] = (rows, cuda.to_device(host))
     results = []
@@ -77,7 +83,8 @@ def main() -> int:
                     print(json.dumps(row), file=sys.stderr)
     meta = {"device": dev.name(), "sms": sms, "clock_khz": clock_khz, "iters": ITERS, "warm": WARM,
             "date": time.strftime("%Y-%m-%d"), "ptx": str(PTX.relative_to(ROOT)), "results": results}
-    (out_dir / "tma_timing.json").write_text(json.dumps(meta, indent=1))
+    meta["l2_rows"] = a.l2_rows
+    (out_dir / f"{a.name}.json").write_text(json.dumps(meta, indent=1))
     return 0
 
 
