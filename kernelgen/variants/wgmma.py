@@ -128,6 +128,24 @@ def _thread_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple[str, str
     return mn0, k0, so
 
 
+def emit_descriptors(b: PtxBuilder, stage: str, stage_bytes: tuple[int, int], bases: tuple[str, str], wga: str,
+                     highs: tuple[int, int]) -> tuple[str, str]:
+    """The A and B shared-memory descriptors of stage `stage` (start address >> 4 in the low bits, the
+    layout's LBO/SBO/swizzle `highs` above); A is offset by this warpgroup's rows `wga`."""
+    ra, rb, ra4, rb4 = b.regs("u32", 4)
+    da, db = b.reg("u64"), b.reg("u64")
+    b.i(f"mad.lo.u32 {ra}, {stage}, {stage_bytes[0]}, {bases[0]}")
+    b.i(f"add.u32 {ra}, {ra}, {wga}")
+    b.i(f"mad.lo.u32 {rb}, {stage}, {stage_bytes[1]}, {bases[1]}")
+    b.i(f"shr.u32 {ra4}, {ra}, 4")
+    b.i(f"shr.u32 {rb4}, {rb}, 4")
+    b.i(f"cvt.u64.u32 {da}, {ra4}")
+    b.i(f"cvt.u64.u32 {db}, {rb4}")
+    b.i(f"or.b64 {da}, {da}, {highs[0]}")
+    b.i(f"or.b64 {db}, {db}, {highs[1]}")
+    return da, db
+
+
 def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str], tiles: tuple[OperandTile, OperandTile],
                     k_steps: int, ab: str, pending: int, pone: str) -> None:
     """One K tile: wgmma.fence, k_steps x len(acc) m64nNk16 wgmmas from the stage descriptors, commit, and
@@ -297,17 +315,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     ha, hb = desc_high(ta), desc_high(tb)
     b.comment(f"Descriptors of the read stage: start >> 4 | LBO/SBO | 128B swizzle (A {ha:#x}, B {hb:#x});\n"
               f"k16 step: +{k_step_bytes(ta)} B (A), +{k_step_bytes(tb)} B (B); m64 block: +{BLOCK} B")
-    ra, rb, ra4, rb4 = b.regs("u32", 4)
-    da, db = b.reg("u64"), b.reg("u64")
-    b.i(f"mad.lo.u32 {ra}, {rs}, {a_bytes}, {sa}")
-    b.i(f"add.u32 {ra}, {ra}, {wga}")
-    b.i(f"mad.lo.u32 {rb}, {rs}, {b_bytes}, {sb}")
-    b.i(f"shr.u32 {ra4}, {ra}, 4")
-    b.i(f"shr.u32 {rb4}, {rb}, 4")
-    b.i(f"cvt.u64.u32 {da}, {ra4}")
-    b.i(f"cvt.u64.u32 {db}, {rb4}")
-    b.i(f"or.b64 {da}, {da}, {ha}")
-    b.i(f"or.b64 {db}, {db}, {hb}")
+    da, db = emit_descriptors(b, rs, (a_bytes, b_bytes), (sa, sb), wga, (ha, hb))
     pending = 1 if overlap else 0
     emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, pending, pone)
 

@@ -46,6 +46,7 @@ from kernelgen.variants.wgmma import (
     Wgmma,
     desc_high,
     emit_acc_epilogue,
+    emit_descriptors,
     emit_wgmma_tile,
     kmajor,
 )
@@ -214,18 +215,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     fb = b.reg("u32")
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, fb, ph, "c_full")
-    ha, hb = desc_high(ta), desc_high(tb)
-    ra, rb, ra4, rb4 = b.regs("u32", 4)
-    da, db = b.reg("u64"), b.reg("u64")
-    b.i(f"mad.lo.u32 {ra}, {s}, {a_bytes}, {sa}")
-    b.i(f"add.u32 {ra}, {ra}, {wga}")
-    b.i(f"mad.lo.u32 {rb}, {s}, {b_bytes}, {sb}")
-    b.i(f"shr.u32 {ra4}, {ra}, 4")
-    b.i(f"shr.u32 {rb4}, {rb}, 4")
-    b.i(f"cvt.u64.u32 {da}, {ra4}")
-    b.i(f"cvt.u64.u32 {db}, {rb4}")
-    b.i(f"or.b64 {da}, {da}, {ha}")
-    b.i(f"or.b64 {db}, {db}, {hb}")
+    da, db = emit_descriptors(b, s, (a_bytes, b_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
     emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, 1, pone)
     b.comment("wait_group 1: the previous K tile's wgmmas are done, so its stage goes back to the producer")
     pk, eb = b.reg("pred"), b.reg("u32")
