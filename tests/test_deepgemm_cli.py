@@ -37,6 +37,7 @@ def test_detect_gpu_without_one_says_why():
     assert r.returncode == 1 and r.stdout.startswith("no CUDA GPU: ") and r.stdout.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_probe_and_compile_dispatch(tmp_path):
     from validation.gpu import gpu_available
 

@@ -89,7 +89,12 @@ def path_of(file: str) -> Path:
     return BUGS / (file + ".ptx")
 
 
-@pytest.mark.parametrize("file,kernel,flags,expect", CASES, ids=[c[1] for c in CASES])
+SLOW_CASES = ("ok_loop_stride", "oob_loop_stride")  # 10-16 s each: in the slow set
+
+
+@pytest.mark.parametrize("file,kernel,flags,expect",
+                         [pytest.param(*c, marks=pytest.mark.slow) if c[1] in SLOW_CASES else c for c in CASES],
+                         ids=[c[1] for c in CASES])
 def test_verify_case(file, kernel, flags, expect):
     p = path_of(file)
     rep = verify_text(p.read_text(), str(p), parse_flags(flags, kernel))

@@ -204,6 +204,7 @@ def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, ex
 # -------------------------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.slow
 def test_cli_writes_four_files(tmp_path, monkeypatch):
     import kernelgen.cli as cli
 

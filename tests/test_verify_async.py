@@ -94,11 +94,13 @@ def test_expect_tx_bytes_differ_from_the_copies():
 
 
 # ---------------------------------------------------------------- wgmma (kernelgen, 33x17x128 f16, 2 K tiles)
+@pytest.mark.slow
 def test_kernelgen_wgmma_kernel_proved():
     rep = verify("wgmma_ok")
     assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
 
 
+@pytest.mark.slow
 def test_missing_proxy_fence():
     p = assert_only_violated(verify("wgmma_no_proxy_fence"), "wgmma", "no fence.proxy.async")
     assert "cp.async" in p["witness"]["access"] and p["witness"]["wgmma_line"] > p["line"]
@@ -155,6 +157,7 @@ def _startup_s() -> float:
     return time.monotonic() - t
 
 
+@pytest.mark.slow
 def test_timeout_bounds_a_long_run(tmp_path):
     rep, wall = _timed_cli(tmp_path, 400, 3)
     start = _startup_s()
