@@ -33,8 +33,11 @@ $L:
 def _interrupt(tmp_path: Path, argv: list[str], after: float) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # SIGINT back to its default in the child: a test run started in the background of a shell without
+    # job control inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler
     p = subprocess.Popen([sys.executable, "-m", *argv], cwd=tmp_path, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(after)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
