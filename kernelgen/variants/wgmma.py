@@ -399,7 +399,9 @@ class Wgmma:
         return emit(spec, t, prediction, name, profile)
 
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
-        return _staged_counts(spec, t)
+        # each tiling from its own build: counts are affine in the stages only from 3 on (2 stages keep
+        # wait_group 0 each tile), and wgmma has at most 4
+        return _counts(spec, t)
 
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: none (A and B stay in shared memory); addressing: lane coords, stage/loop
@@ -439,13 +441,6 @@ class Wgmma:
         if t.stages >= 3:  # tile kt+1 is waited for one iteration after its copy's tile kt+1-(stages-1)
             return SyncPlan(1, 1, t.stages - 3, 1, sync_lat, exposed, ok, why)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
-
-
-@lru_cache(maxsize=65536)
-def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
-    """Counts are affine in the stages only from 3 on (2 stages keep wait_group 0 each tile, 3 or more
-    keep one group in flight), and wgmma has at most 4: each tiling is counted from its own build."""
-    return _counts(spec, t)
 
 
 @lru_cache(maxsize=65536)
