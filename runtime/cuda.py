@@ -1,6 +1,8 @@
 """The runtime on GPU 0 through pycuda: the module's cubin (or its PTX, JIT-compiled) per variant, one
 stream, page-locked host buffers; submit copies in, launches and copies out asynchronously, wait
-synchronises the stream. Needs the optional [gpu] extra (pycuda)."""
+synchronises the stream. Device and page-locked buffers come from pools (runtime.pool): allocated on the
+first launch of a size, reused by later launches once the earlier launch has been waited for. Needs the
+optional [gpu] extra (pycuda)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from kernelgen.module import Module
 from runtime.backends import Job
+from runtime.pool import Pool
 from sim.errors import ExecutionError, UsageError
 from sim.launch import Arg
 
@@ -53,6 +56,8 @@ class CudaBackend:
         atexit.register(self.ctx.pop)
         self.stream = cuda.Stream()
         self.functions: dict[int, Any] = {}
+        self.device_pool = Pool(lambda nbytes: cuda.mem_alloc(nbytes))
+        self.host_pool = Pool(lambda key: cuda.pagelocked_empty(key[0], key[1]))
 
     def function(self, v: int) -> Any:
         if v not in self.functions:
@@ -76,9 +81,9 @@ class CudaBackend:
         for i, a in enumerate(args):
             if a.kind == "buffer":
                 assert a.array is not None
-                host = cuda.pagelocked_empty(a.array.shape, a.array.dtype)
+                host = self.host_pool.take((a.array.shape, a.array.dtype.str))
                 host[...] = a.array
-                mem = cuda.mem_alloc(max(1, host.nbytes))
+                mem = self.device_pool.take(max(1, host.nbytes))
                 cuda.memcpy_htod_async(mem, host, s)
                 pinned[i] = host
                 device[i] = mem
@@ -102,6 +107,8 @@ class CudaBackend:
             raise ExecutionError(f"kernel failed on the GPU: {e}") from None
         pinned, device = job.handle
         outputs = {i: np.array(h) for i, h in pinned.items()}
-        for mem in device.values():
-            mem.free()
+        for host in pinned.values():
+            self.host_pool.give((host.shape, host.dtype.str), host)
+        for i, mem in device.items():
+            self.device_pool.give(max(1, pinned[i].nbytes), mem)
         return outputs, None
