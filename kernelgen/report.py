@@ -6,6 +6,15 @@ import csv
 import io
 from typing import Any
 
+from kernelgen.analysis import (
+    candidate_lines,
+    hotspot_lines,
+    movement_lines,
+    prediction_lines,
+    register_lines,
+    schedule_lines,
+    sync_lines,
+)
 from kernelgen.planner import Plan, prediction_dict, tiling_json
 
 
@@ -70,10 +79,8 @@ def candidates_csv(p: Plan) -> str:
 
 def analysis_md(p: Plan) -> str:
     e = p.best
-    t, m, r, s, y = e.tiling, e.movement, e.registers, e.schedule, e.sync
-    pred = prediction_dict(p)
     M, N, K = p.shape
-    L = [f"# Kernel analysis: {t.key()}", "",
+    L = [f"# Kernel analysis: {e.tiling.key()}", "",
          "## Assumptions",
          f"- hardware: {p.hw.name} ({p.hw.path or 'in memory'}), clock {p.hw.clock_mhz} MHz, "
          f"{p.hw.core.count} cores",
@@ -83,30 +90,12 @@ def analysis_md(p: Plan) -> str:
          "- L2 reuse: re-reads hit L2 with probability min(1, l2.size / footprint); DRAM at "
          f"{p.hw.dram_bytes_per_cycle:.1f} B/cycle (dram.bandwidth_gbps / clock_mhz)",
          "- registers: analytic live ranges x a ptxas-calibrated factor per shape family", "",
-         "## The four layers for the chosen plan",
-         f"1. **Data movement**: {m.smem_bytes} B shared/block, {m.global_bytes_per_cta} B global/CTA, "
-         f"{m.dram_bytes} B DRAM total (L2 hit {m.l2_hit_rate:.2f}), burst efficiency {m.burst_efficiency:.2f}, "
-         f"bank-conflict score {m.bank_conflict_score:g} per K tile ({m.bank_passes_per_tile} passes for "
-         f"{m.bank_accesses_per_tile} accesses), DRAM time {m.dram_cycles:.0f} cycles",
-         f"2. **Registers**: {r.accumulators} accumulators + {r.fragments} fragments + {r.addressing} addressing "
-         f"+ {r.params} parameters = {r.analytic}, x{r.factor:.3f} (calibrated: {r.calibrated}) = "
-         f"**{r.per_thread}** per thread (limit {r.limit})",
-         f"3. **ALU scheduling**: work per CTA {s.work} lane-ops; minimum {s.min_cycles_per_cta} cycles/CTA "
-         f"on {s.bound_pipe}; {s.ctas_per_core} CTAs/core (limited by {s.ctas_limited_by}), occupancy "
-         f"{s.occupancy:.2f}, {s.ctas} CTAs in {s.waves} waves",
-         f"4. **Synchronization**: {y.barriers_per_tile} barrier(s) and {y.waits_per_tile} cp.async wait "
-         f"(depth {y.wait_depth}) per K tile, {y.barrier_cycles} cycles each tile, exposed latency "
-         f"{y.exposed_latency_per_tile:.0f} cycles/tile; {y.reason}", "",
-         "## Prediction",
-         f"- cycles {pred['cycles']} (per CTA {pred['cycles_per_cta']}), utilization "
-         + ", ".join(f"{k} {v:.2f}" for k, v in pred["utilization"].items()), "",
-         "## What bounds the kernel",
-         f"- {_bound(p)}", "",
-         "## Top candidates (Pareto frontier: cycles vs registers vs shared memory)", "",
-         "| tiling | cycles | regs | smem | occupancy | bound |", "|---|---|---|---|---|---|"]
-    for c in [x for x in p.survivors if x.pareto][:10]:
-        L.append(f"| {c.tiling.key()} | {c.cycles} | {c.registers.per_thread} | {c.movement.smem_bytes} | "
-                 f"{c.schedule.occupancy:.2f} | {c.schedule.bound_pipe} |")
+         "## The four layers for the chosen plan (formula = numbers = result)", ""]
+    L += movement_lines(p) + [""] + register_lines(e) + [""] + schedule_lines(p) + [""] + sync_lines(e) + [""]
+    L += prediction_lines(p) + [""]
+    L += ["## What bounds the kernel",
+          f"- {_bound(p)}", ""]
+    L += hotspot_lines(p) + [""] + candidate_lines(p)
     L += ["", "## Search", f"- {p.candidates} candidates in {p.seconds:.3f} s"] + [f"- {x}" for x in p.log]
     return "\n".join(L) + "\n"
 
