@@ -52,13 +52,22 @@ def load_any_spec(hw_name: str | None, op: str | None, gemm: str | None, dtype: 
 
 def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
                    variant: str | None, verbose: bool = False, profile: bool = False,
-                   shape: str | None = None) -> dict[str, str]:
+                   shape: str | None = None, dump_ir: bool = False) -> dict[str, str]:
     """Plan and emit one kernel; returns {filename: text}."""
+    spec, hw, variant = load_any_spec(hw_name, op, gemm, dtype, out_dtype, variant, shape)
+    files = compile_spec(spec, hw, variant, verbose, profile, dump_ir)
+    if op and Path(op).suffix in (".dgemm", ".dgml"):
+        files[Path(op).name] = Path(op).read_text()
+    return files
+
+
+def compile_spec(spec: Any, hw: Any, variant: str | None, verbose: bool = False, profile: bool = False,
+                 dump_ir: bool = False) -> dict[str, str]:
+    """kernel.ptx, plan.json, analysis.md, candidates.csv (and kernel.ir with dump_ir) of one spec."""
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.report import analysis_md, candidates_csv, plan_json
     from kernelgen.variants import get
 
-    spec, hw, variant = load_any_spec(hw_name, op, gemm, dtype, out_dtype, variant, shape)
     p = plan(spec, hw, variant, verbose)
     if verbose:
         for line in p.log:
@@ -66,9 +75,12 @@ def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype:
     pred = prediction_dict(p)
     ptx = get(p.best.tiling.variant).emit(spec, p.best.tiling, pred, profile=profile)
     files = {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
-            "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
-    if op and Path(op).suffix in (".dgemm", ".dgml"):
-        files[Path(op).name] = Path(op).read_text()
+             "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
+    if dump_ir:
+        from sim.irdump import dump_ir as dump
+        from sim.ptx.parser import parse_ptx
+
+        files["kernel.ir"] = dump(parse_ptx(ptx, "kernel.ptx"))
     return files
 
 
@@ -137,7 +149,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
     c.add_argument("--profile", action="store_true",
                    help="add a u64 profile buffer: clock64 per CTA at start, around the K loop, at end")
+    c.add_argument("--dump-ir", action="store_true",
+                   help="also write kernel.ir: each instruction as the simulator decodes it (class, pipe, memory)")
     c.add_argument("--debug", action="store_true", help="tracebacks on error")
+    g = sub.add_parser("codegen", help="emit one kernel at the tile sizes given (seed 003's deepgemm-codegen)")
+    g.add_argument("--hw", "--hardware", dest="hw", required=True, help="hwconfig path or bundled name")
+    g.add_argument("--gemm", "--shape", dest="gemm", required=True, help="MxNxK")
+    for name in ("m", "n", "k"):
+        g.add_argument(f"--tile-{name}", type=int, required=True, help=f"TILE_{name.upper()}")
+    g.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "fp16", "fp32"])
+    g.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"])
+    g.add_argument("--epilogue", help="e.g. 'alpha * acc + beta * C + bias', 'relu(acc + bias)', or the "
+                                      "seed's 'alpha * C + beta * D' (docs/kernelgen.md)")
+    g.add_argument("--variant", choices=names(), help="restrict to one emitter")
+    g.add_argument("-o", "--output", "--out", dest="out", required=True,
+                   help="X.ptx (the kernel alone) or a directory (kernel.ptx, plan.json, analysis.md, ...)")
+    g.add_argument("--profile", action="store_true", help="as for compile")
+    g.add_argument("--dump-ir", action="store_true", help="as for compile (directory output)")
+    g.add_argument("--debug", action="store_true", help="tracebacks on error")
     return ap
 
 
@@ -152,6 +181,8 @@ def _run(argv: list[str]) -> int:
         return int(e.code or 0) and 2
     if not args.out.strip():
         raise UsageError("-o: the output directory is empty; name a directory (e.g. -o out)")
+    if args.cmd == "codegen":
+        return _run_codegen(args)
     if args.spec and (args.op or args.gemm):
         raise UsageError(f"give the spec once: {args.spec} or --op/--gemm")
     op = args.spec or args.op
@@ -160,9 +191,28 @@ def _run(argv: list[str]) -> int:
     if args.out.endswith(".ko"):
         return _run_module(args, op)
     files = compile_kernel(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
-                           args.verbose, args.profile, args.shape)
+                           args.verbose, args.profile, args.shape, args.dump_ir)
     write_atomically(Path(args.out), files)
     print(f"kernelgen: wrote {args.out}/{', '.join(files)}", file=sys.stderr)
+    return 0
+
+
+def _run_codegen(args: argparse.Namespace) -> int:
+    from kernelgen.codegen import codegen_spec
+    from sim.atomic import write_with
+    from sim.hw import load_hw
+
+    spec = codegen_spec(args.gemm, args.dtype, args.out_dtype,
+                        {"TILE_M": args.tile_m, "TILE_N": args.tile_n, "TILE_K": args.tile_k}, args.epilogue)
+    files = compile_spec(spec, load_hw(args.hw), args.variant, False, args.profile, args.dump_ir)
+    if args.out.endswith(".ptx"):
+        if args.dump_ir:
+            raise UsageError("--dump-ir writes kernel.ir next to kernel.ptx: give -o a directory")
+        write_with(args.out, lambda tmp: tmp.write_text(files["kernel.ptx"]))
+        print(f"kernelgen: wrote {args.out}", file=sys.stderr)
+    else:
+        write_atomically(Path(args.out), files)
+        print(f"kernelgen: wrote {args.out}/{', '.join(files)}", file=sys.stderr)
     return 0
 
 

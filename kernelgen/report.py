@@ -28,7 +28,7 @@ def plan_json(p: Plan, ptx_path: str = "kernel.ptx") -> dict[str, Any]:
         "spec": p.spec.to_json(),
         "shape": list(p.shape),
         "tiling": tiling_json(e.tiling, p.spec),
-        "prediction": prediction_dict(p),
+        "prediction": {**prediction_dict(p), "phases": phases(p)},
         "layers": {
             "movement": {"smem_bytes": m.smem_bytes, "global_bytes_per_cta": m.global_bytes_per_cta,
                          "global_bytes": m.global_bytes, "dram_bytes": m.dram_bytes,
@@ -75,6 +75,18 @@ def candidates_csv(p: Plan) -> str:
                     round(e.schedule.occupancy, 4), e.movement.bank_conflict_score, e.schedule.bound_pipe,
                     int(e.pareto)])
     return buf.getvalue()
+
+
+def phases(p: Plan) -> dict[str, int]:
+    """Predicted cycles of a CTA's stages as the --profile slots split them: prologue (to the K loop),
+    K loop, epilogue (cycle model pre, K tiles x iteration, post)."""
+    m = p.best.model
+    ktiles = -(-p.shape[2] // p.best.tiling.bk)
+    if "per_tile" in m.terms:  # persistent: one CTA's tiles in turn
+        tiles = int(m.terms["tiles_per_cta"])
+        return {"prologue": round(m.pre_cycles), "k_loop": round(tiles * ktiles * m.iter_cycles),
+                "epilogue": round(tiles * m.post_cycles)}
+    return {"prologue": round(m.pre_cycles), "k_loop": round(ktiles * m.iter_cycles), "epilogue": round(m.post_cycles)}
 
 
 def analysis_md(p: Plan) -> str:

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("validation.compare", "predicted vs simulated (+ measured), gap traced to stalls by PTX line"),
     "calibrate": ("validation.calibrate", "H200 microbenchmarks: measured (committed or --gpu) vs simulated"),
     "sweep": ("validation.sweep", "hardware parameters x GEMM shapes x variants: predictions, simulations, plots"),
+    "analyze": ("validation.analyze", "stage cycles and register pressure of a --profile kernel, predicted vs run"),
     "probe": ("validation.probe", "describe the live GPU through the driver and write its hardware YAML"),
 }
 

@@ -1,5 +1,6 @@
 """The ``deepgemm`` command of the seeds: ``deepgemm compile ...`` (kernelgen), ``deepgemm probe ...``
-(validation probe: the live GPU's hardware YAML) and the flags ``--detect-gpu``, ``--list-targets`` and
+(validation probe: the live GPU's hardware YAML), ``deepgemm analyze --profile DIR`` (validation
+analyze: stage cycles and register pressure) and the flags ``--detect-gpu``, ``--list-targets`` and
 ``--version``. It lives in validation because probe reads the GPU; kernelgen never imports validation."""
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "probe":
+    if argv and argv[0] in ("probe", "analyze"):
         from validation.__main__ import main as validation_main
 
         return validation_main(argv)
