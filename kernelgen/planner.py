@@ -16,7 +16,7 @@ from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, pipe_busy, schedule
 from kernelgen.models.sync import SyncPlan, sync_plan
-from kernelgen.spec import Constraint, GemmSpec
+from kernelgen.spec import CONSTRAINTS, Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get, names
 from sim.errors import UsageError
@@ -69,25 +69,38 @@ class Plan:
     log: list[str]
 
 
-def _metric(ev: Evaluated, key: str) -> float:
+def _movement_metric(mv: Movement, key: str) -> float:
+    return {"shared_memory_per_block": mv.smem_bytes, "l2_hit_rate": mv.l2_hit_rate,
+            "bank_conflict_score": mv.bank_conflict_score, "dram_bytes": mv.dram_bytes}[key]
+
+
+def _metric(ev: Evaluated, key: str, hw: HwConfig) -> float:
+    """The value of observable ``key`` (spec.CONSTRAINTS) for an evaluated candidate."""
+    if CONSTRAINTS[key][0] == "movement":
+        return _movement_metric(ev.movement, key)
     if key == "registers_per_thread":
         return ev.registers.per_thread
-    if key == "shared_memory_per_block":
-        return ev.movement.smem_bytes
     if key == "occupancy":
         return ev.schedule.occupancy
     if key == "alu_utilization":
         return max((ev.utilization.get(p, 0.0) for p in ("tensor", "fma")), default=0.0) if ev.utilization else 0.0
+    if key == "tensor_utilization":
+        return ev.utilization.get("tensor", 0.0)
+    if key == "cycles":
+        return ev.cycles
+    if key == "bandwidth_demand_gbps":  # DRAM bytes over the predicted time: [clock_mhz]
+        return ev.movement.dram_bytes * hw.clock_mhz * 1e6 / max(1, ev.cycles) / 1e9
     raise KeyError(key)
 
 
 def _violates(c: Constraint, v: float) -> bool:
+    if c.op == "==":
+        return abs(v - c.value) > 1e-9 * max(1.0, abs(c.value))
     return (c.op == "<=" and v > c.value) or (c.op == ">=" and v < c.value)
 
 
 def _soft_penalty(c: Constraint, v: float) -> float:
-    upper = c.key in ("registers_per_thread", "shared_memory_per_block")
-    excess = (v - c.value) if upper else (c.value - v)
+    excess = (v - c.value) if CONSTRAINTS[c.key][1] == "higher" else (c.value - v)
     return max(0.0, excess) / max(abs(c.value), 1e-9)
 
 
@@ -141,9 +154,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         if sm > smem_cap:
             reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, t)
             continue
-        c = next((c for c in hard if c.key == "shared_memory_per_block" and _violates(c, sm)), None)
+        c = next((c for c in hard if CONSTRAINTS[c.key][0] == "movement"
+                  and _violates(c, _movement_metric(mv, c.key))), None)
         if c:
-            reject("movement", c.text(), sm, t)
+            reject("movement", c.text(), _movement_metric(mv, c.key), t)
             continue
         moved.append((t, mv))
     layers_log.append(("movement", len(ranged), len(moved)))
@@ -194,10 +208,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
                 ev.utilization.setdefault(cls, ev.utilization[hw.pipe_for(cls).name])
             except KeyError:
                 pass
-        c = next((c for c in hard if c.key in ("occupancy", "alu_utilization") and _violates(c, _metric(ev, c.key))),
+        c = next((c for c in hard if CONSTRAINTS[c.key][0] == "schedule" and _violates(c, _metric(ev, c.key, hw))),
                  None)
         if c:
-            reject("schedule", c.text(), _metric(ev, c.key), t)
+            reject("schedule", c.text(), _metric(ev, c.key, hw), t)
             continue
         nxt.append(ev)
     layers_log.append(("schedule", len(fitted), len(nxt)))
@@ -207,7 +221,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         if not ev.sync.deadlock_free:
             reject("sync", f"deadlock-free pipeline ({ev.sync.reason})", 0, ev.tiling)
             continue
-        ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key)) for c in soft)
+        ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key, hw)) for c in soft)
         nxt.append(ev)
     layers_log.append(("sync", len(alive), len(nxt)))
     alive = nxt

@@ -4,14 +4,17 @@ the Lark grammars in kernelgen/grammars/ into the YAML spec's mapping, then ``sp
 Mapping:
 - ``.dgemm``: op tensors give dtypes (A -> a, D -> out) and layouts (row-major -> row,
   col-major -> col); ``param alpha/beta``; ``constraint { NAME op EXPR; }`` with NAME an observable
-  (register_usage -> registers_per_thread, shared_bytes -> shared_memory_per_block, alu_utilization,
-  occupancy) and EXPR a constant expression; ``tiling { X ∈ [a, b] ∧ X % m == 0; }``. A ``.dgemm``
+  (register_usage -> registers_per_thread, shared_bytes -> shared_memory_per_block, bandwidth_demand ->
+  bandwidth_demand_gbps, and every spec.CONSTRAINTS key: l2_hit_rate, bank_conflict_score, dram_bytes,
+  alu_utilization, tensor_utilization, occupancy, cycles) and EXPR a constant expression;
+  ``tiling { X ∈ [a, b] ∧ X % m == 0; }``. A ``.dgemm``
   names no sizes: ``shape`` (M, N, K) comes from ``--shape MxNxK``.
 - ``.dgml``: precision weight/activation -> dtype a/b, output -> out; shape M, N, K or K_min/K_max
-  (a K range: the spec's Dim range); sm_mem_limit (KB) -> shared_memory_per_block.
+  (a K range: the spec's Dim range); sm_mem_limit (KB) -> shared_memory_per_block; l2_hit_rate_min ->
+  l2_hit_rate >= value.
 A constraint over TILE_* variables (hard: <=, >=, ==) becomes a kernelgen.constraints.TileExpr that the
 planner's tiling layer prunes on (named in its log). Parsed but not yet weighed, each said in a warning:
-l2_hit_rate_min, pad_k, warp_level_sync, and layouts blocked-RxC / striped-N (the default layout is used).
+pad_k, warp_level_sync, and layouts blocked-RxC / striped-N (the default layout is used).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from kernelgen.constraints import TILE_VARS, TileExpr
-from kernelgen.spec import GemmSpec, parse_spec
+from kernelgen.spec import CONSTRAINT_KEYS, GemmSpec, parse_spec
 from sim.errors import UsageError, WorkbenchWarning
 
 GRAMMARS = Path(__file__).parent / "grammars"
@@ -37,10 +40,8 @@ DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f3
 LATER_DTYPES = {d: f"{d} GEMM is not built yet (issue 16 item 4); use int8, fp16, bf16 or fp32"
                 for d in ("int4", "int4_e2m1")}
 LAYOUT_ALIASES = {"row-major": "row", "row": "row", "col-major": "col", "col": "col"}
-OBSERVABLES = {"register_usage": "registers_per_thread", "registers_per_thread": "registers_per_thread",
-               "shared_bytes": "shared_memory_per_block",
-               "shared_memory_per_block": "shared_memory_per_block",
-               "alu_utilization": "alu_utilization", "occupancy": "occupancy"}
+OBSERVABLES = {"register_usage": "registers_per_thread", "shared_bytes": "shared_memory_per_block",
+               "bandwidth_demand": "bandwidth_demand_gbps", **{k: k for k in CONSTRAINT_KEYS}}
 DGML_KEYS = {"precision": ("weight", "activation", "output", "accumulator"),
              "shape": ("M", "N", "K", "M_min", "M_max", "N_min", "N_max", "K_min", "K_max"),
              "constraints": ("use_hmma", "sm_mem_limit", "l2_hit_rate_min", "pad_k", "warp_level_sync")}
@@ -265,6 +266,8 @@ def dgml_to_dict(text: str, src: str) -> tuple[dict[str, Any], str | None]:
     for key, (v, e) in cons.items():
         if key == "sm_mem_limit":
             out.append(f"shared_memory_per_block <= {int(v * 1024)}")
+        elif key == "l2_hit_rate_min":
+            out.append(f"l2_hit_rate >= {float(v)!r}")
         elif key == "use_hmma":
             data["_variant"] = "mma" if v else "simt"
         else:

@@ -45,7 +45,14 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
 DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
 LAYOUTS = ("row", "col")
 EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
-CONSTRAINT_KEYS = ("registers_per_thread", "shared_memory_per_block", "alu_utilization", "occupancy")
+#: constraint observable -> (the planner layer that prunes on it, the direction that is worse: "higher" or
+#: "lower"; a soft "~" constraint is penalised by the relative distance in that direction only)
+CONSTRAINTS = {"registers_per_thread": ("registers", "higher"), "shared_memory_per_block": ("movement", "higher"),
+               "l2_hit_rate": ("movement", "lower"), "bank_conflict_score": ("movement", "higher"),
+               "dram_bytes": ("movement", "higher"), "alu_utilization": ("schedule", "lower"),
+               "tensor_utilization": ("schedule", "lower"), "occupancy": ("schedule", "lower"),
+               "bandwidth_demand_gbps": ("schedule", "higher"), "cycles": ("schedule", "higher")}
+CONSTRAINT_KEYS = tuple(CONSTRAINTS)
 TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
 TOP_KEYS = ("version", "op", "M", "N", "K", "shapes", "dtype", "layout", "alpha", "beta", "epilogue",
             "constraints", "tiling", "name")
@@ -75,7 +82,7 @@ class Dim:
 @dataclass(frozen=True)
 class Constraint:
     key: str
-    op: str  # "<=", ">=", "~"
+    op: str  # "<=", ">=", "==", "~"
     value: float
 
     @property
@@ -227,7 +234,7 @@ def _choice(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
     return str(v)
 
 
-_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(<=|>=|~)\s*([0-9.eE+-]+)\s*$")
+_CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|~)\s*([0-9.eE+-]+)\s*$")
 _TILE_MOD_RE = re.compile(r"^\s*([A-Z_]+)\s*%\s*(\d+)\s*==\s*0\s*$")
 
 
@@ -235,7 +242,7 @@ def _constraint(src: str, i: int, v: Any) -> Constraint:
     key = f"constraints[{i}]"
     m = _CONSTRAINT_RE.match(str(v)) if isinstance(v, str) else None
     if not m:
-        raise _err(src, key, f"expected 'NAME <=|>=|~ VALUE', got {v!r}")
+        raise _err(src, key, f"expected 'NAME <=|>=|==|~ VALUE', got {v!r}")
     name, op, val = m.groups()
     if name not in CONSTRAINT_KEYS:
         raise _err(src, key, f"unknown constraint {name!r} (one of {', '.join(CONSTRAINT_KEYS)})")
