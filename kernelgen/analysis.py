@@ -13,6 +13,7 @@ from kernelgen.planner import Evaluated, Plan, prediction_dict
 from kernelgen.spec import DTYPE_BYTES
 from kernelgen.tiling import operand_tiles
 from kernelgen.variants import get
+from sim.liveness import Liveness
 
 MISMATCH = "(model: "
 
@@ -57,14 +58,43 @@ def movement_lines(p: Plan) -> list[str]:
         f"- bank-conflict score per K tile {m.bank_conflict_score:g} (sum over {hw.shared.banks} banks of "
         f"(accesses - mean)^2 per warp access): {m.bank_passes_per_tile} passes for "
         f"{m.bank_accesses_per_tile} accesses",
-    ]
+    ] + reuse_lines(p)
 
 
-def register_lines(e: Evaluated) -> list[str]:
+def reuse_lines(p: Plan) -> list[str]:
+    """Reuse rates (seed 000 §3.3) from the movement model's bytes: how often a datum loaded at one
+    level is used at the next."""
+    e, spec = p.best, p.spec
+    t, m = e.tiling, e.movement
+    ein = DTYPE_BYTES[spec.dtype_a]
+    kpad = -(-p.shape[2] // t.bk) * t.bk
+    macs = t.bm * t.bn * kpad
+    operand = 2 * macs * ein  # each MAC reads one A and one B element
+    to_shared = kpad * (t.bm + t.bn) * ein
+    L = [f"- reuse per CTA: {macs} MACs read {operand} operand bytes; {to_shared} B come from global into "
+         f"shared (global reuse {operand / to_shared:.1f} = 2 TILE_M TILE_N / (TILE_M + TILE_N))"]
+    if m.register_bytes_per_cta:
+        L.append(f"  - spatial (threads sharing a shared-memory element): {m.shared_bytes_per_cta} B read from "
+                 f"shared / {to_shared} B written = {m.shared_bytes_per_cta / to_shared:.1f} reads each; temporal "
+                 f"(uses of a register operand): {operand} / {m.register_bytes_per_cta} B loaded into registers = "
+                 f"{operand / m.register_bytes_per_cta:.1f} uses each")
+    else:
+        L.append("  - the tensor core reads its operands from shared memory (wgmma descriptors): no register copy")
+    L.append(f"  - reduction: each of the {t.bm * t.bn} accumulators takes {kpad} MACs in registers before its "
+             "one store")
+    return L
+
+
+def register_lines(e: Evaluated, live: Liveness | None = None) -> list[str]:
     r = e.registers
     analytic = r.accumulators + r.fragments + r.addressing + r.params
-    return [
-        "### 2. Registers",
+    extra = []
+    if live is not None:
+        where = f"inside the loop at {live.peak_loop}" if live.peak_loop else "outside any loop"
+        extra = [f"- live ranges over the emitted PTX (sim/liveness.py): at most **{live.peak}** 32-bit registers "
+                 f"live at once (+{live.predicates_peak} predicates), at kernel.ptx:{live.peak_line} {where}; "
+                 f"the model says {r.per_thread} ({100 * (r.per_thread / max(1, live.peak) - 1):+.0f}%)"]
+    return ["### 2. Registers"] + extra + [
         f"- per thread = accumulators + fragments + addressing + parameters = {r.accumulators} + {r.fragments} + "
         f"{r.addressing} + {r.params} = {_check(analytic, r.analytic)}; x {r.factor:.3f} (ptxas calibration, "
         f"{'calibrated' if r.calibrated else 'uncalibrated'} for this shape family) = **{r.per_thread}** "

@@ -75,7 +75,7 @@ def compile_spec(spec: Any, hw: Any, variant: str | None, verbose: bool = False,
     pred = prediction_dict(p)
     ptx = get(p.best.tiling.variant).emit(spec, p.best.tiling, pred, profile=profile)
     files = {"kernel.ptx": ptx, "plan.json": json.dumps(plan_json(p), indent=2) + "\n",
-             "analysis.md": analysis_md(p), "candidates.csv": candidates_csv(p)}
+             "analysis.md": analysis_md(p, ptx), "candidates.csv": candidates_csv(p)}
     if dump_ir:
         from sim.irdump import dump_ir as dump
         from sim.ptx.parser import parse_ptx

@@ -89,8 +89,15 @@ def phases(p: Plan) -> dict[str, int]:
     return {"prologue": round(m.pre_cycles), "k_loop": round(ktiles * m.iter_cycles), "epilogue": round(m.post_cycles)}
 
 
-def analysis_md(p: Plan) -> str:
+def analysis_md(p: Plan, ptx: str | None = None) -> str:
+    """``ptx``: the emitted kernel, for the live-range peak (sim.liveness) in the registers layer."""
     e = p.best
+    live = None
+    if ptx is not None:
+        from sim.liveness import liveness
+        from sim.ptx.parser import parse_ptx
+
+        live = liveness(next(iter(parse_ptx(ptx, "kernel.ptx").kernels.values())))
     M, N, K = p.shape
     L = [f"# Kernel analysis: {e.tiling.key()}", "",
          "## Assumptions",
@@ -103,7 +110,7 @@ def analysis_md(p: Plan) -> str:
          f"{p.hw.dram_bytes_per_cycle:.1f} B/cycle (dram.bandwidth_gbps / clock_mhz)",
          "- registers: analytic live ranges x a ptxas-calibrated factor per shape family", "",
          "## The four layers for the chosen plan (formula = numbers = result)", ""]
-    L += movement_lines(p) + [""] + register_lines(e) + [""] + schedule_lines(p) + [""] + sync_lines(e) + [""]
+    L += movement_lines(p) + [""] + register_lines(e, live) + [""] + schedule_lines(p) + [""] + sync_lines(e) + [""]
     L += prediction_lines(p) + [""]
     L += ["## What bounds the kernel",
           f"- {_bound(p)}", ""]
