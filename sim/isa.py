@@ -265,6 +265,9 @@ ISA: dict[str, Op] = {
 }
 
 _SPACES = ("global", "shared", "local", "const", "param")
+# a load, store or atomic may name the shared window of its own CTA or of the whole cluster (DSMEM)
+_SUBSPACES = {"shared::cta": "shared", "shared::cluster": "shared::cluster"}
+_DSMEM_OPS = ("read", "write", "rmw")
 _ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
 _BULK_SHARED = ("shared::cluster", "shared::cta", "shared")
 _WGMMA_ROLES = (("mma_async", "issue"), ("fence", "fence"), ("commit_group", "commit"), ("wait_group", "wait"))
@@ -502,6 +505,8 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     wg = next((r for mod, r in _WGMMA_ROLES if mod in mods), "") if op.group == "wgmma" else ""
     bar = _barrier_role(op, mods)
     space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
+    if space == "generic" and op.mem in _DSMEM_OPS:  # ld/st/atom.shared::{cta,cluster} (sim/cluster.py)
+        space = next((_SUBSPACES[m] for m in mods if m in _SUBSPACES), "generic")
     mem = op.mem if role in ("", "copy") and not bulk else "none"
     info = ins.info
     info.update(cls=op.cls, flow=op.flow, bar=bar, has_dst=op.has_dst, mem=mem, space=space,
