@@ -137,6 +137,9 @@ class ClusterHooks:
     def mbarrier_signalled(self, cta: CTA, w: Warp) -> None:  # a remote mbarrier arrive
         raise NotImplementedError
 
+    def ct_of(self, cta: CTA) -> Any:  # the timing model's state of one of the cluster's CTAs
+        raise NotImplementedError
+
 
 class Cluster:
     """The CTAs of one cluster, by rank, and the cluster barrier's arrival counts (per warp)."""

@@ -56,7 +56,9 @@ class Case:
             args = [Arg("buffer", "f32", array=np.full(nb * 1024, np.nan, np.float32), name="out"),
                     Arg("tensormap", "f32", name="tmap", tmap=spec),
                     Arg("buffer", "f32", array=tensor.ravel().copy(), name="in", hidden=True)]
-        return Launch(self.kernel, self.grid, self.block, args, self.shared, cluster=self.cluster)
+        launch = Launch(self.kernel, self.grid, self.block, args, self.shared)
+        launch.cluster = self.cluster  # set after construction: the GPU run also works on a tree without it
+        return launch
 
     def expected(self, launch: Launch) -> dict[int, np.ndarray]:
         """Argument index -> the buffer numpy expects after the launch."""
