@@ -184,7 +184,7 @@ class Simulation:
         if self.cluster_n > 1:
             cluster_first_wave(self, self.cluster_n)
         # first wave: fill every core up to ctas_per_core, round robin
-        for _slot in range(self.ctas_per_core):
+        for _slot in range(self.ctas_per_core if self.cluster_n == 1 else 0):
             for core in self.cores:
                 if self.pending:
                     idx, ctaid = self.pending.pop(0)
