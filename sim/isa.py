@@ -217,8 +217,9 @@ ISA: dict[str, Op] = {
                        "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
                    mods=_m("init arrive arrive_drop expect_tx complete_tx test_wait try_wait parity inval "
                            "release acquire relaxed cta cluster shared shared::cta shared::cluster")),
-    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: a cluster of one CTA maps only rank 0 "
-                 "(d = a); another rank stops the run", mods="shared::cluster", types="t t u"),
+    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: the shared::cluster address of a's "
+                 "offset in the CTA of that rank (sim/cluster.py); a rank outside the cluster stops the run",
+                 mods="shared::cluster", types="t t u"),
     "setmaxnreg": Op("a", "sync", "sync", False, ordered=True, types="u",
                      doc="setmaxnreg.{inc,dec}.sync.aligned.u32 N: accepted; the register file is not "
                          "reallocated (functional and timing no-op)",
@@ -237,8 +238,9 @@ ISA: dict[str, Op] = {
               doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red",
               mods=_m(_BOOL, "sync arrive red warp aligned popc cta")),
     "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
-                  doc="barrier.sync / barrier.arrive as bar; barrier.cluster.arrive / .wait with a cluster of "
-                      "one CTA: arrive as bar.arrive, wait as a CTA barrier of every thread (id CLUSTER_BAR_ID)",
+                  doc="barrier.sync / barrier.arrive as bar; barrier.cluster.arrive{.release,.relaxed}{.aligned} / "
+                      ".wait{.acquire}{.aligned}: the wait releases once every warp of the cluster arrived "
+                      "(sim/cluster.py; id CLUSTER_BAR_ID)",
                   mods=_m(_BOOL, "sync arrive red warp aligned popc cta cluster wait relaxed acquire release")),
     "nanosleep": Op("a", "sync", "sync", False, ordered=True, types="u"),
     # warp-level
