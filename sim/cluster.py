@@ -59,7 +59,7 @@ def cluster_shape(k: Kernel, launch_cluster: Dim3 | None, grid: Dim3, nonportabl
     req = k.directives.get("reqnctapercluster")
     fixed = _dims(req) if req else None
     shown = ",".join(map(str, launch_cluster)) if launch_cluster else ""
-    if fixed is not None and launch_cluster is not None and tuple(launch_cluster) != fixed:
+    if req and fixed is not None and launch_cluster is not None and tuple(launch_cluster) != fixed:
         raise UsageError(f"kernel {k.name} declares .reqnctapercluster {', '.join(map(str, req))}: drop --cluster "
                          f"{shown} or give --cluster {','.join(map(str, fixed))}", file, k.line)
     shape = fixed or (tuple(launch_cluster) if launch_cluster else None)

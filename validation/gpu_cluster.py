@@ -83,7 +83,7 @@ def run_gpu(case: Case, cubin: bytes, repeats: int = 20) -> tuple[dict[int, np.n
         elif a.kind == "buffer":
             store.append(ctypes.c_uint64(ptrs[i]))
         else:
-            store.append(ctypes.c_uint32(int(a.value)))  # the fixtures' scalars are u32
+            store.append(ctypes.c_uint32(int(a.value or 0)))  # the fixtures' scalars are u32
     argv = (ctypes.c_void_p * len(store))(*[ctypes.addressof(v) for v in store])
     cfg = drv.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = case.grid

@@ -203,21 +203,21 @@ def b_bulk(ins: Instruction, cx: DecodeCtx) -> Exec:
             raw = int(_shared_offsets(w, sa[lane:lane + 1])[0])
             dests = _destinations(w, ins, raw, int(mask[lane]) if mask is not None else None) if load else (w.cta,)
             smem = raw % DSMEM_STRIDE
-            for c in dests if load else ():
-                if c.mbars.get(mbar) is None:
-                    raise _err(w, ins, f"the copy completes on shared offset {mbar:#x} of block {c.ctaid}, which "
+            for d in dests if load else ():
+                if d.mbars.get(mbar) is None:
+                    raise _err(w, ins, f"the copy completes on shared offset {mbar:#x} of block {d.ctaid}, which "
                                "holds no initialised mbarrier (mbarrier.init first)")
             if tensor:
                 tm = _tensor_map(w, ins, int((src if load else dst)[lane]))
-                c = _tensor_copy(w, ins, tm, tuple(int(x[lane]) for x in coords), smem, load, mbar, dests)
+                cp = _tensor_copy(w, ins, tm, tuple(int(x[lane]) for x in coords), smem, load, mbar, dests)
             else:
                 ga = src if load else dst
-                c = _plain_copy(w, ins, smem, int(ga[lane]), int(size[lane]), load, mbar,  # type: ignore[index]
-                                dests)
+                cp = _plain_copy(w, ins, smem, int(ga[lane]), int(size[lane]), load, mbar,  # type: ignore[index]
+                                 dests)
             if load and not w.cta.defer_tx:
                 for d in dests:
-                    complete_tx(d, mbar, c.nbytes)
-            copies.append(c)
+                    complete_tx(d, mbar, cp.nbytes)
+            copies.append(cp)
         w.rec.bulk = copies
     return run
 
