@@ -28,6 +28,7 @@ more: every store of this model is visible at once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -113,8 +114,9 @@ def rank_of(ctaid: Dim3, shape: Dim3) -> int:
     return ctaid[0] % sx + (ctaid[1] % sy) * sx + (ctaid[2] % sz) * sx * sy
 
 
+@functools.lru_cache(maxsize=64)  # every warp of a CTA asks; CTAs are made a few at a time
 def cluster_sregs(ctaid: Dim3, grid: Dim3, shape: Dim3, explicit: bool) -> dict[str, Any]:
-    """The cluster special registers of the CTA ``ctaid``."""
+    """The cluster special registers of the CTA ``ctaid`` (a shared dict: copy it, do not change it)."""
     u32 = np.uint32
     out: dict[str, Any] = {"%cluster_ctarank": u32(rank_of(ctaid, shape)),
                            "%cluster_nctarank": u32(shape[0] * shape[1] * shape[2]),

@@ -122,7 +122,8 @@ class Warp:
             "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
             "%reserved_smem_offset_1": u32(0),
         }
-        self.sregs.update(cluster_sregs(cta.ctaid, L.grid, L.cluster, L.explicit_cluster))
+        self.sregs.update(cluster_sregs(tuple(cta.ctaid), tuple(L.grid), tuple(L.cluster),
+                                        L.explicit_cluster))
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
         self.instructions = 0  # warp instructions executed
