@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "cluster"
 SENTINEL = 0xDEADBEEF
 ROUNDS = 6
+LINKS, BARRIERS = 256, 32  # cluster_latency: chain links followed, cluster barrier rounds timed
 
 
 @dataclass
@@ -49,6 +50,9 @@ class Case:
         elif self.kernel == "cluster_rounds":
             args = [Arg("buffer", "u32", array=np.full(nb * 128, SENTINEL, np.uint32), name="out"),
                     Arg("scalar", "u32", value=ROUNDS, name="rounds")]
+        elif self.kernel == "cluster_latency":
+            args = [Arg("buffer", "u64", array=np.full(8, SENTINEL, np.uint64), name="out"),
+                    Arg("scalar", "u32", value=LINKS, name="n"), Arg("scalar", "u32", value=BARRIERS, name="m")]
         else:  # tma_multicast: a 32-column f32 tensor of 32 rows per cluster
             rows = 32 * (nb // self.size)
             tensor = rng.standard_normal((rows, 32)).astype(np.float32)
@@ -92,6 +96,11 @@ class Case:
                     acc = acc * np.uint32(3) + np.uint32(prev * 1000 + k * 16) + t
                 out[bx] = acc
             return {0: out.ravel()}
+        if self.kernel == "cluster_latency":
+            i = 0
+            for _ in range(LINKS):
+                i = (7 * i + 1) % 256
+            return {0: np.array([0, 0, 4 * i, 4 * i, 0, LINKS, BARRIERS, 0], np.uint64)}
         tensor = launch.args[2].array.reshape(-1, 32)  # type: ignore[union-attr]
         out = np.stack([tensor[32 * (bx // n): 32 * (bx // n) + 32].ravel() for bx in range(gx)])
         return {0: out.ravel()}
@@ -100,7 +109,17 @@ class Case:
         """The part of an output that is deterministic (dsmem_ring's info drops the atomic's old value)."""
         if self.kernel == "dsmem_ring" and index == 2:
             return arr.reshape(-1, 16)[:, :15].ravel()
+        if self.kernel == "cluster_latency":
+            return arr[[2, 3, 5, 6, 7]]  # the cycle counts are measured, not compared (measured())
         return arr
+
+    def measured(self, outputs: dict[int, np.ndarray]) -> dict[str, float] | None:
+        """cluster_latency's clock64 readings per link / per barrier round (None for the other cases)."""
+        if self.kernel != "cluster_latency":
+            return None
+        o = outputs[0].astype(np.int64)
+        return {"smem_cycles_per_link": float(o[0]) / LINKS, "dsmem_cycles_per_link": float(o[1]) / LINKS,
+                "cluster_barrier_cycles_per_round": float(o[4]) / BARRIERS}
 
 
 CASES = [
@@ -111,6 +130,7 @@ CASES = [
     Case("rounds_4", FIXTURES / "cluster_rounds.ptx", "cluster_rounds", (8, 1, 1), (128, 1, 1), (4, 1, 1), 0),
     Case("multicast_2", FIXTURES / "tma_multicast.ptx", "tma_multicast", (4, 1, 1), (128, 1, 1), (2, 1, 1), 4096),
     Case("multicast_4", FIXTURES / "tma_multicast.ptx", "tma_multicast", (8, 1, 1), (128, 1, 1), (4, 1, 1), 4096),
+    Case("latency_2", FIXTURES / "cluster_latency.ptx", "cluster_latency", (2, 1, 1), (32, 1, 1), (2, 1, 1), 0),
 ]
 
-__all__ = ["CASES", "Case", "FIXTURES", "ROUNDS", "SENTINEL"]
+__all__ = ["BARRIERS", "CASES", "Case", "FIXTURES", "LINKS", "ROUNDS", "SENTINEL"]

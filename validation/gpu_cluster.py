@@ -2,7 +2,9 @@
 side: each case is compiled with ``ptxas -arch=sm_90a``, launched through cuda-python's cuLaunchKernelEx
 with the cluster-dimension attribute (the kernels declare .explicitcluster), its buffers read back and
 compared with numpy and with the simulator's functional and timed runs of the same launch (hw h200).
-The GPU time of each case is the median of 20 launches (CUDA events).
+The GPU time of each case is the median of 20 launches (CUDA events); cluster_latency's clock64
+readings (shared and DSMEM dependent-load latency, cluster barrier round) are recorded for the GPU and
+the timed simulator side by side (the numbers docs/clusters.md lists as unmeasured assumptions).
 
     python -m validation.gpu_cluster --out $OUT/cluster.json
 
@@ -93,8 +95,12 @@ def run_gpu(case: Case, cubin: bytes, repeats: int = 20) -> tuple[dict[int, np.n
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = case.cluster
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
+    if ".reqnctapercluster" in case.ptx.read_text():  # a compile-time shape: the launch gives none
+        cfg.attrs = []
+        cfg.numAttrs = 0
+    else:
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
 
     def launch_once() -> None:
         _check(drv.cuLaunchKernelEx(cfg, fn, ctypes.addressof(argv), 0), "cuLaunchKernelEx")
@@ -145,6 +151,8 @@ def run_case(case: Case, tmp: Path, gpu: bool) -> dict[str, Any]:
         entry["sim_timed_vs_numpy"] = _diff(case, sr.outputs, want)
         entry["sim_cycles"] = sr.cycles
         entry["sim_cycles_per_cta"] = sr.cycles_per_cta
+        if case.measured(sr.outputs) is not None:
+            entry["sim_measured"] = case.measured(sr.outputs)
         entry["sim_seconds"] = round(time.time() - t0, 2)
         sim_out = fr.outputs
     except Exception as e:  # noqa: BLE001 - recorded per case
@@ -155,6 +163,8 @@ def run_case(case: Case, tmp: Path, gpu: bool) -> dict[str, Any]:
             cubin, entry["compiled_by"] = compile_cubin(case.ptx, tmp)
             outs, times = run_gpu(case, cubin)
             entry["gpu_vs_numpy"] = _diff(case, outs, want)
+            if case.measured(outs) is not None:
+                entry["gpu_measured"] = case.measured(outs)
             if sim_out is not None:
                 entry["gpu_vs_sim"] = _diff(case, outs, {i: sim_out[i] for i in want})
             entry["gpu_us_median"] = round(statistics.median(times), 3)
