@@ -44,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--kernel", help="entry name (needed when the file has several)")
     r.add_argument("--grid", help="X,Y,Z (default: from the kernel's @workbench header)")
     r.add_argument("--block", help="X,Y,Z (default: from the kernel's @workbench header)")
+    r.add_argument("--cluster", metavar="X,Y,Z",
+                   help="thread block cluster shape (default: the kernel's .reqnctapercluster, else none; "
+                        "docs/clusters.md)")
+    r.add_argument("--cluster-nonportable", action="store_true",
+                   help="allow clusters of 9..16 CTAs (cudaFuncAttributeNonPortableClusterSizeAllowed)")
     r.add_argument("--arg", action="append", default=[], metavar="SPEC",
                    help="bind a parameter: literal, @file.npy, zeros:DTYPE:COUNT, or NAME=SPEC")
     r.add_argument("--tensormap", action="append", default=[], metavar="NAME=of=BUF,dtype=T,dims=AxB,...",
@@ -81,13 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
 def build_launch(prog: Any, args: argparse.Namespace, meta: dict | None, rng: np.random.Generator) -> Any:
     """The launch from the kernel's header (when it describes the chosen entry) and the
     ``--grid``/``--block``/``--shared``/``--arg`` overrides (sim.launch.bind_launch)."""
-    from sim.launch import bind_launch
+    from sim.launch import bind_launch, parse_dim3
 
     k = prog.kernel(args.kernel or (meta or {}).get("kernel"))
     used_meta = meta if meta is not None and meta.get("kernel", k.name) == k.name else None
     variables = {v.name: (v.type, v.size) for v in prog.variables.values() if v.space in ("global", "const")}
-    return bind_launch(k.name, [(p.name, p.type) for p in k.params], used_meta, args.arg, args.grid,
-                       args.block, args.shared, rng, prog.file, args.symbol, variables, args.tensormap)
+    launch = bind_launch(k.name, [(p.name, p.type) for p in k.params], used_meta, args.arg, args.grid,
+                         args.block, args.shared, rng, prog.file, args.symbol, variables, args.tensormap)
+    if getattr(args, "cluster", None):
+        launch.cluster = parse_dim3(args.cluster, "--cluster")
+    launch.cluster_nonportable = bool(getattr(args, "cluster_nonportable", False))
+    if launch.cluster or k.directives.get("reqnctapercluster") or "explicitcluster" in k.directives:
+        from sim.cluster import cluster_shape
+
+        cluster_shape(k, launch.cluster, launch.grid, launch.cluster_nonportable, prog.file)  # exit 2 early
+    return launch
 
 
 def check_memory_of(prog: Any, launch: Any, hw: Any) -> None:

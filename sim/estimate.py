@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from sim.errors import UsageError
-from sim.functional.runner import check_budget_covers, make_cta, prepare, run_cta_functional
+from sim.functional.runner import check_budget_covers, cluster_size, make_cluster, prepare, run_cta_functional
 from sim.launch import Launch
 from sim.ptx.ir import Program
 
@@ -38,7 +38,10 @@ def refuse_over_budget(prog: Program, launch: Launch, limit: int, timing: bool,
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
         start = time.perf_counter()
-        one = run_cta_functional(P, make_cta(P, P.ctas[grid // 2]), [limit, limit])
+        n = cluster_size(P)  # a cluster's CTAs run together: time the middle one's whole cluster
+        first = grid // 2 // n * n
+        group = make_cluster(P, P.ctas[first: first + n])
+        one = run_cta_functional(P, group if n > 1 else group[0], [limit, limit]) // n
         seconds = time.perf_counter() - start
     estimate = one * ctas
     if estimate <= limit:

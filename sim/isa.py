@@ -217,8 +217,9 @@ ISA: dict[str, Op] = {
                        "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
                    mods=_m("init arrive arrive_drop expect_tx complete_tx test_wait try_wait parity inval "
                            "release acquire relaxed cta cluster shared shared::cta shared::cluster")),
-    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: a cluster of one CTA maps only rank 0 "
-                 "(d = a); another rank stops the run", mods="shared::cluster", types="t t u"),
+    "mapa": _alu("d, a, b", "mapa{.shared::cluster}.{u32,u64} d, a, rank: the shared::cluster address of a's "
+                 "offset in the CTA of that rank (sim/cluster.py); a rank outside the cluster stops the run",
+                 mods="shared::cluster", types="t t u"),
     "setmaxnreg": Op("a", "sync", "sync", False, ordered=True, types="u",
                      doc="setmaxnreg.{inc,dec}.sync.aligned.u32 N: accepted; the register file is not "
                          "reallocated (functional and timing no-op)",
@@ -237,8 +238,9 @@ ISA: dict[str, Op] = {
               doc="bar.sync / bar.arrive / bar.warp.sync mask / bar.red",
               mods=_m(_BOOL, "sync arrive red warp aligned popc cta")),
     "barrier": Op("{a, b}", "sync", "sync", False, order="barrier", ordered=True,
-                  doc="barrier.sync / barrier.arrive as bar; barrier.cluster.arrive / .wait with a cluster of "
-                      "one CTA: arrive as bar.arrive, wait as a CTA barrier of every thread (id CLUSTER_BAR_ID)",
+                  doc="barrier.sync / barrier.arrive as bar; barrier.cluster.arrive{.release,.relaxed}{.aligned} / "
+                      ".wait{.acquire}{.aligned}: the wait releases once every warp of the cluster arrived "
+                      "(sim/cluster.py; id CLUSTER_BAR_ID)",
                   mods=_m(_BOOL, "sync arrive red warp aligned popc cta cluster wait relaxed acquire release")),
     "nanosleep": Op("a", "sync", "sync", False, ordered=True, types="u"),
     # warp-level
@@ -265,6 +267,9 @@ ISA: dict[str, Op] = {
 }
 
 _SPACES = ("global", "shared", "local", "const", "param")
+# a load, store or atomic may name the shared window of its own CTA or of the whole cluster (DSMEM)
+_SUBSPACES = {"shared::cta": "shared", "shared::cluster": "shared::cluster"}
+_DSMEM_OPS = ("read", "write", "rmw")
 _ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
 _BULK_SHARED = ("shared::cluster", "shared::cta", "shared")
 _WGMMA_ROLES = (("mma_async", "issue"), ("fence", "fence"), ("commit_group", "commit"), ("wait_group", "wait"))
@@ -502,6 +507,8 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     wg = next((r for mod, r in _WGMMA_ROLES if mod in mods), "") if op.group == "wgmma" else ""
     bar = _barrier_role(op, mods)
     space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
+    if space == "generic" and op.mem in _DSMEM_OPS:  # ld/st/atom.shared::{cta,cluster} (sim/cluster.py)
+        space = next((_SUBSPACES[m] for m in mods if m in _SUBSPACES), "generic")
     mem = op.mem if role in ("", "copy") and not bulk else "none"
     info = ins.info
     info.update(cls=op.cls, flow=op.flow, bar=bar, has_dst=op.has_dst, mem=mem, space=space,

@@ -169,6 +169,8 @@ class Launch:
     args: list[Arg] = field(default_factory=list)
     dynamic_shared: int = 0
     symbols: dict[str, bytes] = field(default_factory=dict)  # module .global/.const -> its first bytes
+    cluster: tuple[int, int, int] | None = None  # thread block cluster shape (sim/cluster.py); None: none given
+    cluster_nonportable: bool = False  # allow clusters of 9..16 CTAs
 
     @property
     def roles(self) -> list[str]:
@@ -187,7 +189,8 @@ class Launch:
             for a in self.args
         ]
         grid, block = cast("tuple[int, int, int]", tuple(self.grid)), cast("tuple[int, int, int]", tuple(self.block))
-        return Launch(self.kernel, grid, block, args, self.dynamic_shared, dict(self.symbols))
+        return Launch(self.kernel, grid, block, args, self.dynamic_shared, dict(self.symbols), self.cluster,
+                      self.cluster_nonportable)
 
 
 # --------------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def test_tensor_load_without_a_map_names_the_line():
         run_functional(parse_ptx(bad, str(TILE)), launch)
 
 
-def test_multicast_beyond_a_cluster_of_one_is_rejected():
+def test_multicast_beyond_the_cluster_is_rejected():
     text = BOX.read_text().replace(
         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r7], "
         "[%rd3, {%r2, %r3, %r4}], [%r6];",
@@ -146,7 +146,7 @@ def test_multicast_beyond_a_cluster_of_one_is_rejected():
             Arg("tensormap", "f32", tmap=spec), Arg("scalar", "u32", value=384),
             *(Arg("scalar", "s32", value=0) for _ in range(3)),
             Arg("buffer", "f32", array=np.ones(96, np.float32), name="src", hidden=True)]
-    with pytest.raises(ExecutionError, match=r"tma_box.ptx:\d+: multicast to CTA mask 0x3"):
+    with pytest.raises(ExecutionError, match=r"tma_box.ptx:\d+: multicast ctaMask 0x3 .*cluster of 1 CTA"):
         run_functional(parse_ptx(text, str(BOX)), Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args, 384))
 
 

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.cluster import DSMEM_STRIDE, mapa
 from sim.errors import ExecutionError, at_instruction
+from sim.functional.memory import SHARED_WINDOW
 from sim.functional.operands import DecodeCtx
 from sim.functional.ops_mem import b_nop
 from sim.ptx.ir import Instruction
 
 if TYPE_CHECKING:
     from sim.functional.ops_mem import Exec
-    from sim.functional.warp import Warp
+    from sim.functional.warp import CTA, Warp
 
 YIELD = 5  # control code: a wait that did not complete; the warp lets the others run
 
@@ -47,20 +49,35 @@ def _lanes(v: object) -> np.ndarray:
 
 
 def _offsets(w: Warp, ins: Instruction, addrs: np.ndarray) -> np.ndarray:
+    """Shared offsets of the mbarrier operands; a shared::cluster one (mapa's) names another CTA."""
     space = "shared" if any(m.startswith("shared") for m in ins.mods) else "generic"
     sp, off = w._space_of(space, addrs)
-    if sp != "shared":
+    if sp not in ("shared", "shared::cluster"):
         raise at_instruction(ExecutionError, f"mbarrier address {int(addrs[0]):#x} is not in shared memory "
                              f"('{ins.text}')", w.L.file, ins)
     return off.astype(np.int64)
 
 
-def _get(w: Warp, ins: Instruction, off: int) -> MBarrier:
-    mb = w.cta.mbars.get(off)
+def _get(w: Warp, ins: Instruction, off: int, cta: CTA | None = None) -> MBarrier:
+    cta = cta or w.cta
+    mb = cta.mbars.get(off)
     if mb is None:
-        raise at_instruction(ExecutionError, f"mbarrier at shared offset {off:#x} is used before mbarrier.init "
-                             f"('{ins.text}' in block {w.cta.ctaid})", w.L.file, ins)
+        raise at_instruction(ExecutionError, f"mbarrier at shared offset {off:#x} of block {cta.ctaid} is used "
+                             f"before mbarrier.init ('{ins.text}' in block {w.cta.ctaid})", w.L.file, ins)
     return mb
+
+
+def _owner(w: Warp, ins: Instruction, off: int) -> tuple[CTA, int]:
+    """(CTA, offset) of a shared offset: a shared::cluster one (sim/cluster.py) may name another CTA."""
+    if off < DSMEM_STRIDE:
+        return w.cta, off
+    cl = w.cta.cluster
+    rank = off // DSMEM_STRIDE - 1
+    if cl is None or rank >= len(cl.ctas):
+        n = len(cl.ctas) if cl is not None else 1
+        raise at_instruction(ExecutionError, f"mbarrier address names CTA rank {rank} of a cluster of {n} "
+                             f"('{ins.text}' in block {w.cta.ctaid})", w.L.file, ins)
+    return cl.target(off)
 
 
 def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
@@ -93,9 +110,8 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
         offs = _offsets(w, ins, fa(w))
         arg = _lanes(rarg(w)) if rarg is not None else np.ones(32, dtype=np.int64)
         out = np.zeros(32, dtype=np.int64)
-        cta = w.cta
         for lane in np.flatnonzero(m):
-            off = int(offs[lane])
+            cta, off = _owner(w, ins, int(offs[lane]))
             v = int(arg[lane])
             if kind == "init":
                 if off % 8:
@@ -105,7 +121,10 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
             elif kind == "inval":
                 cta.mbars.pop(off, None)
             else:
-                mb = _get(w, ins, off)
+                mb = _get(w, ins, off, cta)
+                if wait and cta is not w.cta:
+                    raise at_instruction(ExecutionError, f"'{ins.full}' waits on another CTA's mbarrier: waits "
+                                         "take a shared::cta address", w.L.file, ins)
                 if wait:
                     done = (mb.phase & 1) != (v & 1) if "parity" in mods else mb.phase != v
                     out[lane] = int(done)
@@ -121,6 +140,8 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
                         mb.expected -= 1
                 mb.settle()
             cta.mbar_epoch += 1
+            if cta is not w.cta and cta.cluster is not None and cta.cluster.hooks is not None:
+                cta.cluster.hooks.mbarrier_signalled(cta, w)  # the timing model wakes its waiters
         if wr is not None:
             wr(w, out.astype(bool) if wait else out.astype(np.uint64), m, full)
         if wait and not bool(out[m].all()):
@@ -131,18 +152,24 @@ def b_mbarrier(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 
 def b_mapa(ins: Instruction, cx: DecodeCtx) -> Exec:
+    """mapa{.shared::cluster}.{u32,u64} d, a, rank: the shared::cluster address of a's offset in the CTA
+    of that rank (sim/cluster.py); a rank outside the cluster stops the run."""
     t = cx.type1(ins)
     d, a, b = ins.operands[:3]
     wd = cx.wr(d, t, ins)
     ra = cx.rd(a, t, ins)
     rb = cx.rd(b, "u32", ins)
+    base = 0 if "shared::cluster" in ins.mods else SHARED_WINDOW
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         rank = _lanes(rb(w))
-        if bool((rank[m] != 0).any()):
-            raise at_instruction(ExecutionError, f"mapa to CTA rank {int(rank[m][rank[m] != 0][0])}: the simulator "
-                                 f"runs clusters of one CTA (rank 0 only) ('{ins.text}')", w.L.file, ins)
-        wd(w, ra(w), m, full)
+        n = len(w.cta.cluster.ctas) if w.cta.cluster is not None else 1
+        bad = m & ((rank < 0) | (rank >= n))
+        if bool(bad.any()):
+            raise at_instruction(ExecutionError, f"mapa to CTA rank {int(rank[bad][0])} of a cluster of {n} CTAs "
+                                 f"('{ins.text}' in block {w.cta.ctaid})", w.L.file, ins)
+        addr = np.broadcast_to(np.asarray(ra(w)), (32,))
+        wd(w, mapa(addr, rank, base).astype(addr.dtype), m, full)
     return run
 
 

@@ -195,16 +195,21 @@ def b_bar(ins: Instruction, cx: DecodeCtx) -> Exec:
     if "red" in mods:
         raise cx.err(ins, "bar.red is not supported")
     ops = ins.operands
-    if "cluster" in mods:  # a cluster of one CTA: every thread of the CTA waits at a barrier of its own
+    if "cluster" in mods:  # barrier.cluster.arrive / .wait across the cluster's CTAs (sim/cluster.py)
         if ops:
             raise cx.err(ins, f"barrier.cluster takes no operands ({ins.text})")
-        ctl_c = ARRIVE if "arrive" in mods else BARRIER
+        if "arrive" in mods:
+            def arrive_cluster(w: Warp, m: np.ndarray, full: bool) -> int:
+                if w.cta.cluster is not None:
+                    w.cta.cluster.arrive(w)
+                return ARRIVE
+            return arrive_cluster
 
-        def run_cluster(w: Warp, m: np.ndarray, full: bool) -> int:
-            w.bar_id = CLUSTER_BAR_ID
+        def wait_cluster(w: Warp, m: np.ndarray, full: bool) -> int:
+            w.bar_id = CLUSTER_BAR_ID  # released by Cluster.ready (sim.functional.runner.barrier_ready)
             w.bar_count = 0
-            return ctl_c
-        return run_cluster
+            return BARRIER
+        return wait_cluster
     rid = cx.rd(ops[0], "u32", ins) if ops else (lambda w: 0)
     rcount = cx.rd(ops[1], "u32", ins) if len(ops) > 1 else None
     ctl = ARRIVE if "arrive" in mods else BARRIER

@@ -11,7 +11,10 @@
 Each active lane issues its own copy. The tensor-map operand is the generic (or .param) address of a
 128-byte handle the launch placed there (sim/tensormap.py). A copy's mbarrier transaction completes at
 issue, or, when the timing model sets ``CTA.defer_tx``, when the timing model says (``complete_tx``).
-Multicast runs only in a cluster of one CTA (the simulator's clusters)."""
+Multicast (``.multicast::cluster`` with a 16-bit ctaMask operand) writes the box into the shared memory of
+every CTA of the cluster whose rank bit is set, at the same offset, and completes its bytes on the
+mbarrier at the same offset of each of those CTAs (PTX ISA, cp.async.bulk.tensor). A destination given
+as a shared::cluster address (mapa's, sim/cluster.py) names the CTA it lies in."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.cluster import DSMEM_STRIDE
 from sim.errors import ExecutionError, at_instruction
 from sim.functional.memory import PARAM_WINDOW, WINDOW_SIZE, Fault
 from sim.functional.operands import DecodeCtx
@@ -28,7 +32,6 @@ from sim.ptx.ir import Instruction
 from sim.tensormap import HANDLE_SIZE, TensorMap, decode_handle, swizzled
 
 if TYPE_CHECKING:
-    from sim.functional.ops_async import MBarrier
     from sim.functional.ops_mem import Exec
     from sim.functional.warp import CTA, Warp
 
@@ -46,6 +49,7 @@ class BulkCopy:
     piece: int
     nbytes: int
     mbar: int
+    dests: tuple[CTA, ...] = ()  # the CTAs whose shared memory and mbarrier a load reaches (multicast)
 
 
 def complete_tx(cta: CTA, off: int, nbytes: int) -> None:
@@ -100,7 +104,7 @@ def _global(w: Warp, ins: Instruction, addrs: np.ndarray, n: int, data: np.ndarr
 
 
 def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ...], smem: int, load: bool,
-                 mbar: int) -> BulkCopy:
+                 mbar: int, dests: tuple[CTA, ...]) -> BulkCopy:
     es = tm.spec.esize
     nbytes = tm.box_bytes
     sw = tm.spec.swizzle
@@ -114,14 +118,16 @@ def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ..
         box = np.zeros((addrs.size, es), dtype=np.uint8)
         if ga.size:
             box[inside] = _global(w, ins, ga, es)
-        sh[where] = box.ravel()
+        for c in dests:
+            c.shared.data[where] = box.ravel()
     elif ga.size:
         box = sh[where].reshape(addrs.size, es)
         _global(w, ins, ga, es, box[inside])
-    return BulkCopy(load, ga, es, nbytes, mbar)
+    return BulkCopy(load, ga, es, nbytes, mbar, dests)
 
 
-def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, load: bool, mbar: int) -> BulkCopy:
+def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, load: bool, mbar: int,
+                dests: tuple[CTA, ...]) -> BulkCopy:
     if size % 16 or gaddr % 16:
         raise _err(w, ins, f"a bulk copy needs a size and global address that are multiples of 16 (size {size}, "
                    f"address {gaddr:#x})")
@@ -129,15 +135,34 @@ def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, loa
     pieces = np.uint64(gaddr) + np.arange(0, size, 16, dtype=np.uint64)
     sh = w.cta.shared.data
     if load:
-        sh[smem: smem + size] = _global(w, ins, pieces, 16).ravel()
+        data = _global(w, ins, pieces, 16).ravel()
+        for c in dests:
+            c.shared.data[smem: smem + size] = data
     else:
         _global(w, ins, pieces, 16, sh[smem: smem + size].reshape(-1, 16).copy())
-    return BulkCopy(load, pieces, 16, size, mbar)
+    return BulkCopy(load, pieces, 16, size, mbar, dests)
+
+
+def _destinations(w: Warp, ins: Instruction, raw: int, mask: int | None) -> tuple[CTA, ...]:
+    """The CTAs a load writes: those of the multicast ctaMask, else the one its address names."""
+    cl = w.cta.cluster
+    n = len(cl.ctas) if cl is not None else 1
+    if mask is not None:
+        ranks = [r for r in range(16) if mask >> r & 1]
+        if not ranks or ranks[-1] >= n:
+            raise _err(w, ins, f"multicast ctaMask {mask:#x} names no CTA or a rank outside the cluster of {n} "
+                       f"CTAs (give bits 0..{n - 1})")
+        return tuple(cl.ctas[r] for r in ranks) if cl is not None else (w.cta,)
+    if raw >= DSMEM_STRIDE:
+        if cl is None or raw // DSMEM_STRIDE - 1 >= n:
+            raise _err(w, ins, f"destination address {raw:#x} names a CTA outside the cluster of {n}")
+        return (cl.target(raw)[0],)
+    return (w.cta,)
 
 
 def _shared_offsets(w: Warp, addrs: np.ndarray) -> np.ndarray:
     space, off = w._space_of("generic", addrs)
-    return (off if space == "shared" else addrs).astype(np.int64)
+    return (off if space in ("shared", "shared::cluster") else addrs).astype(np.int64)
 
 
 def b_bulk(ins: Instruction, cx: DecodeCtx) -> Exec:
@@ -173,25 +198,26 @@ def b_bulk(ins: Instruction, cx: DecodeCtx) -> Exec:
         mask = np.broadcast_to(np.asarray(rmask(w)).astype(np.int64), (32,)) if rmask is not None else None
         copies = []
         for lane in np.flatnonzero(m):
-            if mask is not None and int(mask[lane]) & ~1:
-                raise _err(w, ins, f"multicast to CTA mask {int(mask[lane]):#x}: the simulator runs clusters of "
-                           "one CTA (mask 0x1 only)")
-            mbar = int(bars[lane]) if bars is not None else -1
-            mb: MBarrier | None = w.cta.mbars.get(mbar) if load else None
-            if load and mb is None:
-                raise _err(w, ins, f"the copy completes on shared offset {mbar:#x}, which holds no initialised "
-                           "mbarrier (mbarrier.init first)")
+            mbar = int(bars[lane]) % DSMEM_STRIDE if bars is not None else -1
+            sa = dst if load else src
+            raw = int(_shared_offsets(w, sa[lane:lane + 1])[0])
+            dests = _destinations(w, ins, raw, int(mask[lane]) if mask is not None else None) if load else (w.cta,)
+            smem = raw % DSMEM_STRIDE
+            for d in dests if load else ():
+                if d.mbars.get(mbar) is None:
+                    raise _err(w, ins, f"the copy completes on shared offset {mbar:#x} of block {d.ctaid}, which "
+                               "holds no initialised mbarrier (mbarrier.init first)")
             if tensor:
                 tm = _tensor_map(w, ins, int((src if load else dst)[lane]))
-                smem = int(_shared_offsets(w, (dst if load else src)[lane:lane + 1])[0])
-                c = _tensor_copy(w, ins, tm, tuple(int(x[lane]) for x in coords), smem, load, mbar)
+                cp = _tensor_copy(w, ins, tm, tuple(int(x[lane]) for x in coords), smem, load, mbar, dests)
             else:
-                sa, ga = (dst, src) if load else (src, dst)
-                smem = int(_shared_offsets(w, sa[lane:lane + 1])[0])
-                c = _plain_copy(w, ins, smem, int(ga[lane]), int(size[lane]), load, mbar)  # type: ignore[index]
+                ga = src if load else dst
+                cp = _plain_copy(w, ins, smem, int(ga[lane]), int(size[lane]), load, mbar,  # type: ignore[index]
+                                 dests)
             if load and not w.cta.defer_tx:
-                complete_tx(w.cta, mbar, c.nbytes)
-            copies.append(c)
+                for d in dests:
+                    complete_tx(d, mbar, cp.nbytes)
+            copies.append(cp)
         w.rec.bulk = copies
     return run
 

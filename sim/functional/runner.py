@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.cluster import cluster_order, cluster_shape, is_explicit
+from sim.cluster import link as link_cluster
 from sim.errors import ExecutionError, PtxError, UsageError, WorkbenchWarning, at_instruction
 from sim.functional.cfg import reconvergence_points
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.functional.operands import DecodeCtx, Layout, make_layout
 from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_async import SEMANTICS_ASYNC, YIELD
-from sim.functional.ops_mem import BARRIER, SEMANTICS_MEM
+from sim.functional.ops_mem import BARRIER, CLUSTER_BAR_ID, SEMANTICS_MEM
 from sim.functional.ops_mma import SEMANTICS_MMA
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
 from sim.functional.record import Executed
@@ -144,8 +146,9 @@ def prepare(prog: Program, launch: Launch) -> Prepared:
     rpcs = k.directives["_rpcs"]
     L = Launched(k, gmem, const, params, globals_, launch.grid, launch.block, rpcs, prog.file)
     L.tensormaps = bind_tensormaps(launch, k, passed, buffers, params, prog.file)
-    gx, gy, gz = launch.grid
-    ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    L.cluster = cluster_shape(k, launch.cluster, launch.grid, launch.cluster_nonportable, prog.file)
+    L.explicit_cluster = is_explicit(k, launch.cluster)
+    ctas = cluster_order(launch.grid, L.cluster)  # cluster by cluster; the grid order without clusters
     return Prepared(L, layout, buffers, dict(k.regs), max(shared_size, 16), ctas)
 
 
@@ -245,7 +248,17 @@ def make_cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:
     cta = CTA(ctaid, P.L.block, P.shared_size, P.layout.local_size)
     nwarps = (cta.nthreads + 31) // 32
     cta.warps = [Warp(P.L, cta, w, P.regtypes) for w in range(nwarps)]
+    if P.L.cluster == (1, 1, 1):  # a cluster of one; larger ones are linked once all their CTAs exist
+        link_cluster([cta])
     return cta
+
+
+def make_cluster(P: Prepared, ctaids: Sequence[tuple[int, int, int]]) -> list[CTA]:
+    """The CTAs of one cluster (ctaids in rank order, as P.ctas lists them), linked (sim/cluster.py)."""
+    ctas = [make_cta(P, c) for c in ctaids]
+    if len(ctas) > 1:
+        link_cluster(ctas)
+    return ctas
 
 
 def barrier_ready(cta: CTA, waiting: list[Warp]) -> list[Warp]:
@@ -255,7 +268,10 @@ def barrier_ready(cta: CTA, waiting: list[Warp]) -> list[Warp]:
     by_id: dict[int, list[Warp]] = {}
     for w in waiting:
         by_id.setdefault(w.bar_id, []).append(w)
-    for _bid, ws in by_id.items():
+    for bid, ws in by_id.items():
+        if bid == CLUSTER_BAR_ID:  # barrier.cluster.wait: each warp once the cluster has arrived
+            released.extend(w for w in ws if cta.cluster is None or cta.cluster.ready(w))
+            continue
         need = max((w.bar_count for w in ws), default=0)
         need_warps = (need + 31) // 32 if need else live
         if len(ws) >= need_warps:
@@ -274,17 +290,18 @@ def _sample_pcs(w: Warp) -> list[int]:
     return pcs
 
 
-def run_cta_functional(P: Prepared, cta: CTA, budget: list[int],
+def run_cta_functional(P: Prepared, cta: CTA | list[CTA], budget: list[int],
                        observe: Callable[[Executed], None] | None = None) -> int:
-    """Run one CTA to completion; returns warp instructions executed. observe: called with every
-    instruction's record (sim.timing.sampling's footprints)."""
+    """Run one CTA, or the CTAs of one cluster together, to completion; returns warp instructions
+    executed. observe: called with every instruction's record (sim.timing.sampling's footprints)."""
     count = 0
-    warps = cta.warps
+    group = cta if isinstance(cta, list) else [cta]
+    warps = [w for c in group for w in c.warps]
     waiting: list[Warp] = []
     while True:
         progressed = False
         yielded: list[Warp] = []
-        epoch = cta.mbar_epoch
+        epoch = sum(c.mbar_epoch for c in group)
         for w in warps:
             if w.done or w in waiting:
                 continue
@@ -303,18 +320,19 @@ def run_cta_functional(P: Prepared, cta: CTA, budget: list[int],
                     break
             progressed = progressed or not yielded or yielded[-1] is not w
         if waiting:
-            rel = barrier_ready(cta, waiting)
+            rel = barrier_ready(group[0], waiting) if len(group) == 1 else \
+                [w for c in group for w in barrier_ready(c, [x for x in waiting if x.cta is c])]
             if rel:
                 waiting = [w for w in waiting if w not in rel]
                 continue
-        if (waiting or yielded) and not progressed and cta.mbar_epoch == epoch:
+        if (waiting or yielded) and not progressed and sum(c.mbar_epoch for c in group) == epoch:
             if yielded and yielded[0].waiting_on is not None:
-                ins = yielded[0].waiting_on
-                raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' for an "
+                ins, where = yielded[0].waiting_on, yielded[0].cta.ctaid
+                raise at_instruction(ExecutionError, f"deadlock: block {where} waits at '{ins.text}' for an "
                                      "mbarrier phase that no warp completes", P.L.file, ins)
             w = waiting[0]
             ins = P.L.body[w.pc - 1]
-            raise at_instruction(ExecutionError, f"deadlock: block {cta.ctaid} waits at '{ins.text}' but the "
+            raise at_instruction(ExecutionError, f"deadlock: block {w.cta.ctaid} waits at '{ins.text}' but the "
                                  "other warps exited or wait elsewhere", P.L.file, ins)
         if all(w.done for w in warps):
             return count
@@ -335,6 +353,11 @@ class FunctionalResult:
     ctas: int
 
 
+def cluster_size(P: Prepared) -> int:
+    sx, sy, sz = P.L.cluster
+    return sx * sy * sz
+
+
 def read_outputs(P: Prepared, launch: Launch) -> dict[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
     for i, base in P.buffers.items():
@@ -351,12 +374,13 @@ def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAUL
         P = prepare(prog, launch)
         budget = [max_instructions, max_instructions]
         total = 0
-        for i, ctaid in enumerate(P.ctas):
-            cta = make_cta(P, ctaid)
-            total += run_cta_functional(P, cta, budget)
+        n = cluster_size(P)
+        for i in range(0, len(P.ctas), n):  # a cluster's CTAs run together
+            group = make_cluster(P, P.ctas[i: i + n])
+            total += run_cta_functional(P, group if n > 1 else group[0], budget)
             budget[0] = max_instructions - total
             if progress is not None:
-                progress.update(i + 1, total, None)
+                progress.update(i + n, total, None)
         return FunctionalResult(read_outputs(P, launch), total, len(P.ctas))
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from sim.cluster import DSMEM_STRIDE, cluster_sregs
 from sim.errors import ExecutionError, at_instruction
 from sim.functional.memory import (
     LOCAL_WINDOW,
@@ -23,6 +26,9 @@ from sim.functional.record import Executed
 from sim.functional.types import storage
 from sim.ptx.ir import Instruction, Kernel
 from sim.tensormap import TensorMap
+
+if TYPE_CHECKING:
+    from sim.cluster import Cluster, ClusterShared
 
 LANES = np.arange(32)
 # one cp.async copy of a group: (destination addresses, lanes, bytes read, bytes per lane)
@@ -53,6 +59,9 @@ class CTA:
         self.mbars: dict[int, MBarrier] = {}  # shared offset -> mbarrier object (sim/functional/ops_async.py)
         self.mbar_epoch = 0  # counts mbarrier operations: the runner's deadlock test
         self.defer_tx = False  # the timing model completes TMA transactions itself (sim/functional/ops_tma.py)
+        self.cluster: Cluster | None = None  # the CTA's cluster, its rank and DSMEM view (sim/cluster.py)
+        self.rank = 0
+        self.dsmem: ClusterShared | None = None
 
 
 class Launched:
@@ -72,6 +81,8 @@ class Launched:
         self.rpcs = rpcs
         self.file = file
         self.tensormaps: list[TensorMap] = []  # the launch's tensor maps, by handle index (sim/tensormap.py)
+        self.cluster: tuple[int, int, int] = (1, 1, 1)  # the cluster shape (sim/cluster.py)
+        self.explicit_cluster = False
 
 
 class Warp:
@@ -110,13 +121,9 @@ class Warp:
             "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
             "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
             "%reserved_smem_offset_1": u32(0),
-            # clusters of one CTA: the cluster is the CTA, the cluster grid is the grid
-            "%cluster_ctarank": u32(0), "%cluster_nctarank": u32(1), "%is_explicit_cluster": u32(0),
-            "%clusterid.x": u32(cx), "%clusterid.y": u32(cy), "%clusterid.z": u32(cz),
-            "%nclusterid.x": u32(gx), "%nclusterid.y": u32(gy), "%nclusterid.z": u32(gz),
-            "%cluster_ctaid.x": u32(0), "%cluster_ctaid.y": u32(0), "%cluster_ctaid.z": u32(0),
-            "%cluster_nctaid.x": u32(1), "%cluster_nctaid.y": u32(1), "%cluster_nctaid.z": u32(1),
         }
+        self.sregs.update(cluster_sregs(tuple(cta.ctaid), tuple(L.grid), tuple(L.cluster),
+                                        L.explicit_cluster))
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
         self.instructions = 0  # warp instructions executed
@@ -238,7 +245,8 @@ class Warp:
             return space, addrs
         a0 = int(addrs[0])
         if SHARED_WINDOW <= a0 < SHARED_WINDOW + WINDOW_SIZE:
-            return "shared", addrs - np.uint64(SHARED_WINDOW)
+            return "shared::cluster" if a0 >= SHARED_WINDOW + DSMEM_STRIDE else "shared", addrs - np.uint64(
+                SHARED_WINDOW)
         if LOCAL_WINDOW <= a0 < LOCAL_WINDOW + WINDOW_SIZE:
             return "local", addrs - np.uint64(LOCAL_WINDOW)
         if PARAM_WINDOW <= a0 < PARAM_WINDOW + WINDOW_SIZE:
@@ -299,6 +307,8 @@ class Warp:
             return self.L.params
         if space == "const":
             return self.L.const
+        if space == "shared::cluster":  # another CTA's shared memory, or this CTA's (sim/cluster.py)
+            return self.cta.dsmem if self.cta.dsmem is not None else self.cta.shared  # type: ignore[return-value]
         raise ExecutionError(f"unsupported state space .{space}", self.L.file, 0)
 
     # -- cp.async ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ExecutionError
+from sim.errors import ExecutionError, UsageError
 from sim.functional.memory import Fault, FlatMemory, reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
@@ -212,6 +212,9 @@ def run_sass_functional(ptx_text: str, launch: Launch, arch: str = DEFAULT_ARCH,
     res = resources(ptx_text, arch, file).get(launch.kernel)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
+        if P.L.cluster != (1, 1, 1):  # SR_CgaCtaId reads rank 0; no DSMEM between the CTAs
+            raise UsageError(f"SASS mode runs clusters of one CTA only, this launch has clusters of "
+                             f"{','.join(map(str, P.L.cluster))}: run it with --isa ptx", file)
         k = prog.kernel(launch.kernel)
         param_size = max((p.offset + p.size for p in k.params), default=0)
         shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ExecutionError
+from sim.errors import ExecutionError, UsageError
 from sim.functional.memory import reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.hw import HwConfig
@@ -359,6 +359,9 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
     res = resources(ptx_text, hw.arch, file).get(launch.kernel)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
+        if P.L.cluster != (1, 1, 1):  # SR_CgaCtaId reads rank 0; no DSMEM between the CTAs
+            raise UsageError(f"SASS mode runs clusters of one CTA only, this launch has clusters of "
+                             f"{','.join(map(str, P.L.cluster))}: run it with --isa ptx", file)
         k = prog.kernel(launch.kernel)
         param_size = max((p.offset + p.size for p in k.params), default=0)
         smem = P.shared_size + (res.smem_static if res else 0)

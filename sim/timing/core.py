@@ -169,7 +169,7 @@ class Core:
     def pending_work(self) -> bool:
         return bool(self.live_ctas) or self.sim.has_pending()
 
-    def launch(self, ctaid: tuple[int, int, int], index: int) -> None:
+    def launch(self, ctaid: tuple[int, int, int], index: int) -> CtaT:
         cta = make_cta(self.sim.P, ctaid)
         cta.defer_tx = True  # TMA loads complete their mbarrier transactions when timed (sim/timing/tma.py)
         ct = CtaT(cta, index, self.now)
@@ -187,6 +187,7 @@ class Core:
         self.live_ctas.append(ct)
         if ct.live == 0:
             self._cta_done(ct, self.now)
+        return ct
 
     def barrier_arrive(self, wt: WarpT, t: int) -> None:
         """bar.sync per CTA: released when the last warp arrives; the sync pipe's latency later."""
@@ -214,6 +215,8 @@ class Core:
         ct.live -= 1
         if ct.waiting:  # an exited warp no longer counts at the barrier
             self._check_barrier(ct, self.now)
+        if ct.cta.cluster is not None and ct.cta.cluster.hooks is not None:  # nor at the cluster's
+            ct.cta.cluster.hooks.barrier_arrived(wt.w)
         if ct.live == 0:
             end = max(w.last_done for w in ct.warps)
             self._cta_done(ct, end)

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from sim.errors import ExecutionError
+from sim.errors import ExecutionError, UsageError
 from sim.functional.runner import (
     DEFAULT_MAX_INSTRUCTIONS,
     HOT_SAMPLE,
     Prepared,
     budget_error,
     check_budget_covers,
+    cluster_size,
     prepare,
     read_outputs,
 )
@@ -23,6 +24,9 @@ from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
 from sim.result import STALL_REASONS, SimResult
+from sim.timing.cluster import cluster_cores
+from sim.timing.cluster import cta_done as cluster_cta_done
+from sim.timing.cluster import first_wave as cluster_first_wave
 from sim.timing.core import Core, CtaT
 from sim.timing.memory import DeviceMemory, warm_l2
 from sim.timing.regalloc import registers_for_occupancy
@@ -105,6 +109,12 @@ class Simulation:
             per_core = min(self.ctas_per_core, -(-self.ctas_total // spread))
             ncores = max(1, min(spread, -(-max(1, sample_ctas) // per_core)))
             ctas = [c for i, c in enumerate(ctas) if i % spread < ncores]
+        self.cluster_n = cluster_size(self.P)
+        if self.cluster_n > 1:  # whole clusters on groups of cores (sim/timing/cluster.py)
+            if sample_ctas is not None or deal is not None:
+                raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid",
+                                 self.P.L.file)
+            ncores = cluster_cores(self, self.cluster_n, ncores)
         self.deal = deal
         if deal is not None:  # given CTAs (launch indices) per core, all resident at once
             ncores, ctas = len(deal), []
@@ -150,6 +160,8 @@ class Simulation:
         return bool(self.pending) or self.launching > 0
 
     def cta_done(self, core: Core, ct: CtaT, end: int) -> None:
+        if self.cluster_n > 1:
+            return cluster_cta_done(self, core, ct, end, self.cluster_n)
         self.cta_spans[ct.index] = end - ct.start
         self.end = max(self.end, end)
         if self.pending:
@@ -169,8 +181,10 @@ class Simulation:
         for core, group in zip(self.cores, self.deal or []):
             for idx in group:
                 core.launch(self.P.ctas[idx], idx)
+        if self.cluster_n > 1:
+            cluster_first_wave(self, self.cluster_n)
         # first wave: fill every core up to ctas_per_core, round robin
-        for _slot in range(self.ctas_per_core):
+        for _slot in range(self.ctas_per_core if self.cluster_n == 1 else 0):
             for core in self.cores:
                 if self.pending:
                     idx, ctaid = self.pending.pop(0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.cluster import DSMEM_STRIDE
 from sim.functional.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from sim.functional.record import Direction
 from sim.hw import HwConfig
@@ -168,6 +169,8 @@ class CoreMemory:
             space, addrs = generic_space(addrs)
         if space == "shared":
             return self.shared_access(t, addrs, size)
+        if space == "shared::cluster":  # DSMEM: timed as this core's shared memory (sim/timing/cluster.py)
+            return self.shared_access(t, addrs % np.uint64(DSMEM_STRIDE), size)
         if space in ("global", "local"):
             use_l1 = cache_op not in ("cg", "cs", "cv") and space != "local" or space == "local"
             return self.global_access(t, addrs, size, direction != "read", use_l1, direction == "atomic"), 0

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.functional.runner import Prepared, prepare, read_outputs
+from sim.errors import UsageError
+from sim.functional.runner import Prepared, cluster_size, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
@@ -116,6 +117,8 @@ def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_in
     full simulation (sim.timing.simulate's cycles, bound 0)."""
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
+        if cluster_size(P) > 1:
+            raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid", P.L.file)
         regs = regs_per_thread if regs_per_thread is not None else registers_for_occupancy(prog, P.L.kernel, hw)[0]
         lay = layout_of(P, launch, hw, regs)
         group_of = {i: gi for gi, g in enumerate(lay.groups) for i in g}

@@ -79,8 +79,11 @@ class Landing:
         self.ct, self.cp, self.done = ct, cp, done
 
     def __call__(self, _event: object) -> None:
-        complete_tx(self.ct.cta, self.cp.mbar, self.cp.nbytes)
-        wake_mbarrier_waiters(self.ct, self.done)
+        own = self.ct.cta
+        for cta in self.cp.dests or (own,):  # a multicast lands in every destination CTA at once
+            complete_tx(cta, self.cp.mbar, self.cp.nbytes)
+            ct = self.ct if cta is own else cta.cluster.hooks.ct_of(cta)  # type: ignore[union-attr]
+            wake_mbarrier_waiters(ct, self.done)
 
 
 def wake_mbarrier_waiters(ct: CtaT, at: int) -> None:

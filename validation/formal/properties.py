@@ -248,6 +248,9 @@ class Verifier:
             if missing:
                 r.unknown(a.line, f"no extent for {', '.join(missing)}: give --extent pN=BYTES-EXPR")
                 continue
+            if not conds:  # e.g. another CTA's shared memory through a mapa (shared::cluster) address
+                r.unknown(a.line, f"cannot place '{a.text}' in any buffer the verifier knows")
+                continue
             r.checks += 1
             goal = z3.Or([c for c, *_ in conds])
             if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
