@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from sim.layouts import parse_layout
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,12 @@ def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
     f32 = get(t.variant).shared_f32
     es_in = DTYPE_BYTES[spec.dtype_a]
     es_sh = 4 if f32 else es_in
-    if spec.layout_a == "row":
+    # row-like layouts (row, blocked-PxQ) keep K (A) / N (B) contiguous; col-like (col, striped-N) M / K
+    if parse_layout(spec.layout_a).row_like:
         a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
     else:
         a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
-    if spec.layout_b == "row":
+    if parse_layout(spec.layout_b).row_like:
         b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
     else:
         b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
