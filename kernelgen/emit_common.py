@@ -9,6 +9,7 @@ from typing import Any
 from kernelgen.ptxbuild import PtxBuilder, f32_hex
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Tiling
+from sim.layouts import Layout, parse_layout
 
 CVT_TO_F32 = {"f16": "cvt.f32.f16", "bf16": "cvt.f32.bf16"}
 CVT_FROM_F32 = {"f16": "cvt.rn.f16.f32", "bf16": "cvt.rn.bf16.f32"}
@@ -135,22 +136,27 @@ def emit_thread_copy_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple
 
 def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
                    origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
-                   sdst: str, mode: str, dtype: str) -> None:
+                   sdst: str, mode: str, dtype: str, layout: str = "row") -> None:
     """Copy one block tile global -> shared, predicated on the problem edges (out of range -> 0).
 
     mode "f32": scalar ld.global, convert to f32, st.shared.f32 (shared tile is [k][m|n]).
     mode "async": cp.async of tile.vec elements with src-size 0 for out-of-range chunks (zero fill);
     a 1-element chunk (unaligned extents) falls back to ld.global.b16 + st.shared.b16 (b8 for s8).
+    layout: the operand's global layout (sim/layouts.py). row and col address ``row * ld + col`` in the
+    tile's orientation; blocked-PxQ and striped-N take their formula (emit_layout_index) on the logical
+    (r, c): the tile's (row, col) for a row-like layout, (col, row) for a col-like one.
     """
     n = tile.chunks // threads
-    b.part(("copy", mode, dtype, n, tile.vec == 1),
+    lay = parse_layout(layout)
+    formula = "" if lay.kind in ("row", "col") else lay.name
+    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()),
            lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
-                              mode, dtype))
+                              mode, dtype, lay))
 
 
 def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
                origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
-               sdst: str, mode: str, dtype: str) -> None:
+               sdst: str, mode: str, dtype: str, lay: Layout) -> None:
     row0, col0, _ = coords
     n = tile.chunks // threads
     rb, cb = b.reg("u32"), b.reg("u32")
@@ -168,8 +174,13 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
         b.i(f"setp.lt.u32 {p1}, {gr}, {ext_row}")
         b.i(f"setp.lt.u32 {p2}, {gc}, {ext_col}")
         b.i(f"and.pred {p}, {p1}, {p2}")
-        idx = b.reg("u32")
-        b.i(f"mad.lo.u32 {idx}, {gr}, {ld}, {gc}")
+        if lay.kind in ("row", "col"):
+            idx = b.reg("u32")
+            b.i(f"mad.lo.u32 {idx}, {gr}, {ld}, {gc}")
+        elif lay.row_like:
+            idx = emit_layout_index(b, lay, gr, gc, ext_row, ext_col)
+        else:
+            idx = emit_layout_index(b, lay, gc, gr, ext_col, ext_row)
         b.i(f"selp.b32 {idx}, {idx}, 0, {p}")  # out of range: address the buffer start, never beyond
         off, ga = b.reg("u64"), b.reg("u64")
         b.i(f"mul.wide.u32 {off}, {idx}, {es}")
@@ -196,6 +207,53 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
             b.i(f"selp.b32 {sz}, {nbytes}, 0, {p}")
             cache = "cg" if nbytes == 16 else "ca"
             b.i(f"cp.async.{cache}.shared.global [{sdst}+{imm}], [{ga}], {nbytes}, {sz}")
+
+
+def _udiv(b: PtxBuilder, x: str, d: int) -> str:
+    """x / d (a shift for a power of two)."""
+    if d == 1:
+        return x
+    r = b.reg("u32")
+    b.i(f"shr.u32 {r}, {x}, {d.bit_length() - 1}" if d & (d - 1) == 0 else f"div.u32 {r}, {x}, {d}")
+    return r
+
+
+def _urem(b: PtxBuilder, x: str, d: int) -> str | None:
+    """x % d (a mask for a power of two); None when d == 1 (always 0)."""
+    if d == 1:
+        return None
+    r = b.reg("u32")
+    b.i(f"and.b32 {r}, {x}, {d - 1}" if d & (d - 1) == 0 else f"rem.u32 {r}, {x}, {d}")
+    return r
+
+
+def emit_layout_index(b: PtxBuilder, lay: Layout, r: str, c: str, rows: str, cols: str) -> str:
+    """The element index of logical (r, c) of a rows x cols matrix stored ``lay`` (blocked-PxQ or striped-N;
+    the formulas of sim/layouts.py): blocked ((r/P)*ceil(cols/Q) + c/Q)*P*Q + (r%P)*Q + c%Q,
+    striped ((r/N)*cols + c)*N + r%N."""
+    idx = b.reg("u32")
+    if lay.kind == "blocked":
+        P, Q = lay.p, lay.q
+        nbc = b.reg("u32")
+        b.i(f"add.u32 {nbc}, {cols}, {Q - 1}")
+        nbc = _udiv(b, nbc, Q)
+        b.i(f"mad.lo.u32 {idx}, {_udiv(b, r, P)}, {nbc}, {_udiv(b, c, Q)}")
+        b.i(f"mul.lo.u32 {idx}, {idx}, {P * Q}")
+        rr, cc = _urem(b, r, P), _urem(b, c, Q)
+        if rr is not None:
+            b.i(f"mad.lo.u32 {idx}, {rr}, {Q}, {idx}")
+        if cc is not None:
+            b.i(f"add.u32 {idx}, {idx}, {cc}")
+        return idx
+    if lay.kind != "striped":
+        raise ValueError(f"layout(={lay.name}) has no formula here (row and col are a single mad)")
+    N = lay.p
+    b.i(f"mad.lo.u32 {idx}, {_udiv(b, r, N)}, {cols}, {c}")
+    b.i(f"mul.lo.u32 {idx}, {idx}, {N}")
+    rr = _urem(b, r, N)
+    if rr is not None:
+        b.i(f"add.u32 {idx}, {idx}, {rr}")
+    return idx
 
 
 def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
@@ -229,11 +287,15 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
     for ri, ci, acc in elems:
         p = b.reg("pred")
         b.i(f"and.pred {p}, {rp[ri]}, {cp[ci]}")
-        idx = b.reg("u32")
-        if spec.layout_c == "row":
+        lay = parse_layout(spec.layout_c)
+        if lay.kind == "row":
+            idx = b.reg("u32")
             b.i(f"mad.lo.u32 {idx}, {rows[ri]}, {P['N']}, {cols[ci]}")
-        else:
+        elif lay.kind == "col":
+            idx = b.reg("u32")
             b.i(f"mad.lo.u32 {idx}, {cols[ci]}, {P['M']}, {rows[ri]}")
+        else:
+            idx = emit_layout_index(b, lay, rows[ri], cols[ci], P["M"], P["N"])
         b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
         off = b.reg("u64")
         b.i(f"mul.wide.u32 {off}, {idx}, {es}")
@@ -314,8 +376,10 @@ def metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param],
     idx = {p.role: i for i, p in enumerate(params)}
     pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
     gx, gy = ceil_div(N, t.bn), ceil_div(M, t.bm)
-    counts = {"A": (M * K, f"{pm}*{pk}"), "B": (K * N, f"{pk}*{pn}"), "C": (M * N, f"{pm}*{pn}"),
-              "D": (M * N, f"{pm}*{pn}"), "bias": (N, pn), "scale": (N, pn),
+    la, lb, lc = (parse_layout(x) for x in (spec.layout_a, spec.layout_b, spec.layout_c))
+    counts = {"A": (la.size(M, K), la.size_expr(pm, pk)), "B": (lb.size(K, N), lb.size_expr(pk, pn)),
+              "C": (lc.size(M, N), lc.size_expr(pm, pn)),
+              "D": (lc.size(M, N), lc.size_expr(pm, pn)), "bias": (N, pn), "scale": (N, pn),
               "profile": (gx * gy * PROFILE_SLOTS,
                           f"(({pn}+{t.bn - 1})/{t.bn})*(({pm}+{t.bm - 1})/{t.bm})*{PROFILE_SLOTS}")}
     values = {"M": M, "N": N, "K": K, "alpha": spec.alpha, "beta": spec.beta}

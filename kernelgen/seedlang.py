@@ -14,7 +14,7 @@ Mapping:
   l2_hit_rate >= value.
 A constraint over TILE_* variables (hard: <=, >=, ==) becomes a kernelgen.constraints.TileExpr that the
 planner's tiling layer prunes on (named in its log). Parsed but not yet weighed, each said in a warning:
-pad_k, warp_level_sync, and layouts blocked-RxC / striped-N (the default layout is used).
+pad_k, warp_level_sync.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from kernelgen.constraints import TILE_VARS, TileExpr
 from kernelgen.spec import CONSTRAINT_KEYS, GemmSpec, parse_spec
 from sim.errors import UsageError, WorkbenchWarning
+from sim.layouts import canonical
 
 GRAMMARS = Path(__file__).parent / "grammars"
 DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "int8": "s8", "s8": "s8",
@@ -193,12 +194,12 @@ def dgemm_to_dict(text: str, src: str, shape: tuple[Any, Any, Any]) -> dict[str,
             aname, aval = attr.children
             if str(aname) != "layout":
                 raise _fail(src, aname, f"unknown attribute {aname!s}" + _nearest(str(aname), "dgemm"))
-            if str(aval) in LAYOUT_ALIASES:
-                if key != "out":
-                    layout[key] = LAYOUT_ALIASES[str(aval)]
-            else:
-                _warn(src, aval, f"layout {aval!s} of {tname!s} is not supported yet (issue 15 item 3); "
-                                 "using the default")
+            try:
+                lay = canonical(LAYOUT_ALIASES.get(str(aval), str(aval)))
+            except ValueError as e:
+                raise _fail(src, aval, str(e)) from None
+            if key != "out":  # D is stored as C (layout.c)
+                layout[key] = lay
     data["dtype"] = dtype
     data["layout"] = layout
     cons: list[str] = []

@@ -9,7 +9,7 @@ YAML form (every key optional except M, N, K)::
     K: {range: [16, 4096], multiple_of: 16}
     # shapes: [[64, 64, 16], [64, 64, 4096]]   # instead of M, N, K: equal M and N, K from min to max
     dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"; fp16, fp32 too
-    layout: {a: row, b: col, c: row}
+    layout: {a: row, b: col, c: row}   # row | col | blocked-PxQ | striped-N (sim/layouts.py)
     alpha: 1.0
     beta: 0.0                    # nonzero adds a C input buffer
     epilogue: [bias, relu, cast] # scale (per column, first), bias (per column), relu | gelu, cast (to dtype.out)
@@ -37,13 +37,14 @@ from typing import Any
 from kernelgen.constraints import TileExpr
 from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
+from sim.layouts import canonical, parse_layout
 
 DTYPES_IN = ("f32", "f16", "bf16", "s8")
 DTYPES_OUT = ("f32", "f16", "bf16", "s32")
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
 # the seeds' spellings
 DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
-LAYOUTS = ("row", "col")
+LAYOUTS = ("row", "col")  # and blocked-PxQ, striped-N: sim/layouts.py
 EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
 #: constraint observable -> (the planner layer that prunes on it, the direction that is worse: "higher" or
 #: "lower"; a soft "~" constraint is penalised by the relative distance in that direction only)
@@ -234,6 +235,14 @@ def _choice(src: str, key: str, v: Any, allowed: tuple[str, ...]) -> str:
     return str(v)
 
 
+def _layout(src: str, key: str, v: Any) -> str:
+    """A layout name (sim/layouts.py: row, col, blocked-PxQ, striped-N; row-major/col-major accepted)."""
+    try:
+        return canonical(v) if isinstance(v, str) else parse_layout(repr(v)).name
+    except ValueError as e:
+        raise _err(src, key, str(e)) from None
+
+
 _CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|~)\s*([0-9.eE+-]+)\s*$")
 _TILE_MOD_RE = re.compile(r"^\s*([A-Z_]+)\s*%\s*(\d+)\s*==\s*0\s*$")
 
@@ -329,9 +338,9 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     bad = set(lay) - {"a", "b", "c"}
     if bad:
         raise _err(src, f"layout.{sorted(bad)[0]}", "unknown key (a, b, c)")
-    la = _choice(src, "layout.a", lay.get("a", "row"), LAYOUTS)
-    lb = _choice(src, "layout.b", lay.get("b", "col"), LAYOUTS)
-    lc = _choice(src, "layout.c", lay.get("c", "row"), LAYOUTS)
+    la = _layout(src, "layout.a", lay.get("a", "row"))
+    lb = _layout(src, "layout.b", lay.get("b", "col"))
+    lc = _layout(src, "layout.c", lay.get("c", "row"))
 
     scal = {}
     for k, dflt in (("alpha", 1.0), ("beta", 0.0)):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from sim.layouts import parse_layout
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,19 @@ class Tiling:
                 + (f"_u{self.unroll_k}" if self.unroll_k else "") + (f"_k{self.mma_k}" if self.mma_k != 16 else ""))
 
 
+def tile_values(spec: GemmSpec, key: str, defaults: tuple[int, ...], step: int) -> tuple[int, ...]:
+    """The values a variant enumerates for ``key`` (TILE_M, TILE_N, TILE_K): its defaults (powers of
+    two), then the other multiples of the hardware's ``step`` up to the largest default that the spec's
+    range for ``key`` asks for: a range with a divisor (``TILE_K in [8, 64], TILE_K % 8 == 0`` adds 24,
+    40, 48, 56) or a single value (``TILE_N in [96, 96]``). Without such a range the search space is
+    the defaults, unchanged."""
+    r = spec.tile_range(key)
+    if r is None or (r.multiple_of == 1 and r.lo != r.hi):
+        return defaults
+    top = max(defaults)
+    return defaults + tuple(v for v in range(step, top + 1, step) if v not in defaults and r.allows(v))
+
+
 def log2(x: int) -> int:
     if x <= 0 or x & (x - 1):
         raise ValueError(f"value(={x}) must be a power of two")
@@ -121,6 +135,13 @@ class OperandTile:
             b = self.rows * (self.cols + self.pad) * self.elem_shared
         return (b + 15) // 16 * 16
 
+    def linear_copies(self, threads: int) -> bool:
+        """Is copy i of every thread copy 0 shifted by a compile-time (row, col)? Yes when the threads
+        cover whole rows of chunks or a row holds whole passes of them (always so for powers of two);
+        else each copy divides its chunk index at run time (emit_common._copy_tile)."""
+        cpr = self.chunks_per_row
+        return threads % cpr == 0 or cpr % threads == 0
+
     def chunk_coords(self, tid: int, i: int, threads: int) -> tuple[int, int]:
         """(row, col) in the tile of the i-th copy of thread tid: chunk e = tid + i * threads."""
         e = tid + i * threads
@@ -134,11 +155,12 @@ def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
     f32 = get(t.variant).shared_f32
     es_in = DTYPE_BYTES[spec.dtype_a]
     es_sh = 4 if f32 else es_in
-    if spec.layout_a == "row":
+    # row-like layouts (row, blocked-PxQ) keep K (A) / N (B) contiguous; col-like (col, striped-N) M / K
+    if parse_layout(spec.layout_a).row_like:
         a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
     else:
         a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
-    if spec.layout_b == "row":
+    if parse_layout(spec.layout_b).row_like:
         b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
     else:
         b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)

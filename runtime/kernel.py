@@ -10,6 +10,7 @@ from kernelgen.module import Module, read
 from runtime.backends import Backend, Job, make_backend
 from sim.errors import WorkbenchError
 from sim.launch import Arg, numpy_dtype
+from sim.layouts import parse_layout
 
 
 class RuntimeFailure(WorkbenchError):
@@ -27,11 +28,16 @@ def load(path: str, device: str = "sim:npu7nm", timed: bool = False) -> Kernel:
 
 
 def to_storage(arr: np.ndarray, layout: str) -> np.ndarray:
-    """A logical matrix as the kernel's flat buffer: row -> C order, col -> column-major."""
+    """A logical matrix as the kernel's flat buffer: row -> C order, col -> column-major, blocked-PxQ and
+    striped-N as sim/layouts.py stores them (padding zero)."""
+    if layout not in ("row", "col") and arr.ndim == 2:
+        return parse_layout(layout).scatter(arr)
     return np.ravel(arr, order="F" if layout == "col" else "C").copy()
 
 
 def from_storage(flat: np.ndarray, shape: tuple[int, ...], layout: str) -> np.ndarray:
+    if layout not in ("row", "col") and len(shape) == 2:
+        return parse_layout(layout).gather(flat, shape[0], shape[1])
     return flat.reshape(shape[::-1]).T if layout == "col" else flat.reshape(shape)
 
 

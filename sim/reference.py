@@ -6,7 +6,8 @@ The GEMM check follows ``docs/kernel-metadata.md``:
 
 computed in float64 and compared with the kernel's D by the relative Frobenius norm
 ``||D - ref|| / ||ref|| <= rtol``. Layouts: a row-major R x C matrix has element (i, j) at
-``i*C + j``, a col-major one at ``j*R + i`` (leading dimensions equal the extents).
+``i*C + j``, a col-major one at ``j*R + i`` (leading dimensions equal the extents); ``blocked-PxQ`` and
+``striped-N`` as sim/layouts.py defines them.
 A is M x K (``layout_a``), B is K x N (``layout_b``), C and D are M x N (``layout_c``; a
 ``layout_d`` key, if present, overrides it for D). The epilogue steps apply in list order; ``scale``
 multiplies column j by ``scale[j]``, ``bias`` adds ``bias[j]`` to column j, ``relu`` is max(x, 0)
@@ -24,6 +25,7 @@ import numpy as np
 
 from sim.errors import UsageError
 from sim.launch import Arg, Launch, buffer_to_float64
+from sim.layouts import NAMES, parse_layout
 
 DEFAULT_RTOL = 1e-2
 
@@ -40,14 +42,19 @@ def _find(roles: list[str], role: str) -> int | None:
 
 
 def _matrix(flat: np.ndarray, rows: int, cols: int, layout: str, what: str) -> np.ndarray:
-    need = rows * cols
+    try:
+        lay = parse_layout(layout)
+    except ValueError:
+        raise _bad(f"layout of {what} must be 'row' or 'col' (or {NAMES}), not {layout!r}") from None
+    need = lay.size(rows, cols)
     if flat.size < need:
-        raise _bad(f"{what} holds {flat.size} elements, needs {rows}x{cols} = {need}")
-    if layout == "row":
+        pad = "" if lay.kind in ("row", "col") else f" stored {lay.name}"
+        raise _bad(f"{what} holds {flat.size} elements, needs {rows}x{cols}{pad} = {need}")
+    if lay.kind == "row":
         return flat[:need].reshape(rows, cols)
-    if layout == "col":
+    if lay.kind == "col":
         return flat[:need].reshape(cols, rows).T
-    raise _bad(f"layout of {what} must be 'row' or 'col', not {layout!r}")
+    return lay.gather(flat, rows, cols)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:

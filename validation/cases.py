@@ -76,6 +76,21 @@ FORMAL_QUICK: dict[GemmCase, int] = {
     GemmCase("h200", (33, 17, 40), "wgmma", "bf16"): 0,
 }
 
+#: Storage layouts (sim/layouts.py) x emitter: (variant, A/B dtype, (M, N, K), (layout a, b, c)), each
+#: checked with inputs built from dense matrices (validation/layout_check.py) in the simulator
+#: (tests/test_layouts.py) and on the H200 (benchmarks/layouts_gpu.py). Odd extents exercise the
+#: predicated edges and the padded edge tiles / stripes; blocked-3x5 a tile that is no power of two.
+LAYOUT_CASES: tuple[tuple[str, str, Shape, tuple[str, str, str]], ...] = (
+    ("simt", "f32", (33, 17, 40), ("blocked-8x8", "striped-4", "blocked-4x8")),
+    ("simt", "f16", (64, 48, 40), ("striped-8", "blocked-32x32", "striped-2")),
+    ("mma", "f16", (33, 17, 40), ("blocked-32x32", "blocked-32x32", "row")),  # seed 000 §4.2's gemm.dgemm
+    ("mma", "f16", (128, 64, 96), ("blocked-64x64", "blocked-64x64", "blocked-64x64")),
+    ("mma", "bf16", (40, 24, 48), ("striped-8", "striped-8", "striped-8")),
+    ("mma", "f16", (33, 17, 40), ("col", "striped-16", "blocked-3x5")),
+    ("mma", "bf16", (64, 64, 64), ("blocked-16x32", "col", "striped-8")),
+    ("mma", "s8", (48, 40, 64), ("blocked-32x32", "striped-16", "blocked-16x16")),
+)
+
 #: Predicted vs simulated vs measured on the H200 (benchmarks/three_way.py, gpu_bench.py), f16 mma.
 THREE_WAY_SHAPES: tuple[Shape, ...] = ((16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512),
                                        (1024, 1024, 1024), (64, 4096, 4096), (4096, 4096, 4096))

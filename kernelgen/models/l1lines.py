@@ -7,9 +7,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 
+from sim.layouts import Layout, parse_layout
+
 # per warp, per copy: (operand, touches a new line, its worst latency, its latency when a sharer on the
 # same core brought the new lines: [l1.hit_latency], or [l2.hit_latency] for lines evicted since)
 Rec = list[list[tuple[int, bool, float, float]]]
+
+
+def _layout(geo: tuple) -> Layout:
+    """The operand's global layout (geo's 7th field, sim/layouts.py; row when absent): its formula
+    places the copies' elements, so the lines are those of the emitted addresses."""
+    return parse_layout(geo[6]) if len(geo) > 6 else parse_layout("row")
 
 
 @lru_cache(maxsize=4096)
@@ -21,9 +29,11 @@ def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: 
     import numpy as np
 
     base = 0
-    for (rows_all, ld, elem) in ((e[1], e[0], g[4]) for e, g in zip(ext[:ti], tiles[:ti])):
-        base += -(-rows_all * ld * elem // 256) * 256
-    rows, cols, vec, cpr, elem, kcol = tiles[ti]
+    for (rows_all, ld, elem, lay) in ((e[1], e[0], g[4], _layout(g)) for e, g in zip(ext[:ti], tiles[:ti])):
+        size = lay.size(rows_all, ld) if lay.row_like else lay.size(ld, rows_all)  # logical R x C
+        base += -(-size * elem // 256) * 256
+    rows, cols, vec, cpr, elem, kcol = tiles[ti][:6]
+    lay = _layout(tiles[ti])
     ld_ext, row_lim, col_lim = ext[ti]
     n = rows * (cols // vec) // threads
     W = -(-threads // ws)
@@ -32,7 +42,13 @@ def _warp_lines(tiles: tuple, threads: int, ws: int, ext: tuple, bk: int, line: 
     r, c = e // cpr, (e % cpr) * vec
     gr, gc = (r, c + kt * bk) if kcol else (r + kt * bk, c)
     ok = (gr < row_lim) & (gc < col_lim) & (lanes < threads)[None, :]
-    ln = np.where(ok, (base + (gr * ld_ext + gc) * elem) // line, -1).reshape(n, W, ws)
+    if lay.kind in ("row", "col"):
+        idx = gr * ld_ext + gc
+    elif lay.row_like:  # the tile's (row, col) are the logical (r, c)
+        idx = lay.index(gr, gc, row_lim, col_lim)
+    else:
+        idx = lay.index(gc, gr, col_lim, row_lim)
+    ln = np.where(ok, (base + idx * elem) // line, -1).reshape(n, W, ws)
     srt = np.sort(ln, axis=-1)
     keep = (srt >= 0) & np.concatenate([np.ones((n, W, 1), bool), srt[..., 1:] != srt[..., :-1]], axis=-1)
     counts = keep.sum(axis=-1).ravel().tolist()

@@ -7,7 +7,8 @@ Formulas (HwConfig fields in brackets):
   waves of [core.count] CTAs read once each (their distinct block rows of A and columns of B), the
   CTAs of a wave moving over K together
 - supply = [dram.bandwidth_gbps] * 1e9 / ([clock_mhz] * 1e6) bytes per cycle (HwConfig.dram_bytes_per_cycle)
-- burst efficiency = contiguous bytes per tile row / (bursts touched * [dram.burst])
+- burst efficiency = contiguous bytes per tile row / (bursts touched * [dram.burst]); for blocked-PxQ and
+  striped-N from the tile's element addresses (its maximal contiguous runs, sim/layouts.py)
 - bank-conflict score = sum over [shared.banks] banks of (accesses - mean)^2 per warp access, from the
   addresses the emitted st.shared / ld.shared / ldmatrix use (tiling.copy_sites, variant.compute_sites);
   bank = (address / [shared.bank_width]) % [shared.banks]; passes = max accesses to one bank
@@ -22,6 +23,7 @@ from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, operand_tiles
 from kernelgen.variants import get
 from sim.hw import HwConfig
+from sim.layouts import parse_layout
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,24 @@ def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tupl
     return score, passes, acc
 
 
+@lru_cache(maxsize=4096)
+def _layout_burst(layout: str, row_dim: str, col_dim: str, rows: int, cols: int, ext_row: int, ext_col: int,
+                  ein: int, burst: int) -> float:
+    """Burst efficiency of the tile at the origin stored ``layout`` (blocked-PxQ, striped-N): its element
+    addresses (sim/layouts.py) in maximal contiguous runs, each run from a burst boundary, bytes over
+    [dram.burst]-sized bursts touched. The tile's (row, col) are the logical (r, c) of a row-like layout,
+    (c, r) of a col-like one."""
+    import numpy as np
+
+    lay = parse_layout(layout)
+    gr, gc = np.meshgrid(np.arange(min(rows, ext_row)), np.arange(min(cols, ext_col)), indexing="ij")
+    idx = lay.index(gr, gc, ext_row, ext_col) if lay.row_like else lay.index(gc, gr, ext_col, ext_row)
+    srt = np.sort(idx.ravel())
+    starts = np.flatnonzero(np.diff(srt) != 1) + 1
+    runs = np.diff(np.concatenate(([0], starts, [srt.size]))) * ein
+    return float(srt.size * ein / (np.sum(-(-runs // burst)) * burst))
+
+
 def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) per K tile for warp 0: copies into shared + compute-side loads."""
     a, b = operand_tiles(spec, t)
@@ -121,10 +141,16 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
     # burst efficiency of the global tile rows: contiguous run per row of each operand tile
     effs = []
+    ext = {"m": M, "n": N, "k": K}
     for tile in (a, b):
-        run = tile.cols * ein
-        bursts = -(-run // hw.dram.burst)  # [dram.burst]
-        effs.append(run / (bursts * hw.dram.burst))
+        layout = getattr(spec, "layout_" + tile.name)
+        if layout in ("row", "col"):
+            run = tile.cols * ein
+            bursts = -(-run // hw.dram.burst)  # [dram.burst]
+            effs.append(run / (bursts * hw.dram.burst))
+        else:
+            effs.append(_layout_burst(layout, tile.row_dim, tile.col_dim, tile.rows, tile.cols,
+                                      ext[tile.row_dim], ext[tile.col_dim], ein, hw.dram.burst))
     burst = min(effs)
     score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
     sh_read, reg_bytes = get(t.variant).shared_traffic(t, ktiles, ein)

@@ -392,8 +392,8 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
             # sharers of CTA 0 on its own core (same L1) are the linear ids < cores x R that are
             # multiples of `cores`: x of its block row, y x gx of its block column
             near = _near(gx, gy, cores, conc)
-            geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k")
-                        for tl in (ta, tb))
+            geo = tuple((tl.rows, tl.cols, tl.vec, tl.chunks_per_row, tl.elem_global, tl.col_dim == "k",
+                         getattr(spec, "layout_" + tl.name)) for tl in (ta, tb))
             lims = tuple((ext[tl.col_dim], ext[tl.row_dim], ext[tl.col_dim]) for tl in (ta, tb))
             # a co-resident sharer that is not first finds the new lines in the core's L1
             big = 1 << 20

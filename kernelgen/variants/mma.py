@@ -42,6 +42,7 @@ from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles
 from sim.hw import HwConfig
+from sim.layouts import Layout, parse_layout
 
 
 def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off: str, x2: bool) -> str:
@@ -201,7 +202,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
             b.i(f"add.u32 {dst}, {so}, {coords[2]}")
             emit_copy_tile(b, tile, T, coords, origin(tile.row_dim, kreg), origin(tile.col_dim, kreg),
                            P[tile.row_dim.upper()], P[tile.col_dim.upper()], P[tile.col_dim.upper()],
-                           gbase, dst, "async", ab)
+                           gbase, dst, "async", ab, getattr(spec, "layout_" + tile.name))
         b.i("cp.async.commit_group")
 
     kl, ws, rs, kt, ktiles = b.regs("u32", 5)
@@ -327,7 +328,7 @@ class Mma:
     def unavailable_dtype(self, spec: GemmSpec) -> str | None:
         if spec.dtype_a not in ("f16", "bf16", "s8"):
             return f"dtype {spec.dtype_a} has no mma.sync form here (f16/bf16 m16n8k16, s8 m16n8k32)"
-        if spec.dtype_a == "s8" and (spec.layout_a, spec.layout_b) != ("row", "col"):
+        if spec.dtype_a == "s8" and (not parse_layout(spec.layout_a).row_like or parse_layout(spec.layout_b).row_like):
             return (f"s8 mma needs A row-major and B col-major (K contiguous), got layout a={spec.layout_a} "
                     f"b={spec.layout_b}: ldmatrix moves 16-bit pairs and cannot transpose 8-bit elements")
         return None
@@ -341,10 +342,14 @@ class Mma:
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
-        ca = "k" if spec.layout_a == "row" else "m"
-        cb = "n" if spec.layout_b == "row" else "k"
+        la, lb = parse_layout(spec.layout_a), parse_layout(spec.layout_b)
+        ca = "k" if la.row_like else "m"
+        cb = "n" if lb.row_like else "k"
         es = DTYPE_BYTES[spec.dtype_a]
-        va, vb = (_vector(getattr(spec, d.upper()).align(16 // es), es) for d in (ca, cb))
+        # a chunk is contiguous in global memory: it divides the extent along the contiguous dim and
+        # the layout's run (blocked-PxQ: Q, striped-N: N), so it never crosses a tile or stripe edge
+        va, vb = (_vector(min(getattr(spec, d.upper()).align(16 // es), _run_align(lay, 16 // es)), es)
+                  for d, lay in ((ca, la), (cb, lb)))
         kk = 32 // es  # K of one mma: 16 (f16/bf16), 32 (s8)
         ur = spec.tile_range("UNROLL_K")
 
@@ -435,6 +440,16 @@ class Mma:
         ok, why = _check_pipeline(t.stages, ktiles)
         exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
         return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+
+
+def _run_align(lay: Layout, cap: int) -> int:
+    """Largest power of two <= cap dividing the layout's contiguous run (cap for row and col)."""
+    run, a = lay.run, 1
+    if run is None:
+        return cap
+    while a < cap and run % (a * 2) == 0:
+        a *= 2
+    return a
 
 
 def _vector(v: int, es: int) -> int:

@@ -116,7 +116,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
                   f"{getattr(spec, 'layout_' + tile.name)}: {tile.col_dim} contiguous) to shared as f32, "
                   f"{tile.chunks // T} per thread;\nout-of-range elements read as 0 (predicated edges)")
         emit_copy_tile(b, tile, T, coords, origin(tile, tile.row_dim), origin(tile, tile.col_dim),
-                       extent(tile.row_dim), extent(tile.col_dim), ld, gbase, sdst, "f32", dtype)
+                       extent(tile.row_dim), extent(tile.col_dim), ld, gbase, sdst, "f32", dtype,
+                       getattr(spec, "layout_" + tile.name))
     b.comment("All copies visible before compute (sync plan: barrier 1 of 2 per K tile)")
     b.i("bar.sync 0")
 

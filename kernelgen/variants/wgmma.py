@@ -371,6 +371,11 @@ class Wgmma:
             return f"{hw.name} has no wgmma (hwconfig has no 'wgmma' section; wgmma needs sm_90a)"
         if spec.dtype_a not in ("f16", "bf16") or spec.dtype_b != spec.dtype_a:
             return f"dtype {spec.dtype_a}/{spec.dtype_b}: this wgmma variant takes f16 or bf16 A and B"
+        lays = {x: getattr(spec, "layout_" + x) for x in "abc"}
+        odd = [f"{x} {lay}" for x, lay in lays.items() if lay not in ("row", "col")]
+        if odd:
+            return (f"variant {self.name} takes row or col layouts only (got {', '.join(odd)}); blocked-PxQ and "
+                    "striped-N run on --variant mma or simt")
         contiguous = {"k" if spec.layout_a == "row" else "m", "n" if spec.layout_b == "row" else "k"}
         for d in sorted(contiguous):
             if getattr(spec, d.upper()).align(8) < 8:
