@@ -76,6 +76,13 @@ def emit_profile_setup(b: PtxBuilder, P: dict[str, str], start: str) -> tuple[st
     return p, a
 
 
+def emit_cta_barrier(b: PtxBuilder, threads: int) -> None:
+    """``bar.sync 0``, or ``bar.warp.sync -1`` when one warp is the whole CTA (seed 000 §3.4: a warp
+    barrier where one warp owns the tile). Both order the participating threads' shared-memory accesses
+    (PTX ISA, bar.warp.sync: "guarantees memory ordering among threads participating in the barrier")."""
+    b.i("bar.warp.sync -1" if threads == 32 else "bar.sync 0")
+
+
 def emit_profile_slot(b: PtxBuilder, prof: tuple[str, str] | None, slot: int, what: str) -> None:
     if prof is None:
         return

@@ -306,8 +306,9 @@ def is_terminator(ins: Instruction) -> bool:
 
 
 def barrier_role(ins: Instruction) -> str:
-    """"cta" (bar.sync / barrier.sync / bar.red: every thread waits), "arrive" (a CTA barrier this
-    thread does not wait at), "warp" (bar.warp.sync), "" (not a barrier)."""
+    """"cta" (bar.sync / barrier.sync / bar.red: every thread waits; also a full-mask bar.warp.sync in a
+    kernel declared ``.reqntid`` 32, whose one warp is the CTA), "arrive" (a CTA barrier this thread does
+    not wait at), "warp" (bar.warp.sync), "" (not a barrier)."""
     return ins.info["bar"]
 
 
@@ -420,6 +421,20 @@ def pipe_of(ins: Instruction) -> str:
     return "alu"
 
 
+def _one_warp_kernel(k: Kernel) -> bool:
+    """The kernel declares ``.reqntid`` of 32 threads in all."""
+    dims = k.directives.get("reqntid") or []
+    n = 1
+    for d in dims:
+        n *= d
+    return bool(dims) and n == 32
+
+
+def _full_mask(ins: Instruction) -> bool:
+    o = ins.operands[0] if ins.operands else None
+    return o is not None and o.kind == "imm" and (int(o.value) & 0xFFFFFFFF) == 0xFFFFFFFF
+
+
 def _barrier_role(op: Op, mods: tuple[str, ...]) -> str:
     if op.order != "barrier":
         return ""
@@ -506,6 +521,8 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
     role = "" if bulk else _async_role(op, mods)
     wg = next((r for mod, r in _WGMMA_ROLES if mod in mods), "") if op.group == "wgmma" else ""
     bar = _barrier_role(op, mods)
+    if bar == "warp" and _one_warp_kernel(k) and _full_mask(ins):
+        bar = "cta"  # the kernel's one warp is its whole CTA: a full-mask warp barrier is the CTA barrier
     space = next((m for m in mods if m in _SPACES), "generic") if op.space == "mods" else op.space
     if space == "generic" and op.mem in _DSMEM_OPS:  # ld/st/atom.shared::{cta,cluster} (sim/cluster.py)
         space = next((_SUBSPACES[m] for m in mods if m in _SUBSPACES), "generic")

@@ -24,6 +24,7 @@ from kernelgen.counting import Counts, by_stages, count_key, tally
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
+    emit_cta_barrier,
     emit_epilogue,
     emit_profile_setup,
     emit_profile_slot,
@@ -229,7 +230,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
               "visible and guarantees stage (kt-1) % stages is no longer read (sync plan: 1 barrier/iteration)")
     b.i(f"cp.async.wait_group {S - 2}")
-    b.i("bar.sync 0")
+    emit_cta_barrier(b, t.threads)
     b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
     issue_tile(kl, ws)
 
@@ -293,7 +294,7 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k{t.mma_k} {ab}, A {spec.layout_a}, B {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
-                         title)
+                         title, t.threads)
 
 
 def _check_pipeline(stages: int, ktiles: int) -> tuple[bool, str]:

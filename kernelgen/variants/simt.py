@@ -14,6 +14,7 @@ from kernelgen.counting import Counts, count_key, tally
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
+    emit_cta_barrier,
     emit_epilogue,
     emit_profile_setup,
     emit_profile_slot,
@@ -119,7 +120,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
                        extent(tile.row_dim), extent(tile.col_dim), ld, gbase, sdst, "f32", dtype,
                        getattr(spec, "layout_" + tile.name))
     b.comment("All copies visible before compute (sync plan: barrier 1 of 2 per K tile)")
-    b.i("bar.sync 0")
+    emit_cta_barrier(b, T)
 
     b.comment(f"Rank-1 updates: for kk < {t.bk}: a[0..{t.tm}) = smem_a[kk][ty*tm..], "
               f"b[0..{t.tn}) = smem_b[kk][tx*tn..]; acc[i][j] += a[i]*b[j] (fma.rn.f32)")
@@ -137,7 +138,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
                     b.i(f"fma.rn.f32 {acc[i][j]}, {av[i]}, {bv[j]}, {acc[i][j]}")
     b.part(("simt.rank1", t.bk, t.tm, t.tn), rank1_updates)
     b.comment("Everyone done reading before the next tile overwrites shared (barrier 2 of 2)")
-    b.i("bar.sync 0")
+    emit_cta_barrier(b, T)
     pl = b.reg("pred")
     b.i(f"add.u32 {k0}, {k0}, {t.bk}")
     b.i(f"setp.lt.u32 {pl}, {k0}, {P['K']}")
@@ -176,7 +177,7 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     title = (f"SIMT FMA GEMM {t.key()}: A {spec.dtype_a} {spec.layout_a}, B {spec.dtype_b} {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
-                         title)
+                         title, t.threads)
 
 
 def _vec(per: int) -> int:
