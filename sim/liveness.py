@@ -29,36 +29,39 @@ def _width(k: Kernel, reg: str) -> int:
     return 0 if ty == "pred" else WIDTH.get(ty, 1)
 
 
+def _step_back(live: set[str], ins) -> None:
+    """Live before ``ins`` from live after it (a guarded write keeps the old value alive)."""
+    if not ins.guard:
+        live.difference_update(ins.dst_regs)
+    live.update(ins.src_regs)
+    if ins.guard:
+        live.add(ins.guard)
+
+
 def liveness(k: Kernel) -> Liveness:
     cfg = build_cfg(k)
     body = k.body
     live_in: list[set[str]] = [set() for _ in cfg.blocks]
+
+    def live_out(b) -> set[str]:
+        return set().union(*(live_in[s] for s, _, _ in b.succ if s != EXIT)) if b.succ else set()
+
     changed = True
     while changed:
         changed = False
         for b in reversed(cfg.blocks):
-            live = set().union(*(live_in[s] for s, _, _ in b.succ if s != EXIT)) if b.succ else set()
+            live = live_out(b)
             for i in range(b.end - 1, b.start - 1, -1):
-                ins = body[i]
-                if not ins.guard:
-                    live.difference_update(ins.dst_regs)
-                live.update(ins.src_regs)
-                if ins.guard:
-                    live.add(ins.guard)
+                _step_back(live, body[i])
             if live != live_in[b.index]:
                 live_in[b.index] = live
                 changed = True
     per: list[int] = [0] * len(body)
     preds: list[int] = [0] * len(body)
     for b in cfg.blocks:
-        live = set().union(*(live_in[s] for s, _, _ in b.succ if s != EXIT)) if b.succ else set()
+        live = live_out(b)
         for i in range(b.end - 1, b.start - 1, -1):
-            ins = body[i]
-            if not ins.guard:
-                live.difference_update(ins.dst_regs)
-            live.update(ins.src_regs)
-            if ins.guard:
-                live.add(ins.guard)
+            _step_back(live, body[i])
             per[i] = sum(_width(k, r) for r in live)
             preds[i] = sum(1 for r in live if k.regs.get(r) == "pred")
     if not body:
