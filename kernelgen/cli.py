@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
                                    "K may be a range LO..HI")
-    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "fp16", "fp32"],
+    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32"],
                    help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32)")
     c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
                    help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", "--shape", dest="gemm", required=True, help="MxNxK")
     for name in ("m", "n", "k"):
         g.add_argument(f"--tile-{name}", type=int, required=True, help=f"TILE_{name.upper()}")
-    g.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "fp16", "fp32"])
+    g.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32"])
     g.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"])
     g.add_argument("--epilogue", help="e.g. 'alpha * acc + beta * C + bias', 'relu(acc + bias)', or the "
                                       "seed's 'alpha * C + beta * D' (docs/kernelgen.md)")

@@ -107,6 +107,13 @@ def _soft_penalty(c: Constraint, v: float) -> float:
 def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False,
          only: list[Tiling] | None = None) -> Plan:
     """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange)."""
+    if spec.dtype_a == "s4":  # planned as the s8 GEMM over packed bytes (kernelgen/int4.py)
+        from kernelgen.int4 import packed_spec
+
+        p = plan(packed_spec(spec), hw, variant, verbose, only)
+        p.log.insert(0, "s4: planned as the s8 GEMM over packed bytes (K / 2, TILE_K in bytes of two s4; "
+                        "each m16n8k64.s4 charged as one m16n8k32.s8: kernelgen/int4.py)")
+        return p
     t0 = time.perf_counter()
     shape = spec.nominal()
     M, N, K = shape
@@ -117,6 +124,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             raise UsageError(f"--variant {variant} impossible: {why}"
                              + (f"; use --variant {' or '.join(others)}" if others else ""))
     variants = [variant] if variant else [n for n in names() if not (get(n).opt_in or get(n).unavailable(spec, hw))]
+    if not variants and only is None:
+        why = "; ".join(f"{n}: {get(n).unavailable(spec, hw)}" for n in names()
+                        if not get(n).opt_in and get(n).unavailable(spec, hw))
+        raise UsageError(f"no kernel variant serves this spec ({why})")
     tilings: list[Tiling] = list(only) if only is not None else []
     for v in variants if only is None else []:
         tilings += get(v).tilings(spec)

@@ -37,9 +37,9 @@ from sim.layouts import canonical
 
 GRAMMARS = Path(__file__).parent / "grammars"
 DTYPE_ALIASES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32", "int8": "s8", "s8": "s8",
-                 "int32": "s32", "s32": "s32"}
-LATER_DTYPES = {d: f"{d} GEMM is not built yet (issue 16 item 4); use int8, fp16, bf16 or fp32"
-                for d in ("int4", "int4_e2m1")}
+                 "int32": "s32", "s32": "s32", "int4": "s4", "s4": "s4"}
+LATER_DTYPES = {"int4_e2m1": "int4_e2m1 (fp4) has no tensor-core form on sm_90 (the H200); use int4, int8, fp16, "
+                             "bf16 or fp32"}
 LAYOUT_ALIASES = {"row-major": "row", "row": "row", "col-major": "col", "col": "col"}
 OBSERVABLES = {"register_usage": "registers_per_thread", "shared_bytes": "shared_memory_per_block",
                "bandwidth_demand": "bandwidth_demand_gbps", **{k: k for k in CONSTRAINT_KEYS}}

@@ -39,11 +39,11 @@ from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 from sim.layouts import canonical, parse_layout
 
-DTYPES_IN = ("f32", "f16", "bf16", "s8")
+DTYPES_IN = ("f32", "f16", "bf16", "s8", "s4")  # s4: two per byte, planned as packed bytes (kernelgen/int4.py)
 DTYPES_OUT = ("f32", "f16", "bf16", "s32")
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
 # the seeds' spellings
-DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32"}
+DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32", "int4": "s4"}
 LAYOUTS = ("row", "col")  # and blocked-PxQ, striped-N: sim/layouts.py
 EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
 #: constraint observable -> (the planner layer that prunes on it, the direction that is worse: "higher" or
@@ -129,6 +129,7 @@ class GemmSpec:
     name: str = "gemm"
     source: str = "<spec>"
     expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
+    packed_s4: bool = False  # an s4 GEMM planned and emitted as s8 over packed bytes (kernelgen/int4.py)
 
     @property
     def has_c(self) -> bool:
@@ -324,13 +325,18 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     dt = {k: DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v for k, v in dt.items()}
     da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
     db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
-    integer = da == "s8"
+    integer = da in ("s8", "s4")
     dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
     dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
     if da != db:
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
     if dout == "s32" and not integer:
-        raise _err(src, "dtype.out", f"s32 output needs s8 A and B (got {da}); use f32, f16 or bf16")
+        raise _err(src, "dtype.out", f"s32 output needs s8 or s4 A and B (got {da}); use f32, f16 or bf16")
+    if da == "s4":
+        for dim, d in (("K", K),):
+            if d.lo % 2 or d.hi % 2 or (not d.fixed and d.multiple_of % 2):
+                raise _err(src, dim, "s4 packs two values per byte along K: give an even K (a range with "
+                           "multiple_of 2)")
 
     lay = data.get("layout", {})
     if not isinstance(lay, dict):

@@ -53,6 +53,8 @@ DTYPES: dict[str, np.dtype] = {
     "b16": np.dtype(np.uint16),
     "b32": np.dtype(np.uint32),
     "b64": np.dtype(np.uint64),
+    # two signed 4-bit values per byte, the lower nibble first (an s4 GEMM's A and B: kernelgen/int4.py)
+    "s4x2": np.dtype(np.uint8),
 }
 
 #: The names a user may give in ``zeros:DTYPE:COUNT`` (the documented ones first).
@@ -108,8 +110,20 @@ def bf16_bits_to_f32(b: Any) -> np.ndarray:
     return bf16_to_f32(np.asarray(b))
 
 
+def unpack_s4(arr: np.ndarray) -> np.ndarray:
+    """Packed s4 bytes -> int8 values, two per byte, the lower nibble first (PTX's s4 packing)."""
+    b = np.asarray(arr).astype(np.uint8)
+    lo = (b & 0xF).astype(np.int8)
+    hi = (b >> 4).astype(np.int8)
+    out = np.empty(b.size * 2, dtype=np.int8)
+    out[0::2], out[1::2] = lo, hi
+    return np.where(out >= 8, out - 16, out).astype(np.int8)
+
+
 def buffer_to_float64(arr: np.ndarray, dtype_name: str) -> np.ndarray:
-    """A buffer's host array as float64 values (bf16 bit patterns are decoded)."""
+    """A buffer's host array as float64 values (bf16 bit patterns are decoded, s4x2 bytes unpacked)."""
+    if normalize_dtype(dtype_name) == "s4x2":
+        return unpack_s4(arr).astype(np.float64)
     if normalize_dtype(dtype_name) == "bf16":
         return bf16_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
     return np.asarray(arr).astype(np.float64)
@@ -398,6 +412,8 @@ def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.nd
         if n == "bf16":
             return f32_to_bf16(vals.astype(np.float32))
         arr = vals.astype(DTYPES[n])
+    elif n == "s4x2":  # every nibble in [-8, 7]
+        arr = rng.integers(0, 256, size=count).astype(np.uint8)
     else:
         dt = DTYPES[n]
         lo, hi = (-4, 5) if np.issubdtype(dt, np.signedinteger) else (0, 9)

@@ -36,6 +36,7 @@ from kernelgen.emit_common import (
     load_params,
     metadata,
 )
+from kernelgen.int4 import packed_spec
 from kernelgen.models.movement import site_score
 from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
@@ -81,8 +82,9 @@ def _ldmatrix_lane_offset(b: PtxBuilder, tile: OperandTile, lane: str, warp_off:
 
 
 def mma_instruction(ab: str, k: int) -> str:
-    """The mma.sync form for A/B dtype ab: f32 += f16/bf16 (k16), s32 += s8 (k32)."""
-    acc = "s32" if ab == "s8" else "f32"
+    """The mma.sync form for A/B dtype ab and K (elements) k: f32 += f16/bf16 (k16), s32 += s8 (k32) or
+    s4 (k64)."""
+    acc = "s32" if ab in ("s8", "s4") else "f32"
     return f"mma.sync.aligned.m16n8k{k}.row.col.{acc}.{ab}.{ab}.{acc}"
 
 
@@ -116,7 +118,7 @@ def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: l
         for mi in range(t.mi):
             for ni in range(t.ni):
                 d = ", ".join(acc[mi][ni])
-                b.i(f"{mma_instruction(ab, t.mma_k)} {{{d}}}, {{{', '.join(afr[mi])}}}, "
+                b.i(f"{mma_instruction(ab, t.mma_k * (2 if ab == 's4' else 1))} {{{d}}}, {{{', '.join(afr[mi])}}}, "
                     f"{{{', '.join(bfr[ni])}}}, {{{d}}}")
 
     if rolled:
@@ -138,10 +140,14 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     params = kernel_params(spec, name, profile)
     start = emit_profile_start(b) if profile else None
     P = load_params(b, params)
+    if spec.packed_s4:
+        b.comment("s4: K arrives in elements; the kernel walks packed bytes of two s4 (kernelgen/int4.py)")
+        b.i(f"shr.u32 {P['K']}, {P['K']}, 1")
     prof = emit_profile_setup(b, P, start) if start is not None else None
     ta, tb = operand_tiles(spec, t)
     T, S = t.threads, t.stages
     ab = spec.dtype_a
+    mma_ab = "s4" if spec.packed_s4 else ab
 
     b.comment(f"Thread coordinates (plan: {T} threads = {t.grid_m}x{t.grid_n} warps, warp tile "
               f"{t.tm}x{t.tn} = {t.mi}x{t.ni} m16n8 tiles):\nlane, warp, wm = warp / {t.grid_n}, "
@@ -250,8 +256,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     k_step_b = tb.shared_offset(0, kk) if tb.col_dim == "k" else tb.shared_offset(kk, 0)
     m_step = ta.shared_offset(16, 0) if ta.row_dim == "m" else ta.shared_offset(0, 16)
     n_step = tb.shared_offset(8, 0) if tb.row_dim == "n" else tb.shared_offset(0, 8)
-    b.part(("mma.compute", t.mi, t.ni, t.k_steps, t.unroll, trans_a, trans_b, ab, rb2 is None),
-           lambda: _compute(b, t, ra, rb, rb2, acc, trans_a, trans_b, ab, (k_step_a, k_step_b, m_step, n_step)))
+    b.part(("mma.compute", t.mi, t.ni, t.k_steps, t.unroll, trans_a, trans_b, mma_ab, rb2 is None),
+           lambda: _compute(b, t, ra, rb, rb2, acc, trans_a, trans_b, mma_ab, (k_step_a, k_step_b, m_step, n_step)))
     emit_stage_advance(b, (rs, ws), S, kl, kt, t.bk, ktiles, loop, done, prof)
 
     b.comment("C fragment coordinates: rows wm*tm + mi*16 + g (+8), cols wn*tn + ni*8 + 2*t4 (+1)")
@@ -285,16 +291,31 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
          profile: bool = False) -> str:
     name = name or f"{spec.name}_mma"
-    b, params = _build(spec, t, name, profile, False)
-    ta, tb = operand_tiles(spec, t)
+    s4 = spec.dtype_a == "s4"
+    run = packed_spec(spec) if s4 else spec
+    b, params = _build(run, t, name, profile, False)
+    ta, tb = operand_tiles(run, t)
     S = t.stages
     ab = spec.dtype_a
     meta = metadata(spec, t, name, params, prediction)
+    if s4:
+        _s4_buffers(meta)
     shared = [(f"{name}_smem_a", S * ta.stage_bytes), (f"{name}_smem_b", S * tb.stage_bytes)]
     title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k{t.mma_k} {ab}, A {spec.layout_a}, B {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
                          title, t.threads)
+
+
+def _s4_buffers(meta: dict[str, Any]) -> None:
+    """A and B of an s4 kernel are packed bytes ("s4x2": two values each, sim.launch): half the count
+    and half the extent of the elements the shared metadata wrote."""
+    for i, p in enumerate(meta["params"]):
+        if p.get("role") in ("A", "B"):
+            p["dtype"] = "s4x2"
+            p["count"] //= 2
+            expr = meta["extents"][f"p{i}"]
+            meta["extents"][f"p{i}"] = f"({expr.removesuffix('*1')})/2"
 
 
 def _check_pipeline(stages: int, ktiles: int) -> tuple[bool, str]:
@@ -327,6 +348,8 @@ class Mma:
     opt_in = False
 
     def unavailable_dtype(self, spec: GemmSpec) -> str | None:
+        if spec.dtype_a == "s4":
+            return self.unavailable_dtype(packed_spec(spec))
         if spec.dtype_a not in ("f16", "bf16", "s8"):
             return f"dtype {spec.dtype_a} has no mma.sync form here (f16/bf16 m16n8k16, s8 m16n8k32)"
         if spec.dtype_a == "s8" and (not parse_layout(spec.layout_a).row_like or parse_layout(spec.layout_b).row_like):
