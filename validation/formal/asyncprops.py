@@ -237,9 +237,9 @@ def _tx_balance(v: Verifier, r: PropResult) -> None:
     for e in v.ex.mbar_events:
         s = e.sync
         if e.kind in ("expect", "exit"):
-            bad = z3.And(e.pc, z3.UGT(s[TXN], 0), s[TXB] != 0)
+            bad = z3.And(e.pc, s[TXL] != 0, s[TXB] != 0)
         elif e.kind == "copy" and e.bar is not None:
-            bad = z3.And(e.pc, z3.Or(s[TXN] == 0, e.bar != s[TXA]))
+            bad = z3.And(e.pc, z3.Or(s[TXL] == 0, e.bar != s[TXA]))
         else:
             continue
         r.checks += 1

@@ -41,6 +41,11 @@ PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA,
 NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
 PSEUDO_INIT = {MWA: NO_BARRIER}
 _TX = {TXA, TXB, TXN, TXL}
+# counters of events of one thread: assumed to stay below 2^31 (NO_WRAP), so that "later" is "greater"
+COUNTERS = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXN)
+NO_WRAP = 1 << 31
+# (a, b): a <= b in every state (a counts what b counted earlier: groups done <= committed, ...)
+ORDERED = ((DONE, GC), (VIS, DONE), (WDONE, WGC), (WVIS, WDONE), (PFG, DONE))
 _MW = {MWA, MWP, MWS, MWE}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
