@@ -190,6 +190,15 @@ def test_tma_expect_tx_differs_from_the_box():
     assert p["witness"]["bytes_missing"] != 0
 
 
+@pytest.mark.slow
+def test_consumers_that_never_release_deadlock_the_producer():
+    # the producer's empty wait for t >= 2 waits for phase 0 of a barrier nobody arrives on
+    p = assert_only_violated(verify("tma_no_release"), "mbarrier", "deadlock", thread=[32, 0, 0], waited_parity=0,
+                             arrivals=0)
+    assert "try_wait" in p["witness"]["access"] and p["witness"]["params"]["p2"] >= 3
+    assert p["witness"]["barrier"] % 256 >= 16  # an empty barrier (full[2] lies first, then empty[2])
+
+
 # ---------------------------------------------------------------- kernelgen's wgmma_tma variant (persistent, TMA ring)
 def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None) -> dict:
     out = tmp_path / "k"
@@ -224,3 +233,33 @@ def test_kernelgen_wgmma_tma_persistent_is_unknown_not_violated(tmp_path):
     assert "violated" not in st.values() and st["shared_race"] == "proved", json.dumps(rep)[:3000]
     undecided = [p for p in rep["properties"] if p["status"] == "unknown"]
     assert undecided and all("past the first iteration" in p["detail"] for p in undecided), undecided
+
+
+# ---------------------------------------------------------------- deadlock: a wait nobody can complete (small, fast)
+def _handoff(release: bool, parity: int = 0) -> dict:
+    """Thread 0 (producer) waits with `parity` on `empty` before writing a word; threads 1..31 arrive on
+    `empty` when `release` (the consumers' release), else never: a wait for parity 0 then never returns."""
+    arrive = "    mbarrier.arrive.shared::cta.b64 _, [%r3];" if release else "    // (no release)"
+    text = "\n".join([
+        ".version 8.0", ".target sm_90a", ".address_size 64", ".visible .entry handoff()", "{",
+        "    .reg .b32 %r<8>;", "    .reg .pred %p<4>;", "    .shared .align 8 .b64 empty;",
+        "    .shared .align 4 .b32 word;", "    mov.u32 %r0, %tid.x;", "    mov.u32 %r3, empty;",
+        "    setp.ne.u32 %p1, %r0, 0;", "    @%p1 bra $INIT_DONE;", "    mbarrier.init.shared::cta.b64 [%r3], 31;",
+        "$INIT_DONE:", "    bar.sync 0;", "    @%p1 bra $CONSUMER;", "$WAIT:",
+        f"    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], {parity};", "    @!%p2 bra $WAIT;",
+        "    mov.u32 %r4, word;", "    st.shared.u32 [%r4], %r0;", "    ret;", "$CONSUMER:", arrive, "    ret;", "}",
+        ""])
+    args = SimpleNamespace(kernel=None, grid="1,1,1", block="32,1,1", param=[], extent=[], dynamic_shared=None,
+                           timeout=60.0)
+    return verify_text(text, "handoff.ptx", args)
+
+
+def test_wait_on_a_barrier_nobody_arrives_on_is_a_deadlock():
+    p = assert_only_violated(_handoff(release=False), "mbarrier", "deadlock", thread=[0, 0, 0], waited_parity=0)
+    assert p["line"] == 19 and "never returns" in p["detail"]  # the try_wait
+
+
+def test_released_barrier_or_parity_of_the_phase_before_is_no_deadlock():
+    assert statuses(_handoff(release=True)) == {n: "proved" for n in NAMES}
+    # parity 1 on a barrier in phase 0 waits for the phase before phase 0: it returns at once
+    assert statuses(_handoff(release=False, parity=1)) == {n: "proved" for n in NAMES}

@@ -176,6 +176,8 @@ class AsyncOpsMixin(ExecutorBase):
             self.loadsyms[str(ok)] = ins.line
             self.write(st, ins, ops[0], ok)
             parity = self.val(st, ops[2], 32) if "parity" in mods and len(ops) > 2 else z3.BitVecVal(2, 32)
+            if "parity" in mods and len(ops) > 2:
+                self.mbar_event(st, ins, "wait", bar=bar, parity=parity)
             self.write_pseudo(st, ins, MWA, z3.If(ok, bar, self.read(st, MWA)))
             self.write_pseudo(st, ins, MWP, z3.If(ok, parity & 1 if "parity" in mods else parity, self.read(st, MWP)))
             seen = self.read(st, MWS)
@@ -186,6 +188,10 @@ class AsyncOpsMixin(ExecutorBase):
                                                   self.read(st, MWE)))
             self.write_pseudo(st, ins, MWS, z3.If(ok, seen | slot, seen))
             return
+        if role == "arrive" or (role == "expect_tx" and "arrive" in mods):
+            self.mbar_event(st, ins, "arrive", bar=bar)
+        elif role == "other":
+            self.mbar_other.append((ins.line, ins.full))  # e.g. arrive_drop: may complete a phase, not modelled
         n = self.val(st, ops[-1], 32) if ops[-1].kind in ("imm", "reg") else None
         if role == "expect_tx" and n is not None:
             self.mbar_event(st, ins, "expect", bar=bar, nbytes=n)

@@ -227,7 +227,7 @@ def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
     if not ex.mbar_events or all(e.kind == "exit" for e in ex.mbar_events):
         r.detail = "no mbarrier transactions"
         return
-    for check in (_tx_balance, _consumer_waits, _producer_waits):
+    for check in (_tx_balance, _consumer_waits, _producer_waits, _waits_complete):
         check(v, r)
         if r.status == "violated":
             return
@@ -336,3 +336,39 @@ def _producer_waits(v: Verifier, r: PropResult) -> None:
             return
         if res == z3.unknown:
             r.unknown(c.line, "solver gave up (timeout)")
+
+
+def _waits_complete(v: Verifier, r: PropResult) -> None:
+    """Liveness: a wait for an even phase parity (phase 0, 2, ...) of an mbarrier completes only once
+    threads arrive on it. A barrier no thread ever arrives on stays in phase 0, so such a wait blocks for
+    ever (a deadlock: e.g. consumers that never release the empty barrier their producer waits on; a wait
+    for parity 1 returns at once there). Arrivals are counted as possible, not numbered: too few of them
+    is not reported."""
+    arrivals = [e for e in v.ex.mbar_events if e.kind == "arrive" and e.bar is not None]
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    for w in v.ex.mbar_events:
+        if w.kind != "wait" or w.bar is None or w.parity is None:
+            continue
+        need = z3.And(w.pc, (w.parity & 1) == 0)
+        arrive = z3.Or([z3.And(v.t2(a.pc), v.t2(a.bar) == w.bar) for a in arrivals])
+        r.checks += 1
+        res, _ = v.check(in_range, need, arrive)
+        if res != z3.unsat:
+            if res == z3.unknown:
+                r.unknown(w.line, "solver gave up (timeout)")
+            continue
+        res, m = v.check(need)
+        if res == z3.sat and m is not None:
+            if v.ex.mbar_other:
+                line, text = v.ex.mbar_other[0]
+                r.unknown(w.line, f"the wait at line {w.line} may never complete: no modelled arrival on its mbarrier, "
+                                  f"but '{text}' (line {line}) is not modelled")
+                continue
+            wit = v.witness(m, barrier=w.bar, waited_parity=w.parity & 1, access=w.text, arrivals=0)
+            r.violated(w.line, wit, f"deadlock: '{w.text}' (thread {wit['thread']}) waits for the completion of "
+                                    f"an even phase of mbarrier {wit['barrier']}, on which no thread ever arrives "
+                                    "(mbarrier.arrive / arrive.expect_tx): it stays in phase 0 and the wait never "
+                                    "returns (a consumer that never releases its stage?)")
+            return
+        if res == z3.unknown:
+            r.unknown(w.line, "solver gave up (timeout)")

@@ -45,6 +45,7 @@ class ExecutorBase:
         self.wgmma_regs: frozenset = frozenset()  # registers any wgmma.mma_async uses (set by asyncops)
         self.mbar_events: list[MbarEvent] = []
         self.mbar_wait_lines: set[int] = set()
+        self.mbar_other: list[tuple[int, str]] = []  # (line, text) mbarrier operations not modelled
         self.solver_timeout_ms = 2000
 
     if TYPE_CHECKING:
