@@ -200,12 +200,13 @@ def test_consumers_that_never_release_deadlock_the_producer():
 
 
 # ---------------------------------------------------------------- kernelgen's wgmma_tma variant (persistent, TMA ring)
-def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None) -> dict:
+def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None, timeout: float = 120.0) -> dict:
     out = tmp_path / "k"
     subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", gemm, "--dtype", "bf16",
                     "--variant", "wgmma_tma", "-o", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
     p = out / "kernel.ptx"
-    args = SimpleNamespace(kernel=None, grid=grid, block=None, param=[], extent=[], dynamic_shared=None, timeout=120.0)
+    args = SimpleNamespace(kernel=None, grid=grid, block=None, param=[], extent=[], dynamic_shared=None,
+                           timeout=timeout)
     return verify_text(p.read_text(), str(p), args)
 
 
@@ -225,14 +226,15 @@ def test_kernelgen_wgmma_tma_ring_wraps_proved(tmp_path):
 
 
 @pytest.mark.slow
-def test_kernelgen_wgmma_tma_persistent_is_unknown_not_violated(tmp_path):
-    # 2 CTAs for 9 tiles: each CTA's tile loop runs its K loop several times; past the first tile the
-    # summary over-approximates, so what is not proved is unknown with that reason, never violated
-    rep = _wgmma_tma(tmp_path, "136x136x136", grid="2,1,1")
-    st = statuses(rep)
-    assert "violated" not in st.values() and st["shared_race"] == "proved", json.dumps(rep)[:3000]
-    undecided = [p for p in rep["properties"] if p["status"] == "unknown"]
-    assert undecided and all("past the first iteration" in p["detail"] for p in undecided), undecided
+@pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1",
+                    reason="about 60 s: WORKBENCH_LONG=1 python -m pytest -m slow")
+def test_kernelgen_wgmma_tma_persistent_proved(tmp_path):
+    # 2 CTAs for 16 tiles: each CTA's tile loop runs its K loop 8 times, the ring's stage and parity carried
+    # from tile to tile (inner loops summarised inside the tile loop's dry run, counter orderings assumed at
+    # the headers); 25 s of process time, 55-95 s wall on the loaded 2-core machine (was bounds/wgmma/mbarrier
+    # unknown). The limit is generous: this checks the proof, not the machine's load
+    rep = _wgmma_tma(tmp_path, "256x256x128", grid="2,1,1", timeout=600.0)
+    assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
 
 
 # ---------------------------------------------------------------- deadlock: a wait nobody can complete (small, fast)
@@ -263,3 +265,48 @@ def test_released_barrier_or_parity_of_the_phase_before_is_no_deadlock():
     assert statuses(_handoff(release=True)) == {n: "proved" for n in NAMES}
     # parity 1 on a barrier in phase 0 waits for the phase before phase 0: it returns at once
     assert statuses(_handoff(release=False, parity=1)) == {n: "proved" for n in NAMES}
+
+
+# ---------------------------------------------------------------- TMA stores (bulk groups)
+def _store_variant(tmp_path: Path, edit) -> dict:
+    p = tmp_path / "tma_store.ptx"
+    p.write_text(edit((ASYNC / "tma_store.ptx").read_text()))
+    args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None, timeout=60.0)
+    return verify_text(p.read_text(), str(p), args)
+
+
+def test_tma_store_epilogue_proved():
+    rep = verify("tma_store")
+    assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
+
+
+def test_stage_rewritten_before_the_bulk_store_read_it(tmp_path):
+    wait = "    @%p0 cp.async.bulk.wait_group.read 0;\n"
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace(wait, "", 1)), "async_copy",
+                             "may still be reading", thread=[0, 0, 0], address=0)
+    assert "st.shared" in p["witness"]["access"] and p["witness"]["store_line"] > p["line"]
+
+
+def test_tma_store_without_the_proxy_fence(tmp_path):
+    fence = "    fence.proxy.async.shared::cta;\n"
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace(fence, "")), "async_copy",
+                             "no fence.proxy.async")
+    assert "st.shared" in p["witness"]["access"] and p["witness"]["store_line"] > p["line"]
+
+
+# ---------------------------------------------------------------- tensor-map parameters read from the metadata
+def test_tensor_maps_are_handles_not_scalars(tmp_path):
+    # the witness names the scalars only (the map was an 8-bit "p0"); a header extent may name the hidden
+    # buffer behind a map (reached only through it: ignored); a range on a map is refused in one line
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace("    fence.proxy.async.shared::cta;\n", "")),
+                             "async_copy", "no fence.proxy.async")
+    assert set(p["witness"]["params"]) == {"p1"}, p["witness"]
+    text = (ASYNC / "tma_store.ptx").read_text().replace('"ranges":', '"extents": {"tma_store_out": "2048"}, "ranges":')
+    f = tmp_path / "named.ptx"
+    f.write_text(text)
+    rep = verify_text(text, str(f), SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[],
+                                                    dynamic_shared=None, timeout=60.0))
+    assert statuses(rep) == {n: "proved" for n in NAMES}
+    r = subprocess.run([sys.executable, "-m", "validation", "verify", str(f), "--param", "tma_store_tmap=1..2"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "tensor map" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
