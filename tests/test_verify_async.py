@@ -190,13 +190,23 @@ def test_tma_expect_tx_differs_from_the_box():
     assert p["witness"]["bytes_missing"] != 0
 
 
+@pytest.mark.slow
+def test_consumers_that_never_release_deadlock_the_producer():
+    # the producer's empty wait for t >= 2 waits for phase 0 of a barrier nobody arrives on
+    p = assert_only_violated(verify("tma_no_release"), "mbarrier", "deadlock", thread=[32, 0, 0], waited_parity=0,
+                             arrivals=0)
+    assert "try_wait" in p["witness"]["access"] and p["witness"]["params"]["p2"] >= 3
+    assert p["witness"]["barrier"] % 256 >= 16  # an empty barrier (full[2] lies first, then empty[2])
+
+
 # ---------------------------------------------------------------- kernelgen's wgmma_tma variant (persistent, TMA ring)
-def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None) -> dict:
+def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None, timeout: float = 120.0) -> dict:
     out = tmp_path / "k"
     subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", gemm, "--dtype", "bf16",
                     "--variant", "wgmma_tma", "-o", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
     p = out / "kernel.ptx"
-    args = SimpleNamespace(kernel=None, grid=grid, block=None, param=[], extent=[], dynamic_shared=None, timeout=120.0)
+    args = SimpleNamespace(kernel=None, grid=grid, block=None, param=[], extent=[], dynamic_shared=None,
+                           timeout=timeout)
     return verify_text(p.read_text(), str(p), args)
 
 
@@ -216,11 +226,87 @@ def test_kernelgen_wgmma_tma_ring_wraps_proved(tmp_path):
 
 
 @pytest.mark.slow
-def test_kernelgen_wgmma_tma_persistent_is_unknown_not_violated(tmp_path):
-    # 2 CTAs for 9 tiles: each CTA's tile loop runs its K loop several times; past the first tile the
-    # summary over-approximates, so what is not proved is unknown with that reason, never violated
-    rep = _wgmma_tma(tmp_path, "136x136x136", grid="2,1,1")
-    st = statuses(rep)
-    assert "violated" not in st.values() and st["shared_race"] == "proved", json.dumps(rep)[:3000]
-    undecided = [p for p in rep["properties"] if p["status"] == "unknown"]
-    assert undecided and all("past the first iteration" in p["detail"] for p in undecided), undecided
+@pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1",
+                    reason="about 60 s: WORKBENCH_LONG=1 python -m pytest -m slow")
+def test_kernelgen_wgmma_tma_persistent_proved(tmp_path):
+    # 2 CTAs for 16 tiles: each CTA's tile loop runs its K loop 8 times, the ring's stage and parity carried
+    # from tile to tile (inner loops summarised inside the tile loop's dry run, counter orderings assumed at
+    # the headers); 25 s of process time, 55-95 s wall on the loaded 2-core machine (was bounds/wgmma/mbarrier
+    # unknown). The limit is generous: this checks the proof, not the machine's load
+    rep = _wgmma_tma(tmp_path, "256x256x128", grid="2,1,1", timeout=600.0)
+    assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
+
+
+# ---------------------------------------------------------------- deadlock: a wait nobody can complete (small, fast)
+def _handoff(release: bool, parity: int = 0) -> dict:
+    """Thread 0 (producer) waits with `parity` on `empty` before writing a word; threads 1..31 arrive on
+    `empty` when `release` (the consumers' release), else never: a wait for parity 0 then never returns."""
+    arrive = "    mbarrier.arrive.shared::cta.b64 _, [%r3];" if release else "    // (no release)"
+    text = "\n".join([
+        ".version 8.0", ".target sm_90a", ".address_size 64", ".visible .entry handoff()", "{",
+        "    .reg .b32 %r<8>;", "    .reg .pred %p<4>;", "    .shared .align 8 .b64 empty;",
+        "    .shared .align 4 .b32 word;", "    mov.u32 %r0, %tid.x;", "    mov.u32 %r3, empty;",
+        "    setp.ne.u32 %p1, %r0, 0;", "    @%p1 bra $INIT_DONE;", "    mbarrier.init.shared::cta.b64 [%r3], 31;",
+        "$INIT_DONE:", "    bar.sync 0;", "    @%p1 bra $CONSUMER;", "$WAIT:",
+        f"    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], {parity};", "    @!%p2 bra $WAIT;",
+        "    mov.u32 %r4, word;", "    st.shared.u32 [%r4], %r0;", "    ret;", "$CONSUMER:", arrive, "    ret;", "}",
+        ""])
+    args = SimpleNamespace(kernel=None, grid="1,1,1", block="32,1,1", param=[], extent=[], dynamic_shared=None,
+                           timeout=60.0)
+    return verify_text(text, "handoff.ptx", args)
+
+
+def test_wait_on_a_barrier_nobody_arrives_on_is_a_deadlock():
+    p = assert_only_violated(_handoff(release=False), "mbarrier", "deadlock", thread=[0, 0, 0], waited_parity=0)
+    assert p["line"] == 19 and "never returns" in p["detail"]  # the try_wait
+
+
+def test_released_barrier_or_parity_of_the_phase_before_is_no_deadlock():
+    assert statuses(_handoff(release=True)) == {n: "proved" for n in NAMES}
+    # parity 1 on a barrier in phase 0 waits for the phase before phase 0: it returns at once
+    assert statuses(_handoff(release=False, parity=1)) == {n: "proved" for n in NAMES}
+
+
+# ---------------------------------------------------------------- TMA stores (bulk groups)
+def _store_variant(tmp_path: Path, edit) -> dict:
+    p = tmp_path / "tma_store.ptx"
+    p.write_text(edit((ASYNC / "tma_store.ptx").read_text()))
+    args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None, timeout=60.0)
+    return verify_text(p.read_text(), str(p), args)
+
+
+def test_tma_store_epilogue_proved():
+    rep = verify("tma_store")
+    assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
+
+
+def test_stage_rewritten_before_the_bulk_store_read_it(tmp_path):
+    wait = "    @%p0 cp.async.bulk.wait_group.read 0;\n"
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace(wait, "", 1)), "async_copy",
+                             "may still be reading", thread=[0, 0, 0], address=0)
+    assert "st.shared" in p["witness"]["access"] and p["witness"]["store_line"] > p["line"]
+
+
+def test_tma_store_without_the_proxy_fence(tmp_path):
+    fence = "    fence.proxy.async.shared::cta;\n"
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace(fence, "")), "async_copy",
+                             "no fence.proxy.async")
+    assert "st.shared" in p["witness"]["access"] and p["witness"]["store_line"] > p["line"]
+
+
+# ---------------------------------------------------------------- tensor-map parameters read from the metadata
+def test_tensor_maps_are_handles_not_scalars(tmp_path):
+    # the witness names the scalars only (the map was an 8-bit "p0"); a header extent may name the hidden
+    # buffer behind a map (reached only through it: ignored); a range on a map is refused in one line
+    p = assert_only_violated(_store_variant(tmp_path, lambda t: t.replace("    fence.proxy.async.shared::cta;\n", "")),
+                             "async_copy", "no fence.proxy.async")
+    assert set(p["witness"]["params"]) == {"p1"}, p["witness"]
+    text = (ASYNC / "tma_store.ptx").read_text().replace('"ranges":', '"extents": {"tma_store_out": "2048"}, "ranges":')
+    f = tmp_path / "named.ptx"
+    f.write_text(text)
+    rep = verify_text(text, str(f), SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[],
+                                                    dynamic_shared=None, timeout=60.0))
+    assert statuses(rep) == {n: "proved" for n in NAMES}
+    r = subprocess.run([sys.executable, "-m", "validation", "verify", str(f), "--param", "tma_store_tmap=1..2"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "tensor map" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

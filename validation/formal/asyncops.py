@@ -17,7 +17,7 @@ from sim import isa
 from sim.functional.ops_wgmma import SWIZZLE, Desc, swizzle, tile_addresses
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import DONE, MWA, MWE, MWP, MWS, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
+from validation.formal.program import BDONE, BGC, DONE, MWA, MWE, MWP, MWS, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
 from validation.formal.state import Access, MbarEvent, RegTouch, State, WgmmaRec
 
 _ES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
@@ -72,18 +72,12 @@ class AsyncOpsMixin(ExecutorBase):
 
     def do_wgmma(self, st: State, ins: Instruction) -> None:
         role = isa.wgmma_role(ins)
-        wgc, wdone = self.read(st, WGC), self.read(st, WDONE)
+        wgc = self.read(st, WGC)
         if role == "commit":
             self.write_pseudo(st, ins, WGC, wgc + 1)
             return
         if role == "wait":
-            op = ins.operands[0] if ins.operands else None
-            if op is None or op.kind != "imm":
-                self.unsupported.append((ins.line, "wgmma.wait_group with a non-constant count"))
-                return
-            target = wgc - op.value
-            self.write_pseudo(st, ins, WDONE, z3.If(z3.And(z3.UGE(wgc, op.value), z3.UGT(target, wdone)),
-                                                    target, wdone))
+            self.wait_group(st, ins, WGC, WDONE, "wgmma.wait_group")
             return
         if role != "issue":
             return
@@ -176,6 +170,8 @@ class AsyncOpsMixin(ExecutorBase):
             self.loadsyms[str(ok)] = ins.line
             self.write(st, ins, ops[0], ok)
             parity = self.val(st, ops[2], 32) if "parity" in mods and len(ops) > 2 else z3.BitVecVal(2, 32)
+            if "parity" in mods and len(ops) > 2:
+                self.mbar_event(st, ins, "wait", bar=bar, parity=parity)
             self.write_pseudo(st, ins, MWA, z3.If(ok, bar, self.read(st, MWA)))
             self.write_pseudo(st, ins, MWP, z3.If(ok, parity & 1 if "parity" in mods else parity, self.read(st, MWP)))
             seen = self.read(st, MWS)
@@ -186,6 +182,10 @@ class AsyncOpsMixin(ExecutorBase):
                                                   self.read(st, MWE)))
             self.write_pseudo(st, ins, MWS, z3.If(ok, seen | slot, seen))
             return
+        if role == "arrive" or (role == "expect_tx" and "arrive" in mods):
+            self.mbar_event(st, ins, "arrive", bar=bar)
+        elif role == "other":
+            self.mbar_other.append((ins.line, ins.full))  # e.g. arrive_drop: may complete a phase, not modelled
         n = self.val(st, ops[-1], 32) if ops[-1].kind in ("imm", "reg") else None
         if role == "expect_tx" and n is not None:
             self.mbar_event(st, ins, "expect", bar=bar, nbytes=n)
@@ -227,6 +227,40 @@ class AsyncOpsMixin(ExecutorBase):
         bar, _ = self.address(st, mbar, 32)
         self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst)
         self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
+
+    def do_bulk_store(self, st: State, ins: Instruction) -> None:
+        """cp.async.bulk(.tensor) shared -> global in a bulk group: an async-proxy read of the shared source
+        (a "read" record, also in bulk_stores) that lasts until a cp.async.bulk.wait_group(.read) covers its
+        group (%%bgc at the issue); commit_group / wait_group move %%bgc / %%bdone as cp.async's do. A tensor
+        store writes one box of its map (clipped by the TMA unit: no bounds question); the 1-D form writes
+        its global destination (a bounds question)."""
+        role, ops = isa.bulk_role(ins), ins.operands
+        bgc = self.read(st, BGC)
+        if role == "commit":
+            self.write_pseudo(st, ins, BGC, bgc + 1)
+            return
+        if role == "wait":
+            self.wait_group(st, ins, BGC, BDONE, "cp.async.bulk.wait_group")
+            return
+        if role == "tensor_store" and len(ops) >= 2 and ops[0].kind == "addr" and ops[0].base is not None:
+            maps = [t[5:] for t in self.tags_of(st, ops[0].base) if t.startswith("tmap:")]
+            if len(maps) != 1:
+                self.unsupported.append((ins.line, f"{ins.full}: cannot tell which tensor map it writes (give "
+                                                   "the map's box and dtype in the @workbench header)"))
+                return
+            n = z3.BitVecVal(self.ctx.tensormaps[maps[0]], 32)
+            src = ops[1]
+        elif role == "store" and len(ops) >= 3 and ops[2].kind in ("imm", "reg"):
+            n = self.val(st, ops[2], 32)
+            self.record(st, ins, "global", "write", ops[0], z3.ZeroExt(32, n))
+            src = ops[1]
+        else:
+            self.unsupported.append((ins.line, f"{ins.full} (only cp.async.bulk(.tensor) shared -> global "
+                                               "stores in bulk groups are modelled)"))
+            return
+        mark = len(self.accesses)
+        self.record(st, ins, "shared", "read", src, n)
+        self.bulk_stores.extend(self.accesses[mark:])
 
     def note_exit(self, st: State, ins: Instruction) -> None:
         self.mbar_event(st, ins, "exit")

@@ -21,7 +21,25 @@ import z3
 
 from sim import isa
 from sim.ptx.ir import Instruction
-from validation.formal.program import BC, GC, MWA, MWE, MWP, NO_BARRIER, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC, WVIS
+from validation.formal.program import (
+    BC,
+    BDONE,
+    BGC,
+    GC,
+    MWA,
+    MWE,
+    MWP,
+    NO_BARRIER,
+    PF,
+    PFG,
+    TXA,
+    TXB,
+    TXL,
+    TXN,
+    WDONE,
+    WGC,
+    WVIS,
+)
 from validation.formal.state import Access, RegTouch, WgmmaRec
 
 if TYPE_CHECKING:
@@ -29,6 +47,7 @@ if TYPE_CHECKING:
 
 
 def overlap(a, aw, b, bw) -> z3.BoolRef:
+    """Byte ranges [a, a+aw) and [b, b+bw) of 32-bit addresses intersect (compared in 64 bits)."""
     a, b = z3.ZeroExt(32, a), z3.ZeroExt(32, b)
     return z3.And(z3.ULT(a, b + z3.ZeroExt(32, bw)), z3.ULT(b, a + z3.ZeroExt(32, aw)))
 
@@ -55,13 +74,14 @@ def reach(body: list[Instruction], src: int, stop: Callable[[Instruction], bool]
     return seen
 
 
-def _in_flight(at: dict, w: dict, open_group: bool) -> z3.BoolRef:
-    """A point with counters ``at`` lies after a wgmma issued with counters ``w`` and before the
-    wait that retires it (``open_group``: the point can follow the issue with no commit between)."""
-    after = z3.UGT(at[WGC], w[WGC])
+def _in_flight(at: dict, w: dict, open_group: bool, committed: str = WGC, done: str = WDONE) -> z3.BoolRef:
+    """A point with counters ``at`` lies after an async operation issued with counters ``w`` and before
+    the wait that retires its group (``open_group``: the point can follow the issue with no commit
+    between); groups counted in ``committed``, retired in ``done`` (wgmma by default)."""
+    after = z3.UGT(at[committed], w[committed])
     if open_group:
-        after = z3.Or(after, at[WGC] == w[WGC])
-    return z3.And(after, z3.ULE(at[WDONE], w[WGC]))
+        after = z3.Or(after, at[committed] == w[committed])
+    return z3.And(after, z3.ULE(at[done], w[committed]))
 
 
 def wgmma_discipline(v: Verifier, r: PropResult) -> None:
@@ -87,10 +107,6 @@ def wgmma_discipline(v: Verifier, r: PropResult) -> None:
             return
 
 
-def _first(m: z3.ModelRef, cands: list) -> tuple:
-    return next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
-
-
 def _registers_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> None:
     it = v.other_iteration
     for w in v.ex.wgmmas:
@@ -104,19 +120,14 @@ def _registers_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -
             if v.ex.iter_created:
                 wi = {k: it(e) for k, e in w.sync.items()}
                 cands.append((x, reg, z3.And(it(w.pc), x.pc, _in_flight(x.sync, wi, False))))
-        if not cands:
-            continue
-        r.checks += 1
-        res, m = v.check(z3.Or([c for *_, c in cands]))
-        if res == z3.sat and m is not None:
-            x, reg, _ = _first(m, cands)
+        hit = v.first_violation(r, w.line, cands) if cands else None
+        if hit:
+            m, (x, reg, _) = hit
             wit = v.witness(m, register=reg, access=x.text, wgmma_line=w.line, group=w.sync[WGC],
                             groups_retired=x.sync[WDONE])
             r.violated(x.line, wit, f"'{x.text}' (line {x.line}) touches {reg} of the wgmma at line {w.line} "
                                     f"(group {wit['group']}) before a wgmma.wait_group retires it")
             return
-        if res == z3.unknown:
-            r.unknown(w.line, "solver gave up (timeout)")
 
 
 def _writes(v: Verifier) -> list[tuple[Access, Access]]:
@@ -144,13 +155,9 @@ def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> N
                 cross.append((x, f, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
                                                     z3.Or(s2[BC] == w.sync[BC], later))))
         for two, cands in ((False, same), (True, cross)):
-            if not cands:
-                continue
-            r.checks += 1
-            extra = [v.distinct_threads()] if two else []
-            res, m = v.check(*extra, z3.Or([c for *_, c in cands]))
-            if res == z3.sat and m is not None:
-                x, f, addr, _ = _first(m, cands)
+            hit = v.first_violation(r, w.line, cands, *([v.distinct_threads()] if two else [])) if cands else None
+            if hit:
+                m, (x, f, addr, _) = hit
                 wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
                                 footprint_start=f.addr, footprint_end=f.addr + f.width, group=w.sync[WGC])
                 who = f"thread {wit['other_thread']}" if two else "the issuing thread"
@@ -158,8 +165,6 @@ def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> N
                                         f"{wit['address']} that the wgmma at line {w.line} (thread "
                                         f"{wit['thread']}) reads while it is in flight (group {wit['group']})")
                 return
-            if res == z3.unknown:
-                r.unknown(w.line, "solver gave up (timeout)")
 
 
 def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
@@ -176,9 +181,9 @@ def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
             w = by_index.get(i)
             if w is None or not regs & (w.acc | w.a_regs):
                 continue
-            r.checks += 1
-            res, m = v.check(w.pc, *([x.pc] if x else []))
-            if res == z3.sat and m is not None:
+            hit = v.first_violation(r, w.line, [(w.pc,)], *([x.pc] if x else []))
+            if hit:
+                m, _ = hit
                 reg = sorted(regs & (w.acc | w.a_regs))[0]
                 what = f"'{x.text}' (line {x.line})" if x else "the kernel entry"
                 wit = v.witness(m, register=reg, access=x.text if x else "entry", wgmma_line=w.line)
@@ -188,32 +193,72 @@ def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
 
 
 def _proxy_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
-    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
     for w in v.ex.wgmmas:
-        cands = []
-        for f in w.footprints:
-            for x, x2 in writes:
-                if f.tags and x.tags and not (f.tags & x.tags):
-                    continue
-                s2 = x2.sync
-                fenced = z3.UGT(w.sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(w.sync[PF], s2[PF])
-                cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
-                                                 z3.ULT(s2[BC], w.sync[BC]), z3.Not(fenced))))
-        if not cands:
-            continue
-        r.checks += 1
-        res, m = v.check(in_range, z3.Or([c for *_, c in cands]))
-        if res == z3.sat and m is not None:
-            x, addr, _ = _first(m, cands)
-            wit = v.witness(m, two=True, address=addr, access=x.text, wgmma_line=w.line)
-            done = "once its cp.async group completes" if x.kind == "async" else ""
-            r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
-                                    f"thread {wit['other_thread']}) {done} and the wgmma at line {w.line} (thread "
-                                    f"{wit['thread']}) that reads shared address {wit['address']} through the "
-                                    "async proxy")
+        if _unfenced(v, r, writes, w.footprints, w.sync, w.line, f"the wgmma at line {w.line}", "wgmma_line"):
             return
-        if res == z3.unknown:
-            r.unknown(w.line, "solver gave up (timeout)")
+
+
+def _unfenced(v: Verifier, r: PropResult, writes: list, reads: list[Access], sync: dict, line: int,
+              reader: str, key: str) -> bool:
+    """A generic-proxy write (any thread, an earlier barrier interval) of bytes that an async-proxy reader
+    (counters ``sync``) reads through ``reads``, with no fence.proxy.async between: reported, True."""
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    cands = []
+    for f in reads:
+        for x, x2 in writes:
+            if f.tags and x.tags and not (f.tags & x.tags):
+                continue
+            s2 = x2.sync
+            fenced = z3.UGT(sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(sync[PF], s2[PF])
+            cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
+                                             z3.ULT(s2[BC], sync[BC]), z3.Not(fenced))))
+    hit = v.first_violation(r, line, cands, in_range) if cands else None
+    if not hit:
+        return False
+    m, (x, addr, _) = hit
+    wit = v.witness(m, two=True, address=addr, access=x.text, **{key: line})
+    done = " once its cp.async group completes" if x.kind == "async" else ""
+    r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
+                            f"thread {wit['other_thread']}){done} and {reader} (thread {wit['thread']}) "
+                            f"that reads shared address {wit['address']} through the async proxy")
+    return True
+
+
+def bulk_store_discipline(v: Verifier, r: PropResult) -> None:
+    """A cp.async.bulk store reads its shared source until a cp.async.bulk.wait_group(.read) of the issuing
+    thread covers its group: no write of those bytes by that thread before (also from a later loop
+    iteration); the generic writes of those bytes in earlier barrier intervals are behind a
+    fence.proxy.async. (Another thread's write in the same barrier interval is a shared_race; one in a
+    later interval is not checked against the issuing thread's wait.)"""
+    stores = v.ex.bulk_stores
+    if not stores:
+        return
+    body = v.ctx.k.body
+    writes = _writes(v)
+    it = v.other_iteration
+    for s in stores:
+        open_after = reach(body, s.index, lambda i: isa.bulk_role(i) == "commit")
+        si = {k: it(e) for k, e in s.sync.items()}
+        cands = []
+        for x, _ in writes:
+            if s.tags and x.tags and not (s.tags & x.tags):
+                continue
+            cands.append((x, z3.And(s.pc, x.pc, overlap(s.addr, s.width, x.addr, x.width),
+                                    _in_flight(x.sync, s.sync, x.index in open_after, BGC, BDONE))))
+            if v.ex.iter_created:
+                cands.append((x, z3.And(it(s.pc), x.pc, overlap(it(s.addr), it(s.width), x.addr, x.width),
+                                        _in_flight(x.sync, si, False, BGC, BDONE))))
+        hit = v.first_violation(r, s.line, cands) if cands else None
+        if hit:
+            m, (x, _) = hit
+            wit = v.witness(m, address=x.addr, access=x.text, store_line=s.line, group=s.sync[BGC],
+                            groups_read=x.sync[BDONE])
+            r.violated(x.line, wit, f"'{x.text}' (line {x.line}) writes shared address {wit['address']} that the "
+                                    f"bulk store at line {s.line} (group {wit['group']}) may still be reading: "
+                                    "no cp.async.bulk.wait_group(.read) covering that group in between")
+            return
+        if _unfenced(v, r, writes, [s], s.sync, s.line, f"the bulk store at line {s.line}", "store_line"):
+            return
 
 
 def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
@@ -227,7 +272,7 @@ def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
     if not ex.mbar_events or all(e.kind == "exit" for e in ex.mbar_events):
         r.detail = "no mbarrier transactions"
         return
-    for check in (_tx_balance, _consumer_waits, _producer_waits):
+    for check in (_tx_balance, _consumer_waits, _producer_waits, _waits_complete):
         check(v, r)
         if r.status == "violated":
             return
@@ -237,14 +282,14 @@ def _tx_balance(v: Verifier, r: PropResult) -> None:
     for e in v.ex.mbar_events:
         s = e.sync
         if e.kind in ("expect", "exit"):
-            bad = z3.And(e.pc, z3.UGT(s[TXN], 0), s[TXB] != 0)
+            bad = z3.And(e.pc, s[TXL] != 0, s[TXB] != 0)
         elif e.kind == "copy" and e.bar is not None:
-            bad = z3.And(e.pc, z3.Or(s[TXN] == 0, e.bar != s[TXA]))
+            bad = z3.And(e.pc, z3.Or(s[TXL] == 0, e.bar != s[TXA]))
         else:
             continue
-        r.checks += 1
-        res, m = v.check(bad)
-        if res == z3.sat and m is not None:
+        hit = v.first_violation(r, e.line, [(bad,)])
+        if hit:
+            m, _ = hit
             if e.kind == "copy":
                 wit = v.witness(m, barrier=e.bar, announced_barrier=s[TXA], expect_line=s[TXL], access=e.text)
                 r.violated(e.line, wit, f"the bulk copy '{e.text}' signals mbarrier {wit['barrier']}, but this "
@@ -260,8 +305,6 @@ def _tx_balance(v: Verifier, r: PropResult) -> None:
                                         f"signalling its barrier brought before {what} differ (announced - brought "
                                         f"= {signed} on this path)")
             return
-        if res == z3.unknown:
-            r.unknown(e.line, "solver gave up (timeout)")
 
 
 def _bar(a: int) -> str:
@@ -288,12 +331,9 @@ def _consumer_waits(v: Verifier, r: PropResult) -> None:
             early = z3.And(waited, rd.sync[MWE] == 1)
             cands.append((c, z3.And(rd.pc, v.t2(c.pc), overlap(rd.addr, rd.width, v.t2(d.addr), v.t2(d.width)),
                                     z3.Or(z3.Not(waited), early))))
-        if not cands:
-            continue
-        r.checks += 1
-        res, m = v.check(in_range, z3.Or([x for _, x in cands]))
-        if res == z3.sat and m is not None:
-            c, _ = _first(m, cands)
+        hit = v.first_violation(r, rd.line, cands, in_range) if cands else None
+        if hit:
+            m, (c, _) = hit
             wit = v.witness(m, two=True, address=rd.addr, access=rd.text, copy_line=c.line, barrier=v.t2(c.bar),
                             waited_barrier=rd.sync[MWA], waited_parity=rd.sync[MWP])
             said = (f"'{rd.text}' (thread {wit['thread']}) reads shared address {wit['address']} that the bulk copy "
@@ -306,8 +346,6 @@ def _consumer_waits(v: Verifier, r: PropResult) -> None:
                 r.violated(rd.line, wit, said + f"without having waited on that copy's mbarrier {wit['barrier']} "
                                                 f"(its last successful wait was on {_bar(wit['waited_barrier'])})")
             return
-        if res == z3.unknown:
-            r.unknown(rd.line, "solver gave up (timeout)")
 
 
 def _producer_waits(v: Verifier, r: PropResult) -> None:
@@ -325,14 +363,77 @@ def _producer_waits(v: Verifier, r: PropResult) -> None:
                 released = z3.And(c.sync[MWA] != NO_BARRIER, c.sync[MWA] != c.bar)
                 cands.append((c1, z3.And(c.pc, ren(c1.pc), overlap(d.addr, d.width, ren(d1.addr), ren(d1.width)),
                                          z3.UGT(c.sync[TXN], s1[TXN]), z3.Not(released))))
-        r.checks += 1
-        res, m = v.check(z3.Or([x for _, x in cands]))
-        if res == z3.sat and m is not None:
-            c1, _ = _first(m, cands)
+        hit = v.first_violation(r, c.line, cands)
+        if hit:
+            m, (c1, _) = hit
             wit = v.witness(m, address=d.addr, access=c.text, earlier_copy_line=c1.line, barrier=c.bar)
             r.violated(c.line, wit, f"the bulk copy '{c.text}' overwrites shared address {wit['address']}, filled "
                                     f"earlier by the copy at line {c1.line}, without a wait on a release (empty) "
                                     "mbarrier in between: consumers may still read it")
             return
-        if res == z3.unknown:
-            r.unknown(c.line, "solver gave up (timeout)")
+
+
+def _waits_complete(v: Verifier, r: PropResult) -> None:
+    """Liveness: a wait for an even phase parity (phase 0, 2, ...) of an mbarrier completes only once
+    threads arrive on it. A barrier no thread ever arrives on stays in phase 0, so such a wait blocks for
+    ever (a deadlock: e.g. consumers that never release the empty barrier their producer waits on; a wait
+    for parity 1 returns at once there). Arrivals are counted as possible, not numbered: too few of them
+    is not reported. The barriers arrived on are enumerated once (each arrival's possible addresses, over
+    every launch: more than the arrivals of any one launch, so a reported wait truly has none)."""
+    arrivals = [e for e in v.ex.mbar_events if e.kind == "arrive" and e.bar is not None]
+    waits = [w for w in v.ex.mbar_events if w.kind == "wait" and w.bar is not None and w.parity is not None]
+    if not waits:
+        return
+    targets = _arrival_addresses(v, arrivals)
+    in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
+    for w in waits:
+        need = z3.And(w.pc, (w.parity & 1) == 0)
+        if targets is not None:
+            arrive = z3.Or([w.bar == a for a in sorted(targets)]) if targets else z3.BoolVal(False)
+            hyps = [need]
+        else:  # too many addresses to list: one query over a second thread's arrivals
+            arrive = z3.Or([z3.And(v.t2(a.pc), v.t2(a.bar) == w.bar) for a in arrivals])
+            hyps = [in_range, need]
+        r.checks += 1
+        res, _ = v.check(*hyps, arrive)
+        if res != z3.unsat:
+            if res == z3.unknown:
+                r.unknown(w.line, "solver gave up (timeout)")
+            continue
+        hit = v.first_violation(r, w.line, [(need,)])
+        if hit:
+            m, _ = hit
+            if v.ex.mbar_other:
+                line, text = v.ex.mbar_other[0]
+                r.unknown(w.line, f"the wait at line {w.line} may never complete: no modelled arrival on its mbarrier, "
+                                  f"but '{text}' (line {line}) is not modelled")
+                continue
+            wit = v.witness(m, barrier=w.bar, waited_parity=w.parity & 1, access=w.text, arrivals=0)
+            r.violated(w.line, wit, f"deadlock: '{w.text}' (thread {wit['thread']}) waits for the completion of "
+                                    f"an even phase of mbarrier {wit['barrier']}, on which no thread ever arrives "
+                                    "(mbarrier.arrive / arrive.expect_tx): it stays in phase 0 and the wait never "
+                                    "returns (a consumer that never releases its stage?)")
+            return
+
+
+def _arrival_addresses(v: Verifier, arrivals: list, cap: int = 64) -> set[int] | None:
+    """Every shared address some arrival can name (in any launch), or None past ``cap`` addresses or when
+    the solver gives up."""
+    out: set[int] = set()
+    s = v.solver  # a plain query: any model will do (no first-iteration restriction as in v.check)
+    for a in arrivals:
+        assert a.bar is not None
+        s.push()
+        s.set("timeout", v.query_timeout_ms)
+        s.add(a.pc)
+        try:
+            while True:
+                res = s.check(*[a.bar != x for x in sorted(out)])
+                if res == z3.unsat:
+                    break
+                if res != z3.sat or len(out) >= cap:
+                    return None
+                out.add(s.model().eval(a.bar, model_completion=True).as_long())
+        finally:
+            s.pop()
+    return out

@@ -164,9 +164,13 @@ def build_context(text: str, file: str, args) -> Context:
         key, val = spec.split("=", 1)
         ranges[_param_name(k, key.strip(), "--param")] = parse_range(val.strip(), f"--param {spec}")
     dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
-    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn)
+    tmaps = tensormap_box_bytes(meta)
+    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn, tensormaps=tmaps)
+    hidden = {p.get("name") for p in meta.get("params") or [] if p.get("hidden")}
     ext_specs: dict[str, tuple[str, str]] = {}
     for key, val in (meta.get("extents") or {}).items():
+        if key in hidden:
+            continue  # a buffer reached only through its tensor maps: the TMA unit clips every box to the tensor
         ext_specs[_param_name(k, key, "metadata extents")] = (str(val), "metadata extents")
     for spec in args.extent:
         if "=" not in spec:
@@ -184,9 +188,8 @@ def build_context(text: str, file: str, args) -> Context:
         terms[pname] = (bv, iv, divisors, where)
     check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
-    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn)
-    ctx.tensormaps = tensormap_box_bytes(meta)
-    return ctx
+    return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn,
+                   tensormaps=tmaps)
 
 
 def tensormap_box_bytes(meta: dict) -> dict[str, int]:

@@ -18,9 +18,12 @@ class Context:
     """Launch-wide symbols and assumptions shared by every symbolic thread."""
 
     def __init__(self, prog: Program, k: Kernel, grid=None, block=None, ranges=None, extents=None,
-                 dynamic_shared: int | None = None):
+                 dynamic_shared: int | None = None, tensormaps: dict[str, int] | None = None):
         self.prog, self.k = prog, k
-        self.tensormaps: dict[str, int] = {}  # tensor-map parameter -> bytes of one box (cli: metadata)
+        # tensor-map parameters (the metadata's "kind": "tensormap") -> bytes of one box: opaque 128-byte
+        # handles, not scalars; `mov.u64 %rd, MAP` gives the map's parameter address (a symbol of its own)
+        self.tensormaps: dict[str, int] = dict(tensormaps or {})
+        self.tmap_syms = {name: z3.BitVec(f"&{name}", 64) for name in self.tensormaps}
         self.S = KernelStructure(k)
         self.layout = make_layout(k, prog)
         self.assumptions: list[z3.BoolRef] = []
@@ -58,7 +61,7 @@ class Context:
         for i, p in enumerate(k.params):
             self.param_index[p.name] = i
             info = TYPE_INFO.get(p.type)
-            if info and info[1] != "pred":
+            if info and info[1] != "pred" and p.name not in self.tensormaps:
                 self.param_syms[p.name] = z3.BitVec(f"p{i}", info[0])
         ranges = ranges or {}
         for pname, (lo, hi) in ranges.items():  # a fixed value becomes a constant (keeps products linear)
@@ -69,6 +72,9 @@ class Context:
         for pname, (lo, hi) in ranges.items():
             p = k.params[self.param_index[pname]]
             v = self.param_syms.get(pname)
+            if pname in self.tensormaps:
+                raise UsageError(f"--param {pname}: a tensor map (an opaque handle) has no range; give the "
+                                 "ranges of the scalars its dims come from", k.file)
             if v is None:
                 raise PtxError(f"--param {pname}: parameter type .{p.type} has no integer range", k.file, k.line)
             w, kind = TYPE_INFO[p.type]

@@ -13,7 +13,7 @@ import z3
 from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import is_bulk_load
+from validation.formal.program import is_bulk_load, is_bulk_store
 from validation.formal.state import TYPE_INFO, State, type_mods
 
 
@@ -30,6 +30,9 @@ class InstructionsMixin(ExecutorBase):
             return
         if is_bulk_load(ins):
             self.do_bulk_copy(st, ins)
+            return
+        if is_bulk_store(ins):
+            self.do_bulk_store(st, ins)
             return
         if isa.wgmma_role(ins):
             self.do_wgmma(st, ins)

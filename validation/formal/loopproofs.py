@@ -118,20 +118,25 @@ class LoopProofsMixin(ExecutorBase):
             pairs.append((c, nc))
         return pairs
 
-    def candidates(self, others, carried_bv, vh, consts=()):
+    def candidates(self, others, carried_bv, vh, consts=(), lean=False):
+        """Candidate invariants (text, function of the register values). ``lean`` (a loop inside another
+        loop's dry run, where only what flows to the outer back edge matters): the bounds 1 and the loop's
+        constants, and the equalities, without the powers of two, signs and disequalities."""
         cands = []
-        bounds = {2**j - 1 for j in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16)}
+        bounds = {1} if lean else {2**j - 1 for j in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16)}
         bounds |= {c + d for c in consts for d in (-1, 0)}
         for a in others:
             w = vh[a].size()
             for c in sorted(bounds | ({0} if a.startswith("%%") else set())):  # a pseudo-register may stay 0
                 if 0 <= c < 2 ** (w - 1):
                     cands.append((f"{a} <= {c}", lambda v, a=a, c=c: z3.ULE(v[a], c)))
-            cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
+            if not lean:
+                cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
             for b in carried_bv:
                 if b == a or vh[b].size() != w or self.is_float_reg(b):
                     continue
-                cands.append((f"{a} != {b}", lambda v, a=a, b=b: v[a] != v[b]))
+                if not lean:
+                    cands.append((f"{a} != {b}", lambda v, a=a, b=b: v[a] != v[b]))
                 for c in (-2, -1, 0, 1, 2):
                     cands.append((f"{a} == {b} + {c}", lambda v, a=a, b=b, c=c: v[a] == v[b] + c))
         return cands

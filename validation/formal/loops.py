@@ -8,6 +8,7 @@ import z3
 
 from sim import isa
 from validation.formal.base import ExecutorBase
+from validation.formal.program import COUNTERS, NO_WRAP, ORDERED
 from validation.formal.state import LoopRec, State, hname
 
 
@@ -67,6 +68,7 @@ class LoopsMixin(ExecutorBase):
         st0 = pre.copy()
         for r in carried:
             st0.regs[r] = hv[r]
+        st0.pc = z3.And([pre.pc] + self.ordered_facts(st0, carried))
         saved = (self.recording, self.dry)
         self.recording, self.dry = False, True
         self.kstack.append(k)
@@ -114,16 +116,18 @@ class LoopsMixin(ExecutorBase):
             back_vals = {r: z3.substitute(self.read(bst, r), *sub_k) if sub_k else self.read(bst, r)
                          for r in carried}
             back_pc = z3.substitute(bst.pc, *sub_k) if sub_k else bst.pc
-        if others and bst is not None and not self.dry:
-            cands = self.candidates(others, bv_carried, vh, self.loop_constants(h))
-            kept = self.houdini(cands, vh, init_vals, back_vals, facts, back_pc, k)
+        # the premise that a thread's event counters stay below 2^31 (they count instructions executed)
+        premise = [z3.ULT(vh[r], NO_WRAP) for r in carried if r in COUNTERS]
+        if others and bst is not None:
+            cands = self.candidates(others, bv_carried, vh, self.loop_constants(h), lean=self.dry)
+            kept = self.houdini(cands, vh, init_vals, back_vals, facts + premise, back_pc, k)
             for text, fn in kept:
                 invs.append(fn(vh))
                 inv_text.append(text)
 
         # --- termination: a ranking function over the back edge bounds the iteration count
         rec = LoopRec(h, line, k, {r: f[0] for r, f in forms.items()}, inv_text, None, True, set(), [])
-        if bst is not None and not self.dry:
+        if bst is not None:
             self.prove_termination(rec, k, hv, carried, nonclosed, init_vals, back_vals, back_pc, facts, invs,
                                    local, cache)
         elif bst is None:
@@ -131,11 +135,11 @@ class LoopsMixin(ExecutorBase):
 
         # --- final run from the summarised header state
         hst = pre.copy()
-        hst.pc = z3.And(facts + invs)
         for r in carried:
             hst.regs[r] = vh[r]
             if bst is not None:
                 hst.tags[r] = pre.tags.get(r, frozenset()) | bst.tags.get(r, frozenset())
+        hst.pc = z3.And(facts + invs + self.ordered_facts(hst, carried))
         self.kstack.append(k)
         back2, exits = self.exec_region(lp.body, h, {h: [hst]})
         self.kstack.pop()
@@ -147,6 +151,11 @@ class LoopsMixin(ExecutorBase):
                 rec.text = "the loop has no exit"
             self.loops.append(rec)
         return exits
+
+    def ordered_facts(self, st: State, carried: list[str]) -> list[z3.BoolRef]:
+        """What every state satisfies, for the counters a loop havocs: groups done <= groups committed,
+        done at the last barrier or proxy fence <= done (program.ORDERED; waits never pass their commits)."""
+        return [z3.ULE(self.read(st, a), self.read(st, b)) for a, b in ORDERED if a in carried or b in carried]
 
     def prove_termination(self, rec: LoopRec, k, hv, carried, nonclosed, init_vals, back_vals, back_pc,
                           facts: list, invs: list, local: set, cache: dict) -> None:
@@ -225,7 +234,7 @@ class LoopsMixin(ExecutorBase):
         """A counter that wraps, r = (r + 1 == m) ? 0 : r + 1 (a pipeline stage): m such that, for every
         value below m, the back edge gives (r + 1) mod m, and the entry value is below m; -m when the
         entry value may not be (the form then holds only where it is)."""
-        if self.dry or self.is_float_reg(r):
+        if self.is_float_reg(r):
             return None
         w = hr.size()
         init = self.read(pre, r)

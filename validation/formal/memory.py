@@ -9,7 +9,7 @@ import z3
 from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import BC, DONE, GC, PSEUDO, VIS, WDONE, WVIS
+from validation.formal.program import BC, BDONE, BVIS, DONE, GC, PSEUDO, VIS, WDONE, WVIS
 from validation.formal.state import Access, State
 
 
@@ -106,9 +106,22 @@ class MemoryMixin(ExecutorBase):
         bc = self.read(st, BC)
         done = self.read(st, DONE)
         wdone = self.read(st, WDONE)
+        bdone = self.read(st, BDONE)
         self.write_pseudo(st, ins, BC, bc + 1)
         self.write_pseudo(st, ins, VIS, done)
         self.write_pseudo(st, ins, WVIS, wdone)
+        self.write_pseudo(st, ins, BVIS, bdone)
+
+    def wait_group(self, st: State, ins: Instruction, committed: str, done: str, what: str) -> None:
+        """``WHAT N`` (a constant N): every group but the N most recent is retired, so ``done`` rises to
+        ``committed`` - N (never falls)."""
+        op = ins.operands[0] if ins.operands else None
+        if op is None or op.kind != "imm":
+            self.unsupported.append((ins.line, f"{what} with a non-constant count"))
+            return
+        c, d = self.read(st, committed), self.read(st, done)
+        target = c - op.value
+        self.write_pseudo(st, ins, done, z3.If(z3.And(z3.UGE(c, op.value), z3.UGT(target, d)), target, d))
 
     def write_pseudo(self, st: State, ins: Instruction, name: str, v: z3.ExprRef) -> None:
         if ins.guard is not None:
@@ -118,7 +131,7 @@ class MemoryMixin(ExecutorBase):
 
     def do_cp_async(self, st: State, ins: Instruction) -> None:
         mods, ops = ins.mods, ins.operands
-        gc, done = self.read(st, GC), self.read(st, DONE)
+        gc = self.read(st, GC)
         if "commit_group" in mods:
             self.write_pseudo(st, ins, GC, gc + 1)
             return
@@ -127,13 +140,7 @@ class MemoryMixin(ExecutorBase):
                 self.write_pseudo(st, ins, GC, gc + 1)
                 self.write_pseudo(st, ins, DONE, gc + 1)
                 return
-            n = ops[0].value if ops and ops[0].kind == "imm" else None
-            if n is None:
-                self.unsupported.append((ins.line, "cp.async.wait_group with a non-constant count"))
-                return
-            target = gc - n
-            new = z3.If(z3.And(z3.UGE(gc, n), z3.UGT(target, done)), target, done)
-            self.write_pseudo(st, ins, DONE, new)
+            self.wait_group(st, ins, GC, DONE, "cp.async.wait_group")
             return
         if "bulk" in mods or "mbarrier" in mods or len(ops) < 3:
             self.unsupported.append((ins.line, ins.full))

@@ -108,6 +108,8 @@ class OperandsMixin(ExecutorBase):
             return ctx.global_vars[name]
         if name in ctx.param_syms:
             return self.fit(ctx.param_syms[name], 64)
+        if name in ctx.tmap_syms:
+            return ctx.tmap_syms[name]
         return self.fresh("sym_" + name, 64)
 
     def tags_of(self, st: State, op: Operand) -> frozenset:

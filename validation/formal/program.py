@@ -19,6 +19,9 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%mwa   mbarrier of this thread's most recent successful try_wait / test_wait (NO_BARRIER before any)
     %%mwp   its parity (2 when the wait named a state, not a parity)
     %%mws   barriers this thread has waited on, one bit per 8-byte slot ((address >> 3) % 32)
+    %%bgc   bulk (TMA store) groups committed so far (a bulk store belongs to group %%bgc)
+    %%bdone bulk groups whose shared-memory reads this thread's cp.async.bulk.wait_group(.read) saw done
+    %%bvis  %%bdone as it was at the most recent barrier
     %%mwe   1 when its most recent successful wait waited on parity 1 of a barrier it had not waited on
             before, in the first iteration of every enclosing loop (a wait for the phase before phase 0,
             which returns at once): a reader after it has not waited for the first copy
@@ -37,10 +40,16 @@ BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
 WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
 TXA, TXB, TXN, TXL, MWA, MWP = "%%txa", "%%txb", "%%txn", "%%txl", "%%mwa", "%%mwp"
 MWS, MWE = "%%mws", "%%mwe"
-PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP, MWS, MWE)
+BGC, BDONE, BVIS = "%%bgc", "%%bdone", "%%bvis"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP, MWS, MWE, BGC, BDONE, BVIS)
 NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
 PSEUDO_INIT = {MWA: NO_BARRIER}
 _TX = {TXA, TXB, TXN, TXL}
+# counters of events of one thread: assumed to stay below 2^31 (NO_WRAP), so that "later" is "greater"
+COUNTERS = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXN, BGC, BDONE, BVIS)
+NO_WRAP = 1 << 31
+# (a, b): a <= b in every state (a counts what b counted earlier: groups done <= committed, ...)
+ORDERED = ((DONE, GC), (VIS, DONE), (WDONE, WGC), (WVIS, WDONE), (PFG, DONE), (BDONE, BGC), (BVIS, BDONE))
 _MW = {MWA, MWP, MWS, MWE}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
@@ -48,13 +57,19 @@ NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_
                     "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
 _ASYNC_DEFS_USES = {"commit": ({GC}, {GC}), "wait": ({DONE}, {GC, DONE}), "wait_all": ({DONE, GC}, {GC, DONE}),
                     "copy": (set(), {GC})}
+_BULK_DEFS_USES = {"commit": ({BGC}, {BGC}), "wait": ({BDONE}, {BGC, BDONE}), "tensor_store": (set(), {BGC}),
+                   "store": (set(), {BGC})}
 _WGMMA_DEFS_USES = {"commit": ({WGC}, {WGC}), "wait": ({WDONE}, {WGC, WDONE}), "issue": (set(), {WGC}),
                     "fence": (set(), set())}
 
 
 def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
     if isa.is_cta_barrier(ins):
-        return {BC, VIS, WVIS}, {BC, DONE, WDONE}
+        return {BC, VIS, WVIS, BVIS}, {BC, DONE, WDONE, BDONE}
+    bulk = isa.bulk_role(ins)
+    if bulk in _BULK_DEFS_USES:
+        d, u = _BULK_DEFS_USES[bulk]
+        return set(d), set(u)
     role = isa.async_role(ins)
     if role:
         d, u = _ASYNC_DEFS_USES[role]
@@ -73,6 +88,11 @@ def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
     if is_bulk_load(ins):
         return {TXB}, {TXB, TXA}
     return set(), set()
+
+
+def is_bulk_store(ins: Instruction) -> bool:
+    """cp.async.bulk(.tensor) shared -> global in a bulk group, or that group's commit / wait_group."""
+    return isa.bulk_role(ins) in _BULK_DEFS_USES
 
 
 def is_bulk_load(ins: Instruction) -> bool:

@@ -11,14 +11,13 @@ parameter values in their ranges.
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
 from sim import isa
-from validation.formal.asyncprops import mbarrier_discipline, wgmma_discipline
+from validation.formal.asyncprops import bulk_store_discipline, mbarrier_discipline, overlap, reach, wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, DONE, GC, VIS
@@ -27,12 +26,6 @@ from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
 NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma", "mbarrier")
-
-
-def _overlap(a, aw, b, bw) -> z3.BoolRef:
-    """Byte ranges [a, a+aw) and [b, b+bw) of 32-bit addresses intersect (compared in 64 bits)."""
-    a, b = z3.ZeroExt(32, a), z3.ZeroExt(32, b)
-    return z3.And(z3.ULT(a, b + z3.ZeroExt(32, bw)), z3.ULT(b, a + z3.ZeroExt(32, aw)))
 
 
 def _after_commit(sync: dict, copy: Access) -> z3.BoolRef:
@@ -110,6 +103,19 @@ class Verifier:
                 self.coarse_hits += 1
         s.pop()
         return r, m
+
+    def first_violation(self, r: PropResult, line: int | None, cands: list, *hyps,
+                        why: str = "solver gave up (timeout)") -> tuple | None:
+        """The query-and-witness step of every check: can one of ``cands`` (tuples whose last item is a
+        violation condition) hold under ``hyps``? (model, the first candidate the model makes true), or
+        None; a solver that gives up makes ``r`` unknown at ``line`` (``why``)."""
+        r.checks += 1
+        res, m = self.check(*hyps, z3.Or([c[-1] for c in cands]))
+        if res == z3.sat and m is not None:
+            return m, next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
+        if res == z3.unknown:
+            r.unknown(line, why)
+        return None
 
     def first_pass(self) -> list:
         """k = 0 (and its renamings for a second thread / another iteration) for every loop that
@@ -277,10 +283,19 @@ class Verifier:
                                    self.deadline)
 
     # barrier divergence ----------------------------------------------
+    def _full_cta_barrier(self, ins) -> bool:
+        """bar.sync without a thread count or with the block's: a partial (named) barrier is not modelled
+        (its property answers unknown), so no divergence is reported around it."""
+        ops, block = ins.operands, self.ctx.block
+        if not isa.is_cta_barrier(ins):
+            return False
+        return len(ops) < 2 or (ops[1].kind == "imm" and block is not None
+                                and ops[1].value == block[0] * block[1] * block[2])
+
     def barrier_divergence(self, r: PropResult) -> None:
         S = self.ctx.S
         self._unsupported(r, ("partial barrier", "only full-CTA"))
-        bar_blocks = {b for b in range(S.nb) if any(isa.is_cta_barrier(S.k.body[i])
+        bar_blocks = {b for b in range(S.nb) if any(self._full_cta_barrier(S.k.body[i])
                                                    for i in range(S.blocks[b].start, S.blocks[b].end))}
         if not bar_blocks:
             r.detail = "no barriers"
@@ -338,13 +353,13 @@ class Verifier:
                 if a.tags and b.tags and not (a.tags & b.tags):
                     continue
                 pc2, addr2, w2, bc2 = ren(j, b)
-                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, _overlap(a.addr, a.width, addr2, w2))))
+                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, overlap(a.addr, a.width, addr2, w2))))
             if not partners:
                 continue
-            r.checks += 1
-            res, m = self.check(self.distinct_threads(), a.pc, z3.Or([c for *_, c in partners]))
-            if res == z3.sat and m is not None:
-                b, addr2, _ = next(p for p in partners if z3.is_true(m.eval(p[2], model_completion=True)))
+            hit = self.first_violation(r, a.line, partners, self.distinct_threads(), a.pc,
+                                       why=f"solver gave up on the accesses of line {a.line} (timeout)")
+            if hit:
+                m, (b, addr2, _) = hit
                 wit = self.witness(m, two=True, address=a.addr, other_address=addr2,
                                    access=a.text, other_access=b.text, other_line=b.line,
                                    barrier_interval=a.sync[BC])
@@ -352,43 +367,19 @@ class Verifier:
                                         f"'{b.text}' (line {b.line}, thread {wit['other_thread']}) touch "
                                         f"shared address {wit['address']} in the same barrier interval")
                 return
-            if res == z3.unknown:
-                r.unknown(a.line, f"solver gave up on the accesses of line {a.line} (timeout)")
 
     # async copies -----------------------------------------------------
     def _after_without_sync(self, src: int, dst: int) -> bool:
         """Can instruction dst follow instruction src with no commit, wait or barrier in between?"""
-        body = self.ctx.k.body
-        S = self.ctx.S
-        seen = set()
-        q = deque([src + 1])
-        while q:
-            i = q.popleft()
-            if i in seen or i >= len(body):
-                continue
-            seen.add(i)
-            if i == dst:
-                return True
-            ins = body[i]
-            if isa.is_cta_barrier(ins) or isa.async_role(ins) in ("commit", "wait", "wait_all"):
-                continue
-            if isa.is_branch(ins):
-                q.append(ins.info["target"])
-                if ins.guard is not None:
-                    q.append(i + 1)
-            elif isa.is_terminator(ins):
-                if ins.guard is not None:
-                    q.append(i + 1)
-            else:
-                q.append(i + 1)
-        del S
-        return False
+        return dst in reach(self.ctx.k.body, src, lambda i: isa.is_cta_barrier(i) or
+                            isa.async_role(i) in ("commit", "wait", "wait_all"))
 
     def async_copy(self, r: PropResult) -> None:
         self._unsupported(r, ("cp.async", "partial barrier", "only full-CTA"))
+        bulk_store_discipline(self, r)
         copies = [a for a in self.ex.accesses if a.kind == "async"]
-        if not copies:
-            r.detail = "no cp.async"
+        if not copies or r.status == "violated":
+            r.detail = r.detail or ("no cp.async" if not self.ex.bulk_stores else "")
             return
         reads = [a for a in self.ex.accesses if a.space == "shared" and a.kind in ("read", "atomic")]
         for rd in reads:
@@ -406,44 +397,37 @@ class Verifier:
                 before = _after_commit(rd.sync, c)
                 if self._after_without_sync(c.index, rd.index):
                     before = z3.Or(before, z3.And(rd.sync[GC] == g, rd.sync[BC] == c.sync[BC]))
-                same.append((c, z3.And(c.pc, _overlap(c.addr, c.width, rd.addr, rd.width), before,
+                same.append((c, z3.And(c.pc, overlap(c.addr, c.width, rd.addr, rd.width), before,
                                        z3.Not(z3.UGT(rd.sync[DONE], g)))))
                 # the same thread in another iteration of the loops (the copy of an earlier trip)
-                later.append((c, z3.And(c.pc, itpc, _overlap(c.addr, c.width, itaddr, itw), _after_commit(si, c),
+                later.append((c, z3.And(c.pc, itpc, overlap(c.addr, c.width, itaddr, itw), _after_commit(si, c),
                                         z3.Not(z3.UGT(si[DONE], g)))))
                 # another thread: needs the wait and a barrier after it
-                cross.append((c, z3.And(c.pc, _overlap(c.addr, c.width, rd2addr, rd2w), _after_commit(s2, c),
+                cross.append((c, z3.And(c.pc, overlap(c.addr, c.width, rd2addr, rd2w), _after_commit(s2, c),
                                         z3.Not(z3.UGT(s2[VIS], g)))))
             if not same:
                 continue
-            r.checks += 2
-            res, m = self.check(rd.pc, z3.Or([x for _, x in same]))
-            if res == z3.sat and m is not None:
-                c = next(c for c, x in same if z3.is_true(m.eval(x, model_completion=True)))
+            hit = self.first_violation(r, rd.line, same, rd.pc)
+            if hit:
+                m, (c, _) = hit
                 wit = self.witness(m, address=rd.addr, copy_line=c.line, group=c.sync[GC],
                                    groups_complete=rd.sync[DONE], access=rd.text)
                 r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by "
                                          f"cp.async at line {c.line} (group {wit['group']}) before a "
                                          f"cp.async.wait_group covers that group")
                 return
-            if res == z3.unknown:
-                r.unknown(rd.line, "solver gave up (timeout)")
-            if self.ex.iter_created:
-                r.checks += 1
-                res, m = self.check(z3.Or([x for _, x in later]))
-                if res == z3.sat and m is not None:
-                    c = next(c for c, x in later if z3.is_true(m.eval(x, model_completion=True)))
-                    wit = self.witness(m, address=itaddr, copy_line=c.line, group=c.sync[GC],
-                                       groups_complete=si[DONE], access=rd.text)
-                    r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by the "
-                                             f"same thread's cp.async at line {c.line} (group {wit['group']}) in an "
-                                             "earlier loop iteration, before a cp.async.wait_group covers that group")
-                    return
-                if res == z3.unknown:
-                    r.unknown(rd.line, "solver gave up (timeout)")
-            res, m = self.check(self.distinct_threads(), rd2pc, z3.Or([x for _, x in cross]))
-            if res == z3.sat and m is not None:
-                c = next(c for c, x in cross if z3.is_true(m.eval(x, model_completion=True)))
+            hit = self.first_violation(r, rd.line, later) if self.ex.iter_created else None
+            if hit:
+                m, (c, _) = hit
+                wit = self.witness(m, address=itaddr, copy_line=c.line, group=c.sync[GC],
+                                   groups_complete=si[DONE], access=rd.text)
+                r.violated(rd.line, wit, f"'{rd.text}' reads shared address {wit['address']} written by the "
+                                         f"same thread's cp.async at line {c.line} (group {wit['group']}) in an "
+                                         "earlier loop iteration, before a cp.async.wait_group covers that group")
+                return
+            hit = self.first_violation(r, rd.line, cross, self.distinct_threads(), rd2pc)
+            if hit:
+                m, (c, _) = hit
                 wit = self.witness(m, two=True, address=rd2addr, copy_line=c.line, group=c.sync[GC],
                                    groups_visible=s2[VIS], access=rd.text)
                 r.violated(rd.line, wit, f"thread {wit['other_thread']} reads '{rd.text}' at shared address "
@@ -451,8 +435,6 @@ class Verifier:
                                          f"line {c.line} (group {wit['group']}), before a wait_group covering "
                                          "that group followed by a barrier")
                 return
-            if res == z3.unknown:
-                r.unknown(rd.line, "solver gave up (timeout)")
 
     # wgmma (validation/formal/asyncprops.py) ----------------------------
     def wgmma(self, r: PropResult) -> None:

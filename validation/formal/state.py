@@ -107,8 +107,9 @@ class RegTouch:
 
 @dataclass
 class MbarEvent:
-    """An mbarrier transaction event of one thread: "expect" (arrive.expect_tx / expect_tx), "copy" (a
-    bulk copy signalling ``bar``, whose shared destination is ``dst``), "complete" (complete_tx) or
+    """An mbarrier event of one thread: "expect" (arrive.expect_tx / expect_tx), "copy" (a bulk copy
+    signalling ``bar``, whose shared destination is ``dst``), "complete" (complete_tx), "arrive" (any
+    arrival: arrive, arrive.expect_tx), "wait" (try_wait / test_wait.parity, ``parity`` the operand) or
     "exit"; ``sync`` holds the counters just before it."""
 
     kind: str
@@ -120,3 +121,4 @@ class MbarEvent:
     bar: z3.BitVecRef | None = None
     nbytes: z3.BitVecRef | None = None
     dst: Access | None = None
+    parity: z3.BitVecRef | None = None
