@@ -467,6 +467,7 @@ def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
     return by_stages(lambda u: _counts(spec, u), t)
 
 
+@lru_cache(maxsize=65536)
 def _counts(spec: GemmSpec, t: Tiling) -> Counts:
     """The counts of a 2-stage pipeline come from the 3-stage build (one build for both, see
     _counts_2_3); other depths are built."""
