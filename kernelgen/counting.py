@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 
-from kernelgen.ptxbuild import REG_CLASSES, PtxBuilder
+from kernelgen.ptxbuild import MARKS, REG_CLASSES, PtxBuilder
 from kernelgen.tiling import Tiling
 from sim.isa import pipe_of
 from sim.ptx.ir import Instruction
@@ -99,3 +99,21 @@ def tally(b: PtxBuilder, copies: tuple[int, int]) -> Counts:
     c.post_stores = sum(n for tok, n in post.items() if tok.startswith("st.global"))
     c.ptx_regs = sum(n * (2 if REG_CLASSES[k][0].endswith("64") else 1) for k, n in b.counts.items() if k != "pred")
     return c
+
+
+def tally_without(b: PtxBuilder, copies: tuple[int, int],
+                  span: tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]]) -> Counts:
+    """Counts of what ``b`` summed less a stretch of its prologue: ``span`` is the prologue's sums and
+    the registers declared before and after that stretch (PtxBuilder.spans). The stretch must write only
+    first tokens the prologue wrote before it (the sums keep their order) and hold no mark."""
+    pre0, regs0, pre1, regs1 = span
+    if any(tok not in pre0 for tok in pre1):
+        raise ValueError("the stretch writes a first token the prologue has not written before it")
+    pre = {tok: n - (pre1.get(tok, 0) - pre0.get(tok, 0)) for tok, n in b.totals["pre"].items()}
+    if any(sum(b.marks[m].values()) > sum(pre0.values()) for m in MARKS["pre"] if m in b.marks):
+        raise ValueError("a mark of the prologue falls in the stretch")
+    less = PtxBuilder(True)
+    less.totals = {**b.totals, "pre": pre}
+    less.marks = b.marks
+    less.counts = {k: n - (regs1[k] - regs0[k]) for k, n in b.counts.items()}
+    return tally(less, copies)

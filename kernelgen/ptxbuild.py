@@ -40,15 +40,16 @@ def f32_hex(x: float) -> str:
 MARKS = {"pre": ("cp.async.commit_group",), "iter": ("bar.", "ldmatrix", "wgmma.fence")}
 
 
-_MARK_OF: dict[tuple[str, str], str | None] = {}
+_MARK_OF: dict[str, dict[str, str | None]] = {region: {} for region in ("pre", "iter", "post")}
 
 
 def _mark(region: str, token: str) -> str | None:
-    key = (region, token)
+    """The MARKS entry ``token`` (an instruction's first token) starts with in ``region``, or None."""
+    tab = _MARK_OF.setdefault(region, {})
     try:
-        return _MARK_OF[key]
+        return tab[token]
     except KeyError:
-        m = _MARK_OF[key] = next((m for m in MARKS.get(region, ()) if token.startswith(m)), None)
+        m = tab[token] = next((m for m in MARKS.get(region, ()) if token.startswith(m)), None)
         return m
 
 
@@ -62,15 +63,29 @@ class PtxBuilder:
         self.counts = {k: 0 for k in REG_CLASSES}
         self.label_n = 0
         self.counting = counting
-        self.region = "pre"  # "pre" | "iter" (one K-loop iteration) | "post"
         self.times = 1  # how many times an instruction written now runs per pass over its region
         self.totals: dict[str, dict[str, int]] = {"pre": {}, "iter": {}, "post": {}}  # region -> token -> times
         self.marks: dict[str, dict[str, int]] = {}  # MARKS entry -> its region's totals just before it
         self.recording: list[list[tuple[str, int]]] = []  # the instructions of the parts being recorded
+        self.spans: dict[str, tuple[dict[str, int], ...]] = {}  # counting: sums and registers around a stretch
+        self.region = "pre"  # "pre" | "iter" (one K-loop iteration) | "post"
+
+    @property
+    def region(self) -> str:
+        return self._region
+
+    @region.setter
+    def region(self, name: str) -> None:
+        self._region = name
+        self._tot = self.totals[name]  # the region's sums and its first-token -> mark table, looked up once
+        self._marks_of = _MARK_OF.setdefault(name, {})
 
     def _count(self, token: str, times: int) -> None:
-        tot = self.totals[self.region]
-        m = _mark(self.region, token)
+        tot = self._tot
+        try:
+            m = self._marks_of[token]
+        except KeyError:
+            m = _mark(self._region, token)
         if m is not None and m not in self.marks:
             self.marks[m] = dict(tot)
         tot[token] = tot.get(token, 0) + times
@@ -97,7 +112,19 @@ class PtxBuilder:
         if not self.counting:
             self.lines.append(f"\t{text};")
         token = text.split(" ", 1)[0]
-        self._count(text.split(" ", 2)[1] if token[0] == "@" else token, self.times)
+        if token[0] == "@":
+            token = text.split(" ", 2)[1]
+        # _count, inlined (the planner's counting passes call this some 160,000 times)
+        tot, times = self._tot, self.times
+        try:
+            m = self._marks_of[token]
+        except KeyError:
+            m = _mark(self._region, token)
+        if m is not None and m not in self.marks:
+            self.marks[m] = dict(tot)
+        tot[token] = tot.get(token, 0) + times
+        for rec in self.recording:
+            rec.append((token, times))
 
     def part(self, key: Hashable, write: Callable[[], R]) -> R:
         """Run ``write`` (it writes instructions into this builder). In counting mode the first run
@@ -121,11 +148,11 @@ class PtxBuilder:
                            out)
             return out
         ops, summed, regs, labels, out = hit
-        if any((m := _mark(self.region, tok)) is not None and m not in self.marks for tok in summed):
+        if any((m := _mark(self._region, tok)) is not None and m not in self.marks for tok in summed):
             for tok, times in ops:  # a first occurrence inside: in order
                 self._count(tok, times)
         else:
-            tot = self.totals[self.region]
+            tot = self._tot
             for tok, times in summed.items():
                 tot[tok] = tot.get(tok, 0) + times
         for k, v in regs.items():

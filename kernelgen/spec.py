@@ -30,7 +30,7 @@ A malformed spec raises ``sim.errors.UsageError`` with one line naming the key.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,18 @@ class GemmSpec:
     source: str = "<spec>"
     expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
     packed_s4: bool = False  # an s4 GEMM planned and emitted as s8 over packed bytes (kernelgen/int4.py)
+
+    def __hash__(self) -> int:
+        # the dataclass's hash (of its fields' tuple), kept: the planner's caches are keyed by the spec
+        # thousands of times a plan, and its fields hold nested dataclasses
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:  # a string's hash differs from process to process
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def has_c(self) -> bool:

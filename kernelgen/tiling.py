@@ -30,6 +30,18 @@ class Tiling:
     unroll_k: int = 0  # mma: mma K steps per trip of a rolled inner loop; 0 = all bk/mma_k unrolled
     mma_k: int = 16  # mma: K of one mma.sync (16 for f16/bf16 m16n8k16, 32 for s8 m16n8k32): 32 bytes of K
 
+    def __hash__(self) -> int:
+        # the dataclass's hash (of its fields' tuple), kept: the planner's caches are keyed by tilings
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.variant, self.bm, self.bn, self.bk, self.tm, self.tn, self.stages, self.pad_a, self.pad_b,
+                      self.vec_a, self.vec_b, self.unroll_k, self.mma_k))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, object]:  # a string's hash differs from process to process
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def k_steps(self) -> int:
         return self.bk // self.mma_k

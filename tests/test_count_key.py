@@ -32,3 +32,48 @@ def test_count_key_matches_own_count(shape: str, dtype: str) -> None:
                 [list(getattr(own, r)) for r in ("pre", "iter", "post", "pre_after")], t.key()
             shared += count_key(t) != t or t.stages > 3
         assert shared, "no tiling of this space shares a count: the test checks nothing"
+
+
+def test_tally_without_refuses_a_stretch_it_cannot_remove() -> None:
+    """The 2-stage counts taken from the 3-stage build (mma._counts_2_3) remove the last prologue tile;
+    a stretch that writes a first token of its own, or holds the prologue's first commit_group (a
+    mark), cannot be removed that way and is refused."""
+    from kernelgen.counting import tally_without
+    from kernelgen.ptxbuild import PtxBuilder
+
+    b = PtxBuilder(True)
+    b.i("mov.u32 %r0, 0")
+    span = (dict(b.totals["pre"]), dict(b.counts))
+    b.i("add.u32 %r0, %r0, 1")
+    with pytest.raises(ValueError, match="first token"):
+        tally_without(b, (0, 0), span + (dict(b.totals["pre"]), dict(b.counts)))
+    b = PtxBuilder(True)
+    b.i("mov.u32 %r0, 0")
+    span = (dict(b.totals["pre"]), dict(b.counts))
+    b.i("mov.u32 %r0, 1")
+    b.i("cp.async.commit_group")
+    with pytest.raises(ValueError, match="first token"):
+        tally_without(b, (0, 0), span + (dict(b.totals["pre"]), dict(b.counts)))
+    b = PtxBuilder(True)
+    b.i("mov.u32 %r0, 0")
+    b.i("cp.async.commit_group")
+    span = (dict(b.totals["pre"]), dict(b.counts))
+    b.i("mov.u32 %r0, 1")
+    b.reg("u32")
+    end = (dict(b.totals["pre"]), dict(b.counts))
+    b.i("mov.u32 %r0, 2")
+    got = tally_without(b, (0, 0), span + end)
+    assert got.ptx_regs == 0 and sum(got.pre.values()) == 3
+
+
+def test_two_stage_counts_come_from_the_three_stage_build() -> None:
+    """mma builds a 3-stage kernel once for both depths: the 2-stage counts equal the 2-stage build's."""
+    spec = shorthand("1000x520x264", "bf16")
+    t = next(t for t in mma.VARIANT.tilings(spec) if t.stages == 2)
+    a, b = operand_tiles(spec, t)
+    own = tally(mma._build(spec, t, "k", False, True)[0], (a.chunks // t.threads, b.chunks // t.threads))
+    mma._counts.cache_clear()
+    mma._counts_2_3.cache_clear()
+    got = mma._counts(spec, t)
+    assert mma._counts_2_3.cache_info().misses == 1
+    assert got == own

@@ -62,3 +62,74 @@ def test_plan_bit_identical(hwname: str, shape: str, dtype: str) -> None:
     dump = "\n".join([repr(p.pruned)] + [repr(ev) for ev in p.survivors] + [candidates_csv(p)])
     assert hashlib.sha256(dump.encode()).hexdigest() == DIGESTS[hwname, shape, dtype], \
         f"{hwname} {shape} {dtype}: the plan moved; compare with benchmarks/plan_compare.py against 00e8f8c"
+
+
+def test_critical_whole_latencies_sum_as_listed() -> None:
+    """_critical's shortcut for whole-number latencies (per-warp sums from parts) picks the warp and
+    averages the copies the listed sums do, on the walks of several geometries; and the shortcut is
+    taken for integer latencies only."""
+    spec = shorthand("1000x520x264", "f16")
+    ext = {"m": 1000, "n": 520, "k": 264}
+    checked = 0
+    for t in enumerate_tilings(spec, "simt")[::23]:
+        tiles = operand_tiles(spec, t)
+        geo = tuple((x.rows, x.cols, x.vec, x.chunks_per_row, x.elem_global, x.col_dim == "k") for x in tiles)
+        lims = tuple((ext[x.col_dim], ext[x.row_dim], ext[x.col_dim]) for x in tiles)
+        walks = l1lines._walk(geo, t.threads, 32, lims, t.bk, 3, 128, 64, 4, 682.0, 278.0, 33.0, ((0.5, 0.25),))
+        for rec in walks[0]:
+            for sharers, near in (((1, 1), (1, 1)), ((4, 2), (2, 2)), ((64, 1), (8, 1))):
+                fast = l1lines._critical(rec, sharers, near, 682.0, True)
+                assert fast == l1lines._critical(rec, sharers, near, 682.0, False), t.key()
+                checked += 1
+    assert checked > 20
+    l1lines.copy_line_latencies.cache_clear()
+    seen: list[bool] = []
+    crit = l1lines._critical
+
+    def spy(*a: object) -> tuple[float, ...]:
+        seen.append(bool(a[-1]))
+        return crit(*a)  # type: ignore[arg-type]
+
+    l1lines._critical = spy  # type: ignore[assignment]
+    try:
+        args = (geo, t.threads, 32, lims, t.bk, 9, 128, 64, 4)
+        l1lines.copy_line_latencies(*args, 682.0, 278.0, 33.0)
+        l1lines.copy_line_latencies(*args, 682.5, 278.0, 33.0)
+    finally:
+        l1lines._critical = crit  # type: ignore[assignment]
+    assert True in seen and seen[-1] is False
+
+
+def test_cached_hashes_are_the_dataclass_hashes() -> None:
+    """Tiling and GemmSpec keep their hash (the dataclass's, of the fields' tuple: sets of them iterate
+    as before) and do not carry it through pickle (a string's hash differs between processes)."""
+    import dataclasses
+    import pickle
+
+    spec = shorthand("1000x520x264", "f16")
+    t = enumerate_tilings(spec, "mma")[5]
+    assert hash(t) == hash(tuple(getattr(t, f.name) for f in dataclasses.fields(t)))
+    assert hash(spec) == hash(tuple(getattr(spec, f.name) for f in dataclasses.fields(spec)))
+    for obj in (t, spec):
+        back = pickle.loads(pickle.dumps(obj))
+        assert back == obj and "_hash" not in back.__dict__ and hash(back) == hash(obj)
+
+
+@pytest.mark.slow
+def test_cold_plan_process_time_bound() -> None:
+    """A plan of h200 4096^3 in a fresh process uses under 10 s of process time (about 1.2-1.6 s on the
+    shared 2-core machine at load 3-8, 2026-12-01: benchmarks/plan_speed.md). Process time, not wall
+    clock: a loaded machine stretches the wall clock many times over, the process time by a third; the
+    bound catches a search that became several times slower, not a few percent."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import time; from kernelgen.planner import plan; from kernelgen.spec import shorthand; "
+            "from sim.hw import load_hw; hw = load_hw('h200'); t = time.process_time(); "
+            "plan(shorthand('4096x4096x4096'), hw); print(time.process_time() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)}).stdout
+    assert float(out) < 10.0, out

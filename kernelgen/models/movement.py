@@ -103,11 +103,17 @@ def _layout_burst(layout: str, row_dim: str, col_dim: str, rows: int, cols: int,
     return float(srt.size * ein / (np.sum(-(-runs // burst)) * burst))
 
 
+@lru_cache(maxsize=65536)
+def compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
+    """variant.compute_banks, once per tiling (the movement model and the cycle model both read it)."""
+    return get(t.variant).compute_banks(spec, t, banks, width)
+
+
 def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) per K tile for warp 0: copies into shared + compute-side loads."""
     a, b = operand_tiles(spec, t)
     parts = (_copy_banks(a, t.threads, banks, width), _copy_banks(b, t.threads, banks, width),
-             get(t.variant).compute_banks(spec, t, banks, width))
+             compute_banks(spec, t, banks, width))
     return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
 
 

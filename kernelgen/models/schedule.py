@@ -232,12 +232,12 @@ class SharedPasses:
 
 
 def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
-    from kernelgen.models.movement import _copy_banks
+    from kernelgen.models.movement import _copy_banks, compute_banks
 
     v = get(t.variant)
     c = v.counts(spec, t)
     banks, bw = hw.shared.banks, hw.shared.bank_width
-    _, passes, _ = v.compute_banks(spec, t, banks, bw)
+    _, passes, _ = compute_banks(spec, t, banks, bw)
     comp_extra = max(0, passes - v.compute_load_sites(c))
     copy_passes = copy_sites = 0
     for tile in operand_tiles(spec, t):
@@ -245,6 +245,17 @@ def shared_passes(spec: GemmSpec, t: Tiling, hw: HwConfig) -> SharedPasses:
             copy_passes += _copy_banks(tile, t.threads, banks, bw)[1]
             copy_sites += tile.chunks // t.threads
     return SharedPasses(comp_extra, max(0, copy_passes - copy_sites), copy_passes, passes + copy_passes)
+
+
+_RESOURCES: dict[int, tuple[HwConfig, dict[tuple, tuple[float, str]]]] = {}
+
+
+def _resources_memo(hw: HwConfig) -> dict[tuple, tuple[float, str]]:
+    """cycle_model's resources() results for `hw` (by identity: a loaded HwConfig is not mutated)."""
+    hit = _RESOURCES.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        hit = _RESOURCES[id(hw)] = (hw, {})
+    return hit[1]
 
 
 def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
@@ -302,14 +313,18 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     comp_extra, copy_extra, copy_passes, passes = sp.comp_extra, sp.copy_extra, sp.copy_passes, sp.passes
     extra_passes = comp_extra + copy_extra
 
-    seen: dict[tuple, tuple[float, str]] = {}  # resources() of this candidate, by its arguments
+    # resources() by its arguments and what demand() reads of this candidate (its cycles per
+    # instruction class: the mma's MACs, the input type, the register-bank extras, a wgmma's
+    # occupancy), shared by every candidate of this hw that agrees on them
+    seen = _resources_memo(hw)
+    occ_key = (t.mma_macs, spec.dtype_a, tuple(rf.items()), wg_occ)
 
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
         """Cycles `warps` warps need on the core's shared resources for one pass over `region`:
         issue ([core.schedulers] x [core.issue_width] per cycle), each pipe ([pipes[].count] units,
         a warp bound to unit scheduler % count), the shared array ([shared.ports])."""
-        key = (tuple(region.items()), warps, extra, shared_passes)
+        key = (occ_key, tuple(region.items()), warps, extra, shared_passes)
         hit = seen.get(key)
         if hit is None:
             hit = seen[key] = _resources(region, warps, extra, shared_passes)

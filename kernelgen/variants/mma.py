@@ -17,10 +17,11 @@ K are zero-filled (src-size 0), so the group count stays uniform and no branch i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, by_stages, count_key, tally
+from kernelgen.counting import Counts, by_stages, count_key, tally, tally_without
 from kernelgen.emit_common import (
     Param,
     emit_copy_tile,
@@ -216,9 +217,13 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.comment(f"Pipeline prologue (plan: stages={S}): tiles 0..{S - 2} into stages 0..{S - 2}, "
               f"{ta.chunks // T} A + {tb.chunks // T} B copies of {ta.vec}/{tb.vec} elements per thread each")
     for s in range(S - 1):
+        if counting and s == S - 2:  # the last prologue tile, what one stage fewer would not write
+            b.spans["prologue_tile"] = (dict(b.totals["pre"]), dict(b.counts))
         b.i(f"mov.u32 {kl}, {s * t.bk}")
         b.i(f"mov.u32 {ws}, {s}")
         issue_tile(kl, ws)
+        if counting and s == S - 2:
+            b.spans["prologue_tile"] += (dict(b.totals["pre"]), dict(b.counts))
     b.comment("Loop state: kt (tile), ktiles = ceil(K / bk), kl = k of the tile to load, ws/rs = write/read stage")
     b.i(f"add.u32 {ktiles}, {P['K']}, {t.bk - 1}")
     b.i(f"shr.u32 {ktiles}, {ktiles}, {log2(t.bk)}")
@@ -488,8 +493,28 @@ def _staged_counts(spec: GemmSpec, t: Tiling) -> Counts:
 
 @lru_cache(maxsize=65536)
 def _counts(spec: GemmSpec, t: Tiling) -> Counts:
+    """The counts of a 2-stage pipeline come from the 3-stage build (one build for both, see
+    _counts_2_3); other depths are built."""
+    if t.stages in (2, 3):
+        return _counts_2_3(spec, replace(t, stages=3))[t.stages - 2]
+    return _own_counts(spec, t)
+
+
+@lru_cache(maxsize=65536)
+def _own_counts(spec: GemmSpec, t: Tiling) -> Counts:
     a, b = operand_tiles(spec, t)
     return tally(_build(spec, t, "k", False, True)[0], (a.chunks // t.threads, b.chunks // t.threads))
+
+
+@lru_cache(maxsize=65536)
+def _counts_2_3(spec: GemmSpec, t: Tiling) -> tuple[Counts, Counts]:
+    """(2-stage, 3-stage) counts of ``t`` (3 stages): a stage adds one prologue tile, the same
+    instructions and registers each time and nothing else, so the 2-stage kernel is the 3-stage one
+    without its last prologue tile (tests/test_count_key.py compares both with their own builds)."""
+    a, b = operand_tiles(spec, t)
+    copies = (a.chunks // t.threads, b.chunks // t.threads)
+    built = _build(spec, t, "k", False, True)[0]
+    return tally_without(built, copies, built.spans["prologue_tile"]), tally(built, copies)
 
 
 VARIANT = Mma()

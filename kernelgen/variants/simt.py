@@ -26,12 +26,12 @@ from kernelgen.emit_common import (
     metadata,
 )
 from kernelgen.models.movement import site_score
-from kernelgen.models.schedule import CycleModel, bank_extra
+from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles
-from sim.hw import HwConfig
+from sim.hw import HwConfig, RegisterFile
 
 
 def _vec_loads(b: PtxBuilder, base: str, imm: int, dst: list[str]) -> None:
@@ -273,11 +273,7 @@ class Simt:
         return c.iter["lsu"] - (c.copies_a + c.copies_b) * 2  # ld.global + st.shared per copy
 
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
-        acc0 = 1 + spec.has_c  # %f0 = alpha (%f1 = beta)
-        av0 = acc0 + t.tm * t.tn + c.copies_a + c.copies_b
-        bv0 = av0 + t.tm
-        tot = sum(bank_extra([acc0 + i * t.tn + j, av0 + i, bv0 + j], hw) for i in range(t.tm) for j in range(t.tn))
-        return {"fma": tot / (t.tm * t.tn)}
+        return {"fma": _rf_fma(spec.has_c, t.tm, t.tn, c.copies_a + c.copies_b, hw.registers)}
 
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
@@ -289,6 +285,17 @@ class Simt:
         # no prefetch: the copy latency is exposed, except for what other resident CTAs overlap
         exposed = max(0.0, mem_lat - (ctas_per_core - 1) * compute_cycles_per_tile)
         return SyncPlan(2, 0, 0, 0, 2 * sync_lat, exposed, True, why)
+
+
+@lru_cache(maxsize=4096)
+def _rf_fma(has_c: bool, tm: int, tn: int, copies: int, rf: RegisterFile) -> float:
+    """Mean register-bank extra cycles of the inner loop's fma (acc, a value, b value): what
+    models.schedule.bank_extra charges ([registers] conflict cycles of the distinct registers)."""
+    acc0 = 1 + has_c  # %f0 = alpha (%f1 = beta)
+    av0 = acc0 + tm * tn + copies
+    bv0 = av0 + tm
+    tot = sum(rf.conflict_cycles({acc0 + i * tn + j, av0 + i, bv0 + j}) for i in range(tm) for j in range(tn))
+    return tot / (tm * tn)
 
 
 @lru_cache(maxsize=65536)
