@@ -91,6 +91,9 @@ def measure(name: str) -> dict[str, Any]:
         "bank_conflicts": sum(r.bank_conflicts_by_line.values()),
         "dram_bytes": r.dram_bytes,
         "outputs": {str(i): _digest(a) for i, a in sorted(r.outputs.items())},
+        "series": _digest(np.frombuffer(json.dumps(r.series, sort_keys=True).encode(), np.uint8)),
+        "result_json": _digest(np.frombuffer(json.dumps(r.to_json(), sort_keys=True, default=str).encode(),
+                                             np.uint8)),
         "functional_instructions": f.warp_instructions,
         "functional_outputs": {str(i): _digest(a) for i, a in sorted(f.outputs.items())},
     }

@@ -82,7 +82,7 @@ class Scheduler:
         gto = core.hw.core.policy == "gto"
         timeout = env.timeout
         while True:
-            now = int(env.now)
+            now = int(env._now)
             issued = 0
             best_t: float = INF
             best_reason = "no_eligible"
@@ -98,8 +98,15 @@ class Scheduler:
             for wt in ws:
                 if wt.finished:
                     continue
-                if wt.dirty or wt.valid_until <= now:
+                if wt.dirty:
                     t, j, reason, line = wt.recompute(now)
+                elif wt.valid_until <= now:
+                    t, j, reason, line = wt.cached
+                    # due now, its unit still free and nothing to fetch: recompute() would pick the same
+                    # entry (the older ones were later, and units only get busier), so skip it
+                    if t != now or wt.valid_until != now or wt.cunit.free > now or (
+                            wt.fetch_at <= now and len(wt.window) < wt.lim and not wt.w.done):
+                        t, j, reason, line = wt.recompute(now)
                 else:
                     t, j, reason, line = wt.cached
                 if t <= now:
