@@ -160,6 +160,11 @@ class FlatMemory:
         return v
 
     def _offsets(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
+        if addrs.dtype == np.uint64:  # the usual case: one test of the largest address, one of alignment
+            align = nbytes if nbytes & (nbytes - 1) == 0 else dt.itemsize
+            if self.size >= nbytes and reduce_max(addrs) <= self.size - nbytes and \
+                    not reduce_or(addrs & np.uint64(align - 1)):
+                return addrs
         a = addrs.astype(np.int64)
         if reduce_min(a) < 0 or reduce_max(a) > self.size - nbytes:
             bad = (a < 0) | (a > self.size - nbytes)
