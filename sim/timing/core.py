@@ -9,9 +9,11 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 import simpy
+from simpy.events import NORMAL
 
 from sim.errors import ExecutionError
 from sim.functional.runner import barrier_ready, make_cta
@@ -85,10 +87,13 @@ class Scheduler:
         width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
         self.width = width
         self.gto = core.hw.core.policy == "gto"
+        self.fire = self._fire
+        self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
+        self.eid = env._eid
         self._at(simpy.events.URGENT, 0)
 
     def _at(self, priority: simpy.events.EventPriority, delay: float) -> None:
-        ev = self.pending = _Resume(self._fire)
+        ev = self.pending = _Resume(self.fire)
         self.env.schedule(ev, priority, delay)  # type: ignore[arg-type]
 
     def wake(self, at: float) -> None:
@@ -123,6 +128,14 @@ class Scheduler:
         if ev is not self.pending:
             return
         self.pending = None
+        if self.state == NEXT_CYCLE:  # the common case, _resume() inlined: no stall to count
+            self.running = True
+            self.state = RUNNING
+            try:
+                self._cycle()
+            finally:
+                self.running = False
+            return
         self._resume()
 
     def _resume(self) -> None:
@@ -160,7 +173,8 @@ class Scheduler:
         if gto:  # the last warp that issued first, then oldest (self.order(), inlined)
             last = self.last
             if last is not None and ws and last is not ws[0] and last in ws:
-                ws = [last] + [w for w in ws if w is not last]
+                i = ws.index(last)
+                ws = [last] + ws[:i] + ws[i + 1:]
         elif self.rr % len(ws) if ws else 0:
             ws = self.order()
         for wt in ws:
@@ -196,7 +210,8 @@ class Scheduler:
             # here and ends the simulation with simpy.Interrupt, as it did the process)
             self.sleep_until = now
             self.state = NEXT_CYCLE
-            self._at(simpy.events.NORMAL, 1)
+            ev = self.pending = _Resume(self.fire)
+            heappush(self.queue, (now + 1, NORMAL, next(self.eid), ev))  # = env.schedule(ev, NORMAL, 1)
             return
         if not self.warps and not core.pending_work():
             self.alive = False
