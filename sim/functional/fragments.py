@@ -37,7 +37,8 @@ def to_values(bits: np.ndarray, t: str) -> np.ndarray:
 
 def unpack(v: np.ndarray, ebits: int) -> list[np.ndarray]:
     """The 32 // ebits elements of each lane's 32-bit register, element 0 in the lowest bits."""
-    u = np.broadcast_to(np.asarray(v), (32,)).astype(np.uint32)
+    u = np.asarray(v)
+    u = u.astype(np.uint32) if u.shape == (32,) else np.broadcast_to(u, (32,)).astype(np.uint32)
     mask = np.uint32((1 << ebits) - 1) if ebits < 32 else np.uint32(0xFFFFFFFF)
     return [(u >> np.uint32(ebits * x)) & mask for x in range(32 // ebits)]
 

@@ -17,6 +17,7 @@ WINDOW_SIZE = 1 << 32
 # wrapper (numpy/_core/_methods.py), a cost the per-instruction path of a 32-lane warp feels
 reduce_any, reduce_all = np.logical_or.reduce, np.logical_and.reduce
 reduce_min, reduce_max, reduce_or = np.minimum.reduce, np.maximum.reduce, np.bitwise_or.reduce
+_U64 = np.dtype(np.uint64)
 
 
 class Fault(Exception):
@@ -160,6 +161,11 @@ class FlatMemory:
         return v
 
     def _offsets(self, addrs: np.ndarray, nbytes: int, dt: np.dtype) -> np.ndarray:
+        if addrs.dtype == _U64:  # the usual case: the largest address in bounds, the or of all aligned
+            align = nbytes if nbytes & (nbytes - 1) == 0 else dt.itemsize
+            if self.size >= nbytes and int(reduce_max(addrs)) <= self.size - nbytes and \
+                    not int(reduce_or(addrs)) & (align - 1):
+                return addrs
         a = addrs.astype(np.int64)
         if reduce_min(a) < 0 or reduce_max(a) > self.size - nbytes:
             bad = (a < 0) | (a > self.size - nbytes)

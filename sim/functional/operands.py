@@ -14,6 +14,8 @@ from sim.functional.types import NP, UINT, bits_to, is_float, storage, to_storag
 from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import type_mods
 
+ndarray = np.ndarray
+_LANES = (32,)
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any, Any, np.ndarray, bool], None]
 
@@ -150,9 +152,10 @@ class DecodeCtx:
         st = self.store[name]
 
         def write(w: Any, v: Any, m: np.ndarray, full: bool) -> None:
-            v = to_storage(np.asarray(v), t, st)
-            if v.shape != (32,):
-                v = np.full(32, v, dtype=st)
+            if v.__class__ is not ndarray or v.dtype != st or v.shape != _LANES:  # else already its storage
+                v = to_storage(np.asarray(v), t, st)
+                if v.shape != _LANES:
+                    v = np.full(32, v, dtype=st)
             w.r[name] = v if full else np.where(m, v, w.r[name])
 
         return write

@@ -571,6 +571,7 @@ def _compare(ins, cx, t):
     return fn
 
 
+_LANES = (32,)
 _BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
@@ -588,7 +589,9 @@ def b_setp(ins, cx):
         wp, wq = cx.wr(d, "pred", ins), None
 
     def run(w, m, full):
-        r = np.broadcast_to(cmp(ra(w), rb(w)), (32,))
+        r = cmp(ra(w), rb(w))
+        if r.shape != _LANES:  # two scalar operands
+            r = np.broadcast_to(r, _LANES)
         if bop is not None and rc is not None:
             c = rc(w)
             wp(w, bop(r, c), m, full)

@@ -23,7 +23,6 @@ from sim.functional.fragments import (
     b_fragment,
     to_s32,
     to_values,
-    unpack,
 )
 from sim.functional.operands import DecodeCtx
 from sim.ptx.ir import Instruction
@@ -61,6 +60,14 @@ def _form(ins: Instruction, cx: DecodeCtx) -> tuple[str, str, str, int]:
     return dt, at, bt, k
 
 
+def _places(maps: list[list[tuple[np.ndarray, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
+    """The (row, column) index arrays of maps[register][element] over the 32 lanes, flattened in
+    (register, element, lane) order."""
+    rows = np.concatenate([np.broadcast_to(r, (32,)) for per_reg in maps for r, _ in per_reg])
+    cols = np.concatenate([np.broadcast_to(c, (32,)) for per_reg in maps for _, c in per_reg])
+    return rows.astype(np.intp), cols.astype(np.intp)
+
+
 def b_mma(ins: Instruction, cx: DecodeCtx) -> Exec:
     dt, at, bt, k = _form(ins, cx)
     ebits = ELEMENT_BITS[at]
@@ -82,18 +89,29 @@ def b_mma(ins: Instruction, cx: DecodeCtx) -> Exec:
     bmap = [[b_fragment(per, r, x) for x in range(per)] for r in range(nb)]
     cmap = [accumulator_map(i) for i in range(4)]
 
+    # every element of A, B and C at once: (register, element, lane) -> (row, column), one place each
+    a_rows, a_cols = _places(amap)
+    b_rows, b_cols = _places(bmap)
+    c_rows, c_cols = _places([[p] for p in cmap])
+    shifts = (np.arange(per, dtype=np.uint32) * np.uint32(ebits))[None, :, None]
+    emask = np.uint32((1 << ebits) - 1) if ebits < 32 else np.uint32(0xFFFFFFFF)
+
+    def elements(rds: list, w: Warp) -> np.ndarray:
+        regs = np.empty((len(rds), 32), dtype=np.uint32)
+        for i, rd in enumerate(rds):
+            regs[i] = rd(w)  # a scalar (immediate) operand fills its row
+        return ((regs[:, None, :] >> shifts) & emask).ravel()
+
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         A = np.zeros((16, k), dtype=vt)
         B = np.zeros((k, 8), dtype=vt)
         C = np.zeros((16, 8), dtype=vt)
-        for rd, places in zip(ra, amap):
-            for (row, col), e in zip(places, unpack(rd(w), ebits)):
-                A[row, col] = to_values(e, at)
-        for rd, places in zip(rb, bmap):
-            for (row, col), e in zip(places, unpack(rd(w), ebits)):
-                B[row, col] = to_values(e, bt)
-        for rd, (row, col) in zip(rc, cmap):
-            C[row, col] = np.broadcast_to(np.asarray(rd(w)), (32,))
+        A[a_rows, a_cols] = to_values(elements(ra, w), at)
+        B[b_rows, b_cols] = to_values(elements(rb, w), bt)
+        cv = np.empty((4, 32), dtype=vt)
+        for i, rd in enumerate(rc):
+            cv[i] = rd(w)
+        C[c_rows, c_cols] = cv.ravel()
         D = A @ B + C
         for wr, (row, col) in zip(wd, cmap):
             v = D[row, col]

@@ -35,6 +35,11 @@ LANES = np.arange(32)
 Copy = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
+def _disjoint(starts: np.ndarray, size: int) -> bool:
+    """Whether copies of `size` bytes at these aligned starts (multiples of size) never overlap."""
+    return len(np.unique(starts)) == len(starts)
+
+
 class Frame:
     """One SIMT stack entry: lanes in `mask` run from `pc` until they reach `rpc`."""
 
@@ -348,8 +353,12 @@ class Warp:
 
     def _land(self, group: list[Copy]) -> None:
         sh = self.cta.shared
-        for dst, m, data, size in group:
-            for lane in np.flatnonzero(m):
+        for dst, m, data, size in group:  # lanes in order: a later lane's bytes win on overlap
+            lanes = np.flatnonzero(m)
+            if len(lanes) > 1 and _disjoint(dst[lanes], size):
+                sh.data[(dst[lanes].astype(np.int64)[:, None] + np.arange(size)).ravel()] = data[lanes].ravel()
+                continue
+            for lane in lanes:
                 a = int(dst[lane])
                 sh.data[a: a + size] = data[lane]
 

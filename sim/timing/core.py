@@ -1,6 +1,6 @@
-"""A core (SM): warp schedulers as SimPy processes, pipe units, the memory path, resident CTAs.
+"""A core (SM): warp schedulers driven by SimPy's event queue, pipe units, the memory path, resident CTAs.
 
-Each scheduler process issues at most Core.issue_width instructions per cycle from its warps
+Each scheduler issues at most Core.issue_width instructions per cycle from its warps
 (Core.policy: gto = the last warp that issued first, then oldest; lrr = round robin) and,
 when nothing can issue, sleeps straight to the next cycle something can (no idle ticking).
 Barrier releases and newly dispatched CTAs wake sleeping schedulers.
@@ -8,10 +8,12 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 import simpy
+from simpy.events import NORMAL
 
 from sim.errors import ExecutionError
 from sim.functional.runner import barrier_ready, make_cta
@@ -40,25 +42,67 @@ class CtaT:
         self.mbar_waiters: list[WarpT] = []  # warps stopped at an incomplete mbarrier wait (sim/timing/tma.py)
 
 
+class _Resume:
+    """An entry of the SimPy event queue that resumes a scheduler (what SimPy's Timeout, succeeded Event,
+    Initialize and Interruption did for the scheduler as a process): Environment.step pops it in the same
+    (time, priority, insertion) order and calls its one callback. It does no more than that: no
+    generator, no Process bookkeeping (benchmarks/sim_profile.md: SimPy was 13-15% of the timing model)."""
+
+    __slots__ = ("callbacks", "_ok")
+
+    def __init__(self, fn: Callable[[_Resume], None]):
+        self.callbacks: list[Callable[[_Resume], None]] | None = [fn]
+        self._ok = True
+
+
+# Scheduler.state: where the scheduler waits (the yield points of the SimPy process it replaces)
+START, NEXT_CYCLE, SLEEP, WAIT, WOKEN, RUNNING = 0, 1, 2, 3, 4, 5
+
+
 class Scheduler:
+    """One warp scheduler, driven by SimPy's event queue as a process would be: it runs at its start
+    (urgent, as a process' initialisation), the cycle after one it issued in, at the earliest cycle a warp
+    can issue when none can now, and when woken (a CTA launch, a barrier release: urgent, as an
+    interrupt; or, with no cycle to sleep to, a normal event). Events left behind by a wake-up are
+    ignored when they come up, as SimPy ignores a process' old target."""
+
     def __init__(self, core: Core, index: int):
         self.core = core
         self.warps: list[WarpT] = []
         self.last: WarpT | None = None
         self.rr = 0
         self.sleep_until: float = 0
-        self.wake_ev: simpy.Event | None = None
         # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
         # one of Pipe.count units)
         self.units: list[PipeUnit] = [core.units[st.pipe][index % len(core.units[st.pipe])] for st in core.statics]
-        self.proc = core.env.process(self.run())
+        env = core.env
+        self.env = env
+        self.alive = True
+        self.running = False
+        self.state = START
+        self.pending: _Resume | None = None  # the event that resumes it (None: none, or waiting for wake())
+        self.slept_at = 0  # the cycle it went to sleep in, and the stall it then saw
+        self.best_reason = "no_eligible"
+        self.best_line = 0
+        width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
+        self.width = width
+        self.gto = core.hw.core.policy == "gto"
+        self.fire = self._fire
+        self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
+        self.eid = env._eid
+        self._at(simpy.events.URGENT, 0)
+
+    def _at(self, priority: simpy.events.EventPriority, delay: float) -> None:
+        ev = self.pending = _Resume(self.fire)
+        self.env.schedule(ev, priority, delay)  # type: ignore[arg-type]
 
     def wake(self, at: float) -> None:
-        if self.wake_ev is not None and not self.wake_ev.triggered:
-            self.wake_ev.succeed()
-        elif self.sleep_until > at and self.proc.is_alive and self.core.env.active_process is not self.proc:
+        if self.state == WAIT:
+            self.state = WOKEN
+            self._at(simpy.events.NORMAL, 0)
+        elif self.sleep_until > at and self.alive and not self.running:
             self.sleep_until = at
-            self.proc.interrupt()
+            self.env.schedule(_Resume(self._interrupt), simpy.events.URGENT)  # type: ignore[arg-type]
 
     def order(self) -> list[WarpT]:
         """The warps in the order the policy considers them this cycle."""
@@ -72,77 +116,115 @@ class Scheduler:
         k = self.rr % n if n else 0
         return ws[k:] + ws[:k] if k else ws
 
-    def run(self) -> Generator[simpy.Event, object, None]:
-        core = self.core
-        env = core.env
-        width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
-        stats = core.stats
-        stalls = stats.stalls
-        by_line = stats.by_line
-        gto = core.hw.core.policy == "gto"
-        timeout = env.timeout
-        while True:
-            now = int(env.now)
-            issued = 0
-            best_t: float = INF
-            best_reason = "no_eligible"
-            best_line = 0
-            finished = False
-            ws = self.warps
-            if gto:  # the last warp that issued first, then oldest (self.order(), inlined)
-                last = self.last
-                if last is not None and ws and last is not ws[0] and last in ws:
-                    ws = [last] + [w for w in ws if w is not last]
-            elif self.rr % len(ws) if ws else 0:
-                ws = self.order()
-            for wt in ws:
-                if wt.finished:
-                    continue
-                if wt.dirty or wt.valid_until <= now:
-                    t, j, reason, line = wt.recompute(now)
-                else:
-                    t, j, reason, line = wt.cached
-                if t <= now:
-                    wt.issue(j, now)
-                    issued += 1
-                    self.last = wt
-                    if not gto:
-                        self.rr = self.warps.index(wt) + 1
-                    if wt.finished:
-                        finished = True
-                    if issued >= width:
-                        break
-                elif t < best_t:
-                    best_t, best_reason, best_line = t, reason, line
-            if finished:
-                self.warps = [w for w in self.warps if not w.finished]
-            if issued:
-                # runs again next cycle anyway: no wake-up interrupt meanwhile (that one would land
-                # outside the try below and end the simulation with simpy.Interrupt)
-                self.sleep_until = now
-                yield timeout(1)
-                continue
-            if not self.warps and not core.pending_work():
-                return
+    def _interrupt(self, _ev: _Resume) -> None:
+        if not self.alive:
+            return
+        self.pending = None  # what it waited for no longer resumes it
+        if self.state in (START, NEXT_CYCLE):  # a process interrupted outside its sleep fails
+            raise simpy.Interrupt(None)
+        self._resume()
+
+    def _fire(self, ev: _Resume) -> None:
+        if ev is not self.pending:
+            return
+        self.pending = None
+        if self.state == NEXT_CYCLE:  # the common case, _resume() inlined: no stall to count
+            self.running = True
+            self.state = RUNNING
             try:
-                if best_t == INF:
-                    self.wake_ev = env.event()
-                    self.sleep_until = INF
-                    yield self.wake_ev
-                else:
-                    self.sleep_until = best_t
-                    yield timeout(best_t - now)
-            except simpy.Interrupt:
-                pass
-            self.wake_ev = None
-            elapsed = int(env.now) - now
-            if elapsed > 0 and core.live_ctas:
-                if self.warps:
-                    stalls[best_reason] += elapsed
-                    if best_line:
-                        by_line[best_line][best_reason] += elapsed
-                else:
-                    stalls["no_eligible"] += elapsed
+                self._cycle()
+            finally:
+                self.running = False
+            return
+        self._resume()
+
+    def _resume(self) -> None:
+        self.running = True
+        try:
+            slept = SLEEP <= self.state <= WOKEN
+            self.state = RUNNING
+            if slept:  # the cycles slept are a stall of the reason seen going to sleep
+                elapsed = int(self.env._now) - self.slept_at
+                core = self.core
+                if elapsed > 0 and core.live_ctas:
+                    stalls = core.stats.stalls
+                    if self.warps:
+                        stalls[self.best_reason] += elapsed
+                        if self.best_line:
+                            core.stats.by_line[self.best_line][self.best_reason] += elapsed
+                    else:
+                        stalls["no_eligible"] += elapsed
+            self._cycle()
+        finally:
+            self.running = False
+
+    def _cycle(self) -> None:
+        """One cycle: issue up to `width` instructions, then wait for the next cycle, or sleep to the
+        earliest cycle something can issue."""
+        core = self.core
+        now = int(self.env._now)
+        issued = 0
+        best_t: float = INF
+        best_reason = "no_eligible"
+        best_line = 0
+        finished = False
+        gto = self.gto
+        ws = self.warps
+        if gto:  # the last warp that issued first, then oldest (self.order(), inlined)
+            last = self.last
+            if last is not None and ws and last is not ws[0] and last in ws:
+                i = ws.index(last)
+                ws = [last] + ws[:i] + ws[i + 1:]
+        elif self.rr % len(ws) if ws else 0:
+            ws = self.order()
+        for wt in ws:
+            if wt.finished:
+                continue
+            if wt.dirty:
+                t, j, reason, line = wt.recompute(now)
+            elif wt.valid_until <= now:
+                t, j, reason, line = wt.cached
+                # due now, its unit still free and nothing to fetch: recompute() would pick the same
+                # entry (the older ones were later, and units only get busier), so skip it
+                if t != now or wt.valid_until != now or wt.cunit.free > now or (  # type: ignore[union-attr]
+                        wt.fetch_at <= now and len(wt.window) < wt.lim and not wt.w.done):
+                    t, j, reason, line = wt.recompute(now)
+            else:
+                t, j, reason, line = wt.cached
+            if t <= now:
+                wt.issue(j, now)
+                issued += 1
+                self.last = wt
+                if not gto:
+                    self.rr = self.warps.index(wt) + 1
+                if wt.finished:
+                    finished = True
+                if issued >= self.width:
+                    break
+            elif t < best_t:
+                best_t, best_reason, best_line = t, reason, line
+        if finished:
+            self.warps = [w for w in self.warps if not w.finished]
+        if issued:
+            # runs again next cycle anyway: no wake-up interrupt meanwhile (one already on its way lands
+            # here and ends the simulation with simpy.Interrupt, as it did the process)
+            self.sleep_until = now
+            self.state = NEXT_CYCLE
+            ev = self.pending = _Resume(self.fire)
+            heappush(self.queue, (now + 1, NORMAL, next(self.eid), ev))  # = env.schedule(ev, NORMAL, 1)
+            return
+        if not self.warps and not core.pending_work():
+            self.alive = False
+            return
+        self.slept_at = now
+        self.best_reason, self.best_line = best_reason, best_line
+        if best_t == INF:
+            self.state = WAIT
+            self.sleep_until = INF
+        else:
+            self.state = SLEEP
+            self.sleep_until = best_t
+            self._at(simpy.events.NORMAL, best_t - now)
 
 
 class Core:

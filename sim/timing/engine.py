@@ -45,7 +45,6 @@ class Stats:
         self.by_line: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.conflicts: dict[int, int] = defaultdict(int)
         self.flushes: dict[int, list[Any]] = {}  # line -> [count, text, cycles]
-        self.buckets: list[tuple[int, str, int]] = []  # (t, unit, busy) issue log for the series
         self.trace: list[dict[str, Any]] | None = [] if trace else None
 
     def conflict(self, line: int, extra: int, cycles: int) -> None:
@@ -268,8 +267,12 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     nwin = -(-cycles // win)
     series: dict[str, Any] = {"window": win, "t": [i * win for i in range(nwin)]}
     per = {p.name: np.zeros(nwin) for p in hw.pipes}
-    for t, unit, occ in st.buckets:
-        per[unit][min(nwin - 1, t // win)] += occ
+    for c in sim.cores:  # the issue cycles' busy sums (PipeUnit.busy_at; integers: any order sums alike)
+        for name, us in c.units.items():
+            row = per[name]
+            for u in us:
+                for t, occ in u.busy_at.items():
+                    row[min(nwin - 1, t // win)] += occ
     for p in hw.pipes:
         series[p.name] = [round(float(x), 4) for x in per[p.name] / (win * p.count * ncores)]
     stalls = {r: int(st.stalls.get(r, 0)) for r in STALL_REASONS}

@@ -72,8 +72,8 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
-                 "valid_until", "dirty", "plan", "lim", "statics", "units", "sim", "indep", "wg_open", "wg_groups",
-                 "bulk_open", "bulk_groups")
+                 "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
+                 "wg_groups", "bulk_open", "bulk_groups")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -99,6 +99,7 @@ class WarpT:
         self.bulk_groups: list[int] = []  # completion of each committed, not yet waited-for bulk group
         self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
+        self.cunit: PipeUnit | None = None  # the unit of the cached answer's entry (Scheduler.run's fast path)
         self.dirty = True
         self.plan: list[PlanRow] = []  # _plan of the independent entries, rebuilt when dirty
         self.lim = core.lookahead
@@ -192,6 +193,7 @@ class WarpT:
             if t < best_t:
                 best_t = t
                 best = (t, j, reason, line)
+                self.cunit = unit
                 if t <= now:
                     break
         if best is None:
@@ -286,7 +288,8 @@ class WarpT:
             wake_mbarrier_waiters(self.cta, t + st.lat_total)
         u.free = t + occ
         u.busy += occ
-        stats.buckets.append((t, st.pipe, occ))
+        bt = u.busy_at
+        bt[t] = bt.get(t, 0) + occ
         is_mem = st.mem
         ready = self.ready
         ready_mem = self.ready_mem
