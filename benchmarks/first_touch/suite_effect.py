@@ -2,7 +2,7 @@
 fill model (docs/first-touch.md): simulate every suite kernel on h200.yaml as is ("new") and with
 l2.partition_bits, far_latency and fill cleared ("base"), in PTX or SASS mode.
 
-    PYTHONPATH=. python3 benchmarks/first_touch/suite_effect.py --isa ptx|sass --variant new|base --out F.json
+    PYTHONPATH=. python3 benchmarks/first_touch/suite_effect.py --isa ptx sass --variant new base --out PREFIX --jobs 14
     PYTHONPATH=. python3 benchmarks/first_touch/suite_effect.py --report A.json B.json ...
 """
 
@@ -29,21 +29,35 @@ def hw_variant(name: str):
     return hw
 
 
-def simulate(isa: str, variant: str, out: str, only: list[str] | None) -> None:
+def _one(job: tuple[str, str, str]) -> dict:
     from benchmarks.silicon.simulate import simulate_one
     from benchmarks.silicon.suite import SUITE
 
-    hw = hw_variant(variant)
-    rows = []
-    for k in SUITE:
-        if only and k.name not in only:
-            continue
-        t0 = time.time()
-        row = simulate_one(k, hw, isa, True)
-        rows.append({"name": k.name, "group": k.group, "mean": (row.get("per_cta") or {}).get("mean"),
-                     "error": row.get("error"), "wall_s": round(time.time() - t0, 1)})
-        print(json.dumps(rows[-1]), flush=True)
-        Path(out).write_text(json.dumps({"isa": isa, "variant": variant, "kernels": rows}, indent=1))
+    isa, variant, name = job
+    k = next(k for k in SUITE if k.name == name)
+    t0 = time.time()
+    row = simulate_one(k, hw_variant(variant), isa, True)
+    out = {"name": k.name, "group": k.group, "isa": isa, "variant": variant,
+           "mean": (row.get("per_cta") or {}).get("mean"), "error": row.get("error"),
+           "wall_s": round(time.time() - t0, 1)}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def simulate(isas: list[str], variants: list[str], out: str, only: list[str] | None, jobs: int) -> None:
+    """Every (isa, variant, kernel), `jobs` at a time; one file per (isa, variant): OUT_isa_variant.json."""
+    from multiprocessing import Pool
+
+    from benchmarks.silicon.suite import SUITE
+
+    names = [k.name for k in SUITE if not only or k.name in only]
+    work = [(i, v, n) for n in names for i in isas for v in variants]
+    with Pool(jobs) as pool:
+        rows = pool.map(_one, work, chunksize=1)
+    for i in isas:
+        for v in variants:
+            mine = [r for r in rows if r["isa"] == i and r["variant"] == v]
+            Path(f"{out}_{i}_{v}.json").write_text(json.dumps({"isa": i, "variant": v, "kernels": mine}, indent=1))
 
 
 def report(files: list[str]) -> None:
@@ -68,16 +82,17 @@ def report(files: list[str]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--isa", choices=("ptx", "sass"), default="ptx")
-    ap.add_argument("--variant", choices=("new", "base"), default="new")
-    ap.add_argument("--out")
+    ap.add_argument("--isa", nargs="+", choices=("ptx", "sass"), default=["ptx"])
+    ap.add_argument("--variant", nargs="+", choices=("new", "base"), default=["new"])
+    ap.add_argument("--out", default="suite_effect", help="prefix: writes PREFIX_isa_variant.json")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--report", nargs="*")
     a = ap.parse_args()
     if a.report:
         report(a.report)
     else:
-        simulate(a.isa, a.variant, a.out, a.only)
+        simulate(a.isa, a.variant, a.out, a.only, a.jobs)
     return 0
 
 
