@@ -120,8 +120,9 @@ class SetAssocCache:
 
     def lookup(self, line_addr: int, mask: int, allocate: bool = True, fetch: bool = True) -> int:
         """The sectors a miss fetches (0: a hit): those of `mask` that are not present, widened to
-        Cache.fill blocks when `fetch` (a plain store allocates only what it writes). On a miss they are filled when allocate (the line allocated first if absent,
-        its set's LRU line evicted into `victim`)."""
+        Cache.fill blocks when `fetch` (a plain store allocates only what it writes). On a miss they
+        are filled when allocate (the line allocated first if absent, its set's LRU line evicted into
+        `victim`)."""
         self.victim = None
         s = self.lines[line_addr % self.sets]
         have = s.get(line_addr)
