@@ -355,9 +355,23 @@ class SassTiming:
                 self.stalls[reason] += dt
             self.t += dt
 
+    @staticmethod
+    def _group_wait(wt: _WarpT, ins: SassInstruction) -> int:
+        """When the groups a DEPBAR.LE SB0, N (LDGDEPBAR groups) or WARPGROUP.DEPBAR.LE gsb0, N (GMMA groups)
+        waits for are complete (0 for any other instruction)."""
+        role = ROLES.get(ins.opcode)
+        if role == "depbar":
+            m = _DEPBAR.search(ins.text)
+            groups, keep = wt.groups, int(m.group(2)) if m else 0
+        elif role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
+            groups, keep = wt.wg_groups, int(ins.operands[-1].value or 0) if ins.operands else 0
+        else:
+            return 0
+        return max(groups[:max(0, len(groups) - keep)], default=0)
+
     def _skip(self) -> int:
-        """Cycles to the next time a warp's stall count, awaited scoreboard slots or pipe unit run out (at least 1;
-        at most 64, as barriers and DEPBAR groups are not in this bound)."""
+        """Cycles to the next time a warp's stall count, awaited scoreboard slots, DEPBAR groups or pipe unit run
+        out (at least 1; at most 64, as barriers are not in this bound)."""
         nxt = self.t + 64
         for c in self.cores:
             for sched in c.scheds:
@@ -368,7 +382,7 @@ class SassTiming:
                     ins = self.L.code[g.pc]
                     p = _pipe(ins)
                     busy = c.pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) if p else 0
-                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits)])
+                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits), self._group_wait(wt, ins)])
                     if cand > self.t:
                         nxt = min(nxt, cand)
         return max(1, nxt - self.t)
