@@ -1,6 +1,7 @@
 """The suite's per-CTA MAPE against the committed H200 measurement with and without the L2 partition /
 fill model (docs/first-touch.md): simulate every suite kernel on h200.yaml as is ("new") and with
-l2.partition_bits, far_latency and fill cleared ("base"), in PTX or SASS mode.
+l2.partition_bits, far_latency and fill cleared ("base"), or with the tensor pipe's lanes at the measured
+339 ("lanes339", docs/micro-hmma.md), in PTX or SASS mode.
 
     PYTHONPATH=. python3 benchmarks/first_touch/suite_effect.py --isa ptx sass --variant new base --out PREFIX --jobs 14
     PYTHONPATH=. python3 benchmarks/first_touch/suite_effect.py --report A.json B.json ...
@@ -26,6 +27,9 @@ def hw_variant(name: str):
     hw = load_hw("h200.yaml")
     if name == "base":
         hw = dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, partition_bits=(), far_latency=0, fill=None))
+    if name == "lanes339":  # docs/micro-hmma.md: the HMMA.16816 pipe alone, 2048 MACs / 6.04 cycles per sub-partition
+        hw = dataclasses.replace(hw, pipes=tuple(dataclasses.replace(p, lanes=339) if p.name == "tensor" else p
+                                                 for p in hw.pipes))
     return hw
 
 
@@ -83,7 +87,7 @@ def report(files: list[str]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--isa", nargs="+", choices=("ptx", "sass"), default=["ptx"])
-    ap.add_argument("--variant", nargs="+", choices=("new", "base"), default=["new"])
+    ap.add_argument("--variant", nargs="+", choices=("new", "base", "lanes339"), default=["new"])
     ap.add_argument("--out", default="suite_effect", help="prefix: writes PREFIX_isa_variant.json")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--jobs", type=int, default=1)
