@@ -14,7 +14,10 @@ round-robin). A warp may issue when
   convergence barrier (BSYNC / WARPSYNC: the functional model's groups);
 - a global store or atomic first passes its DrainPort (store bytes, atomic addresses): its read barrier
   clears, and its memory access starts, when the port takes it;
-- DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight.
+- DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight;
+  WARPGROUP.DEPBAR.LE gsb0, N: at most N of its GMMA groups (closed by a GMMA with gsb0) are incomplete.
+A warpgroup MMA (HGMMA / QGMMA / IGMMA) holds its tensor unit wgmma.issue cycles and queues its warp's
+16 x N x K MACs there at wgmma.<type>_macs per cycle; its group completes wgmma.latency after them.
 An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
 cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
 CTAs are dealt to cores round-robin, up to
