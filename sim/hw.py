@@ -114,6 +114,14 @@ class Cache:
     bandwidth_gbps: float | None = None
     # GB/s of stores this level absorbs from all cores together; None: not limited
     write_bandwidth_gbps: float | None = None
+    # bytes one miss fetches (an aligned block of whole sectors); None: only the missing sectors
+    fill: int | None = None
+    # a cache split into two partitions: the address bits whose parity picks a line's home partition;
+    # a core is attached to one (core index parity). Empty: not partitioned
+    partition_bits: tuple[int, ...] = ()
+    # extra cycles when a core reads a line whose home is the other partition and of which its own
+    # partition holds no copy yet (the read leaves one there)
+    far_latency: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,7 +257,7 @@ _NON_NEGATIVE: dict[str, set[str]] = {
     "SharedMemory": {"latency", "pass_cycles"},
     "Wgmma": {"latency"},
     "Tma": {"latency"},
-    "Cache": {"hit_latency"},
+    "Cache": {"hit_latency", "far_latency"},
     "GlobalMemory": {"latency"},
     "Branch": {"frontend_depth", "flush_penalty"},
 }
@@ -259,7 +267,7 @@ _POWER_OF_TWO: dict[str, set[str]] = {
     "HwConfig": {"warp_size"},
     "RegisterFile": {"banks"},
     "SharedMemory": {"banks", "bank_width"},
-    "Cache": {"line", "sector"},
+    "Cache": {"line", "sector", "fill"},
     "GlobalMemory": {"banks", "burst"},
 }
 
@@ -556,6 +564,11 @@ def _check_value(cls_name: str, name: str, v: Any, node: _Node, path: str, ctx: 
             if c in seen:
                 raise ctx.fail(item.line, f"{path}[{i}]", "pipe class listed twice", c, "list it once")
             seen.add(c)
+    if cls_name == "Cache" and name == "partition_bits":
+        for i, b in enumerate(v):
+            if not 0 <= b < 64 or b in v[:i]:
+                raise ctx.fail(node.value[i].line, f"{path}[{i}]", "must be a distinct address bit 0..63", b,
+                               "list each bit once")
     if cls_name == "HwConfig" and name == "pipes" and not v:
         raise ctx.fail(node.line, path, "must list at least one pipe", node, "add pipes (docs/hwconfig.md)")
 
@@ -573,6 +586,10 @@ def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
         if obj.line % obj.sector:
             line, p = at("sector")
             raise ctx.fail(line, p, f"must divide line ({obj.line})", obj.sector, "use a smaller sector")
+        if obj.fill is not None and not obj.sector <= obj.fill <= obj.line:
+            line, p = at("fill")
+            raise ctx.fail(line, p, f"must be between sector ({obj.sector}) and line ({obj.line})", obj.fill,
+                           "use a power of two in that range")
         if obj.size % (obj.line * obj.assoc):
             line, p = at("size")
             raise ctx.fail(line, p, f"must be a multiple of line * assoc ({obj.line} * {obj.assoc})",

@@ -58,3 +58,67 @@ def test_generic_atomic_goes_to_its_real_space():
               "add.s32 %r3, %r2, 1;\n")
     res, log = run(shared, threads=1)
     assert t_of(log, "add.s32 %r3") - t_of(log, "atom.add") == 10  # shared.latency
+
+
+# thread 0 reads the word at byte offset A, then (dependent: the word read is 0) at B, then A and B again
+CHASE = """setp.ne.u32 %p1, %r1, 0;
+@%p1 bra DONE;
+ld.global.cg.u32 %r2, [%rd2+{a}];
+cvt.u64.u32 %rd5, %r2;
+add.s64 %rd6, %rd2, %rd5;
+ld.global.cg.u32 %r3, [%rd6+{b}];
+cvt.u64.u32 %rd7, %r3;
+add.s64 %rd8, %rd2, %rd7;
+ld.global.cg.u32 %r4, [%rd8+{a}];
+cvt.u64.u32 %rd9, %r4;
+add.s64 %rd10, %rd2, %rd9;
+ld.global.cg.u32 %r5, [%rd10+{b}];
+add.s32 %r6, %r5, 1;
+DONE:
+"""
+
+
+def _gaps(log):
+    """Issue-to-issue gaps of the four loads and the final add: each is the previous load's latency + 2
+    ALU ops (cvt, add: 2 x 5 cycles)."""
+    ts = [t_of(log, "ld.global", nth=i) for i in range(4)] + [t_of(log, "add.s32 %r6")]
+    return [b - a for a, b in zip(ts, ts[1:])]
+
+
+def _partitioned(**l2):
+    hw = hw_small()
+    return dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, partition_bits=(12,), far_latency=50, **l2))
+
+
+def test_first_touch_across_the_l2_partitions_costs_far_latency_once():
+    """Lines 4 KiB apart are homed in different partitions (partition_bits: bit 12); the core (index 0)
+    is attached to partition 0. With the buffer warm in the L2 (as after its upload) the first read of
+    the far-homed line costs l2.hit_latency + l2.far_latency, the near one l2.hit_latency; the second
+    reads of both are near (the far read left a copy). Unpartitioned, every read is a plain hit."""
+    res, log = run(CHASE.format(a=0, b=4096), _partitioned(), threads=32, buf_words=4096, warm_l2=True)
+    alu = 5 + 5  # cvt + add before the next load issues
+    g = _gaps(log)
+    assert sorted(g[:2]) == [20 + alu, 20 + 50 + alu] and g[2:] == [20 + alu, 20]
+    _, log = run(CHASE.format(a=0, b=4096), hw_small(), threads=32, buf_words=4096, warm_l2=True)
+    assert _gaps(log) == [20 + alu, 20 + alu, 20 + alu, 20]
+
+
+def test_dram_miss_near_and_far_homed():
+    """Cold: a miss of the near-homed line costs dram.latency - far_latency / 2, the far-homed one
+    dram.latency + far_latency / 2 (their mean is dram.latency); the rereads are near hits."""
+    _, log = run(CHASE.format(a=0, b=4096), _partitioned(), threads=32, buf_words=4096)
+    alu = 10
+    g = _gaps(log)
+    assert sorted(g[:2]) == [200 - 25 + alu, 200 + 25 + alu] and g[2:] == [20 + alu, 20]
+
+
+def test_a_miss_fills_the_aligned_fill_block():
+    """l2.fill 64 with 32-byte sectors: reading sector 0 of a cold line brings sector 1 too, so the read
+    at +32 hits; without fill it is a second DRAM miss (merged into nothing: the first fill is done)."""
+    hw = hw_small()
+    assert hw.l2.sector == 32 and hw.l2.line >= 64
+    filled = dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, fill=64))
+    _, log = run(CHASE.format(a=0, b=32), filled, threads=32, buf_words=4096)
+    assert _gaps(log)[1] == 20 + 10
+    _, log = run(CHASE.format(a=0, b=32), hw, threads=32, buf_words=4096)
+    assert _gaps(log)[1] >= 200 + 10

@@ -32,6 +32,7 @@ from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_output
 from sim.launch import Launch
 from sim.sass.exec_ctl import SASS_CTL
 from sim.sass.exec_float import SASS_FLOAT
+from sim.sass.exec_gmma import SASS_GMMA
 from sim.sass.exec_int import SASS_INT
 from sim.sass.exec_mem import SASS_MEM
 from sim.sass.exec_operands import Ctx
@@ -44,7 +45,7 @@ SHARED_RESERVED = 0x400
 STACK_TOP = 0x10000
 
 # the SASS opcode table of the functional model: opcode -> builder (control builders move the group)
-OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM}
+OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM, **SASS_GMMA}
 CONTROL = SASS_CTL
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim.functional.fragments import a_fragment, accumulator_map, b_fragment
-from sim.functional.types import bf16_to_f32, fma_f32, fma_f64
+from sim.functional.types import bf16_to_f32, f32_to_bf16, fma_f32, fma_f64
 from sim.sass.exec_int import BOOL_OPS, Exec
 from sim.sass.exec_operands import U32, U64, Ctx, Reader
 from sim.sass.exec_state import Warp
@@ -390,7 +390,26 @@ def b_hmma(cx: Ctx) -> Exec:
     return run
 
 
+def b_f2fp(cx: Ctx) -> Exec:
+    """F2FP.{F16,BF16}.F32.PACK_AB Rd, Ra, Rb: two f32 rounded to nearest-even, Ra's in the high half,
+    Rb's in the low half (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32)."""
+    mods = cx.mods({"F16", "BF16", "F32", "PACK_AB"})
+    if "PACK_AB" not in mods or "F32" not in mods or len(mods & {"F16", "BF16"}) != 1:
+        raise cx.err("F2FP is modelled only as .F16.F32.PACK_AB or .BF16.F32.PACK_AB")
+    d, a, b = cx.ins.operands[:3]
+    ra, rb, wd = cx.f32(a), cx.f32(b), cx.w32(d)
+    bf = "BF16" in mods
+
+    def half(x: Any) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        h = f32_to_bf16(x) if bf else x.astype(np.float16).view(np.uint16)
+        return np.asarray(h).astype(U32)
+
+    return lambda w, m: wd(w, (half(ra(w)) << U32(16)) | half(rb(w)), m)
+
+
 SASS_FLOAT: dict[str, Callable[[Ctx], Exec]] = {
+    "F2FP": b_f2fp,
     "FADD": b_fadd, "FMUL": partial(b_fadd, mul=True), "FFMA": b_ffma, "FMNMX": b_fmnmx, "FSETP": b_fsetp,
     "MUFU": b_mufu, "I2F": b_i2f, "I2FP": b_i2f, "F2I": b_f2i, "F2F": b_f2f, "FCHK": b_fchk,
     "HADD2": partial(b_hfma2, fma=False), "HFMA2": partial(b_hfma2, fma=True), "DFMA": partial(b_dfma, op="fma"),

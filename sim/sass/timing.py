@@ -14,7 +14,10 @@ round-robin). A warp may issue when
   convergence barrier (BSYNC / WARPSYNC: the functional model's groups);
 - a global store or atomic first passes its DrainPort (store bytes, atomic addresses): its read barrier
   clears, and its memory access starts, when the port takes it;
-- DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight.
+- DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight;
+  WARPGROUP.DEPBAR.LE gsb0, N: at most N of its GMMA groups (closed by a GMMA with gsb0) are incomplete.
+A warpgroup MMA (HGMMA / QGMMA / IGMMA) holds its tensor unit wgmma.issue cycles and queues its warp's
+16 x N x K MACs there at wgmma.<type>_macs per cycle; its group completes wgmma.latency after them.
 An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
 cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
 CTAs are dealt to cores round-robin, up to
@@ -37,6 +40,7 @@ from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.result import STALL_REASONS, SimResult
 from sim.sass.exec import SHARED_RESERVED, Machine, _release, constant_bank
+from sim.sass.exec_gmma import gmma_group_end, gmma_work
 from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
 from sim.sass.listing import SassInstruction, disassemble
 from sim.sass.tools import resources
@@ -44,17 +48,17 @@ from sim.timing import memory
 from sim.timing.engine import occupancy
 from sim.timing.memory import CoreMemory, DeviceMemory
 
-UNTIMED = ("HGMMA", "WARPGROUP", "WGMMA")  # warpgroup MMA: not timed yet
 _DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
 
 #: SASS opcodes the timing loop treats specially, by role (one table; everything else by its pipe)
 ROLES = {"DEPBAR": "depbar", "LDGSTS": "ldgsts", "LDGDEPBAR": "ldgdepbar", "LDS": "shared", "LDSM": "shared",
-         "STS": "shared", "SHFL": "shared", "ATOMS": "shared"}
+         "STS": "shared", "SHFL": "shared", "ATOMS": "shared", "HGMMA": "gmma", "QGMMA": "gmma", "IGMMA": "gmma",
+         "WARPGROUP": "warpgroup"}
 
 
 MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
 UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2R", "DEPBAR", "LDGDEPBAR", "CALL",
-           "RET", "MOV", "LDC")
+           "RET", "MOV", "LDC", "WARPGROUP", "FENCE")
 
 
 def _pipe(ins: SassInstruction) -> str | None:
@@ -65,7 +69,7 @@ def _pipe(ins: SassInstruction) -> str | None:
         return None
     if op in UNPIPED or op.startswith("U") or op.startswith("R2U") or op == "VOTEU":
         return None
-    if op in ("HMMA", "IMMA"):
+    if op in ("HMMA", "IMMA") or ROLES.get(op) == "gmma":
         return "tensor"
     if op == "MUFU":
         return "sfu"
@@ -113,7 +117,7 @@ def store_rate(hw: HwConfig, sharing_cores: int) -> float | None:
 
 
 class _WarpT:
-    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts")
+    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts", "wg_open", "wg_groups")
 
     def __init__(self, w: Warp, core: int, sched: int):
         self.w = w
@@ -123,6 +127,8 @@ class _WarpT:
         self.sb = [0] * 6  # cycle each scoreboard slot clears
         self.groups: list[int] = []  # completion cycle of each committed LDGDEPBAR group
         self.pending_ldgsts = 0  # latest completion among LDGSTS not yet committed
+        self.wg_open = 0  # latest completion among the GMMAs since the last one with gsb0
+        self.wg_groups: list[int] = []  # completion of each closed GMMA group not yet waited for
 
 
 class _CoreT:
@@ -134,6 +140,7 @@ class _CoreT:
         self.scheds: list[list[_WarpT]] = [[] for _ in range(hw.core.schedulers)]
         self.last = [0] * hw.core.schedulers
         self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
+        self.macs_free: dict[int, int] = {}  # tensor unit -> cycle its queued GMMA MACs are done
 
 
 class SassTiming:
@@ -188,6 +195,10 @@ class SassTiming:
             keep = int(m.group(2)) if m else 0
             if any(d > t for d in wt.groups[:max(0, len(wt.groups) - keep)]):
                 return "memory"
+        if ROLES.get(ins.opcode) == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
+            keep = int(ins.operands[-1].value or 0) if ins.operands else 0
+            if any(d > t for d in wt.wg_groups[:max(0, len(wt.wg_groups) - keep)]):
+                return "scoreboard"
         return ""
 
     def _issue(self, c: _CoreT, s: int, wt: _WarpT) -> None:
@@ -195,10 +206,10 @@ class SassTiming:
         g = self.M.runnable(w)
         assert g is not None
         ins = self.L.code[g.pc]
-        if ins.opcode.startswith(UNTIMED):
-            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {ins.opcode} is not timed "
-                                 "by the SASS timing model; use --isa ptx or --functional", self.L.file,
-                                 ins.ptx_line)
+        role = ROLES.get(ins.opcode)
+        if role == "gmma" and self.hw.wgmma is None:
+            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {self.hw.name} has no 'wgmma:' "
+                                 "section to time warpgroup MMA by (docs/hwconfig.md)", self.L.file, ins.ptx_line)
         self.L.clock = t
         self.M.step(w, g)
         rec = w.rec
@@ -210,8 +221,10 @@ class SassTiming:
                 taken, port = c.atomics.take(t, len(np.unique(rec.addrs))), "atomic"
             elif rec.direction == "write":
                 taken, port = c.stores.take(t, len(rec.addrs) * rec.size), "store"
-        done = taken + self._latency(c, taken, ins, rec)
+        done = self._gmma(c, s, wt, ins) if role == "gmma" else taken + self._latency(c, taken, ins, rec)
         self._occupy(c, s, ins)
+        if role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):  # the groups it waited for are done
+            wt.wg_groups = [d for d in wt.wg_groups if d > t]
         if ROLES.get(ins.opcode) == "ldgsts":
             wt.pending_ldgsts = max(wt.pending_ldgsts, done)
         elif ROLES.get(ins.opcode) == "ldgdepbar":
@@ -259,13 +272,36 @@ class SassTiming:
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
         return self.hw.pipe_for(_pipe(ins) or "alu").latency
 
+    def _gmma(self, c: _CoreT, s: int, wt: _WarpT, ins: SassInstruction) -> int:
+        """A warp's share of a warpgroup MMA, as PTX mode times wgmma.mma_async (sim/timing/static.py):
+        its 16 x N x K MACs queue on its scheduler's tensor unit at wgmma.<type>_macs per cycle after
+        wgmma.issue cycles, and its accumulators are complete wgmma.latency cycles after them. A GMMA with
+        gsb0 closes the warp's open group, which WARPGROUP.DEPBAR.LE gsb0, N waits for."""
+        wg = self.hw.wgmma
+        assert wg is not None
+        macs, atype = gmma_work(ins.modifiers)
+        unit = s % self.hw.pipe_for("tensor").count
+        start = max(self.t + wg.issue, c.macs_free.get(unit, 0))
+        c.macs_free[unit] = start + -(-macs // wg.macs(atype))
+        done = c.macs_free[unit] + wg.latency
+        wt.wg_open = max(wt.wg_open, done)
+        if gmma_group_end(ins.operands):
+            wt.wg_groups.append(wt.wg_open)
+            wt.wg_open = 0
+        return done
+
     def _occupy(self, c: _CoreT, s: int, ins: SassInstruction) -> None:
         """The pipe unit takes its next warp instruction after warp_size / lanes cycles (HMMA: its MACs /
-        lanes), times the pipe's interval; source: pipes[].lanes, .interval, .count of the hwconfig."""
+        lanes; a GMMA: wgmma.issue cycles, its MACs run from the unit's queue), times the pipe's interval;
+        source: pipes[].lanes, .interval, .count and wgmma.issue of the hwconfig."""
         p = _pipe(ins)
         if p is None:
             return
         pipe = self.hw.pipe_for(p)
+        if ROLES.get(ins.opcode) == "gmma" and self.hw.wgmma is not None:
+            key = (p, s % pipe.count)
+            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + self.hw.wgmma.issue * pipe.interval
+            return
         work = _macs(ins) if p == "tensor" else self.hw.warp_size
         key = (p, s % pipe.count)
         c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
@@ -322,9 +358,23 @@ class SassTiming:
                 self.stalls[reason] += dt
             self.t += dt
 
+    @staticmethod
+    def _group_wait(wt: _WarpT, ins: SassInstruction) -> int:
+        """When the groups a DEPBAR.LE SB0, N (LDGDEPBAR groups) or WARPGROUP.DEPBAR.LE gsb0, N (GMMA groups)
+        waits for are complete (0 for any other instruction)."""
+        role = ROLES.get(ins.opcode)
+        if role == "depbar":
+            m = _DEPBAR.search(ins.text)
+            groups, keep = wt.groups, int(m.group(2)) if m else 0
+        elif role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
+            groups, keep = wt.wg_groups, int(ins.operands[-1].value or 0) if ins.operands else 0
+        else:
+            return 0
+        return max(groups[:max(0, len(groups) - keep)], default=0)
+
     def _skip(self) -> int:
-        """Cycles to the next time a warp's stall count, awaited scoreboard slots or pipe unit run out (at least 1;
-        at most 64, as barriers and DEPBAR groups are not in this bound)."""
+        """Cycles to the next time a warp's stall count, awaited scoreboard slots, DEPBAR groups or pipe unit run
+        out (at least 1; at most 64, as barriers are not in this bound)."""
         nxt = self.t + 64
         for c in self.cores:
             for sched in c.scheds:
@@ -335,7 +385,7 @@ class SassTiming:
                     ins = self.L.code[g.pc]
                     p = _pipe(ins)
                     busy = c.pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) if p else 0
-                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits)])
+                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits), self._group_wait(wt, ins)])
                     if cand > self.t:
                         nxt = min(nxt, cand)
         return max(1, nxt - self.t)

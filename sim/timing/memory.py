@@ -12,6 +12,14 @@ sectors allocated but not yet filled waits for the fill instead of hitting early
 dirty, and evicting a dirty line writes them to DRAM. Read data reaches a core at its share of
 l2.bandwidth_gbps (L2Port: a read that finds the path busy queues). A store invalidates the line in
 this core's L1 (write-through, no write-allocate).
+
+A miss fetches l2.fill bytes (the aligned block around the missing sectors). An L2 with
+l2.partition_bits is split in two: a line lives in the partition its address hashes to (home, where
+warm_l2's uploaded lines are), a core is attached to one (core index parity, in the order the cores
+are built). A read of a line whose home is the other partition, where the core's own partition holds
+no copy yet, costs l2.far_latency more and leaves a copy there; a DRAM miss costs dram.latency
+- far_latency/2 near, + far_latency/2 far (dram.latency stays the mean of a half-and-half mix). A
+store keeps only the writer's partition's copy. (docs/first-touch.md)
 """
 
 from __future__ import annotations
@@ -48,6 +56,15 @@ class DeviceMemory:
         # sampled runs (docs/sampling.md): line -> (the DRAM queue of the core whose un-simulated CTA fetches
         # it, bytes it charges there); present in the L2, filled through that queue at the first touch
         self.fetched_by_others: dict[int, tuple[Dram, int]] = {}
+        c = hw.l2
+        self.partition_mask = sum(1 << b for b in c.partition_bits)  # 0: not partitioned
+        self.far_latency = c.far_latency if self.partition_mask else 0
+        self.copies: dict[int, int] = {}  # line -> 1 + the partition holding a copy away from its home
+        self.cores_made = 0  # CoreMemory objects built so far: the next one's index
+
+    def home(self, line: int) -> int:
+        """The partition (0 or 1) a line lives in: parity of its address's l2.partition_bits."""
+        return (line * self.l2.c.line & self.partition_mask).bit_count() & 1
 
 
 def warm_l2(dev: DeviceMemory, hw: HwConfig, buffers: dict[int, int], launch: Launch) -> None:
@@ -77,6 +94,17 @@ class CoreMemory:
         # into one SM, where cp.async fills reach 58), so they take a path of their own
         self.tma_port = L2Port(hw, dev.sharing_cores, hw.tma.bytes_per_cycle) if hw.tma is not None else None
         self.lsu_latency = hw.pipe_for("lsu").latency
+        self.partition = dev.cores_made & 1  # the L2 partition this core is attached to
+        dev.cores_made += 1
+
+    def _far(self, line: int) -> bool:
+        """True when this core reads `line` across the partitions (its home is the other one and this
+        core's partition holds no copy); the read leaves a copy, so the next one is near."""
+        dev = self.dev
+        if not dev.far_latency or dev.home(line) == self.partition or dev.copies.get(line) == 1 + self.partition:
+            return False
+        dev.copies[line] = 1 + self.partition
+        return True
 
     def shared_access(self, t: int, addrs: np.ndarray, size: int) -> tuple[int, int]:
         """(ready cycle, extra passes)."""
@@ -119,13 +147,18 @@ class CoreMemory:
         missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
+        far = self._far(line)
         if not missing:
             other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
             if other is not None:
                 self.dev.l2_fill[line] = pending = max(pending, other[0].request(t, line * l2c.line, other[1])[0])
-            lat = max(t + l2c.hit_latency, pending)  # merged into the miss in flight, if any
+            # merged into the miss in flight, if any; across the partitions the first time
+            lat = max(t + l2c.hit_latency + (self.dev.far_latency if far else 0), pending)
         else:
             done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+            if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses
+                done += self.dev.far_latency // 2 if self.dev.home(line) != self.partition else \
+                    -(self.dev.far_latency // 2)
             lat = max(done, pending)
             self.dev.l2_fill[line] = lat
         if l1line >= 0:
@@ -141,9 +174,14 @@ class CoreMemory:
             l1line = line * l2c.line // self.l1.c.line
             self.l1.invalidate(l1line)
             self.l1_fill.pop(l1line, None)
-        missing = self.l2.lookup(line, mask)
+        missing = self.l2.lookup(line, mask, fetch=atomic)
         self._write_back(t, self.l2.victim)
         self.dev.dirty[line] = self.dev.dirty.get(line, 0) | mask
+        if self.dev.far_latency:  # other partitions' copies are stale now
+            if self.dev.home(line) != self.partition:
+                self.dev.copies[line] = 1 + self.partition
+            else:
+                self.dev.copies.pop(line, None)
         if not atomic:
             return t + self.lsu_latency
         pending = self.dev.l2_fill.get(line, 0)
@@ -158,6 +196,7 @@ class CoreMemory:
         if victim is None:
             return
         self.dev.l2_fill.pop(victim, None)
+        self.dev.copies.pop(victim, None)
         dirty = self.dev.dirty.pop(victim, 0)
         if dirty:
             self.dram.request(t, victim * self.hw.l2.line, bin(dirty).count("1") * self.hw.l2.sector)

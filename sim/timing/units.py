@@ -102,20 +102,30 @@ class SharedBanks:
 
 class SetAssocCache:
     """Cache.size / line / assoc, LRU (Cache.policy), hit latency Cache.hit_latency. A line holds the
-    sectors (Cache.sector bytes) fetched into it: a request hits only when all its sectors are there."""
+    sectors (Cache.sector bytes) fetched into it: a request hits only when all its sectors are there.
+    A miss fetches the aligned Cache.fill-byte blocks around the missing sectors."""
 
     def __init__(self, c: Cache):
         self.c = c
         self.sets = c.size // (c.line * c.assoc)
-        self.full = (1 << (c.line // c.sector)) - 1  # every sector of a line
+        spl = c.line // c.sector
+        self.full = (1 << spl) - 1  # every sector of a line
+        k = (c.fill or c.sector) // c.sector  # sectors per fill block
+        self.widen: tuple[int, ...] | None = None  # sector mask -> the fill blocks it touches
+        if k > 1:
+            block = (1 << k) - 1
+            self.widen = tuple(sum(block << i for i in range(0, spl, k) if m >> i & block)
+                               for m in range(1 << spl))
         self.lines: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(self.sets)]  # line -> sectors
         self.hits = 0
         self.misses = 0
         self.victim: int | None = None  # the line the last lookup evicted
 
-    def lookup(self, line_addr: int, mask: int, allocate: bool = True) -> int:
-        """The sectors of `mask` that are not present (0: a hit). On a miss they are filled when
-        allocate (the line allocated first if absent, its set's LRU line evicted into `victim`)."""
+    def lookup(self, line_addr: int, mask: int, allocate: bool = True, fetch: bool = True) -> int:
+        """The sectors a miss fetches (0: a hit): those of `mask` that are not present, widened to
+        Cache.fill blocks when `fetch` (a plain store allocates only what it writes). On a miss they
+        are filled when allocate (the line allocated first if absent, its set's LRU line evicted into
+        `victim`)."""
         self.victim = None
         s = self.lines[line_addr % self.sets]
         have = s.get(line_addr)
@@ -126,10 +136,14 @@ class SetAssocCache:
                 self.hits += 1
                 return 0
             self.misses += 1
+            if self.widen is not None and fetch:
+                missing = self.widen[missing] & ~have
             if allocate:
-                s[line_addr] = have | mask
+                s[line_addr] = have | missing
             return missing
         self.misses += 1
+        if self.widen is not None and fetch:
+            mask = self.widen[mask]
         if allocate:
             if len(s) >= self.c.assoc:
                 self.victim = s.popitem(last=False)[0]
