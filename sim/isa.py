@@ -259,6 +259,12 @@ ISA: dict[str, Op] = {
                   "s32 from s8/u8 (k16, k32), s4/u4 (k32, k64), .satfinite",
               mods=_m("sync aligned row col satfinite popc and xor m8n8k4 m16n8k4 m16n8k8 m16n8k16 "
                       "m16n8k32 m16n8k64 m8n8k16 m8n8k32 m8n8k128 m16n8k128 m16n8k256")),
+    "wmma": Op("d, a{, b}{, c}", "tensor", "tensor", nonuniform=True, space="mods",
+               doc="wmma.load.{a,b,c} / wmma.store.d .sync.aligned.{row,col}.{m16n16k16,m32n8k16,m8n32k16,m16n16k8}"
+                   "{.global,.shared}.type and wmma.mma.sync.aligned.alayout.blayout.shape.types (load and store: "
+                   "lsu, memory by role; sim/functional/ops_wmma.py)",
+               mods=_m(f"load store mma a b c d sync aligned row col satfinite m16n16k16 m32n8k16 m8n32k16 "
+                       f"m16n16k8 {_SPACE} shared::cta")),
     "wgmma": Op("{d}{, a}{, b}{, c}{, e}{, f}{, g}{, h}", "tensor", "tensor", nonuniform=True, group="wgmma",
                 doc="wgmma.mma_async.sync.aligned.m64nNkK (issue), wgmma.fence / commit_group / wait_group N "
                     "(roles: wgmma_role); reads shared memory through matrix descriptors, not the LSU",
@@ -334,6 +340,11 @@ def bulk_role(ins: Instruction) -> str:
     completes bytes on an mbarrier), "tensor_store" (shared -> global tensor box, a bulk group),
     "load" / "store" (the 1-D forms), "commit" / "wait" (bulk groups), "prefetch", "" (not bulk)."""
     return ins.info["bulk"]
+
+
+def wmma_role(ins: Instruction) -> str:
+    """"load" | "store" | "mma" for wmma.load / wmma.store / wmma.mma, else ""."""
+    return ins.info["wmma"]
 
 
 def mbarrier_role(ins: Instruction) -> str:
@@ -533,6 +544,11 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
                 or bulk in ("commit", "wait"),
                 nonuniform=op.nonuniform and not (mem == "read" and space in ("param", "const")))
     info["async"] = role
+    info["wmma"] = next((r for r in ("load", "store", "mma") if r in mods), "") if op is ISA["wmma"] else ""
+    if info["wmma"] in ("load", "store"):
+        # a warp-wide fragment load or store: the LSU moves it, one element per slot (ops_wmma.py)
+        info.update(cls="lsu", mem="read" if "load" in mods else "write", has_dst="load" in mods)
+        ins.pipe = "lsu"
     info["bulk"] = bulk
     info["mbar"] = ("wait" if "try_wait" in mods or "test_wait" in mods else "signal") if op is ISA["mbarrier"] else ""
     info["wgmma"] = wg

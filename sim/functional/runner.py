@@ -21,6 +21,7 @@ from sim.functional.ops_async import SEMANTICS_ASYNC, YIELD
 from sim.functional.ops_mem import BARRIER, CLUSTER_BAR_ID, SEMANTICS_MEM
 from sim.functional.ops_mma import SEMANTICS_MMA
 from sim.functional.ops_wgmma import SEMANTICS_WGMMA
+from sim.functional.ops_wmma import SEMANTICS_WMMA
 from sim.functional.record import Executed
 from sim.functional.warp import CTA, Launched, Warp
 from sim.isa import ISA, is_branch
@@ -31,7 +32,7 @@ from sim.tensormap import HANDLE_SIZE, TensorMap, encode_handle
 if TYPE_CHECKING:
     from sim.progress import Progress
 
-SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_MMA, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
+SEMANTICS = {**SEMANTICS_ALU, **SEMANTICS_MEM, **SEMANTICS_MMA, **SEMANTICS_WMMA, **SEMANTICS_WGMMA, **SEMANTICS_ASYNC}
 _missing = set(ISA) ^ set(SEMANTICS)
 if _missing:  # the ISA table and the semantics must name the same opcodes
     raise RuntimeError(f"ISA table and semantics disagree on: {sorted(_missing)}")

@@ -43,6 +43,9 @@ class InstructionsMixin(ExecutorBase):
         if isa.is_cta_barrier(ins):
             self.do_barrier(st, ins)
             return
+        if isa.wmma_role(ins) in ("load", "store"):  # fragment layout unspecified: not modelled (unknown)
+            self.unsupported.append((ins.line, ins.full))
+            return
         if isa.bulk_role(ins):  # TMA / bulk copies and their groups: not modelled (properties say unknown)
             self.unsupported.append((ins.line, ins.full))
             return
