@@ -60,3 +60,27 @@ def test_verifier_does_not_claim_wmma_accesses_in_bounds():
                         "--timeout", "30"], capture_output=True, text=True)
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("bounds"))
     assert "unknown" in line and "wmma." in line
+
+
+def test_s8_and_tf32_wmma():
+    path = PTX.parent / "wmma_more.ptx"
+    prog = parse_ptx(path.read_text(), str(path))
+    rng = np.random.default_rng()
+    A = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    Bt = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    args = [Arg("buffer", "s8", array=A.ravel().copy()), Arg("buffer", "s8", array=Bt.ravel().copy()),
+            Arg("buffer", "s32", array=np.full(256, -1, np.int32))]
+    out = run_functional(prog, Launch("wmma_s8", (1, 1, 1), (32, 1, 1), args, 0)).outputs[2]
+    assert np.array_equal(out.reshape(16, 16), A.astype(np.int64) @ Bt.astype(np.int64).T)
+
+    def tf32(x):  # cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero
+        b = x.astype(np.float32).view(np.uint32)
+        return ((b + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    A = rng.standard_normal((16, 8)).astype(np.float32)
+    B = rng.standard_normal((8, 16)).astype(np.float32)
+    C = rng.standard_normal((16, 16)).astype(np.float32)
+    args = [Arg("buffer", "f32", array=A.ravel().copy()), Arg("buffer", "f32", array=B.ravel().copy()),
+            Arg("buffer", "f32", array=C.ravel().copy())]
+    out = run_functional(prog, Launch("wmma_tf32", (1, 1, 1), (32, 1, 1), args, 0)).outputs[2].reshape(16, 16)
+    ref = tf32(A) @ tf32(B) + C  # the kernel rounds its fragments to tf32 before the mma
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-6

@@ -658,7 +658,24 @@ def b_mov(ins, cx):
 _IRND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 
+def _cvt_tf32(ins, cx):
+    """cvt.rna{.satfinite}.tf32.f32 d, a: round to 10 mantissa bits, ties away from zero, in a 32-bit
+    container (the low 13 bits zero); NaN and infinity pass through (PTX ISA, cvt: tf32)."""
+    d, a = ins.operands[:2]
+    ra, wd = cx.rd(a, "b32", ins), cx.wr(d, "b32", ins)
+    one = np.uint32(0x1000)
+    keep = np.uint32(0xFFFFE000)
+
+    def run(w, m, full):
+        x = np.broadcast_to(np.asarray(ra(w), dtype=np.uint32), (32,))
+        special = (x & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+        wd(w, np.where(special, x, (x + one) & keep).astype(np.uint32), m, full)
+    return run
+
+
 def b_cvt(ins, cx):
+    if "tf32" in ins.mods and "f32" in ins.mods:
+        return _cvt_tf32(ins, cx)
     ts = cx.types(ins)
     if ts and is_packed(ts[0]):
         return b_packed(ins, cx, ts[0])
