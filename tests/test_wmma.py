@@ -84,3 +84,35 @@ def test_s8_and_tf32_wmma():
     out = run_functional(prog, Launch("wmma_tf32", (1, 1, 1), (32, 1, 1), args, 0)).outputs[2].reshape(16, 16)
     ref = tf32(A) @ tf32(B) + C  # the kernel rounds its fragments to tf32 before the mma
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@pytest.mark.gpu
+def test_wmma_kernels_on_the_gpu_equal_the_simulator():
+    """The same nvcc PTX on the H200: the global f16 GEMM and the s8 kernel, outputs against numpy and
+    against the simulator's."""
+    from validation.gpu import gpu_available, run_on_gpu
+
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    rng = np.random.default_rng()
+    M, N, K = 32, 48, 64
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    Bt = rng.standard_normal((N, K)).astype(np.float16)
+    args = [Arg("buffer", "f16", array=A.ravel().copy()), Arg("buffer", "f16", array=Bt.ravel().copy()),
+            Arg("buffer", "f32", array=np.full(M * N, np.nan, np.float32)),
+            Arg("scalar", "u32", value=M), Arg("scalar", "u32", value=N), Arg("scalar", "u32", value=K)]
+    launch = Launch("wmma_gemm", (2, M // 16, 1), (64, 1, 1), args, 0)
+    gpu = run_on_gpu(PTX.read_text(), launch, warmup=0, repeats=1).outputs[2].reshape(M, N).astype(np.float64)
+    sim = run_functional(parse_ptx(PTX.read_text(), str(PTX)), launch).outputs[2].reshape(M, N).astype(np.float64)
+    ref = 0.5 * (A.astype(np.float64) @ Bt.astype(np.float64).T)
+    assert np.linalg.norm(gpu - ref) / np.linalg.norm(ref) < 1e-3
+    assert np.linalg.norm(gpu - sim) / np.linalg.norm(ref) < 1e-3
+    path = PTX.parent / "wmma_more.ptx"
+    A8 = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    B8 = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    args = [Arg("buffer", "s8", array=A8.ravel().copy()), Arg("buffer", "s8", array=B8.ravel().copy()),
+            Arg("buffer", "s32", array=np.full(256, -1, np.int32))]
+    got = run_on_gpu(path.read_text(), Launch("wmma_s8", (1, 1, 1), (32, 1, 1), args, 0), warmup=0,
+                     repeats=1).outputs[2]
+    assert np.array_equal(got.reshape(16, 16), A8.astype(np.int64) @ B8.astype(np.int64).T)
