@@ -208,7 +208,7 @@ def verify_text(text: str, file: str, args) -> dict:
     t0 = time.monotonic()
     ctx = build_context(text, file, args)
     left = max(0.0, args.timeout - (time.monotonic() - t0))
-    v = Verifier(ctx, timeout_s=left)
+    v = Verifier(ctx, timeout_s=left, query_timeout_ms=getattr(args, "query_timeout_ms", 4000))
     msgs, stopped = run_bounded(v.steps, left)
     done = {r.name: r.to_json() for kind, r in msgs if kind == "result"}
     props = []
