@@ -38,14 +38,17 @@ def test_sgemm_64_pinned():
     when the bandwidth became shared by the cores the launch keeps busy (units.Dram); then (2026-11-30)
     the 16 CTAs spread one per core (docs/placement.md), the sectored L2 with misses in flight
     (docs/timing.md) and residency from ptxas' 32 registers: 5,714 -> 7,734 cycles, every CTA alike; then
-    the core's own L2 port (core.fill_bytes_per_cycle, docs/micro-fill.md): 7,741."""
+    the core's own L2 port (core.fill_bytes_per_cycle, docs/micro-fill.md): 7,741; then (2026-12-01) the
+    L2's near/far partitions and 64 B fills (docs/first-touch.md): 7,834, CTAs no longer alike (7,462 to
+    7,834 by how many of their lines are homed in the other partition)."""
     prog, L = _sgemm(64)
     r = simulate(prog, L, load_hw("h200"))
-    assert (r.cycles, r.warp_instructions) == (7741, 45952)
+    assert (r.cycles, r.warp_instructions) == (7834, 45952)
     assert r.busy == {"fma": 8448, "alu": 29696, "fp64": 0, "sfu": 0, "tensor": 0, "lsu": 39424, "branch": 1920,
                       "sync": 1024, "shared": 17408, "dram": 34603}
-    assert sum(r.stalls.values()) == 449088
-    assert r.cycles_per_cta == [7741] * 16
+    assert sum(r.stalls.values()) == 450576
+    assert r.cycles_per_cta == [7462, 7834, 7462, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7648, 7834,
+                                7648, 7834]
 
 
 _CHILD = """
