@@ -125,6 +125,9 @@ def write_atomically(out: Path, files: dict[str, str]) -> None:
         raise
 
 
+DTYPE_CHOICES = ["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = ArgParser(prog="kernelgen", description="GEMM kernel generator")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -136,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
                                    "K may be a range LO..HI")
-    c.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32"],
+    c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES,
                    help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32)")
     c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
                    help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")
@@ -152,21 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dump-ir", action="store_true",
                    help="also write kernel.ir: each instruction as the simulator decodes it (class, pipe, memory)")
     c.add_argument("--debug", action="store_true", help="tracebacks on error")
-    g = sub.add_parser("codegen", help="emit one kernel at the tile sizes given (seed 003's deepgemm-codegen)")
-    g.add_argument("--hw", "--hardware", dest="hw", required=True, help="hwconfig path or bundled name")
-    g.add_argument("--gemm", "--shape", dest="gemm", required=True, help="MxNxK")
+    cg = sub.add_parser("codegen", help="emit one kernel at the tile sizes given (seed 003's deepgemm-codegen)")
+    cg.add_argument("--hw", "--hardware", dest="hw", required=True, help="hwconfig path or bundled name")
+    cg.add_argument("--gemm", "--shape", dest="gemm", required=True, help="MxNxK")
     for name in ("m", "n", "k"):
-        g.add_argument(f"--tile-{name}", type=int, required=True, help=f"TILE_{name.upper()}")
-    g.add_argument("--dtype", default="f16", choices=["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32"])
-    g.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"])
-    g.add_argument("--epilogue", help="e.g. 'alpha * acc + beta * C + bias', 'relu(acc + bias)', or the "
+        cg.add_argument(f"--tile-{name}", type=int, required=True, help=f"TILE_{name.upper()}")
+    cg.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES)
+    cg.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"])
+    cg.add_argument("--epilogue", help="e.g. 'alpha * acc + beta * C + bias', 'relu(acc + bias)', or the "
                                       "seed's 'alpha * C + beta * D' (docs/kernelgen.md)")
-    g.add_argument("--variant", choices=names(), help="restrict to one emitter")
-    g.add_argument("-o", "--output", "--out", dest="out", required=True,
+    cg.add_argument("--variant", choices=names(), help="restrict to one emitter")
+    cg.add_argument("-o", "--output", "--out", dest="out", required=True,
                    help="X.ptx (the kernel alone) or a directory (kernel.ptx, plan.json, analysis.md, ...)")
-    g.add_argument("--profile", action="store_true", help="as for compile")
-    g.add_argument("--dump-ir", action="store_true", help="as for compile (directory output)")
-    g.add_argument("--debug", action="store_true", help="tracebacks on error")
+    cg.add_argument("--profile", action="store_true", help="as for compile")
+    cg.add_argument("--dump-ir", action="store_true", help="as for compile (directory output)")
+    cg.add_argument("--debug", action="store_true", help="tracebacks on error")
     return ap
 
 

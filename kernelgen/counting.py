@@ -102,7 +102,7 @@ def tally(b: PtxBuilder, copies: tuple[int, int]) -> Counts:
 
 
 def tally_without(b: PtxBuilder, copies: tuple[int, int],
-                  span: tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]]) -> Counts:
+                  span: tuple[dict[str, int], ...]) -> Counts:
     """Counts of what ``b`` summed less a stretch of its prologue: ``span`` is the prologue's sums and
     the registers declared before and after that stretch (PtxBuilder.spans). The stretch must write only
     first tokens the prologue wrote before it (the sums keep their order) and hold no mark."""

@@ -67,7 +67,8 @@ class PtxBuilder:
         self.totals: dict[str, dict[str, int]] = {"pre": {}, "iter": {}, "post": {}}  # region -> token -> times
         self.marks: dict[str, dict[str, int]] = {}  # MARKS entry -> its region's totals just before it
         self.recording: list[list[tuple[str, int]]] = []  # the instructions of the parts being recorded
-        self.spans: dict[str, tuple[dict[str, int], ...]] = {}  # counting: sums and registers around a stretch
+        # counting: sums and registers around a stretch
+        self.spans: dict[str, tuple[dict[str, int], ...]] = {}
         self.region = "pre"  # "pre" | "iter" (one K-loop iteration) | "post"
 
     @property

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
 _LANES = np.arange(32)
 _BITS = {**ELEMENT_BITS, "f32": 32, "s32": 32}
-_STORE_DT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)}
+_STORE_DT: dict[int, np.dtype] = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32)}
 
 
 def _shape(ins: Instruction, cx: DecodeCtx) -> tuple[int, int, int]:

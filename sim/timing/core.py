@@ -211,7 +211,7 @@ class Scheduler:
             self.sleep_until = now
             self.state = NEXT_CYCLE
             ev = self.pending = _Resume(self.fire)
-            heappush(self.queue, (now + 1, NORMAL, next(self.eid), ev))  # = env.schedule(ev, NORMAL, 1)
+            heappush(self.queue, (now + 1, NORMAL, next(self.eid), ev))  # type: ignore[misc]  # = env.schedule(ev, NORMAL, 1)
             return
         if not self.warps and not core.pending_work():
             self.alive = False

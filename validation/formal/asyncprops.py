@@ -387,6 +387,7 @@ def _waits_complete(v: Verifier, r: PropResult) -> None:
     targets = _arrival_addresses(v, arrivals)
     in_range = z3.And([z3.ULT(t, n) for t, n in zip(v.tid2, v.ctx.ntid)])
     for w in waits:
+        assert w.parity is not None  # kept by the filter above
         need = z3.And(w.pc, (w.parity & 1) == 0)
         if targets is not None:
             arrive = z3.Or([w.bar == a for a in sorted(targets)]) if targets else z3.BoolVal(False)
