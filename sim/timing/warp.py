@@ -174,7 +174,10 @@ class WarpT:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        best: Earliest | None = None
+        bj = -1  # the best entry so far: window index, reason, line, unit (one tuple made at the end)
+        breason = ""
+        bline = 0
+        bunit = None
         for tops, why, unit, gt, j, line in self.plan:
             # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
             if tops > now:
@@ -192,12 +195,18 @@ class WarpT:
                 reason = "memory"
             if t < best_t:
                 best_t = t
-                best = (t, j, reason, line)
-                self.cunit = unit
+                bj = j
+                breason = reason
+                bline = line
+                bunit = unit
                 if t <= now:
                     break
-        if best is None:
+        best: Earliest
+        if bj < 0:
             best = (INF, -1, "scoreboard", win[0][ST].line)
+        else:
+            best = (best_t, bj, breason, bline)
+            self.cunit = bunit
         self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
