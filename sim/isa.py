@@ -446,6 +446,14 @@ def _full_mask(ins: Instruction) -> bool:
     return o is not None and o.kind == "imm" and (int(o.value) & 0xFFFFFFFF) == 0xFFFFFFFF
 
 
+def one_warp_cta(k: Kernel) -> None:
+    """For a caller that knows the CTA is one warp (the verifier with a launch of 32 threads): every
+    full-mask bar.warp.sync is then the CTA barrier (the decoder does this itself under .reqntid 32)."""
+    for ins in k.body:
+        if ins.info.get("bar") == "warp" and _full_mask(ins):
+            ins.info["bar"] = "cta"
+
+
 def _barrier_role(op: Op, mods: tuple[str, ...]) -> str:
     if op.order != "barrier":
         return ""

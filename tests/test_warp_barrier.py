@@ -1,6 +1,8 @@
-"""A one-warp CTA synchronises with bar.warp.sync (seed 000 §3.4): kernelgen declares .reqntid 32 and
-emits a full-mask warp barrier, which the decoder then treats as the CTA barrier; the kernel passes the
-numpy check, the verifier proves it race-free, and ptxas allocates no hardware barrier."""
+"""A one-warp CTA synchronises with bar.warp.sync (seed 000 §3.4): kernelgen emits a full-mask warp barrier
+for a 32-thread CTA; the decoder treats it as the CTA barrier under .reqntid 32, and the verifier does when
+the launch has 32 threads; the kernel passes the numpy check, the verifier proves it race-free, and ptxas
+allocates no hardware barrier. (kernelgen does not declare .reqntid: ptxas then allocates more registers,
+e.g. 44 instead of 40, which the register model is not calibrated for.)"""
 
 import shutil
 import subprocess
@@ -47,7 +49,7 @@ def test_one_warp_kernel_uses_bar_warp_sync(tmp_path, variant):
     text = ptx.read_text()
     block = read_metadata(text)["block"]
     assert block[0] * block[1] * block[2] == 32, block
-    assert ".reqntid 32, 1, 1" in text and "bar.warp.sync -1" in text and "bar.sync" not in text
+    assert "bar.warp.sync -1" in text and "bar.sync" not in text and ".reqntid" not in text
     run = subprocess.run([sys.executable, "-m", "sim", "run", str(ptx), "--hw", "h200"], capture_output=True,
                          text=True)
     assert run.returncode == 0 and "PASSED" in run.stdout, run.stderr

@@ -309,7 +309,7 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     title = (f"Tensor-core GEMM {t.key()}: mma.sync m16n8k{t.mma_k} {ab}, A {spec.layout_a}, B {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
-                         title, t.threads)
+                         title)
 
 
 def _s4_buffers(meta: dict[str, Any]) -> None:

@@ -177,7 +177,7 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     title = (f"SIMT FMA GEMM {t.key()}: A {spec.dtype_a} {spec.layout_a}, B {spec.dtype_b} {spec.layout_b}, "
              f"D {spec.dtype_out} {spec.layout_c}")
     return render_kernel(header_json(meta), name, [(p.ptx_name, p.ptx_type) for p in params], shared, b,
-                         title, t.threads)
+                         title)
 
 
 def _vec(per: int) -> int:

@@ -7,6 +7,7 @@ import itertools
 
 import z3
 
+from sim import isa
 from sim.errors import PtxError, UsageError
 from sim.functional.operands import make_layout
 from sim.ptx.ir import Kernel, Program
@@ -37,6 +38,8 @@ class Context:
             except (TypeError, ValueError):
                 block = None
         self.block, self.grid = block, grid
+        if block is not None and block[0] * block[1] * block[2] == 32:
+            isa.one_warp_cta(k)  # a full-mask bar.warp.sync orders the whole (one-warp) CTA
         if block is not None:
             self.ntid = [z3.BitVecVal(v, 32) for v in block]
         else:
