@@ -125,6 +125,9 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
                              + (f"; use --variant {' or '.join(others)}" if others else ""))
     variants = [variant] if variant else [n for n in names() if not (get(n).opt_in or get(n).unavailable(spec, hw))]
     if not variants and only is None:
+        opt = [n for n in names() if get(n).opt_in and not get(n).unavailable(spec, hw)]
+        if opt:
+            raise UsageError(f"only opt-in variants serve this spec: use --variant {' or '.join(opt)}")
         why = "; ".join(f"{n}: {get(n).unavailable(spec, hw)}" for n in names()
                         if not get(n).opt_in and get(n).unavailable(spec, hw))
         raise UsageError(f"no kernel variant serves this spec ({why})")

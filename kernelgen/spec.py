@@ -9,6 +9,9 @@ YAML form (every key optional except M, N, K)::
     K: {range: [16, 4096], multiple_of: 16}
     # shapes: [[64, 64, 16], [64, 64, 4096]]   # instead of M, N, K: equal M and N, K from min to max
     dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"; fp16, fp32 too
+    # scale: block128          # with dtype e4m3 (fp8) only, and then required: DeepGEMM's block scaling,
+    #                          # f32 scales sa[M, ceil(K/128)] (row x 128-K block of A) and
+    #                          # sb[ceil(N/128), ceil(K/128)] (128 x 128 block of B); out bf16 (default) or f32
     layout: {a: row, b: col, c: row}   # row | col | blocked-PxQ | striped-N (sim/layouts.py)
     alpha: 1.0
     beta: 0.0                    # nonzero adds a C input buffer
@@ -39,11 +42,14 @@ from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 from sim.layouts import canonical, parse_layout
 
-DTYPES_IN = ("f32", "f16", "bf16", "s8", "s4")  # s4: two per byte, planned as packed bytes (kernelgen/int4.py)
+DTYPES_IN = ("f32", "f16", "bf16", "s8", "s4", "e4m3")  # s4: two per byte, planned as packed bytes (kernelgen/int4.py)
 DTYPES_OUT = ("f32", "f16", "bf16", "s32")
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4, "e4m3": 1}
 # the seeds' spellings
-DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32", "int4": "s4"}
+DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32", "int4": "s4", "fp8": "e4m3",
+                 "e4m3fn": "e4m3"}
+SCALES = ("block128",)  # spec key `scale`: block-scaled fp8 (DeepGEMM): per (row, 128 K) of A, per 128 x 128 of B
+SCALE_BLOCK = 128  # elements of K (and of N, for B) one block scale covers
 LAYOUTS = ("row", "col")  # and blocked-PxQ, striped-N: sim/layouts.py
 EPILOGUE_OPS = ("scale", "bias", "relu", "gelu", "cast")
 #: constraint observable -> (the planner layer that prunes on it, the direction that is worse: "higher" or
@@ -56,7 +62,7 @@ CONSTRAINTS = {"registers_per_thread": ("registers", "higher"), "shared_memory_p
 CONSTRAINT_KEYS = tuple(CONSTRAINTS)
 TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
 TOP_KEYS = ("version", "op", "M", "N", "K", "shapes", "dtype", "layout", "alpha", "beta", "epilogue",
-            "constraints", "tiling", "name")
+            "constraints", "tiling", "name", "scale")
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,7 @@ class GemmSpec:
     source: str = "<spec>"
     expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
     packed_s4: bool = False  # an s4 GEMM planned and emitted as s8 over packed bytes (kernelgen/int4.py)
+    scale: str = ""  # "" or "block128" (SCALES): block-scaled e4m3, scale_a / scale_b f32 buffers
 
     def __hash__(self) -> int:
         # the dataclass's hash (of its fields' tuple), kept: the planner's caches are keyed by the spec
@@ -185,6 +192,7 @@ class GemmSpec:
             "alpha": self.alpha, "beta": self.beta, "epilogue": list(self.epilogue),
             "constraints": [c.text() for c in self.constraints],
             "tiling": [t.text() for t in self.tiling],
+            **({"scale": self.scale} if self.scale else {}),
         }
 
 
@@ -339,7 +347,7 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
     integer = da in ("s8", "s4")
     dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
-    dout = _choice(src, "dtype.out", dt.get("out", "f32"), DTYPES_OUT)
+    dout = _choice(src, "dtype.out", dt.get("out", "bf16" if da == "e4m3" else "f32"), DTYPES_OUT)
     if da != db:
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
     if dout == "s32" and not integer:
@@ -393,8 +401,27 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     name = str(data.get("name", "gemm"))
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
         raise _err(src, "name", f"{name!r} is not a PTX identifier")
+    scale = _scale(src, data.get("scale"), da, dout, (la, lb))
     return GemmSpec(M, N, K, da, db, dacc, dout, la, lb, lc, scal["alpha"], scal["beta"], tuple(ep),
-                    constraints, tiling, name, src)
+                    constraints, tiling, name, src, scale=scale)
+
+
+def _scale(src: str, v: Any, da: str, dout: str, layouts: tuple[str, str]) -> str:
+    """The `scale` key: required with e4m3 A and B (block128), refused otherwise."""
+    if v is None:
+        if da == "e4m3":
+            raise _err(src, "scale", "e4m3 A and B need 'scale: block128' (f32 scales per row x 128 K of A and per "
+                       "128 x 128 block of B, as DeepGEMM); unscaled fp8 is not supported")
+        return ""
+    v = _choice(src, "scale", v, SCALES)
+    if da != "e4m3":
+        raise _err(src, "scale", f"{v} scales e4m3 inputs only (dtype a is {da}); use dtype: e4m3 or drop scale")
+    if dout not in ("bf16", "f32"):
+        raise _err(src, "dtype.out", f"block-scaled e4m3 writes bf16 or f32, not {dout}")
+    if layouts != ("row", "col"):
+        raise _err(src, "layout", f"e4m3 wgmma reads K-major operands only: layout a row, b col (got a={layouts[0]} "
+                   f"b={layouts[1]}); transpose the operand in memory")
+    return str(v)
 
 
 def load_spec(path: str | Path) -> GemmSpec:
@@ -417,7 +444,10 @@ def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
     if len(parts) != 3 or any(e is None for e in ext):
         raise UsageError(f"--gemm expects MxNxK (e.g. 4096x4096x4096, or a K range 64x64x1..4096), got {gemm!r}")
     m, n, k = (e[0] if len(e) == 1 else e for e in ext if e is not None)
-    return parse_spec({"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}, "--gemm")
+    data: dict[str, Any] = {"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}
+    if DTYPE_ALIASES.get(dtype, dtype) == "e4m3":  # fp8 exists here only block-scaled
+        data["scale"] = "block128"
+    return parse_spec(data, "--gemm")
 
 
 __all__ = ["Dim", "Constraint", "TileRange", "GemmSpec", "parse_spec", "load_spec", "shorthand",

@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from sim.errors import UsageError
-from sim.functional.types import bf16_to_f32, f32_to_bf16
+from sim.functional.types import FP8_VALUES, bf16_to_f32, f32_to_bf16
 from sim.limits import check_dims
 from sim.tensormap import CLI_FORM, TensorMapSpec, ints, make_spec, parse_cli
 
@@ -44,6 +44,7 @@ DTYPES: dict[str, np.dtype] = {
     "u16": np.dtype(np.uint16),
     "u32": np.dtype(np.uint32),
     "u64": np.dtype(np.uint64),
+    "e4m3": np.dtype(np.uint8),  # fp8 e4m3 (OCP FN) bit patterns, decoded by sim.functional.types.FP8_VALUES
     # PTX spellings
     "s8": np.dtype(np.int8),
     "s16": np.dtype(np.int16),
@@ -126,6 +127,8 @@ def buffer_to_float64(arr: np.ndarray, dtype_name: str) -> np.ndarray:
         return unpack_s4(arr).astype(np.float64)
     if normalize_dtype(dtype_name) == "bf16":
         return bf16_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
+    if normalize_dtype(dtype_name) == "e4m3":
+        return FP8_VALUES["e4m3"][np.asarray(arr, dtype=np.uint8)]
     return np.asarray(arr).astype(np.float64)
 
 
@@ -397,6 +400,8 @@ def poison_array(dtype_name: str, count: int) -> np.ndarray:
     n = normalize_dtype(dtype_name)
     if n == "bf16":
         return np.full(count, 0x7FC0, dtype=np.uint16)
+    if n == "e4m3":
+        return np.full(count, 0x7F, dtype=np.uint8)
     if n in _FLOAT_NAMES:
         return np.full(count, np.nan, dtype=DTYPES[n])
     return np.frombuffer(b"\xff" * (count * DTYPES[n].itemsize), dtype=DTYPES[n]).copy()
@@ -405,6 +410,8 @@ def poison_array(dtype_name: str, count: int) -> np.ndarray:
 def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.ndarray:
     """Random host data: normal floats cast to the dtype, small integers; never all zeros."""
     n = normalize_dtype(dtype_name)
+    if n == "e4m3":  # normal values rounded to the nearest e4m3 (the decoded value is exact in float64)
+        return e4m3_bits(rng.standard_normal(count))
     if n in _FLOAT_NAMES:
         vals = rng.standard_normal(count)
         if count and not np.any(vals.astype(np.float32)):
@@ -421,6 +428,22 @@ def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.nd
     if count and not np.any(arr):
         arr[0] = 1
     return arr
+
+
+def e4m3_bits(x: Any) -> np.ndarray:
+    """float values -> the bit patterns of the nearest finite e4m3 values (ties to the lower pattern), np.uint8;
+    never all zeros."""
+    table = FP8_VALUES["e4m3"]
+    finite = np.flatnonzero(np.isfinite(table))
+    order = finite[np.argsort(table[finite], kind="stable")]
+    vals = table[order]
+    x = np.clip(np.asarray(x, dtype=np.float64).ravel(), vals[0], vals[-1])
+    i = np.clip(np.searchsorted(vals, x), 1, len(vals) - 1)
+    i -= (x - vals[i - 1]) <= (vals[i] - x)
+    out = order[i].astype(np.uint8)
+    if out.size and not np.any(table[out]):
+        out[0] = 0x38  # 1.0
+    return out
 
 
 def make_buffer(dtype_name: str, count: int, init: str, rng: np.random.Generator) -> np.ndarray:

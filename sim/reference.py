@@ -13,6 +13,9 @@ A is M x K (``layout_a``), B is K x N (``layout_b``), C and D are M x N (``layou
 multiplies column j by ``scale[j]``, ``bias`` adds ``bias[j]`` to column j, ``relu`` is max(x, 0)
 and ``gelu`` is the *tanh approximation* ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
 (``gelu_erf`` gives the exact erf form).
+``block_scale: G`` (block-scaled fp8, DeepGEMM's form) replaces ``A @ B`` by
+``sum_kb (A[:, kb] @ B[kb, :]) * scale_a[m, kb] * scale_b[n // G, kb]`` over the K blocks kb of G elements,
+the f32 buffers of roles ``scale_a`` (M x ceil(K/G), row-major) and ``scale_b`` (ceil(N/G) x ceil(K/G)).
 The reference is not cast to ``out_dtype``; the tolerance absorbs the rounding.
 """
 
@@ -82,6 +85,22 @@ def _buffer(args: list[Arg], i: int, what: str) -> np.ndarray:
     return buffer_to_float64(a.array, a.dtype)
 
 
+def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: list[str]) -> np.ndarray:
+    """sum over K blocks of G of (A_kb @ B_kb) * scale_a[m, kb] * scale_b[n // G, kb], in float64."""
+    (M, K), N = A.shape, B.shape[1]
+    kb, nb = -(-K // G), -(-N // G)
+    found = [_find(roles, r) for r in ("scale_a", "scale_b")]
+    if found[0] is None or found[1] is None:
+        raise _bad("block_scale needs parameters of roles 'scale_a' and 'scale_b'")
+    sa = _matrix(_buffer(args, found[0], "scale_a"), M, kb, "row", "scale_a")
+    sb = _matrix(_buffer(args, found[1], "scale_b"), nb, kb, "row", "scale_b")
+    out = np.zeros((M, N))
+    for k in range(kb):
+        blk = A[:, k * G:(k + 1) * G] @ B[k * G:(k + 1) * G, :]
+        out += blk * sa[:, k][:, None] * np.repeat(sb[:, k], G)[:N][None, :]
+    return out
+
+
 def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray:
     """The float64 M x N reference D from the *input* host arrays of ``args``."""
     M = int(_scalar_from(check, "M", args, roles, 0))
@@ -99,7 +118,8 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
     lc = check.get("layout_c", "row")
     A = _matrix(_buffer(args, ia, "A"), M, K, la, "A")
     B = _matrix(_buffer(args, ib, "B"), K, N, lb, "B")
-    ref = alpha * (A @ B)
+    G = int(check.get("block_scale", 0) or 0)
+    ref = alpha * (_block_scaled(A, B, G, args, roles) if G else A @ B)
     if beta != 0.0:
         ic = _find(roles, "C")
         if ic is None:  # in-place: D holds C before the run

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kernelgen.models.schedule import CycleModel
 
 MODULES = {"simt": "kernelgen.variants.simt", "mma": "kernelgen.variants.mma", "wgmma": "kernelgen.variants.wgmma",
-           "wgmma_tma": "kernelgen.variants.wgmma_tma"}
+           "wgmma_tma": "kernelgen.variants.wgmma_tma", "wgmma_fp8": "kernelgen.variants.wgmma_fp8"}
 
 
 class Variant(Protocol):

@@ -205,6 +205,8 @@ class Simt:
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.dtype_a == "s8":
             return "s8 GEMMs run on the tensor-core path only (variant mma: mma.sync m16n8k32)"
+        if spec.dtype_a == "e4m3":
+            return "block-scaled e4m3 GEMMs run on wgmma only (--variant wgmma_fp8)"
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:

@@ -1,0 +1,207 @@
+"""Block-scaled fp8 (e4m3) GEMM, DeepGEMM's method (kernelgen/variants/wgmma_fp8.py): the spec's `scale: block128`
+and its errors, e4m3 host buffers, the block-scaled numpy reference, the numpy check in the simulator on odd
+shapes with a partial last K block, ptxas -arch=sm_90a without spills, and the planner's cycle model."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelgen.cli import main
+from kernelgen.planner import plan
+from kernelgen.spec import parse_spec
+from kernelgen.variants import get
+from kernelgen.variants.wgmma_fp8 import fp8_tiling
+from sim.errors import UsageError
+from sim.functional.types import FP8_VALUES
+from sim.hw import load_hw
+from sim.launch import Arg, buffer_to_float64, e4m3_bits, random_array, read_metadata
+from sim.ptx.parser import parse_ptx
+from sim.reference import gemm_reference
+
+FP8 = get("wgmma_fp8")
+
+
+def _spec(M: int, N: int, K: int, out: str = "bf16", **extra):
+    return parse_spec({"M": M, "N": N, "K": K, "dtype": {"a": "e4m3", "b": "e4m3", "out": out}, "scale": "block128",
+                       **extra})
+
+
+# ---- spec ---------------------------------------------------------------------------------------------
+
+def test_spec_scale_block128():
+    s = _spec(200, 136, 272)
+    assert (s.dtype_a, s.dtype_b, s.dtype_out, s.scale) == ("e4m3", "e4m3", "bf16", "block128")
+    assert parse_spec({"M": 8, "N": 8, "K": 16, "dtype": "fp8", "scale": "block128"}).dtype_out == "bf16"
+    assert s.to_json()["scale"] == "block128" and "scale" not in parse_spec({"M": 8, "N": 8, "K": 8}).to_json()
+
+
+@pytest.mark.parametrize("data,msg", [
+    ({"dtype": "e4m3"}, "need 'scale: block128'"),
+    ({"dtype": "bf16", "scale": "block128"}, "scales e4m3 inputs only"),
+    ({"dtype": "e4m3", "scale": "block64"}, "not one of block128"),
+    ({"dtype": {"a": "e4m3", "b": "e4m3", "out": "f16"}, "scale": "block128"}, "bf16 or f32"),
+    ({"dtype": "e4m3", "scale": "block128", "layout": {"b": "row"}}, "K-major operands only"),
+    ({"dtype": {"a": "e4m3", "b": "bf16"}, "scale": "block128"}, "share a dtype"),
+])
+def test_spec_errors(data, msg):
+    with pytest.raises(UsageError, match=msg):
+        parse_spec({"M": 64, "N": 64, "K": 64, **data})
+
+
+def test_cli_errors_exit_2_in_one_line(tmp_path: Path, capsys):
+    bad = tmp_path / "s.yaml"
+    bad.write_text("M: 64\nN: 64\nK: 64\ndtype: e4m3\n")
+    assert main(["compile", "--hw", "h200", "--op", str(bad), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "scale: block128" in err
+    assert not (tmp_path / "o").exists()
+    good = tmp_path / "g.yaml"
+    good.write_text("M: 64\nN: 64\nK: 64\ndtype: e4m3\nscale: block128\n")
+    assert main(["compile", "--hw", "h200", "--op", str(good), "-o", str(tmp_path / "o")]) == 2  # opt-in
+    assert "use --variant wgmma_fp8" in capsys.readouterr().err
+    assert main(["compile", "--hw", "h200", "--gemm", "64x64x72", "--dtype", "e4m3", "--variant", "wgmma_fp8",
+                 "-o", str(tmp_path / "o")]) == 2
+    assert "multiple of 16" in capsys.readouterr().err
+    for v in ("simt", "mma", "wgmma", "wgmma_tma"):  # no other variant takes e4m3
+        assert get(v).unavailable(_spec(64, 64, 64), load_hw("h200"))
+
+
+# ---- host data and the reference ------------------------------------------------------------------------
+
+def test_e4m3_buffers_round_to_nearest_and_decode_exactly():
+    x = np.array([0.0, 1.0, 1.05, -3.3, 500.0, -1e4, 0.001, 448.0, 0.0625 * 1.1])
+    assert list(buffer_to_float64(e4m3_bits(x), "e4m3")) == [0.0, 1.0, 1.0, -3.25, 448.0, -448.0, 2.0 ** -9, 448.0,
+                                                            0.0625 * 1.125]
+    r = random_array("e4m3", 4096, np.random.default_rng(0))
+    v = buffer_to_float64(r, "e4m3")
+    assert r.dtype == np.uint8 and np.all(np.isfinite(v)) and len(set(r.tolist())) > 64 and np.any(v)
+    assert np.array_equal(v, FP8_VALUES["e4m3"][r])
+
+
+def test_block_scaled_reference_against_the_per_element_sum():
+    rng = np.random.default_rng(7)
+    M, N, K = 5, 140, 300  # 3 K blocks (the last of 44), 2 N blocks (the last of 12)
+    A, B = rng.integers(0, 120, M * K).astype(np.uint8), rng.integers(0, 120, N * K).astype(np.uint8)
+    sa, sb = rng.standard_normal(M * 3).astype(np.float32), rng.standard_normal(2 * 3).astype(np.float32)
+    args = [Arg("buffer", "e4m3", array=A), Arg("buffer", "e4m3", array=B), Arg("buffer", "f32", array=sa),
+            Arg("buffer", "f32", array=sb)]
+    check = {"M": M, "N": N, "K": K, "layout_a": "row", "layout_b": "col", "block_scale": 128}
+    ref = gemm_reference(check, args, ["A", "B", "scale_a", "scale_b"])
+    a, b = FP8_VALUES["e4m3"][A].reshape(M, K), FP8_VALUES["e4m3"][B].reshape(N, K)
+    want = np.zeros((M, N))
+    for m in range(M):
+        for n in range(N):
+            want[m, n] = sum(a[m, k] * b[n, k] * float(sa[m * 3 + k // 128]) * float(sb[(n // 128) * 3 + k // 128])
+                             for k in range(K))
+    assert np.allclose(ref, want, rtol=1e-12, atol=1e-9)
+
+
+# ---- the kernel in the simulator ---------------------------------------------------------------------
+
+def _run(spec, t, seed: int):
+    from sim.functional.runner import run_functional
+    from sim.launch import launch_from_metadata
+    from sim.reference import check_from_metadata
+
+    ptx = FP8.emit(spec, t, {})
+    meta = read_metadata(ptx)
+    meta["grid"] = [3, 1, 1]  # persistent: CTAs walk several tiles
+    launch = launch_from_metadata(meta, np.random.default_rng(seed))
+    before = launch.copy()
+    res = run_functional(parse_ptx(ptx, "wgmma_fp8.ptx"), launch)
+    return meta, before, res.outputs, check_from_metadata(meta, before, res.outputs)
+
+
+def test_numpy_check_in_the_simulator():
+    """130 x 72 x 272: 2 x 2 tiles of 128 x 64 over 3 persistent CTAs (rows and columns past the edge), 3 K
+    blocks (the last 16 of 128 wide), a ring of 3 stages wrapping; random e4m3 A, B and random (signed) f32
+    scales. A D from the unscaled sum, or corrupted, fails the same check (200 x 136 x 272: the slow tests)."""
+    from sim.reference import check_from_metadata
+
+    meta, before, out, chk = _run(_spec(130, 72, 272), fp8_tiling(128, 64, 64, 3), 11)
+    assert chk is not None and chk["passed"] and chk["max_rel_err"] < 5e-3, chk
+    scales = [p for p in meta["params"] if p.get("role", "").startswith("scale_")]
+    assert [(p["count"], p["init"]) for p in scales] == [(130 * 3, "random"), (1 * 3, "random")]
+    unscaled = {**meta, "check": {k: v for k, v in meta["check"].items() if k != "block_scale"}}
+    assert not check_from_metadata(unscaled, before, out)["passed"]
+    d = next(i for i, p in enumerate(meta["params"]) if p.get("role") == "D")
+    bad = {**out, d: out[d].copy()}
+    bad[d].view(np.uint8)[::7] ^= 0x40
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert not check_from_metadata(meta, before, bad)["passed"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [((128, 128, 64, 4), "f32", {}), ((64, 64, 64, 5), "bf16", {}),
+                                  ((256, 64, 128, 3), "bf16", {"beta": -1.0, "epilogue": ["bias", "gelu"]}),
+                                  ((64, 128, 64, 3), "f32", {"alpha": 0.5})],
+                         ids=lambda c: "x".join(map(str, c[0])) + "_" + c[1] + ("_epi" if c[2] else ""))
+def test_numpy_check_tilings_in_the_simulator(case):
+    tiling, out, extra = case
+    chk = _run(_spec(200, 136, 272, out, **extra), fp8_tiling(*tiling), 13)[3]
+    assert chk is not None and chk["passed"], chk
+
+
+# ---- ptxas ---------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+@pytest.mark.parametrize("tiling", [(64, 64, 64, 6), (64, 128, 64, 4), (128, 128, 64, 4), (128, 64, 64, 6),
+                                    (256, 64, 128, 3)], ids=lambda t: "x".join(map(str, t)))
+def test_assembles_without_spills(tiling, tmp_path):
+    spec = _spec(4096, 4096, 4096, "f32" if tiling[0] == 64 else "bf16")
+    t = fp8_tiling(*tiling)
+    f = tmp_path / "k.ptx"
+    f.write_text(FP8.emit(spec, t, {}))
+    r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(f), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "0 bytes spill stores" in r.stderr and "0 bytes spill loads" in r.stderr, r.stderr
+    assert "warning" not in r.stderr.lower(), r.stderr
+    regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
+    assert regs == 168 if t.grid_m == 2 else regs <= 255, r.stderr
+
+
+def test_header_maps_and_scales():
+    spec = _spec(200, 136, 272)
+    t = fp8_tiling(128, 128, 64, 4)
+    ptx = FP8.emit(spec, t, {})
+    meta = read_metadata(ptx)
+    maps = [p for p in meta["params"] if p["kind"] == "tensormap"]
+    assert [(m["of"], m["dims"], m["strides"], m["box"]) for m in maps] == [
+        ("A", [272, 200], [272], [128, 128]), ("B", [272, 136], [272], [128, 128])]
+    assert "expect_tx.shared::cta.b64 _, [%r" in ptx and ", 32768;" in ptx  # two 128 x 128-byte boxes
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
+    assert meta["check"]["block_scale"] == 128 and meta["block"] == [384, 1, 1] and meta["grid"] == [4, 1, 1]
+    # extents of the passed params (after the two maps) name the scale counts in M, N, K
+    passed = [p for p in meta["params"] if p["kind"] != "tensormap" and not p.get("hidden")]
+    ext = {passed[int(k[1:]) - 2]["role"]: v for k, v in meta["extents"].items()}
+    assert ext["scale_a"].endswith("*4") and "+127)/128" in ext["scale_a"] and "+127)/128" in ext["scale_b"]
+
+
+# ---- planner -------------------------------------------------------------------------------------------
+
+def test_planner_prediction_and_cycle_model_terms():
+    hw = load_hw("h200")
+    assert hw.wgmma is not None
+    spec = _spec(4096, 4096, 4096)
+    p = plan(spec, hw, "wgmma_fp8")
+    assert p.best.tiling.variant == "wgmma_fp8" and p.best.cycles > 0
+    t = fp8_tiling(128, 128, 64, 4)
+    m = FP8.cycle_model(spec, t, hw, (4096, 4096, 4096), 0.0, 0.1)
+    # two consumer warpgroups' 64 x 128 x 128 e4m3 MACs per K block over 4 units at [wgmma.fp8_macs]
+    assert m.terms["tensor"] == 2 * 64 * 128 * 128 / (4 * hw.wgmma.fp8_macs)
+    # the promotion: 64 FFMAs + 2 scale products per consumer warp, two warps per fp32 unit
+    c = FP8.counts(spec, t)
+    assert c.iter["fma"] == 64 + 2 and m.terms["promote_fma"] == 2 * 66
+    assert m.terms["chain"] >= 64 * 128 * 128 / (4 * hw.wgmma.fp8_macs) + hw.wgmma.latency
+    assert m.iter_cycles == max(m.terms[k] for k in ("tensor", "chain", "promote_fma", "issue", "tma_transfer",
+                                                      "tma_issue", "tma_ring"))
+    # twice K: twice the K blocks per tile
+    k2 = FP8.cycle_model(_spec(4096, 4096, 8192), t, hw, (4096, 4096, 8192), 0.0, 0.1)
+    assert k2.terms["per_tile"] - m.terms["per_tile"] == pytest.approx(32 * m.iter_cycles)
