@@ -205,16 +205,16 @@ def check_from_metadata(
     """Run the check that ``meta["check"]`` names, or return None when there is none. written_only: compare
     only the output elements the run changed (a sampled run, where only the sampled CTAs write).
 
-    Roles come from the metadata params (falling back to the launch's own ``Arg.role``).
+    Roles come from the launch's own ``Arg.role`` (falling back to the metadata params' when it has none).
     """
     if not meta or not meta.get("check"):
         return None
     check = meta["check"]
     if not isinstance(check, dict):
         raise UsageError("@workbench metadata: 'check' must be an object; fix the header")
-    roles = [str(p.get("role", "") or "") for p in meta.get("params", []) if isinstance(p, dict)]
-    if len(roles) != len(launch_before_inputs.args):
-        roles = launch_before_inputs.roles
+    roles = launch_before_inputs.roles  # the launch's own order (bind_launch puts hidden buffers last)
+    if not any(roles):
+        roles = [str(p.get("role", "") or "") for p in meta.get("params", []) if isinstance(p, dict)]
     op = check.get("op")
     if op == "gemm":
         return check_gemm(check, launch_before_inputs.args, outputs, roles, written_only)

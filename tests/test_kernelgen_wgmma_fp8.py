@@ -106,15 +106,18 @@ def test_block_scaled_reference_against_the_per_element_sum():
 
 def _run(spec, t, seed: int):
     from sim.functional.runner import run_functional
-    from sim.launch import launch_from_metadata
+    from sim.launch import bind_launch
     from sim.reference import check_from_metadata
 
     ptx = FP8.emit(spec, t, {})
     meta = read_metadata(ptx)
-    meta["grid"] = [3, 1, 1]  # persistent: CTAs walk several tiles
-    launch = launch_from_metadata(meta, np.random.default_rng(seed))
+    prog = parse_ptx(ptx, "wgmma_fp8.ptx")
+    k = prog.kernel(meta["kernel"])
+    # as `python -m sim run` binds it (hidden A and B last); persistent: 3 CTAs walk several tiles
+    launch = bind_launch(k.name, [(p.name, p.type) for p in k.params], meta, [], "3,1,1", None, None,
+                         np.random.default_rng(seed))
     before = launch.copy()
-    res = run_functional(parse_ptx(ptx, "wgmma_fp8.ptx"), launch)
+    res = run_functional(prog, launch)
     return meta, before, res.outputs, check_from_metadata(meta, before, res.outputs)
 
 
@@ -130,7 +133,7 @@ def test_numpy_check_in_the_simulator():
     assert [(p["count"], p["init"]) for p in scales] == [(130 * 3, "random"), (1 * 3, "random")]
     unscaled = {**meta, "check": {k: v for k, v in meta["check"].items() if k != "block_scale"}}
     assert not check_from_metadata(unscaled, before, out)["passed"]
-    d = next(i for i, p in enumerate(meta["params"]) if p.get("role") == "D")
+    d = before.roles.index("D")
     bad = {**out, d: out[d].copy()}
     bad[d].view(np.uint8)[::7] ^= 0x40
     with np.errstate(invalid="ignore", over="ignore"):
