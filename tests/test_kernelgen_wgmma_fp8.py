@@ -208,3 +208,21 @@ def test_planner_prediction_and_cycle_model_terms():
     # twice K: twice the K blocks per tile
     k2 = FP8.cycle_model(_spec(4096, 4096, 8192), t, hw, (4096, 4096, 8192), 0.0, 0.1)
     assert k2.terms["per_tile"] - m.terms["per_tile"] == pytest.approx(32 * m.iter_cycles)
+
+
+# ---- formal ----------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_formal_properties_proved():
+    """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages): every
+    property proved, the scale loads' bounds among them (~25 s process time, 80 s loaded)."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("z3")
+    from validation.formal.cli import verify_text
+    from validation.formal.properties import NAMES
+
+    ptx = FP8.emit(_spec(200, 136, 272), fp8_tiling(64, 64, 64, 3), {})
+    args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None, timeout=120.0)
+    rep = verify_text(ptx, "wgmma_fp8.ptx", args)
+    assert {p["name"]: p["status"] for p in rep["properties"]} == {n: "proved" for n in NAMES}, str(rep)[:3000]
