@@ -205,6 +205,7 @@ def test_planner_prediction_and_cycle_model_terms():
     assert m.terms["chain"] >= 64 * 128 * 128 / (4 * hw.wgmma.fp8_macs) + hw.wgmma.latency
     assert m.iter_cycles == max(m.terms[k] for k in ("tensor", "chain", "promote_fma", "issue", "tma_transfer",
                                                       "tma_issue", "tma_ring"))
+    assert m.terms["tail"] == hw.wgmma.latency + sum(c.iter.values())  # the last block's wait and promotion
     # twice K: twice the K blocks per tile
     k2 = FP8.cycle_model(_spec(4096, 4096, 8192), t, hw, (4096, 4096, 8192), 0.0, 0.1)
     assert k2.terms["per_tile"] - m.terms["per_tile"] == pytest.approx(32 * m.iter_cycles)

@@ -16,7 +16,8 @@ Per K tile (= scale block), with C consumer warpgroups, one warp of each on ever
 
 The K tile takes the largest: with two consumers one's promotion runs under the other's wgmmas
 (DeepGEMM's overlap) as long as the chain is shorter than the two warpgroups' tensor time. Per tile, the
-epilogue as in tma_cycles; no extra [wgmma.latency] (every K tile already waits for its wgmmas).
+epilogue as in tma_cycles, after the tail: the last K block's [wgmma.latency] and loop body (its promotion),
+which the next tile cannot overlap (the same warps run the epilogue).
 """
 
 from __future__ import annotations
@@ -52,12 +53,14 @@ def fp8_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         bound = max((("tma_issue", T["tma_issue"]), ("tma_transfer", T["tma_transfer"]),
                      ("tma_ring", T["tma_ring"])), key=lambda x: x[1])[0]
     ktiles = -(-shape[2] // t.bk)
-    per_tile = ktiles * k_tile + base.post_cycles
+    tail = hw.wgmma.latency + body  # the last K block's wait_group 0 and promotion, before the epilogue
+    per_tile = ktiles * k_tile + tail + base.post_cycles
     tiles_per_cta = int(T["tiles_per_cta"])
     cta = base.pre_cycles + tiles_per_cta * per_tile
     total = max(cta, dram_cycles)
     if dram_cycles > cta:
         bound = "dram"
-    terms = {**T, "chain": chain, "promote_fma": fma_busy, "issue": issue, "k_tile": k_tile, "per_tile": per_tile}
+    terms = {**T, "chain": chain, "promote_fma": fma_busy, "issue": issue, "k_tile": k_tile, "tail": tail,
+             "per_tile": per_tile}
     return CycleModel(int(total), int(cta), k_tile, base.pre_cycles, base.post_cycles, 1, tiles_per_cta,
                       base.cores_used, 1, bound, terms)
