@@ -19,10 +19,14 @@ A K tile takes the larger of the two. Per CTA, once: the prologue (parameters, b
 pipeline fill, the first stage's round trip ([l2.hit_latency] or [dram.latency] by the miss rate,
 [tma.latency]) plus its transfer; the producer runs ahead across tiles, so later tiles find their
 first stages loaded. Per tile: [wgmma.latency] once (the wait_group 0 that ends the tile) and the
-epilogue, which is not overlapped with the next tile's wgmmas: its instructions (the emitter's "post"
-region, kernelgen/counting.py) issued by the consumer warps ([core.schedulers], [core.issue_width]) or
-its stores drained at [core.store_bytes_per_cycle] or the core's share of [l2.write_bandwidth_gbps],
-whichever is longer, plus [pipes[lsu].latency].
+epilogue. Registers -> global (beta != 0, a column-major D): not overlapped with the next tile's wgmmas,
+its instructions (the emitter's "post" region, kernelgen/counting.py) issued by the consumer warps
+([core.schedulers], [core.issue_width]) or its stores drained at [core.store_bytes_per_cycle] or the
+core's share of [l2.write_bandwidth_gbps], whichever is longer, plus [pipes[lsu].latency]. Through shared
+staging and TMA stores: the instructions or the staging writes ([shared.banks], [shared.bank_width]), the
+named barriers ([pipes[sync].latency]), the store issues ([tma.issue]), and only the drain the staging
+buffers cannot hold ([tma.bytes_per_cycle] or the L2 write share): with a buffer per slab the drain
+overlaps the next tile's K loop. This overlap is a prediction: the H200 has not measured it yet.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from sim.hw import HwConfig
 
 
 def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
-                    miss_rate: float, c: Counts, grid_cap: int, boxes: int) -> CycleModel:
-    """grid_cap: the emitter's persistent CTA count; boxes: TMA boxes per stage (A and B)."""
+                    miss_rate: float, c: Counts, grid_cap: int, boxes: int,
+                    store: tuple[int, int] | None = None) -> CycleModel:
+    """grid_cap: the emitter's persistent CTA count; boxes: TMA boxes per stage (A and B); store: (slabs,
+    buffers) per consumer of the TMA-store epilogue, None for the registers -> global one."""
     assert hw.wgmma is not None and hw.tma is not None
     M, N, K = shape
     tiles = -(-M // t.bm) * -(-N // t.bn)
@@ -78,19 +84,44 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     epi_issue = sum(c.post.values()) * cw / hw.core.issue_width  # [core.issue_width]
     out_bytes = t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
     l2_w = hw.l2.write_bandwidth_gbps
-    store_rates = [x for x in (hw.core.store_bytes_per_cycle,  # [core.store_bytes_per_cycle]
-                               l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]  # [l2.write_bandwidth_gbps]
-    drain = out_bytes / min(store_rates) if store_rates else 0.0
-    epilogue = max(epi_issue, drain) + lsu.latency  # [pipes[lsu].latency]
+    l2_share = l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None  # [l2.write_bandwidth_gbps]
+    tail = 0.0
+    if store is None:
+        store_rates = [x for x in (hw.core.store_bytes_per_cycle, l2_share) if x]  # [core.store_bytes_per_cycle]
+        drain = out_bytes / min(store_rates) if store_rates else 0.0
+        epilogue = max(epi_issue, drain) + lsu.latency  # [pipes[lsu].latency]
+        exposed = drain
+    else:
+        # registers -> shared staging (swizzled; an f32 pair store puts two lanes of different rows on one
+        # bank pair: 2 ways, a 16-bit pair store none) at [shared.banks] x [shared.bank_width] per cycle, two
+        # named barriers per round of buffers ([pipes[sync].latency]), the elected thread's TMA store issues
+        # ([tma.issue]); the stores drain at the TMA unit's rate or the core's share of the L2 writes
+        # ([tma.bytes_per_cycle], [l2.write_bandwidth_gbps]) while the consumers run on: a slab waits only for
+        # the store `buffers` slabs back, so (slabs - buffers) slabs of drain stay on the critical path, and
+        # the last `buffers` overlap the next tile's K loop (exposed only past it, and once at the CTA's end)
+        slabs, nb = store
+        ways = 2 if DTYPE_BYTES[spec.dtype_out] == 4 else 1
+        smem_write = out_bytes * ways / (hw.shared.banks * hw.shared.bank_width)
+        rounds = 1 if nb == slabs else slabs
+        sync = hw.pipe_for("sync").latency  # [pipes[sync].latency]
+        rate = min(x for x in (float(hw.tma.bytes_per_cycle), l2_share) if x)
+        drain = out_bytes / rate
+        exposed = drain * (slabs - nb) / slabs
+        overlap = drain * nb / slabs
+        hidden = ktiles * k_tile + hw.wgmma.latency
+        exposed += max(0.0, overlap - hidden)
+        tail = overlap
+        epilogue = max(epi_issue, smem_write) + 2 * rounds * sync + slabs * hw.tma.issue + exposed
     per_tile = ktiles * k_tile + hw.wgmma.latency + epilogue  # [wgmma.latency]
 
-    cta = pre + tiles_per_cta * per_tile
+    cta = pre + tiles_per_cta * per_tile + tail
     total = max(cta, dram_cycles)
     bound = "tensor" if tensor >= producer else max(
         (("tma_issue", issue), ("tma_transfer", transfer), ("tma_ring", ring)), key=lambda x: x[1])[0]
     if dram_cycles > cta:
         bound = "dram"
     terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
-             "fill": fill, "epilogue": epilogue, "store_drain": drain, "tiles_per_cta": float(tiles_per_cta),
+             "fill": fill, "epilogue": epilogue, "store_drain": drain,
+             "store_exposed": exposed, "store_tail": tail, "tiles_per_cta": float(tiles_per_cta),
              "grid": float(grid), "per_tile": per_tile}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)

@@ -28,11 +28,20 @@ Tensor maps (docs/kernel-metadata.md, "tensormap" params): A and B reach the ker
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from kernelgen.counting import Counts, tally
-from kernelgen.emit_common import Param, ceil_div, header_json, kernel_params, load_params, metadata
+from kernelgen.emit_common import (
+    GELU_C,
+    Param,
+    ceil_div,
+    header_json,
+    kernel_params,
+    load_params,
+    metadata,
+)
 from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.models.tma_cycles import tma_cycle_model
@@ -63,9 +72,38 @@ def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
     return ([64, mn], 1) if kmajor(tile) else ([64, 64], mn // 64)
 
 
-def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
+def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
+    """The stage ring and its full/empty mbarriers (8 bytes each)."""
     ta, tb = operand_tiles(spec, t)
     return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+
+
+def tma_store(spec: GemmSpec) -> bool:
+    """Whether the epilogue goes registers -> shared staging -> TMA store: no C to read (beta = 0 keeps the
+    epilogue to alpha/scale/bias/activation/cast), a row-major f32/f16/bf16 D whose row stride is a multiple of
+    16 bytes (a tensor map's). Otherwise the accumulators go registers -> global (emit_acc_epilogue)."""
+    es = DTYPE_BYTES.get(spec.dtype_out, 0)
+    return (not spec.has_c and spec.layout_c == "row" and spec.dtype_out in ("f32", "f16", "bf16")
+            and spec.N.align(16 // es) >= 16 // es)
+
+
+def store_slabs(spec: GemmSpec, t: Tiling) -> tuple[int, int, int]:
+    """(slabs, buffers, slab bytes) of the TMA-store epilogue, per consumer warpgroup: its tm x TILE_N
+    sub-tile is TILE_N * es / 128 column slabs of one 128-byte swizzle row each (a TMA box [128 / es, tm]);
+    `buffers` of them (at most all) fit in shared memory beside the stage ring. (0, 0, 0) without TMA store;
+    buffers 0 when not even one fits."""
+    if not tma_store(spec):
+        return 0, 0, 0
+    slab = t.tm * ROW
+    slabs = t.bn * DTYPE_BYTES[spec.dtype_out] // ROW
+    room = (SHARED_LIMIT - ring_bytes(spec, t)) // (t.grid_m * slab)
+    return slabs, max(0, min(slabs, room)), slab
+
+
+def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
+    """Dynamic shared bytes: the stage ring, the consumers' TMA-store staging slabs, the mbarriers."""
+    _, nb, slab = store_slabs(spec, t)
+    return ring_bytes(spec, t) + t.grid_m * nb * slab
 
 
 def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
@@ -79,6 +117,15 @@ def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
                     "dtype": spec.dtype_a, "dims": dims, "strides": [dims[0] * es], "box": box(tile, mn)[0],
                     "swizzle": 128, "element_strides": [1, 1]})
     return out
+
+
+def store_tensormap(spec: GemmSpec, t: Tiling, name: str) -> dict[str, Any]:
+    """The "tensormap" metadata param of D for the TMA-store epilogue: row-major [N, M], box [128 / es, tm]
+    (one staging slab), 128-byte swizzle (the layout the consumers write the slab in)."""
+    M, N, _ = spec.nominal()
+    es = DTYPE_BYTES[spec.dtype_out]
+    return {"name": f"{name}_tmap_d", "kind": "tensormap", "of": "D", "dtype": spec.dtype_out, "dims": [N, M],
+            "strides": [N * es], "box": [ROW // es, t.tm], "swizzle": 128, "element_strides": [1, 1]}
 
 
 def _tile_origin(b: PtxBuilder, tile: str, tiles: tuple[str, str], t: Tiling) -> tuple[str, str]:
@@ -127,22 +174,28 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     ms, BN = t.tm // 64, t.bn
     a_bytes, b_bytes = ta.stage_bytes, tb.stage_bytes
 
-    b.comment(f"Tensor maps: generic addresses of the {name}_tmap_a / _b kernel parameters")
+    slabs, nb, slab = store_slabs(spec, t)
+    if slabs and not nb:
+        raise ValueError(f"wgmma_tma.py: tiling {t.key()} leaves no room for one {slab}-byte TMA-store slab per "
+                         f"consumer beside its {ring_bytes(spec, t)}-byte stage ring; use fewer stages")
+    b.comment(f"Tensor maps: generic addresses of the {name}_tmap_a / _b{' / _d' if slabs else ''} kernel parameters")
     tmap = {}
-    for role in ("a", "b"):
+    for role in ("a", "b", "d") if slabs else ("a", "b"):
         r = b.reg("u64")
         b.i(f"mov.b64 {r}, {name}_tmap_{role}")
         b.i(f"cvta.param.u64 {r}, {r}")
         tmap[role] = r
 
-    b.comment(f"Shared: {S} A stages of {a_bytes} B, {S} B stages of {b_bytes} B, then full[{S}] and empty[{S}] "
-              "mbarriers (8 B each)")
-    tid, wg, sa, sb, full0, empty0 = b.regs("u32", 6)
+    b.comment(f"Shared: {S} A stages of {a_bytes} B, {S} B stages of {b_bytes} B, "
+              + (f"{C} x {nb} TMA-store staging slabs of {slab} B, " if slabs else "")
+              + f"then full[{S}] and empty[{S}] mbarriers (8 B each)")
+    tid, wg, sa, sb, sst, full0, empty0 = b.regs("u32", 7)
     b.i(f"mov.u32 {tid}, %tid.x")
     b.i(f"shr.u32 {wg}, {tid}, 7")
     b.i(f"mov.u32 {sa}, {name}_smem")
     b.i(f"add.u32 {sb}, {sa}, {S * a_bytes}")
-    b.i(f"add.u32 {full0}, {sb}, {S * b_bytes}")
+    b.i(f"add.u32 {sst}, {sb}, {S * b_bytes}")
+    b.i(f"add.u32 {full0}, {sst}, {C * nb * slab}")
     b.i(f"add.u32 {empty0}, {full0}, {8 * S}")
     b.comment(f"Thread 0 initialises the barriers (full: 1 arrival + bytes, empty: {128 * C} consumer arrivals)")
     p0, pinit = b.reg("pred"), b.label("init_done")
@@ -187,6 +240,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"shr.u32 {g}, {lane}, 2")
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    store = _store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap.get("d")) if slabs else None
     pone = b.reg("pred")
     b.i("mov.pred " + pone + ", -1")
     acc = [b.regs("f32", BN // 2) for _ in range(ms)]
@@ -234,12 +288,212 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mad.lo.u32 {eb2}, {ps}, 8, {empty0}")
     b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb2}]")
     b.put_label(kdone)
-    emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
+    if store is None:
+        emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
+    else:
+        emit_store_epilogue(b, spec, P, acc, store, (bm0, bn0), t)
     b.i(f"add.u32 {tile}, {tile}, {nct}")
     b.i(f"bra {tloop}")
     b.put_label(cend)
+    if store is not None:
+        b.comment("The staging slabs must outlive the last TMA stores' reads of them")
+        b.i(f"@{store.elected} cp.async.bulk.wait_group.read 0")
     b.i("ret")
     return b, params
+
+
+@dataclass
+class StoreRegs:
+    """A consumer thread's TMA-store state: elected (thread 0 of the warpgroup), the named barrier id
+    (1 + consumer), buf0 (its first staging slab), buf (the rolling slab, when fewer buffers than slabs),
+    row (the thread's row offset in a slab: (16 q + g) x 128 B, or the stmatrix lane row's), cols (the
+    swizzled byte offsets of the thread's column pairs in a slab), tmap (the D map), rowg (warpgroup's first
+    tile row), c2 (2 t4: the thread's first column in an n8 block)."""
+
+    elected: str
+    bar: str
+    buf0: str
+    buf: str
+    row: str
+    cols: list[str]
+    tmap: str
+    rowg: str
+    c2: str
+
+
+def _store_setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, lane: tuple[str, str, str, str, str], sst: str,
+                 tmap: str | None) -> StoreRegs:
+    """Per-thread registers of the TMA-store epilogue, computed once per CTA. A slab holds tm rows of 128 bytes
+    in the 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8)); a thread's accumulator pair
+    (i, i+1) of n8 block nn lies at row 64j + 16q + g + 8h, bytes es * (8 nn + 2 t4), and r % 8 = g."""
+    assert tmap is not None
+    tid, cw, q, g, t4 = lane
+    _, nb, slab = store_slabs(spec, t)
+    es = DTYPE_BYTES[spec.dtype_out]
+    b.comment(f"TMA-store epilogue: {nb} staging slab(s) of {t.tm} rows x 128 B per consumer, 128-byte swizzle; "
+              "thread 0 of each consumer warpgroup issues the stores")
+    x, bar, buf0, buf, row, rowg = b.regs("u32", 6)
+    el = b.reg("pred")
+    b.i(f"and.b32 {x}, {tid}, 127")
+    b.i(f"setp.eq.u32 {el}, {x}, 0")
+    b.i(f"add.u32 {bar}, {cw}, 1")
+    b.i(f"mad.lo.u32 {buf0}, {cw}, {nb * slab}, {sst}")
+    b.i(f"mov.u32 {buf}, {buf0}")
+    b.i(f"mul.lo.u32 {rowg}, {cw}, {t.tm}")
+    b.i(f"mad.lo.u32 {row}, {q}, 16, {g}")
+    b.i(f"shl.b32 {row}, {row}, 7")
+    cols = []
+    per = ROW // (8 * es)  # n8 blocks per slab: 4 (f32) or 8 (16-bit)
+    hi, lo = b.reg("u32"), b.reg("u32")
+    if es == 4:  # pair bytes 32 nn + 8 t4: chunk 2 nn + t4 / 2, byte 8 (t4 % 2) inside it
+        b.i(f"shr.u32 {hi}, {t4}, 1")
+        b.i(f"and.b32 {lo}, {t4}, 1")
+        b.i(f"shl.b32 {lo}, {lo}, 3")
+    else:  # pair bytes 16 nn + 4 t4: chunk nn, byte 4 t4 inside it
+        b.i(f"mov.u32 {hi}, 0")
+        b.i(f"shl.b32 {lo}, {t4}, 2")
+    for nn in range(per):
+        c = b.reg("u32")
+        b.i(f"add.u32 {c}, {hi}, {nn * (2 if es == 4 else 1)}")
+        b.i(f"xor.b32 {c}, {c}, {g}")
+        b.i(f"shl.b32 {c}, {c}, 4")
+        b.i(f"add.u32 {c}, {c}, {lo}")
+        cols.append(c)
+    c2 = b.reg("u32")
+    b.i(f"shl.b32 {c2}, {t4}, 1")
+    return StoreRegs(el, bar, buf0, buf, row, cols, tmap, rowg, c2)
+
+
+def _store_values(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], vals: list[str], cols: list[str]) -> list[str]:
+    """act(alpha * acc [x scale[n]] [+ bias[n]]) of each accumulator in `vals`, column register cols[i] (its
+    n); scale and bias read only for n < N (rows and columns past M, N are clipped by the TMA store)."""
+    vec: dict[str, dict[str, str]] = {}
+    for role, present in (("scale", spec.has_scale), ("bias", spec.has_bias)):
+        if not present:
+            continue
+        vec[role] = {}
+        for c in dict.fromkeys(cols):
+            p, v, off, a = b.reg("pred"), b.reg("f32"), b.reg("u64"), b.reg("u64")
+            b.i(f"setp.lt.u32 {p}, {c}, {P['N']}")
+            b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+            b.i(f"mul.wide.u32 {off}, {c}, 4")
+            b.i(f"add.u64 {a}, {P[role]}, {off}")
+            b.i(f"@{p} ld.global.f32 {v}, [{a}]")
+            vec[role][c] = v
+    out = []
+    for acc, c in zip(vals, cols):
+        v = b.reg("f32")
+        b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
+        if "scale" in vec:
+            b.i(f"mul.f32 {v}, {v}, {vec['scale'][c]}")
+        if "bias" in vec:
+            b.i(f"add.f32 {v}, {v}, {vec['bias'][c]}")
+        if spec.activation == "relu":
+            b.i(f"max.f32 {v}, {v}, {f32_hex(0.0)}")
+        elif spec.activation == "gelu":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as emit_common
+            u = b.reg("f32")
+            b.i(f"mul.f32 {u}, {v}, {v}")
+            b.i(f"fma.rn.f32 {u}, {u}, {f32_hex(0.044715)}, {f32_hex(1.0)}")
+            b.i(f"mul.f32 {u}, {u}, {v}")
+            b.i(f"mul.f32 {u}, {u}, {f32_hex(GELU_C)}")
+            b.i(f"tanh.approx.f32 {u}, {u}")
+            b.i(f"add.f32 {u}, {u}, {f32_hex(1.0)}")
+            b.i(f"mul.f32 {v}, {v}, {u}")
+            b.i(f"mul.f32 {v}, {v}, {f32_hex(0.5)}")
+        out.append(v)
+    return out
+
+
+def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: list[list[str]], st: StoreRegs,
+                        origin: tuple[str, str], t: Tiling) -> None:
+    """The TMA-store epilogue of one tile, per consumer warpgroup and column slab: the elected thread waits
+    until the slab's buffer has been read by its previous store (cp.async.bulk.wait_group.read), a named
+    barrier of the warpgroup's 128 threads, every thread writes its accumulators of the slab (epilogue ops
+    applied, cast) into the swizzled buffer, fence.proxy.async.shared::cta, the barrier again, and the elected
+    thread issues the slab's cp.async.bulk.tensor store (out-of-range rows/columns clipped by the TMA unit) and
+    commits it as a bulk group. The consumers then go on to the next tile while the stores drain."""
+    bm0, bn0 = origin
+    slabs, nb, slab = store_slabs(spec, t)
+    es = DTYPE_BYTES[spec.dtype_out]
+    per = ROW // (8 * es)  # n8 blocks per slab
+    ms = len(acc)
+    b.comment(f"TMA-store epilogue: {slabs} slab(s) of {per * 8} columns, {nb} buffer(s)")
+    rowc = b.reg("u32")
+    b.i(f"add.u32 {rowc}, {bm0}, {st.rowg}")
+
+    def body(j: int, buf: str) -> None:
+        pairs, cols = [], []
+        for nn in range(per):
+            n8 = j * per + nn
+            for h in range(2):
+                for blk in range(ms):
+                    i = 4 * n8 + 2 * h
+                    pairs.append((blk, h, nn, acc[blk][i], acc[blk][i + 1]))
+        if spec.has_bias or spec.has_scale:
+            cregs = {}
+            for nn in range(per):
+                for e in range(2):
+                    c = b.reg("u32")
+                    b.i(f"add.u32 {c}, {bn0}, {8 * (j * per + nn) + e}")
+                    b.i(f"add.u32 {c}, {c}, {st.c2}")
+                    cregs[(nn, e)] = c
+            cols = [cregs[(nn, e)] for _, _, nn, _, _ in pairs for e in range(2)]
+        else:
+            cols = ["_"] * (2 * len(pairs))
+        vals = _store_values(b, spec, P, [v for _, _, _, a0, a1 in pairs for v in (a0, a1)], cols)
+        for k, (blk, h, nn, _, _) in enumerate(pairs):
+            v0, v1 = vals[2 * k], vals[2 * k + 1]
+            a = b.reg("u32")
+            b.i(f"add.u32 {a}, {buf}, {st.row}")
+            b.i(f"add.u32 {a}, {a}, {st.cols[nn]}")
+            off = blk * 64 * ROW + h * 8 * ROW
+            dst = f"[{a}+{off}]" if off else f"[{a}]"
+            if es == 4:
+                b.i(f"st.shared.v2.f32 {dst}, {{{v0}, {v1}}}")
+            else:
+                pk = b.reg("u32")
+                b.i(f"cvt.rn.{spec.dtype_out}x2.f32 {pk}, {v1}, {v0}")
+                b.i(f"st.shared.b32 {dst}, {pk}")
+
+    def issue(j: int, buf: str) -> None:
+        c0 = b.reg("u32")
+        b.i(f"add.u32 {c0}, {bn0}, {j * per * 8}")
+        b.i(f"@{st.elected} cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{st.tmap}, {{{c0}, {rowc}}}], "
+            f"[{buf}]")
+
+    if nb == slabs:
+        b.comment("Every slab has a buffer: wait once for the previous tile's stores to have read them")
+        b.i(f"@{st.elected} cp.async.bulk.wait_group.read 0")
+        b.i(f"bar.sync {st.bar}, 128")
+        bufs = []
+        for j in range(slabs):
+            buf = st.buf0
+            if j:
+                buf = b.reg("u32")
+                b.i(f"add.u32 {buf}, {st.buf0}, {j * slab}")
+            bufs.append(buf)
+            body(j, buf)
+        b.i("fence.proxy.async.shared::cta")
+        b.i(f"bar.sync {st.bar}, 128")
+        for j in range(slabs):
+            issue(j, bufs[j])
+        b.i(f"@{st.elected} cp.async.bulk.commit_group")
+        return
+    b.comment(f"{nb} buffers for {slabs} slabs: slab j's buffer was last read by the store {nb} groups back")
+    pw = b.reg("pred")
+    for j in range(slabs):
+        b.i(f"@{st.elected} cp.async.bulk.wait_group.read {nb - 1}")
+        b.i(f"bar.sync {st.bar}, 128")
+        body(j, st.buf)
+        b.i("fence.proxy.async.shared::cta")
+        b.i(f"bar.sync {st.bar}, 128")
+        issue(j, st.buf)
+        b.i(f"@{st.elected} cp.async.bulk.commit_group")
+        b.i(f"add.u32 {st.buf}, {st.buf}, {slab}")
+        lim = b.reg("u32")
+        b.i(f"add.u32 {lim}, {st.buf0}, {nb * slab}")
+        b.i(f"setp.eq.u32 {pw}, {st.buf}, {lim}")
+        b.i(f"@{pw} mov.u32 {st.buf}, {st.buf0}")
 
 
 def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile, OperandTile],
@@ -313,10 +567,13 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
                          "time); profile with --variant wgmma")
     name = name or f"{spec.name}_wgmma_tma"
     b, params = _build(spec, t, name, False)
-    meta = tma_metadata(spec, t, name, params, prediction)
+    store = tma_store(spec)
+    meta = tma_metadata(spec, t, name, params, prediction, store)
     title = (f"Warp-specialised persistent GEMM {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
-             f"m64n{t.bn}k16 {spec.dtype_a}, A {spec.layout_a}, B {spec.layout_b}, D {spec.dtype_out} {spec.layout_c}")
-    tm_params = [(f"{m['name']}[128]", ".align 64 .b8") for m in tensormaps(spec, t, name)]
+             f"m64n{t.bn}k16 {spec.dtype_a}, A {spec.layout_a}, B {spec.layout_b}, D {spec.dtype_out} {spec.layout_c}"
+             f"{' through shared staging and TMA stores' if store else ''}")
+    maps = tensormaps(spec, t, name) + ([store_tensormap(spec, t, name)] if store else [])
+    tm_params = [(f"{m['name']}[128]", ".align 64 .b8") for m in maps]
     ptx = render_kernel(header_json(meta), name, tm_params + [(p.ptx_name, p.ptx_type) for p in params], [], b,
                         title)
     # a launch bound fixes the entry register count (384 threads: 168), the pool setmaxnreg redistributes
@@ -325,21 +582,24 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     return ptx.replace(".visible .entry", decl, 1)
 
 
-def _shift(expr: str) -> str:
-    return re.sub(r"\bp(\d+)\b", lambda m: f"p{int(m.group(1)) + 2}", expr)
+def _shift(expr: str, n: int = 2) -> str:
+    return re.sub(r"\bp(\d+)\b", lambda m: f"p{int(m.group(1)) + n}", expr)
 
 
-def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any]) -> dict:
-    """emit_common.metadata for the passed params, then: A and B as hidden buffers and the two tensor maps
-    first in the list (PTX param i of ranges/extents shifts by the 2 maps), the persistent grid, the
-    producer warpgroup in the block and the dynamic shared bytes."""
+def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any],
+                 store: bool = False) -> dict:
+    """emit_common.metadata for the passed params, then: A and B as hidden buffers and the tensor maps (A, B,
+    and D with store, the TMA-store epilogue's) first in the list (PTX param i of ranges/extents shifts by
+    the maps), the persistent grid, the producer warpgroup in the block and the dynamic shared bytes."""
     meta = metadata(spec, t, name, params, prediction)
     M, N, K = spec.nominal()
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
                "hidden": True} for r, dt, n in (("A", spec.dtype_a, M * K), ("B", spec.dtype_b, K * N))]
-    meta["params"] = hidden + tensormaps(spec, t, name) + meta["params"]
+    maps = tensormaps(spec, t, name) + ([store_tensormap(spec, t, name)] if store else [])
+    meta["params"] = hidden + maps + meta["params"]
     for key in ("ranges", "extents"):
-        meta[key] = {_shift(k): _shift(v) if isinstance(v, str) else v for k, v in meta[key].items()}
+        meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
+                     for k, v in meta[key].items()}
     meta["grid"] = [min(ceil_div(M, t.bm) * ceil_div(N, t.bn), PERSISTENT_CTAS), 1, 1]
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
@@ -348,7 +608,7 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 
 class WgmmaTma(Wgmma):
     name = "wgmma_tma"
-    opt_in = True
+    opt_in = False
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         why = super().unavailable(spec, hw)
@@ -364,7 +624,8 @@ class WgmmaTma(Wgmma):
                     continue
                 for stages in (3, 4, 5, 6):
                     t = Tiling("wgmma_tma", bm, bn, 64, tm, bn, stages, 0, 0, 8, 8, 0)
-                    if smem_bytes(spec, t) <= SHARED_LIMIT:
+                    slabs, nb, _ = store_slabs(spec, t)
+                    if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
         return out
 
@@ -379,7 +640,9 @@ class WgmmaTma(Wgmma):
                     miss_rate: float) -> CycleModel | None:
         ta, tb = operand_tiles(spec, t)
         boxes = box(ta, t.bm)[1] + box(tb, t.bn)[1]
-        return tma_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, boxes)
+        slabs, nb, _ = store_slabs(spec, t)
+        return tma_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, boxes,
+                               (slabs, nb) if slabs else None)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:
