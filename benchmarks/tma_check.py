@@ -24,22 +24,28 @@ LARGE = [(4096, 4096, 4096)]
 VARIANTS = {"wgmma": ["STAGES in [3, 4]"], "wgmma_tma": []}
 
 
-def cases() -> list[tuple[str, tuple[int, int, int], tuple[str, str], bool]]:
+# epilogue flavours: "" (f32 D, beta 0: wgmma_tma's TMA-store epilogue), "epi" (beta, bias, gelu: C is read, the
+# registers -> global epilogue), "bf16" (bf16 D with bias and relu, beta 0: the TMA store of 16-bit slabs)
+EPI = {"": {}, "epi": {"beta": 0.5, "epilogue": ["bias", "gelu"]}, "bf16": {"epilogue": ["bias", "relu"]}}
+
+
+def cases() -> list[tuple[str, tuple[int, int, int], tuple[str, str], str]]:
     out = []
     for v in VARIANTS:
         for shape in SMALL:
             for i, lay in enumerate(LAYOUTS):
-                out.append((v, shape, lay, i == 2))  # one layout per shape with beta, bias and gelu
-        out += [(v, shape, ("row", "col"), False) for shape in LARGE]
+                out.append((v, shape, lay, "epi" if i == 2 else ""))  # one layout per shape with beta, bias, gelu
+            if v == "wgmma_tma":
+                out.append((v, shape, LAYOUTS[0], "bf16"))
+        out += [(v, shape, ("row", "col"), "") for shape in LARGE]
     return out
 
 
-def compile_case(v: str, shape: tuple[int, int, int], lay: tuple[str, str], epi: bool, d: Path) -> Path:
+def compile_case(v: str, shape: tuple[int, int, int], lay: tuple[str, str], epi: str, d: Path) -> Path:
     M, N, K = shape
-    spec: dict = {"M": M, "N": N, "K": K, "dtype": {"a": "bf16", "b": "bf16", "out": "f32"},
-                  "layout": {"a": lay[0], "b": lay[1]}}
-    if epi:
-        spec.update(beta=0.5, epilogue=["bias", "gelu"])
+    out = "bf16" if epi == "bf16" else "f32"
+    spec: dict = {"M": M, "N": N, "K": K, "dtype": {"a": "bf16", "b": "bf16", "out": out},
+                  "layout": {"a": lay[0], "b": lay[1]}, **EPI[epi]}
     if VARIANTS[v]:
         spec["tiling"] = VARIANTS[v]
     d.mkdir(parents=True, exist_ok=True)
@@ -57,7 +63,7 @@ def main() -> int:
     out = Path(a.out)
     rows = []
     for v, shape, lay, epi in cases():
-        name = f"{v}_{'x'.join(map(str, shape))}_{''.join(lay)}{'_epi' if epi else ''}"
+        name = f"{v}_{'x'.join(map(str, shape))}_{''.join(lay)}{'_' + epi if epi else ''}"
         row: dict = {"case": name}
         try:
             ptx = compile_case(v, shape, lay, epi, out / name)

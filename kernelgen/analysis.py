@@ -8,7 +8,7 @@ being hidden, and tests/test_analysis.py fails on any such mark for the bundled 
 from __future__ import annotations
 
 from kernelgen.models.movement import _copy_banks
-from kernelgen.models.schedule import _pipes, work_per_cta
+from kernelgen.models.schedule import _pipes, launch_ctas, work_per_cta
 from kernelgen.planner import Evaluated, Plan, prediction_dict
 from kernelgen.spec import DTYPE_BYTES
 from kernelgen.tiling import operand_tiles
@@ -139,6 +139,10 @@ def schedule_lines(p: Plan) -> list[str]:
     waves = -(-s.ctas // max(1, s.ctas_per_core * hw.core.count))
     L.append(f"- waves = ceil(CTAs / (CTAs per core x cores)) = ceil({s.ctas} / ({s.ctas_per_core} x "
              f"{hw.core.count})) = {_check(waves, s.waves)}")
+    ctas, _ = launch_ctas(s, e.model)
+    if ctas != s.ctas:  # a persistent kernel (wgmma_tma): its grid walks the tiles
+        L.append(f"- persistent: {ctas} CTAs (min(tiles, persistent CTAs)) in one wave, each walking up to "
+                 f"ceil({s.ctas} / {ctas}) = {-(-s.ctas // ctas)} tiles")
     return L
 
 

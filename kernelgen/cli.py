@@ -12,6 +12,7 @@ Errors: one line on stderr, exit status 2, nothing written (files go to a temp f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -69,6 +70,12 @@ def compile_spec(spec: Any, hw: Any, variant: str | None, verbose: bool = False,
     from kernelgen.variants import get
 
     p = plan(spec, hw, variant, verbose)
+    if profile and variant is None and not getattr(get(p.best.tiling.variant), "profiles", True):
+        # the default search's pick cannot be profiled (persistent wgmma_tma): the fastest one that can
+        alt = [ev for ev in p.survivors if getattr(get(ev.tiling.variant), "profiles", True)]
+        if alt:
+            p.log.append(f"--profile: {p.best.tiling.variant} has no --profile; chose {alt[0].tiling.key()}")
+            p = dataclasses.replace(p, best=min(alt, key=lambda ev: ev.cycles))
     if verbose:
         for line in p.log:
             print(f"kernelgen: {line}", file=sys.stderr)

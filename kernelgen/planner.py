@@ -14,7 +14,7 @@ from typing import Any
 from kernelgen.constraints import evaluate, first_violated
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
-from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, pipe_busy, schedule
+from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, launch_ctas, pipe_busy, schedule
 from kernelgen.models.sync import SyncPlan, sync_plan
 from kernelgen.spec import CONSTRAINTS, Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -294,8 +294,8 @@ def prediction_dict(p: Plan) -> dict[str, Any]:
         # the residency the cycle model assumes for sim.timing (PTX-declared registers, not ptxas')
         "occupancy_simulator": round(min(1.0, e.model.sim_ctas_per_core * -(-e.tiling.threads // p.hw.warp_size)
                                          * p.hw.warp_size / p.hw.core.max_threads), 4),
-        "waves": e.schedule.waves,
-        "ctas": e.schedule.ctas,
+        "waves": launch_ctas(e.schedule, e.model)[1],
+        "ctas": launch_ctas(e.schedule, e.model)[0],
         "bound": e.schedule.bound_pipe,
         "dram_bytes": e.movement.dram_bytes,
         "l2_hit_rate": round(e.movement.l2_hit_rate, 4),

@@ -15,6 +15,7 @@ from kernelgen.analysis import (
     schedule_lines,
     sync_lines,
 )
+from kernelgen.models.schedule import launch_ctas
 from kernelgen.planner import Plan, prediction_dict, tiling_json
 
 
@@ -43,8 +44,8 @@ def plan_json(p: Plan, ptx_path: str = "kernel.ptx") -> dict[str, Any]:
                           "per_thread": r.per_thread, "limit": r.limit, "spill": r.spill},
             "schedule": {"work_lane_ops_per_cta": s.work, "min_cycles_per_cta": s.min_cycles_per_cta,
                          "bound_pipe": s.bound_pipe, "ctas_per_core": s.ctas_per_core,
-                         "ctas_limited_by": s.ctas_limited_by, "occupancy": s.occupancy, "waves": s.waves,
-                         "ctas": s.ctas},
+                         "ctas_limited_by": s.ctas_limited_by, "occupancy": s.occupancy,
+                         "waves": launch_ctas(s, e.model)[1], "ctas": launch_ctas(s, e.model)[0], "tiles": s.ctas},
             "sync": {"barriers_per_tile": y.barriers_per_tile, "waits_per_tile": y.waits_per_tile,
                      "wait_depth": y.wait_depth, "barrier_cycles": y.barrier_cycles,
                      "exposed_latency_per_tile": y.exposed_latency_per_tile,
@@ -124,7 +125,8 @@ def _bound(p: Plan) -> str:
     cyc = e.cycles
     if e.movement.dram_cycles >= 0.8 * cyc:
         return f"DRAM bandwidth: {e.movement.dram_cycles:.0f} of {cyc} cycles moving {e.movement.dram_bytes} B"
-    if e.schedule.waves <= 1 and e.schedule.ctas < p.hw.core.count:
-        return (f"parallelism: {e.schedule.ctas} CTAs for {p.hw.core.count} cores (one partial wave); "
+    ctas, waves = launch_ctas(e.schedule, e.model)
+    if waves <= 1 and ctas < p.hw.core.count:
+        return (f"parallelism: {ctas} CTAs for {p.hw.core.count} cores (one partial wave); "
                 f"latency of the K loop dominates")
     return f"the {e.schedule.bound_pipe} pipe ({e.schedule.min_cycles_per_cta} cycles/CTA minimum)"

@@ -105,6 +105,13 @@ def test_unavailable_and_default_search():
     assert any(c.tiling.variant == "wgmma_tma" for c in plan(spec, h200).survivors)
     p = plan(spec, h200, "wgmma_tma")
     assert p.best.tiling.variant == "wgmma_tma" and p.best.cycles > 0
+    # plan.json's prediction counts the persistent grid (min(tiles, 132)) in one wave, not a CTA per tile
+    from kernelgen.planner import prediction_dict
+
+    tiles = -(-1024 // p.best.tiling.bm) * -(-1024 // p.best.tiling.bn)
+    pred = prediction_dict(p)
+    assert (pred["ctas"], pred["waves"]) == (min(tiles, 132), 1) == (read_metadata(
+        TMA.emit(spec, p.best.tiling, pred))["grid"][0], 1)
     with pytest.raises(ValueError, match="--profile"):
         TMA.emit(spec, p.best.tiling, {}, profile=True)
 
@@ -343,3 +350,15 @@ def test_cycle_model_tma_store_overlap():
     assert m32.terms["store_drain"] == pytest.approx(old.terms["store_drain"] * 8.1 / min(  # TMA vs st.global rate
         hw.tma.bytes_per_cycle, hw.l2.write_bandwidth_gbps * 1e3 / hw.clock_mhz / 132), rel=0.5)  # type: ignore
     assert m16.terms["epilogue"] < m32.terms["epilogue"] < old.terms["epilogue"]
+
+
+def test_profile_without_variant_takes_a_profiling_variant():
+    """`kernelgen compile --profile` without --variant: wgmma_tma (no --profile) is passed over for the
+    fastest candidate that can be profiled."""
+    import json
+
+    from kernelgen.cli import compile_kernel
+
+    files = compile_kernel("h200", None, "1024x1024x1024", "bf16", "f32", None, profile=True)
+    assert json.loads(files["plan.json"])["tiling"]["variant"] != "wgmma_tma"
+    assert read_metadata(files["kernel.ptx"])["profile"]["slots"] == 4

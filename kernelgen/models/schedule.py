@@ -145,6 +145,14 @@ class CycleModel:
     terms: dict[str, float]
 
 
+def launch_ctas(s: Schedule, m: CycleModel) -> tuple[int, int]:
+    """(CTAs launched, waves). A persistent kernel's cycle model names its grid (terms["grid"],
+    kernelgen/models/tma_cycles.py): one wave of min(tiles, grid) CTAs, each walking several output tiles.
+    Otherwise one CTA per output tile (Schedule.ctas, which pipe_busy also counts as the tiles)."""
+    grid = m.terms.get("grid")
+    return (int(grid), 1) if grid else (s.ctas, s.waves)
+
+
 def occupancy_ptx(hw: HwConfig, threads: int, ptx_regs: int, smem: int) -> int:
     """Resident CTAs per core for `ptx_regs` registers per thread (capped at [limits.regs_per_thread]):
     the smallest of HwConfig.resident_limits ([core.max_ctas], [core.max_threads], [core.max_warps],

@@ -609,6 +609,7 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 class WgmmaTma(Wgmma):
     name = "wgmma_tma"
     opt_in = False
+    profiles = False  # no --profile: `kernelgen compile --profile` without --variant takes the best other one
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         why = super().unavailable(spec, hw)
