@@ -36,10 +36,11 @@ from validation.cases import SPEED_SHAPES, THREE_WAY_SHAPES  # noqa: E402 - the 
 
 
 def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, profile: bool,
-                   tiling: list[str] | None = None) -> Path:
-    """kernelgen compile of the --gemm shorthand's spec (s8: exact s32 output); with `tiling` ranges (e.g.
-    "STAGES in [3, 4]") the same spec as a YAML file with those ranges, so the planner picks among them."""
-    out_dtype = "s32" if dtype == "s8" else "f32"
+                   tiling: list[str] | None = None, out_dtype: str | None = None) -> Path:
+    """kernelgen compile of the --gemm shorthand's spec (s8: exact s32 output; else f32 unless `out_dtype`);
+    with `tiling` ranges (e.g. "STAGES in [3, 4]") the same spec as a YAML file with those ranges, so the
+    planner picks among them."""
+    out_dtype = "s32" if dtype == "s8" else (out_dtype or "f32")
     shape = ["--gemm", f"{M}x{N}x{K}", "--dtype", dtype, "--out-dtype", out_dtype]
     if tiling:
         out.mkdir(parents=True, exist_ok=True)
@@ -122,6 +123,9 @@ def main() -> int:
     ap.add_argument("--dtypes", default="bf16,f16",
                     help="speed dtypes, comma-separated: f16, bf16, f32, s8 (int8) (default bf16,f16)")
     ap.add_argument("--profile", action="store_true", help="compile with --profile (per-CTA cycles)")
+    ap.add_argument("--out-dtype", choices=["f32", "same"], default="f32",
+                    help="D of the speed kernels: f32 (default) or the input dtype ('same': what torch.matmul "
+                         "writes); s8 always s32")
     ap.add_argument("--tiling", action="append", default=[], metavar="RANGE",
                     help='a spec tiling range for the speed kernels, e.g. "STAGES in [3, 4]" (repeatable)')
     ap.add_argument("--skip-speed", action="store_true")
@@ -139,10 +143,11 @@ def main() -> int:
             for dtype in (DTYPE_ALIASES.get(d, d) for d in a.dtypes.split(",")):
                 for (M, N, K) in shapes:
                     row: dict = {"M": M, "N": N, "K": K, "dtype": dtype, "variant": a.variant, "tiling": a.tiling,
+                                 "out_dtype": "s32" if dtype == "s8" else (dtype if a.out_dtype == "same" else "f32"),
                                  "baseline": BASELINE.get(dtype, "torch.matmul")}
                     try:
                         ptx = compile_kernel(M, N, K, dtype, a.variant, Path(tmp) / f"s{M}_{N}_{K}_{dtype}", False,
-                                             a.tiling)
+                                             a.tiling, dtype if a.out_dtype == "same" else None)
                         r = run_kernel(ptx, a.repeats, check=M * N * K <= 4096**3)
                         row.update(r)
                         row["tflops"] = 2 * M * N * K / (r["time_ms"] * 1e-3) / 1e12

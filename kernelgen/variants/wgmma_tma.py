@@ -23,6 +23,19 @@ complete_tx), empty[s] (count 128 C: every consumer thread arrives once the wgmm
 completed, i.e. after the wait_group 1 of the next K tile, or the wait_group 0 that ends a tile).
 Tensor maps (docs/kernel-metadata.md, "tensormap" params): A and B reach the kernel only through them
 (hidden buffers).
+
+Epilogue (tma_store(spec): beta = 0 and a row-major f32/f16/bf16 D with 16-byte row strides): each consumer
+warpgroup's tm x TILE_N result is TILE_N * es / 128 column slabs of tm rows x 128 bytes (a TMA box [128 / es,
+tm] of the D tensor map, 128-byte swizzle). The consumer writes a slab's values (alpha, scale, bias,
+activation, cast applied) into a staging buffer with st.shared (f32 pairs as v2.f32, 16-bit pairs packed by
+cvt.rn.{bf16,f16}x2.f32: conflict-free), fence.proxy.async.shared::cta, bar.sync 1 + consumer, 128, and its
+thread 0 issues cp.async.bulk.tensor.2d.global.shared::cta.bulk_group + commit_group (the TMA unit clips rows
+past M and columns past N); the warpgroup then goes on to the next tile while the stores drain. Shared
+holds `buffers` slabs per consumer (store_slabs: all of them when they fit beside the ring, else as many as
+fit, at least one); before a buffer is rewritten its thread 0 waits with cp.async.bulk.wait_group.read
+(0 once per tile when every slab has a buffer, else buffers - 1 per slab on a rolling buffer). beta != 0 (C is
+read) and a column-major D keep the registers -> global epilogue of wgmma.py (emit_acc_epilogue).
+Shared layout: A stages, B stages, staging (consumer-major), full[S], empty[S].
 """
 
 from __future__ import annotations
