@@ -94,11 +94,12 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     else:
         # registers -> shared staging (swizzled; an f32 pair store puts two lanes of different rows on one
         # bank pair: 2 ways, a 16-bit pair store none) at [shared.banks] x [shared.bank_width] per cycle, two
-        # named barriers per round of buffers ([pipes[sync].latency]), the elected thread's TMA store issues
-        # ([tma.issue]); the stores drain at the TMA unit's rate or the core's share of the L2 writes
-        # ([tma.bytes_per_cycle], [l2.write_bandwidth_gbps]) while the consumers run on: a slab waits only for
-        # the store `buffers` slabs back, so (slabs - buffers) slabs of drain stay on the critical path, and
-        # the last `buffers` overlap the next tile's K loop (exposed only past it, and once at the CTA's end)
+        # named barriers per round of buffers ([pipes[sync].latency]), the TMA store issues ([tma.issue]; with
+        # a buffer per slab spread over the 4 warps' lane 0, else all by thread 0); the stores drain at the
+        # TMA unit's rate or the core's share of the L2 writes ([tma.bytes_per_cycle],
+        # [l2.write_bandwidth_gbps]) while the consumers run on: a slab waits only for the store `buffers`
+        # slabs back, so (slabs - buffers) slabs of drain stay on the critical path, and the last `buffers`
+        # overlap the next tile's K loop (exposed only past it, and once at the CTA's end)
         slabs, nb = store
         ways = 2 if DTYPE_BYTES[spec.dtype_out] == 4 else 1
         smem_write = out_bytes * ways / (hw.shared.banks * hw.shared.bank_width)
@@ -111,7 +112,8 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         hidden = ktiles * k_tile + hw.wgmma.latency
         exposed += max(0.0, overlap - hidden)
         tail = overlap
-        epilogue = max(epi_issue, smem_write) + 2 * rounds * sync + slabs * hw.tma.issue + exposed
+        issuers = min(4, slabs) if nb == slabs else 1  # lane 0 of each consumer warp, or thread 0 alone
+        epilogue = max(epi_issue, smem_write) + 2 * rounds * sync + -(-slabs // issuers) * hw.tma.issue + exposed
     per_tile = ktiles * k_tile + hw.wgmma.latency + epilogue  # [wgmma.latency]
 
     cta = pre + tiles_per_cta * per_tile + tail

@@ -310,7 +310,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.put_label(cend)
     if store is not None:
         b.comment("The staging slabs must outlive the last TMA stores' reads of them")
-        b.i(f"@{store.elected} cp.async.bulk.wait_group.read 0")
+        b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
     b.i("ret")
     return b, params
 
@@ -321,7 +321,9 @@ class StoreRegs:
     (1 + consumer), buf0 (its first staging slab), buf (the rolling slab, when fewer buffers than slabs),
     row (the thread's row offset in a slab: (16 q + g) x 128 B, or the stmatrix lane row's), cols (the
     swizzled byte offsets of the thread's column pairs in a slab), tmap (the D map), rowg (warpgroup's first
-    tile row), c2 (2 t4: the thread's first column in an n8 block)."""
+    tile row), c2 (2 t4: the thread's first column in an n8 block), lane0 and warp_el (lane 0 of warp w: with
+    every slab buffered, the stores are issued by lane 0 of the four warps in turn, each waiting on and
+    committing its own bulk groups, so no warp holds the next tile's wgmmas for all of them)."""
 
     elected: str
     bar: str
@@ -332,6 +334,8 @@ class StoreRegs:
     tmap: str
     rowg: str
     c2: str
+    lane0: str
+    warp_el: list[str]
 
 
 def _store_setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, lane: tuple[str, str, str, str, str], sst: str,
@@ -349,6 +353,14 @@ def _store_setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, lane: tuple[str, str,
     el = b.reg("pred")
     b.i(f"and.b32 {x}, {tid}, 127")
     b.i(f"setp.eq.u32 {el}, {x}, 0")
+    lane0, warp_el = b.reg("pred"), []
+    b.i(f"and.b32 {x}, {tid}, 31")
+    b.i(f"setp.eq.u32 {lane0}, {x}, 0")
+    if nb == store_slabs(spec, t)[0]:  # every slab buffered: lane 0 of warp w issues slabs w, w + 4, ...
+        for w in range(min(4, store_slabs(spec, t)[0])):
+            pw = b.reg("pred")
+            b.i(f"setp.eq.and.u32 {pw}, {q}, {w}, {lane0}")
+            warp_el.append(pw)
     b.i(f"add.u32 {bar}, {cw}, 1")
     b.i(f"mad.lo.u32 {buf0}, {cw}, {nb * slab}, {sst}")
     b.i(f"mov.u32 {buf}, {buf0}")
@@ -365,16 +377,20 @@ def _store_setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, lane: tuple[str, str,
     else:  # pair bytes 16 nn + 4 t4: chunk nn, byte 4 t4 inside it
         b.i(f"mov.u32 {hi}, 0")
         b.i(f"shl.b32 {lo}, {t4}, 2")
-    for nn in range(per):
+    nb_all = nb == store_slabs(spec, t)[0]
+    for nn in range(per):  # row + swizzled column bytes (+ the first buffer when every slab has its own)
         c = b.reg("u32")
         b.i(f"add.u32 {c}, {hi}, {nn * (2 if es == 4 else 1)}")
         b.i(f"xor.b32 {c}, {c}, {g}")
         b.i(f"shl.b32 {c}, {c}, 4")
         b.i(f"add.u32 {c}, {c}, {lo}")
+        b.i(f"add.u32 {c}, {c}, {row}")
+        if nb_all:
+            b.i(f"add.u32 {c}, {c}, {buf0}")
         cols.append(c)
     c2 = b.reg("u32")
     b.i(f"shl.b32 {c2}, {t4}, 1")
-    return StoreRegs(el, bar, buf0, buf, row, cols, tmap, rowg, c2)
+    return StoreRegs(el, bar, buf0, buf, row, cols, tmap, rowg, c2, lane0, warp_el)
 
 
 def _store_values(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], vals: list[str], cols: list[str]) -> list[str]:
@@ -454,12 +470,16 @@ def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: l
         else:
             cols = ["_"] * (2 * len(pairs))
         vals = _store_values(b, spec, P, [v for _, _, _, a0, a1 in pairs for v in (a0, a1)], cols)
+        addr: dict[int, str] = {}
         for k, (blk, h, nn, _, _) in enumerate(pairs):
             v0, v1 = vals[2 * k], vals[2 * k + 1]
-            a = b.reg("u32")
-            b.i(f"add.u32 {a}, {buf}, {st.row}")
-            b.i(f"add.u32 {a}, {a}, {st.cols[nn]}")
-            off = blk * 64 * ROW + h * 8 * ROW
+            if nb == slabs:  # cols[nn] holds buf0: the slab's buffer is an immediate
+                a, off = st.cols[nn], j * slab + blk * 64 * ROW + h * 8 * ROW
+            else:
+                if nn not in addr:
+                    addr[nn] = b.reg("u32")
+                    b.i(f"add.u32 {addr[nn]}, {buf}, {st.cols[nn]}")
+                a, off = addr[nn], blk * 64 * ROW + h * 8 * ROW
             dst = f"[{a}+{off}]" if off else f"[{a}]"
             if es == 4:
                 b.i(f"st.shared.v2.f32 {dst}, {{{v0}, {v1}}}")
@@ -468,15 +488,16 @@ def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: l
                 b.i(f"cvt.rn.{spec.dtype_out}x2.f32 {pk}, {v1}, {v0}")
                 b.i(f"st.shared.b32 {dst}, {pk}")
 
-    def issue(j: int, buf: str) -> None:
+    def issue(j: int, buf: str, who: str) -> None:
         c0 = b.reg("u32")
         b.i(f"add.u32 {c0}, {bn0}, {j * per * 8}")
-        b.i(f"@{st.elected} cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{st.tmap}, {{{c0}, {rowc}}}], "
+        b.i(f"@{who} cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{st.tmap}, {{{c0}, {rowc}}}], "
             f"[{buf}]")
 
     if nb == slabs:
-        b.comment("Every slab has a buffer: wait once for the previous tile's stores to have read them")
-        b.i(f"@{st.elected} cp.async.bulk.wait_group.read 0")
+        b.comment("Every slab has a buffer: lane 0 of each warp waits once for its stores of the previous tile to "
+                  "have read them")
+        b.i(f"@{st.lane0} cp.async.bulk.wait_group.read 0")
         b.i(f"bar.sync {st.bar}, 128")
         bufs = []
         for j in range(slabs):
@@ -489,8 +510,8 @@ def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: l
         b.i("fence.proxy.async.shared::cta")
         b.i(f"bar.sync {st.bar}, 128")
         for j in range(slabs):
-            issue(j, bufs[j])
-        b.i(f"@{st.elected} cp.async.bulk.commit_group")
+            issue(j, bufs[j], st.warp_el[j % 4])
+        b.i(f"@{st.lane0} cp.async.bulk.commit_group")
         return
     b.comment(f"{nb} buffers for {slabs} slabs: slab j's buffer was last read by the store {nb} groups back")
     pw = b.reg("pred")
@@ -500,7 +521,7 @@ def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: l
         body(j, st.buf)
         b.i("fence.proxy.async.shared::cta")
         b.i(f"bar.sync {st.bar}, 128")
-        issue(j, st.buf)
+        issue(j, st.buf, st.elected)
         b.i(f"@{st.elected} cp.async.bulk.commit_group")
         b.i(f"add.u32 {st.buf}, {st.buf}, {slab}")
         lim = b.reg("u32")
