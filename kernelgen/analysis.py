@@ -169,9 +169,11 @@ def prediction_lines(p: Plan) -> list[str]:
         L.append(f"- per output tile = K tiles x K-tile time + wgmma latency + epilogue = {ktiles} x "
                  f"{m.iter_cycles:.1f} + {wg_lat} + {m.post_cycles:.0f} = {_check(per_tile, m.terms['per_tile'])} "
                  f"cycles (K tile bound: {m.bound})")
-        per_cta = m.pre_cycles + tiles * per_tile
-        L.append(f"- per CTA = prologue + tiles per CTA x per tile = {m.pre_cycles:.0f} + {tiles} x {per_tile:.0f} = "
-                 f"**{_check(int(per_cta), m.cycles_per_cta)}** cycles ({int(m.terms['grid'])} persistent CTAs)")
+        tail = m.terms.get("store_tail", 0.0)  # the last tile's TMA stores, drained before the CTA exits
+        per_cta = m.pre_cycles + tiles * per_tile + tail
+        L.append(f"- per CTA = prologue + tiles per CTA x per tile + last stores' drain = {m.pre_cycles:.0f} + "
+                 f"{tiles} x {per_tile:.0f} + {tail:.0f} = **{_check(int(per_cta), m.cycles_per_cta)}** cycles "
+                 f"({int(m.terms['grid'])} persistent CTAs)")
         total = max(per_cta, e.movement.dram_cycles)
         L.append(f"- launch = max(per CTA, DRAM time) = max({per_cta:.0f}, {e.movement.dram_cycles:.0f}) = "
                  f"**{_check(int(total), m.cycles)}** cycles ({m.cycles / p.hw.clock_mhz:.1f} us at "
