@@ -201,8 +201,13 @@ def test_consumers_that_never_release_deadlock_the_producer():
 
 # ---------------------------------------------------------------- kernelgen's wgmma_tma variant (persistent, TMA ring)
 def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None, timeout: float = 120.0) -> dict:
+    # beta != 0 keeps the registers -> global epilogue: the TMA-store epilogue's named barriers of the 128
+    # consumer threads (bar.sync id, 128) are not modelled by the verifier (partial barriers: unknown)
     out = tmp_path / "k"
-    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--gemm", gemm, "--dtype", "bf16",
+    M, N, K = (int(x) for x in gemm.split("x"))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "spec.yaml").write_text(json.dumps({"M": M, "N": N, "K": K, "dtype": "bf16", "beta": 0.5}))
+    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op", str(tmp_path / "spec.yaml"),
                     "--variant", "wgmma_tma", "-o", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
     p = out / "kernel.ptx"
     args = SimpleNamespace(kernel=None, grid=grid, block=None, param=[], extent=[], dynamic_shared=None,
