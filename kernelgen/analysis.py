@@ -40,10 +40,13 @@ def movement_lines(p: Plan) -> list[str]:
     footprint = (M * K + K * N) * ein
     total = ctas * per_cta
     supply = hw.dram_bytes_per_cycle
+    own = getattr(get(t.variant), "shared_bytes", None)
+    extra = own(spec, t) - smem if own is not None else 0
+    plus = f" + {extra} (mbarriers and TMA-store staging: the variant's shared_bytes)" if extra else ""
     return [
         "### 1. Data movement",
-        f"- shared per block = stages x (A stage + B stage) = {t.stages} x ({a.stage_bytes} + {b.stage_bytes}) = "
-        f"**{_check(smem, m.smem_bytes)} B** (limit {hw.limits.smem_per_block} B)",
+        f"- shared per block = stages x (A stage + B stage){plus and ' + extra'} = {t.stages} x ({a.stage_bytes} + "
+        f"{b.stage_bytes}){plus} = **{_check(smem + extra, m.smem_bytes)} B** (limit {hw.limits.smem_per_block} B)",
         f"- global per CTA = ceil(K / TILE_K) x (TILE_M + TILE_N) x TILE_K x {ein} B + TILE_M x TILE_N x {eout} B"
         f"{' x 2 (C read)' if cfac == 2 else ''} = {ktiles} x ({t.bm} + {t.bn}) x {t.bk} x {ein} + "
         f"{t.bm * t.bn * eout * cfac} = **{_check(per_cta, m.global_bytes_per_cta)} B**",

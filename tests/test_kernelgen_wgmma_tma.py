@@ -295,6 +295,7 @@ def test_tma_store_header_staging_and_protocol():
     assert [m["of"] for m in maps] == ["A", "B", "D"]
     assert maps[2]["dims"] == [136, 200] and maps[2]["box"] == [32, 64] and maps[2]["swizzle"] == 128
     assert meta["dynamic_shared"] == ring_bytes(spec, t) + 2 * nb * slab <= SHARED_LIMIT
+    assert TMA.shared_bytes(spec, t) == meta["dynamic_shared"]  # what the movement layer reports and packs by
     entry = ptx_entries(ptx)[meta["kernel"]]
     assert [n for _, n in entry] == [p["name"] for p in meta["params"] if not p.get("hidden")]
     for key in list(meta["ranges"]) + list(meta["extents"]):  # PTX param indices past the three maps

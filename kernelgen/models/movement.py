@@ -122,6 +122,9 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     ein, eout = DTYPE_BYTES[spec.dtype_a], DTYPE_BYTES[spec.dtype_out]
     a, b = operand_tiles(spec, t)
     smem = t.stages * (a.stage_bytes + b.stage_bytes)
+    own = getattr(get(t.variant), "shared_bytes", None)  # a variant with more than its stages (wgmma_tma)
+    if own is not None:
+        smem = own(spec, t)
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     out_bytes = t.bm * t.bn * eout * (2 if spec.has_c else 1)

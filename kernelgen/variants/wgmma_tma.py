@@ -668,6 +668,10 @@ class WgmmaTma(Wgmma):
              profile: bool = False) -> str:
         return emit(spec, t, prediction, name, profile)
 
+    def shared_bytes(self, spec: GemmSpec, t: Tiling) -> int:
+        """The movement layer's shared bytes per CTA: the ring, its mbarriers and the TMA-store staging."""
+        return smem_bytes(spec, t)
+
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
         return _counts(spec, t)
 
