@@ -99,6 +99,7 @@ class SharedMemory:
     ports: int  # accesses (passes) the array serves per cycle
     latency: int  # cycles, conflict-free access
     pass_cycles: int  # extra cycles per additional conflict pass
+    remote_extra: int = 0  # cycles a load from another CTA's shared memory (DSMEM) adds to `latency`
 
 
 @dataclass(frozen=True)

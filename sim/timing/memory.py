@@ -208,8 +208,9 @@ class CoreMemory:
             space, addrs = generic_space(addrs)
         if space == "shared":
             return self.shared_access(t, addrs, size)
-        if space == "shared::cluster":  # DSMEM: timed as this core's shared memory (sim/timing/cluster.py)
-            return self.shared_access(t, addrs % np.uint64(DSMEM_STRIDE), size)
+        if space == "shared::cluster":  # DSMEM: the shared-memory access plus the SM-to-SM trip ([shared.remote_extra])
+            ready, passes = self.shared_access(t, addrs % np.uint64(DSMEM_STRIDE), size)
+            return ready + self.hw.shared.remote_extra, passes
         if space in ("global", "local"):
             use_l1 = cache_op not in ("cg", "cs", "cv") and space != "local" or space == "local"
             return self.global_access(t, addrs, size, direction != "read", use_l1, direction == "atomic"), 0
