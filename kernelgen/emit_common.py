@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelgen.ptxbuild import PtxBuilder, f32_hex
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Tiling
+from kernelgen.tiling import OperandTile, Tiling, log2
 from sim.layouts import Layout, parse_layout
 
 CVT_TO_F32 = {"f16": "cvt.f32.f16", "bf16": "cvt.f32.bf16"}
@@ -124,15 +124,18 @@ def shared_strides(tile: OperandTile) -> tuple[int, int]:
 def emit_thread_copy_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple[str, str, str]:
     """Per-thread (row0, col0 in elements, shared byte offset) of its first chunk of ``tile``.
 
-    chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec; both
-    powers of two, so row = row0 + dr_i and col = col0 + dc_i with compile-time dr_i, dc_i.
+    chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec. When
+    tile.linear_copies(threads) (always for powers of two), row = row0 + dr_i and col = col0 + dc_i with
+    compile-time dr_i, dc_i; else _copy_tile divides each copy's e at run time (from row0, col0).
     """
-    from kernelgen.tiling import log2
-
     cpr = tile.chunks_per_row
     row0, col0, soff = b.reg("u32"), b.reg("u32"), b.reg("u32")
-    b.i(f"shr.u32 {row0}, {tid}, {log2(cpr)}")
-    b.i(f"and.b32 {col0}, {tid}, {cpr - 1}")
+    if cpr & (cpr - 1) == 0:
+        b.i(f"shr.u32 {row0}, {tid}, {log2(cpr)}")
+        b.i(f"and.b32 {col0}, {tid}, {cpr - 1}")
+    else:  # a non-power-of-two row of chunks (e.g. TILE_K 24 of 8-element chunks: 3)
+        b.i(f"div.u32 {row0}, {tid}, {cpr}")
+        b.i(f"rem.u32 {col0}, {tid}, {cpr}")
     if tile.vec > 1:
         b.i(f"shl.b32 {col0}, {col0}, {log2(tile.vec)}")
     rs, cs = shared_strides(tile)
@@ -156,7 +159,8 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
     n = tile.chunks // threads
     lay = parse_layout(layout)
     formula = "" if lay.kind in ("row", "col") else lay.name
-    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()),
+    nonlinear = () if tile.linear_copies(threads) else (("nonlinear", tile.vec > 1),)
+    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()) + nonlinear,
            lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
                               mode, dtype, lay))
 
@@ -164,19 +168,44 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
 def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
                origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
                sdst: str, mode: str, dtype: str, lay: Layout) -> None:
-    row0, col0, _ = coords
+    row0, col0, soff0 = coords
     n = tile.chunks // threads
+    linear = tile.linear_copies(threads)
     rb, cb = b.reg("u32"), b.reg("u32")
     b.i(f"add.u32 {rb}, {origin_row}, {row0}")
     b.i(f"add.u32 {cb}, {origin_col}, {col0}")
     es = DTYPE_BYTES[dtype]
+    cpr = tile.chunks_per_row
+    if not linear:
+        # e = tid + i*threads divided at run time: e0 = row0*cpr + col0/vec, the shared tile's base
+        e0, sbase = b.reg("u32"), b.reg("u32")
+        c0 = col0
+        if tile.vec > 1:
+            c0 = b.reg("u32")
+            b.i(f"shr.u32 {c0}, {col0}, {log2(tile.vec)}")
+        b.i(f"mad.lo.u32 {e0}, {row0}, {cpr}, {c0}")
+        b.i(f"sub.u32 {sbase}, {sdst}, {soff0}")
+        rs, cs = shared_strides(tile)
     for i in range(n):
         e = i * threads
-        dr, dc = e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec
-        imm = tile.shared_offset(dr, dc)
         gr, gc = b.reg("u32"), b.reg("u32")
-        b.i(f"add.u32 {gr}, {rb}, {dr}")
-        b.i(f"add.u32 {gc}, {cb}, {dc}")
+        if linear:
+            dr, dc = e // cpr, (e % cpr) * tile.vec
+            dst = f"{sdst}+{tile.shared_offset(dr, dc)}"
+            b.i(f"add.u32 {gr}, {rb}, {dr}")
+            b.i(f"add.u32 {gc}, {cb}, {dc}")
+        else:
+            ei, r, c, sa = b.reg("u32"), b.reg("u32"), b.reg("u32"), b.reg("u32")
+            b.i(f"add.u32 {ei}, {e0}, {e}")
+            b.i(f"div.u32 {r}, {ei}, {cpr}")
+            b.i(f"rem.u32 {c}, {ei}, {cpr}")
+            if tile.vec > 1:
+                b.i(f"shl.b32 {c}, {c}, {log2(tile.vec)}")
+            b.i(f"mad.lo.u32 {sa}, {r}, {rs}, {sbase}")
+            b.i(f"mad.lo.u32 {sa}, {c}, {cs}, {sa}")
+            dst = f"{sa}+0"
+            b.i(f"add.u32 {gr}, {origin_row}, {r}")
+            b.i(f"add.u32 {gc}, {origin_col}, {c}")
         p1, p2, p = b.reg("pred"), b.reg("pred"), b.reg("pred")
         b.i(f"setp.lt.u32 {p1}, {gr}, {ext_row}")
         b.i(f"setp.lt.u32 {p2}, {gc}, {ext_col}")
@@ -202,18 +231,23 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
                 b.i(f"mov.b16 {h}, 0")
                 b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
                 b.i(f"{CVT_TO_F32[dtype]} {v}, {h}")
-            b.i(f"st.shared.f32 [{sdst}+{imm}], {v}")
+            b.i(f"st.shared.f32 [{dst}], {v}")
         elif tile.vec == 1:
             h, w = b.reg("b16"), 8 * es
             b.i(f"mov.b16 {h}, 0")
             b.i(f"@{p} ld.global.b{w} {h}, [{ga}]")
-            b.i(f"st.shared.b{w} [{sdst}+{imm}], {h}")
+            b.i(f"st.shared.b{w} [{dst}], {h}")
         else:
             nbytes = tile.vec * es
             sz = b.reg("u32")
             b.i(f"selp.b32 {sz}, {nbytes}, 0, {p}")
             cache = "cg" if nbytes == 16 else "ca"
-            b.i(f"cp.async.{cache}.shared.global [{sdst}+{imm}], [{ga}], {nbytes}, {sz}")
+            b.i(f"cp.async.{cache}.shared.global [{dst}], [{ga}], {nbytes}, {sz}")
+
+
+def pow2(x: int) -> bool:
+    """Is x a power of two (a shift or a mask serves it; else div.u32 / rem.u32 / mul.lo.u32)?"""
+    return x > 0 and x & (x - 1) == 0
 
 
 def _udiv(b: PtxBuilder, x: str, d: int) -> str:
