@@ -104,3 +104,22 @@ def test_burst_model_reads_the_layout_addresses():
     assert _layout_burst("striped-4", "k", "m", 8, 4, 128, 64, 2, 32) == 1.0
     assert _layout_burst("striped-2", "k", "m", 8, 4, 128, 64, 2, 32) == 1.0  # 2 runs of 32 B
     assert _layout_burst("striped-1", "k", "m", 8, 4, 128, 64, 2, 32) == 0.5  # 4 runs of 16 B
+
+
+def test_l1_line_walk_reads_the_layout_addresses():
+    """kernelgen.models.l1lines takes each copy's lines from the layout's formula: warp 0's first copy
+    of a 64 x 32 f16 A tile (8-element chunks, 128 threads) stored blocked-16x16 touches the lines of
+    those elements' addresses, which differ from row-major's."""
+    import kernelgen.models.l1lines as l1
+
+    M, K, line = 256, 256, 128
+    geo = (64, 32, 8, 4, 2, True)  # rows, cols, vec, chunks per row, bytes, K contiguous
+    ext = ((K, M, K), (K, M, K))  # (ld, row extent, col extent) per operand
+    for name in ("row", "blocked-16x16"):
+        got = l1._warp_lines((geo + (name,), geo + (name,)), 128, 32, ext, 32, line, 0, 0)[0][0]
+        lanes = np.arange(32)
+        r, c = lanes // 4, (lanes % 4) * 8
+        want = sorted({int(a) * 2 // line for a in parse_layout(name).index(r, c, M, K)})
+        assert list(got) == want, name
+    assert l1._warp_lines(((geo + ("row",)),) * 2, 128, 32, ext, 32, line, 0, 0) != \
+        l1._warp_lines(((geo + ("blocked-16x16",)),) * 2, 128, 32, ext, 32, line, 0, 0)
