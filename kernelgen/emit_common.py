@@ -268,6 +268,24 @@ def _urem(b: PtxBuilder, x: str, d: int) -> str | None:
     return r
 
 
+def copy_extra_alu(tile: OperandTile, threads: int, layout: str) -> tuple[int, int]:
+    """(per copy, once per K tile) address instructions the copies of ``tile`` issue beyond row/col linear
+    copies (the cycle model's copy chain reads them): the layout formula (emit_layout_index) in place of
+    one mad; when the copies are not linear, a chunk index divided at run time (add, div, rem, shl, two
+    mads per copy; mad, sub (, shr) once)."""
+    lay = parse_layout(layout)
+    extra, once = 0, 0
+    if lay.kind == "blocked":
+        P, Q = lay.p, lay.q
+        extra = 3 + (Q > 1) + (P > 1) + (Q > 1) + 2 * (P > 1) + 2 * (Q > 1) - 1
+    elif lay.kind == "striped":
+        extra = 2 + 3 * (lay.p > 1) - 1
+    if not tile.linear_copies(threads):
+        extra += 5 + (tile.vec > 1)
+        once = 2 + (tile.vec > 1)
+    return extra, once
+
+
 def emit_layout_index(b: PtxBuilder, lay: Layout, r: str, c: str, rows: str, cols: str) -> str:
     """The element index of logical (r, c) of a rows x cols matrix stored ``lay`` (blocked-PxQ or striped-N;
     the formulas of sim/layouts.py): blocked ((r/P)*ceil(cols/Q) + c/Q)*P*Q + (r%P)*Q + c%Q,

@@ -81,3 +81,26 @@ def test_ptxas_accepts_npot_tiles(tmp_path):
     r = subprocess.run(["ptxas", "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_copy_extra_alu_matches_the_emitter():
+    """The cycle model's extra copy address instructions (emit_common.copy_extra_alu) are the emitter's:
+    a simt 48x128x24 tiling of 192 threads copies B row-major in 128-chunk rows (not linear: run-time
+    division) or col-major in 24-chunk rows (linear); A blocked-8x8 adds its formula to each copy."""
+    from kernelgen.emit_common import copy_extra_alu
+    from kernelgen.tiling import Tiling
+
+    t = Tiling("simt", 48, 128, 24, 4, 8, 1, 0, 0, 1, 1)
+    totals, model = {}, {}
+    for lays in (("row", "col"), ("row", "row"), ("blocked-8x8", "row"), ("striped-4", "blocked-3x5")):
+        spec = parse_spec({"M": 64, "N": 200, "K": 64, "dtype": "f16", "layout": dict(zip("ab", lays))})
+        c = get("simt").counts(spec, t)
+        totals[lays] = sum(c.iter.values())
+        model[lays] = sum(n * e + o for n, tl, lay in ((c.copies_a, operand_tiles(spec, t)[0], lays[0]),
+                                                       (c.copies_b, operand_tiles(spec, t)[1], lays[1]))
+                          for e, o in [copy_extra_alu(tl, t.threads, lay)])
+    assert not operand_tiles(parse_spec({"M": 64, "N": 200, "K": 64, "layout": {"b": "row"}}), t)[1].linear_copies(192)
+    base = ("row", "col")
+    assert model[base] == 0
+    for lays in totals:
+        assert totals[lays] - totals[base] == model[lays], lays
