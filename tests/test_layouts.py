@@ -116,13 +116,13 @@ def test_l1_line_walk_reads_the_layout_addresses():
     geo = (64, 32, 8, 4, 2, True)  # rows, cols, vec, chunks per row, bytes, K contiguous
     ext = ((K, M, K), (K, M, K))  # (ld, row extent, col extent) per operand
     for name in ("row", "blocked-16x16"):
-        got = l1._warp_lines((geo + (name,), geo + (name,)), 128, 32, ext, 32, line, 0, 0)[0][0]
+        got = l1._warp_lines((geo + (name,),) * 2, 128, 32, ext, 32, line, 1, 0)[0][0][0]  # kt 0, copy 0, warp 0
         lanes = np.arange(32)
         r, c = lanes // 4, (lanes % 4) * 8
         want = sorted({int(a) * 2 // line for a in parse_layout(name).index(r, c, M, K)})
         assert list(got) == want, name
-    assert l1._warp_lines(((geo + ("row",)),) * 2, 128, 32, ext, 32, line, 0, 0) != \
-        l1._warp_lines(((geo + ("blocked-16x16",)),) * 2, 128, 32, ext, 32, line, 0, 0)
+    assert l1._warp_lines(((geo + ("row",)),) * 2, 128, 32, ext, 32, line, 1, 0) != \
+        l1._warp_lines(((geo + ("blocked-16x16",)),) * 2, 128, 32, ext, 32, line, 1, 0)
 
 
 NPOT_RUNTIME_DIV = ("mma", "f16", (32, 100, 96), ("blocked-16x16", "striped-8", "row"))
