@@ -126,7 +126,7 @@ def emit_thread_copy_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple
 
     chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec. When
     tile.linear_copies(threads) (always for powers of two), row = row0 + dr_i and col = col0 + dc_i with
-    compile-time dr_i, dc_i; else _copy_tile divides each copy's e at run time (from row0, col0).
+    compile-time dr_i, dc_i; else _copy_tile carries (row, column) from copy to copy (from row0, col0).
     """
     cpr = tile.chunks_per_row
     row0, col0, soff = b.reg("u32"), b.reg("u32"), b.reg("u32")
@@ -177,13 +177,13 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
     es = DTYPE_BYTES[dtype]
     cpr = tile.chunks_per_row
     if not linear:
-        # e = tid + i*threads divided at run time: e0 = row0*cpr + col0/vec, the shared tile's base
-        e0, sbase = b.reg("u32"), b.reg("u32")
-        c0 = col0
+        # chunk e = tid + i*threads as (row, chunk col) carried from copy to copy: + (threads / cpr,
+        # threads % cpr), a carry when the column passes cpr (no division per copy); the tile's base
+        q, rm = divmod(threads, cpr)
+        rr, cc, sbase = row0, col0, b.reg("u32")
         if tile.vec > 1:
-            c0 = b.reg("u32")
-            b.i(f"shr.u32 {c0}, {col0}, {log2(tile.vec)}")
-        b.i(f"mad.lo.u32 {e0}, {row0}, {cpr}, {c0}")
+            cc = b.reg("u32")
+            b.i(f"shr.u32 {cc}, {col0}, {log2(tile.vec)}")
         b.i(f"sub.u32 {sbase}, {sdst}, {soff0}")
         rs, cs = shared_strides(tile)
     for i in range(n):
@@ -195,16 +195,22 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
             b.i(f"add.u32 {gr}, {rb}, {dr}")
             b.i(f"add.u32 {gc}, {cb}, {dc}")
         else:
-            ei, r, c, sa = b.reg("u32"), b.reg("u32"), b.reg("u32"), b.reg("u32")
-            b.i(f"add.u32 {ei}, {e0}, {e}")
-            b.i(f"div.u32 {r}, {ei}, {cpr}")
-            b.i(f"rem.u32 {c}, {ei}, {cpr}")
+            if i:
+                r2, c2, pc = b.reg("u32"), b.reg("u32"), b.reg("pred")
+                b.i(f"add.u32 {c2}, {cc}, {rm}")
+                b.i(f"add.u32 {r2}, {rr}, {q}")
+                b.i(f"setp.ge.u32 {pc}, {c2}, {cpr}")
+                b.i(f"@{pc} sub.u32 {c2}, {c2}, {cpr}")
+                b.i(f"@{pc} add.u32 {r2}, {r2}, 1")
+                rr, cc = r2, c2
+            c, sa = cc, b.reg("u32")
             if tile.vec > 1:
-                b.i(f"shl.b32 {c}, {c}, {log2(tile.vec)}")
-            b.i(f"mad.lo.u32 {sa}, {r}, {rs}, {sbase}")
+                c = b.reg("u32")
+                b.i(f"shl.b32 {c}, {cc}, {log2(tile.vec)}")
+            b.i(f"mad.lo.u32 {sa}, {rr}, {rs}, {sbase}")
             b.i(f"mad.lo.u32 {sa}, {c}, {cs}, {sa}")
             dst = f"{sa}+0"
-            b.i(f"add.u32 {gr}, {origin_row}, {r}")
+            b.i(f"add.u32 {gr}, {origin_row}, {rr}")
             b.i(f"add.u32 {gc}, {origin_col}, {c}")
         p1, p2, p = b.reg("pred"), b.reg("pred"), b.reg("pred")
         b.i(f"setp.lt.u32 {p1}, {gr}, {ext_row}")
@@ -271,8 +277,8 @@ def _urem(b: PtxBuilder, x: str, d: int) -> str | None:
 def copy_extra_alu(tile: OperandTile, threads: int, layout: str) -> tuple[int, int]:
     """(per copy, once per K tile) address instructions the copies of ``tile`` issue beyond row/col linear
     copies (the cycle model's copy chain reads them): the layout formula (emit_layout_index) in place of
-    one mad; when the copies are not linear, a chunk index divided at run time (add, div, rem, shl, two
-    mads per copy; mad, sub (, shr) once)."""
+    one mad; when the copies are not linear, a (row, column) carried from copy to copy (add, add, setp,
+    two predicated updates after copy 0; shl, two mads per copy; sub (, shr) once)."""
     lay = parse_layout(layout)
     extra, once = 0, 0
     if lay.kind == "blocked":
@@ -280,9 +286,9 @@ def copy_extra_alu(tile: OperandTile, threads: int, layout: str) -> tuple[int, i
         extra = 3 + (Q > 1) + (P > 1) + (Q > 1) + 2 * (P > 1) + 2 * (Q > 1) - 1
     elif lay.kind == "striped":
         extra = 2 + 3 * (lay.p > 1) - 1
-    if not tile.linear_copies(threads):
-        extra += 5 + (tile.vec > 1)
-        once = 2 + (tile.vec > 1)
+    if not tile.linear_copies(threads):  # per copy: shl, 2 mads, and (after copy 0) the 5-op carry
+        extra += (tile.vec > 1) + 2 + 5
+        once = (tile.vec > 1) + 1 - 5
     return extra, once
 
 

@@ -1,7 +1,7 @@
 """Issue 15 item 2: non-power-of-two tiles where the hardware allows them (multiples of the mma shape,
 of 4 f32 for simt), enumerated only when the spec's tiling range asks (a divisor or a single value);
 the default search space is unchanged (tests/test_plan_speed.py digests). Kernels with such tiles,
-including copies whose chunk index is divided at run time, pass the dense numpy check in the simulator."""
+including copies that carry their chunk coordinates at run time, pass the dense numpy check in the simulator."""
 
 from __future__ import annotations
 
@@ -52,12 +52,12 @@ def test_simt_tile_k_24_and_tile_n_96():
 
 def test_mma_tile_k_48_runtime_chunks():
     """TILE_K 48 of 8-element chunks is 6 per row: the copies do not tile the threads linearly and each
-    divides its chunk index at run time; TILE_N 96 = 12 n8 tiles."""
+    carries its (row, column) from the previous copy (setp.ge + predicated carry); TILE_N 96 = 12 n8 tiles."""
     spec = _spec(["TILE_K in [48, 48]", "TILE_N in [96, 96]", "TILE_M in [32, 32]", "STAGES in [2, 2]",
                   "PAD in [8, 8]"], M=32, N=100, K=96)
     t, text = _checked(spec, "mma")
     assert (t.bn, t.bk) == (96, 48)
-    assert not operand_tiles(spec, t)[0].linear_copies(t.threads) and "div.u32" in text
+    assert not operand_tiles(spec, t)[0].linear_copies(t.threads) and "setp.ge.u32" in text
 
 
 def test_npot_case_table_in_simulator():

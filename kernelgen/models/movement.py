@@ -74,7 +74,7 @@ def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tupl
     n = tile.chunks // threads
     lanes = min(32, threads)
     w = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
-    if not tile.linear_copies(threads):  # chunk indices divided at run time: each copy's own addresses
+    if not tile.linear_copies(threads):  # not linear: each copy's own addresses
         parts = [_shifted_site("st", w, site.addrs, banks, width) for site in copy_sites(tile, threads)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
     base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
