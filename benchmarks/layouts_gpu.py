@@ -3,7 +3,8 @@
     source .devwheels/install.sh && PYTHONPATH=$PWD python3 benchmarks/layouts_gpu.py $OUT/layouts.json
 
 Each case is planned for h200 twice (the smallest CTA, validation.layout_check.small_tiling, and the
-planner's pick), run once through validation.gpu with inputs built from dense matrices and stored in
+planner's pick), each non-power-of-two tile case (validation.cases.NPOT_CASES) once (the planner's
+pick), run once through validation.gpu with inputs built from dense matrices and stored in
 the case's layouts (padding NaN, so a read of it shows), and D, read back through layout.c, compared
 with numpy; the header's own check (sim/reference.py) runs on the same buffers. One line per kernel,
 a JSON file with every result; exit 1 when one fails. About a minute.
@@ -22,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 def main(out: str) -> int:
     from sim.hw import load_hw
-    from validation.cases import LAYOUT_CASES
+    from validation.cases import LAYOUT_CASES, NPOT_CASES
     from validation.gpu import run_on_gpu
     from validation.layout_check import emit_case, layout_spec, run_case
 
@@ -31,9 +32,10 @@ def main(out: str) -> int:
 
     hw = load_hw("h200")
     rows, failed = [], 0
-    for variant, dtype, shape, layouts in LAYOUT_CASES:
-        spec = layout_spec(variant, dtype, shape, layouts)
-        for pick in ("small", "planner"):
+    todo = [(c, ("small", "planner"), ()) for c in LAYOUT_CASES] + [(c[:4], ("planner",), c[4]) for c in NPOT_CASES]
+    for (variant, dtype, shape, layouts), picks, tiling in todo:
+        spec = layout_spec(variant, dtype, shape, layouts, tiling)
+        for pick in picks:
             t0 = time.perf_counter()
             text, t = emit_case(spec, hw, variant, pick)
             try:
@@ -43,6 +45,7 @@ def main(out: str) -> int:
                 r, err = {"passed": False}, f"{type(e).__name__}: {e}"
             failed += not r["passed"]
             row = {"variant": variant, "dtype": dtype, "shape": list(shape), "layouts": list(layouts), "pick": pick,
+                   "spec_tiling": list(tiling),
                    "tiling": t.key(), **r, "error": err, "seconds": round(time.perf_counter() - t0, 2)}
             rows.append(row)
             print(f"{variant:4s} {dtype:4s} {'x'.join(map(str, shape)):10s} {'/'.join(layouts):40s} {pick:7s} "

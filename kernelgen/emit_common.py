@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelgen.ptxbuild import PtxBuilder, f32_hex
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Tiling
+from kernelgen.tiling import OperandTile, Tiling, log2
 from sim.layouts import Layout, parse_layout
 
 CVT_TO_F32 = {"f16": "cvt.f32.f16", "bf16": "cvt.f32.bf16"}
@@ -124,15 +124,18 @@ def shared_strides(tile: OperandTile) -> tuple[int, int]:
 def emit_thread_copy_coords(b: PtxBuilder, tile: OperandTile, tid: str) -> tuple[str, str, str]:
     """Per-thread (row0, col0 in elements, shared byte offset) of its first chunk of ``tile``.
 
-    chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec; both
-    powers of two, so row = row0 + dr_i and col = col0 + dc_i with compile-time dr_i, dc_i.
+    chunk e = tid + i*threads; row = e / chunks_per_row, col = (e % chunks_per_row) * vec. When
+    tile.linear_copies(threads) (always for powers of two), row = row0 + dr_i and col = col0 + dc_i with
+    compile-time dr_i, dc_i; else _copy_tile carries (row, column) from copy to copy (from row0, col0).
     """
-    from kernelgen.tiling import log2
-
     cpr = tile.chunks_per_row
     row0, col0, soff = b.reg("u32"), b.reg("u32"), b.reg("u32")
-    b.i(f"shr.u32 {row0}, {tid}, {log2(cpr)}")
-    b.i(f"and.b32 {col0}, {tid}, {cpr - 1}")
+    if cpr & (cpr - 1) == 0:
+        b.i(f"shr.u32 {row0}, {tid}, {log2(cpr)}")
+        b.i(f"and.b32 {col0}, {tid}, {cpr - 1}")
+    else:  # a non-power-of-two row of chunks (e.g. TILE_K 24 of 8-element chunks: 3)
+        b.i(f"div.u32 {row0}, {tid}, {cpr}")
+        b.i(f"rem.u32 {col0}, {tid}, {cpr}")
     if tile.vec > 1:
         b.i(f"shl.b32 {col0}, {col0}, {log2(tile.vec)}")
     rs, cs = shared_strides(tile)
@@ -156,7 +159,8 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
     n = tile.chunks // threads
     lay = parse_layout(layout)
     formula = "" if lay.kind in ("row", "col") else lay.name
-    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()),
+    nonlinear = () if tile.linear_copies(threads) else (("nonlinear", tile.vec > 1),)
+    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()) + nonlinear,
            lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
                               mode, dtype, lay))
 
@@ -164,19 +168,50 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
 def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],
                origin_row: str, origin_col: str, ext_row: str, ext_col: str, ld: str, gbase: str,
                sdst: str, mode: str, dtype: str, lay: Layout) -> None:
-    row0, col0, _ = coords
+    row0, col0, soff0 = coords
     n = tile.chunks // threads
+    linear = tile.linear_copies(threads)
     rb, cb = b.reg("u32"), b.reg("u32")
     b.i(f"add.u32 {rb}, {origin_row}, {row0}")
     b.i(f"add.u32 {cb}, {origin_col}, {col0}")
     es = DTYPE_BYTES[dtype]
+    cpr = tile.chunks_per_row
+    if not linear:
+        # chunk e = tid + i*threads as (row, chunk col) carried from copy to copy: + (threads / cpr,
+        # threads % cpr), a carry when the column passes cpr (no division per copy); the tile's base
+        q, rm = divmod(threads, cpr)
+        rr, cc, sbase = row0, col0, b.reg("u32")
+        if tile.vec > 1:
+            cc = b.reg("u32")
+            b.i(f"shr.u32 {cc}, {col0}, {log2(tile.vec)}")
+        b.i(f"sub.u32 {sbase}, {sdst}, {soff0}")
+        rs, cs = shared_strides(tile)
     for i in range(n):
         e = i * threads
-        dr, dc = e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec
-        imm = tile.shared_offset(dr, dc)
         gr, gc = b.reg("u32"), b.reg("u32")
-        b.i(f"add.u32 {gr}, {rb}, {dr}")
-        b.i(f"add.u32 {gc}, {cb}, {dc}")
+        if linear:
+            dr, dc = e // cpr, (e % cpr) * tile.vec
+            dst = f"{sdst}+{tile.shared_offset(dr, dc)}"
+            b.i(f"add.u32 {gr}, {rb}, {dr}")
+            b.i(f"add.u32 {gc}, {cb}, {dc}")
+        else:
+            if i:
+                r2, c2, pc = b.reg("u32"), b.reg("u32"), b.reg("pred")
+                b.i(f"add.u32 {c2}, {cc}, {rm}")
+                b.i(f"add.u32 {r2}, {rr}, {q}")
+                b.i(f"setp.ge.u32 {pc}, {c2}, {cpr}")
+                b.i(f"@{pc} sub.u32 {c2}, {c2}, {cpr}")
+                b.i(f"@{pc} add.u32 {r2}, {r2}, 1")
+                rr, cc = r2, c2
+            c, sa = cc, b.reg("u32")
+            if tile.vec > 1:
+                c = b.reg("u32")
+                b.i(f"shl.b32 {c}, {cc}, {log2(tile.vec)}")
+            b.i(f"mad.lo.u32 {sa}, {rr}, {rs}, {sbase}")
+            b.i(f"mad.lo.u32 {sa}, {c}, {cs}, {sa}")
+            dst = f"{sa}+0"
+            b.i(f"add.u32 {gr}, {origin_row}, {rr}")
+            b.i(f"add.u32 {gc}, {origin_col}, {c}")
         p1, p2, p = b.reg("pred"), b.reg("pred"), b.reg("pred")
         b.i(f"setp.lt.u32 {p1}, {gr}, {ext_row}")
         b.i(f"setp.lt.u32 {p2}, {gc}, {ext_col}")
@@ -202,18 +237,23 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
                 b.i(f"mov.b16 {h}, 0")
                 b.i(f"@{p} ld.global.b16 {h}, [{ga}]")
                 b.i(f"{CVT_TO_F32[dtype]} {v}, {h}")
-            b.i(f"st.shared.f32 [{sdst}+{imm}], {v}")
+            b.i(f"st.shared.f32 [{dst}], {v}")
         elif tile.vec == 1:
             h, w = b.reg("b16"), 8 * es
             b.i(f"mov.b16 {h}, 0")
             b.i(f"@{p} ld.global.b{w} {h}, [{ga}]")
-            b.i(f"st.shared.b{w} [{sdst}+{imm}], {h}")
+            b.i(f"st.shared.b{w} [{dst}], {h}")
         else:
             nbytes = tile.vec * es
             sz = b.reg("u32")
             b.i(f"selp.b32 {sz}, {nbytes}, 0, {p}")
             cache = "cg" if nbytes == 16 else "ca"
-            b.i(f"cp.async.{cache}.shared.global [{sdst}+{imm}], [{ga}], {nbytes}, {sz}")
+            b.i(f"cp.async.{cache}.shared.global [{dst}], [{ga}], {nbytes}, {sz}")
+
+
+def pow2(x: int) -> bool:
+    """Is x a power of two (a shift or a mask serves it; else div.u32 / rem.u32 / mul.lo.u32)?"""
+    return x > 0 and x & (x - 1) == 0
 
 
 def _udiv(b: PtxBuilder, x: str, d: int) -> str:
@@ -232,6 +272,24 @@ def _urem(b: PtxBuilder, x: str, d: int) -> str | None:
     r = b.reg("u32")
     b.i(f"and.b32 {r}, {x}, {d - 1}" if d & (d - 1) == 0 else f"rem.u32 {r}, {x}, {d}")
     return r
+
+
+def copy_extra_alu(tile: OperandTile, threads: int, layout: str) -> tuple[int, int]:
+    """(per copy, once per K tile) address instructions the copies of ``tile`` issue beyond row/col linear
+    copies (the cycle model's copy chain reads them): the layout formula (emit_layout_index) in place of
+    one mad; when the copies are not linear, a (row, column) carried from copy to copy (add, add, setp,
+    two predicated updates after copy 0; shl, two mads per copy; sub (, shr) once)."""
+    lay = parse_layout(layout)
+    extra, once = 0, 0
+    if lay.kind == "blocked":
+        P, Q = lay.p, lay.q
+        extra = 3 + (Q > 1) + (P > 1) + (Q > 1) + 2 * (P > 1) + 2 * (Q > 1) - 1
+    elif lay.kind == "striped":
+        extra = 2 + 3 * (lay.p > 1) - 1
+    if not tile.linear_copies(threads):  # per copy: shl, 2 mads, and (after copy 0) the 5-op carry
+        extra += (tile.vec > 1) + 2 + 5
+        once = (tile.vec > 1) + 1 - 5
+    return extra, once
 
 
 def emit_layout_index(b: PtxBuilder, lay: Layout, r: str, c: str, rows: str, cols: str) -> str:

@@ -277,6 +277,8 @@ def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) ->
     lower_is_better = not any(s in binding for s in (">=", "occupancy", "utilization"))
     near = (min if lower_is_better else max)(counts[binding], key=lambda r: r.metric)
     what = {"tiling": "value", "movement": "bytes", "registers": "registers"}.get(last, "value")
+    if binding.startswith("bank_conflict_score"):
+        what = "(bank-conflict score)"
     return (f"no feasible kernel: {binding}, but the nearest candidate ({near.tiling.key()}) needs "
             f"{near.metric:g} {what}: relax it, or widen the tiling ranges")
 

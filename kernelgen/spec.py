@@ -21,6 +21,7 @@ YAML form (every key optional except M, N, K)::
       - shared_memory_per_block <= 49152
       - alu_utilization >= 0.5
       - occupancy ~ 0.5                    # soft: penalised, not pruned
+      - bank_conflict_score <= 64          # data movement: sum over banks of (count - mean)^2 per K tile
     tiling:
       - TILE_K in [16, 128], TILE_K % 16 == 0
       - TILE_M in [32, 128]

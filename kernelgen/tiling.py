@@ -150,7 +150,7 @@ class OperandTile:
     def linear_copies(self, threads: int) -> bool:
         """Is copy i of every thread copy 0 shifted by a compile-time (row, col)? Yes when the threads
         cover whole rows of chunks or a row holds whole passes of them (always so for powers of two);
-        else each copy divides its chunk index at run time (emit_common._copy_tile)."""
+        else each copy carries its (row, column) on from the previous one (emit_common._copy_tile)."""
         cpr = self.chunks_per_row
         return threads % cpr == 0 or cpr % threads == 0
 

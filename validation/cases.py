@@ -91,6 +91,17 @@ LAYOUT_CASES: tuple[tuple[str, str, Shape, tuple[str, str, str]], ...] = (
     ("mma", "s8", (48, 40, 64), ("blocked-32x32", "striped-16", "blocked-16x16")),
 )
 
+#: Non-power-of-two tiles (issue 15 item 2): (variant, dtype, shape, layouts, spec tiling ranges), the planner's
+#: pick under those ranges; in the simulator (tests/test_npot_tiles.py) and on the H200 (benchmarks/layouts_gpu.py).
+NPOT_CASES: tuple[tuple[str, str, Shape, tuple[str, str, str], tuple[str, ...]], ...] = (
+    ("simt", "f16", (20, 96, 48), ("row", "col", "row"),
+     ("TILE_K in [24, 24]", "TILE_N in [96, 96]", "TILE_M in [32, 32]")),
+    ("mma", "f16", (32, 100, 96), ("row", "col", "row"),
+     ("TILE_K in [48, 48]", "TILE_N in [96, 96]", "TILE_M in [32, 32]")),
+    ("mma", "bf16", (100, 200, 192), ("blocked-16x16", "striped-8", "blocked-24x40"),
+     ("TILE_K in [16, 64], TILE_K % 16 == 0", "TILE_N in [96, 96]")),
+)
+
 #: Predicted vs simulated vs measured on the H200 (benchmarks/three_way.py, gpu_bench.py), f16 mma.
 THREE_WAY_SHAPES: tuple[Shape, ...] = ((16, 16, 16), (128, 128, 128), (256, 256, 256), (512, 512, 512),
                                        (1024, 1024, 1024), (64, 4096, 4096), (4096, 4096, 4096))

@@ -25,9 +25,12 @@ from sim.reference import check_from_metadata, relative_error
 Runner = Callable[[str, Launch], dict[int, np.ndarray]]
 
 
-def layout_spec(variant: str, dtype: str, shape: tuple[int, int, int], layouts: tuple[str, str, str]) -> GemmSpec:
+def layout_spec(variant: str, dtype: str, shape: tuple[int, int, int], layouts: tuple[str, str, str],
+                tiling: tuple[str, ...] = ()) -> GemmSpec:
     M, N, K = shape
     extra: dict[str, Any] = {} if dtype == "s8" else {"beta": 0.5}
+    if tiling:
+        extra["tiling"] = list(tiling)
     return parse_spec({"M": M, "N": N, "K": K, "dtype": dtype, "name": f"lay_{variant}",
                        "layout": dict(zip("abc", layouts)), **extra}, "<layout case>")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Site, Tiling, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, copy_sites, operand_tiles
 from kernelgen.variants import get
 from sim.hw import HwConfig
 from sim.layouts import parse_layout
@@ -73,8 +73,11 @@ def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tupl
     linear), so only the offset modulo banks*width matters: one score per residue."""
     n = tile.chunks // threads
     lanes = min(32, threads)
-    base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
     w = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
+    if not tile.linear_copies(threads):  # not linear: each copy's own addresses
+        parts = [_shifted_site("st", w, site.addrs, banks, width) for site in copy_sites(tile, threads)]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
+    base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
     period = banks * width
     score, passes, acc = 0.0, 0, 0
     for i in range(n):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kernelgen.counting import Counts
+from kernelgen.emit_common import copy_extra_alu
 from kernelgen.models.l1lines import copy_line_latencies
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -388,10 +389,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
         # chain) before its load's latency, and the last copy's cvt + st.shared after it
         steps: list[float] = []
         prev_dep = 0
-        for n, dt in ((n_a, spec.dtype_a), (n_b, spec.dtype_b)):
+        for n, dt, tl in ((n_a, spec.dtype_a, ta), (n_b, spec.dtype_b, tb)):
             dep = 1 + (dt != "f32")  # (cvt +) st.shared after the load
+            # a blocked/striped layout's formula, run-time chunk division: emit_common.copy_extra_alu
+            lay_alu, lay_once = copy_extra_alu(tl, t.threads, getattr(spec, "layout_" + tl.name))
             for j in range(n):
-                pre_alu = 10 + (2 if j == 0 else 0)  # variants/simt.py: 9 address ops + mov zero (+2 per operand)
+                # variants/simt.py: 9 address ops + mov zero (+2 per operand)
+                pre_alu = 10 + (2 + lay_once if j == 0 else 0) + lay_alu
                 rem = pre_alu - (max(0, lookahead - prev_dep) if prev_dep else 0)
                 after = (prev_dep - 1) if prev_dep else 0  # the previous copy's cvt (ALU)
                 thr = resources({"alu": max(0, rem) + after, "lsu": 1 + (1 if prev_dep else 0)}, RW,

@@ -36,6 +36,7 @@ from kernelgen.emit_common import (
     kernel_params,
     load_params,
     metadata,
+    pow2,
 )
 from kernelgen.int4 import packed_spec
 from kernelgen.models.movement import site_score
@@ -43,7 +44,7 @@ from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
-from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles, tile_values
 from sim.hw import HwConfig
 from sim.layouts import Layout, parse_layout
 
@@ -163,10 +164,10 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.i(f"and.b32 {t4}, {lane}, 3")
     c = b.reg("u32")
     b.i(f"mov.u32 {c}, %ctaid.y")
-    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}")
+    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}" if pow2(t.bm) else f"mul.lo.u32 {bm0}, {c}, {t.bm}")
     c = b.reg("u32")
     b.i(f"mov.u32 {c}, %ctaid.x")
-    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}")
+    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}" if pow2(t.bn) else f"mul.lo.u32 {bn0}, {c}, {t.bn}")
 
     b.comment(f"Shared tiles (plan: stages={S}, tile.bk={t.bk}, pad_a={t.pad_a}, pad_b={t.pad_b}):\n"
               f"smem_a: {S} x {ta.stage_bytes} B ({ta.row_dim}-rows of {ta.cols}+{ta.pad} {ab}), "
@@ -226,7 +227,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
             b.spans["prologue_tile"] += (dict(b.totals["pre"]), dict(b.counts))
     b.comment("Loop state: kt (tile), ktiles = ceil(K / bk), kl = k of the tile to load, ws/rs = write/read stage")
     b.i(f"add.u32 {ktiles}, {P['K']}, {t.bk - 1}")
-    b.i(f"shr.u32 {ktiles}, {ktiles}, {log2(t.bk)}")
+    b.i(f"shr.u32 {ktiles}, {ktiles}, {log2(t.bk)}" if pow2(t.bk) else f"div.u32 {ktiles}, {ktiles}, {t.bk}")
     b.i(f"mov.u32 {kt}, 0")
     b.i(f"mov.u32 {kl}, {(S - 1) * t.bk}")
     b.i(f"mov.u32 {ws}, {S - 1}")
@@ -389,9 +390,11 @@ class Mma:
             return [u for u in (1, 2, 4) if u < bk // kk and bk // kk % u == 0 and ur.allows(u)] + \
                 ([0] if ur.allows(bk // kk) else [])
         out = []
-        for bm in (16, 32, 64, 128, 256):
-            for bn in (8, 16, 32, 64, 128, 256):
-                for bk in (kk, 2 * kk, 4 * kk):
+        # powers of two; a spec range with a divisor or one value adds other multiples of the mma shape
+        # (m16, n8, one k step) (tiling.tile_values)
+        for bm in tile_values(spec, "TILE_M", (16, 32, 64, 128, 256), 16):
+            for bn in tile_values(spec, "TILE_N", (8, 16, 32, 64, 128, 256), 8):
+                for bk in tile_values(spec, "TILE_K", (kk, 2 * kk, 4 * kk), kk):
                     for gm in (1, 2, 4, 8):
                         for gn in (1, 2, 4, 8):
                             if gm * gn > 16 or bm % (16 * gm) or bn % (8 * gn):

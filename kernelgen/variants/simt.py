@@ -24,13 +24,14 @@ from kernelgen.emit_common import (
     kernel_params,
     load_params,
     metadata,
+    pow2,
 )
 from kernelgen.models.movement import site_score
 from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
-from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles
+from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles, tile_values
 from sim.hw import HwConfig, RegisterFile
 
 
@@ -60,14 +61,18 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
               f"bn0 = ctaid.x*{t.bn}")
     tid, tx, ty, bm0, bn0 = b.regs("u32", 5)
     b.i(f"mov.u32 {tid}, %tid.x")
-    b.i(f"and.b32 {tx}, {tid}, {t.grid_n - 1}")
-    b.i(f"shr.u32 {ty}, {tid}, {log2(t.grid_n)}")
+    if pow2(t.grid_n):
+        b.i(f"and.b32 {tx}, {tid}, {t.grid_n - 1}")
+        b.i(f"shr.u32 {ty}, {tid}, {log2(t.grid_n)}")
+    else:  # a non-power-of-two TILE_N (e.g. 96 = 12 threads x 8)
+        b.i(f"rem.u32 {tx}, {tid}, {t.grid_n}")
+        b.i(f"div.u32 {ty}, {tid}, {t.grid_n}")
     c = b.reg("u32")
     b.i(f"mov.u32 {c}, %ctaid.y")
-    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}")
+    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}" if pow2(t.bm) else f"mul.lo.u32 {bm0}, {c}, {t.bm}")
     c = b.reg("u32")
     b.i(f"mov.u32 {c}, %ctaid.x")
-    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}")
+    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}" if pow2(t.bn) else f"mul.lo.u32 {bn0}, {c}, {t.bn}")
 
     b.comment(f"Shared tiles (plan: tile.bk={t.bk}, pad_a={t.pad_a}, pad_b={t.pad_b}): "
               f"smem_a[k][m] {ta.stage_bytes} B, smem_b[k][n] {tb.stage_bytes} B, f32")
@@ -211,12 +216,14 @@ class Simt:
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
         out = []
-        for bm in (16, 32, 64, 128):
-            for bn in (16, 32, 64, 128):
-                for bk in (8, 16, 32):
+        # powers of two; a spec range with a divisor or one value adds other multiples of 4 (M, N: whole
+        # 16-byte shared rows) and 4 (K) (tiling.tile_values)
+        for bm in tile_values(spec, "TILE_M", (16, 32, 64, 128), 4):
+            for bn in tile_values(spec, "TILE_N", (16, 32, 64, 128), 4):
+                for bk in tile_values(spec, "TILE_K", (8, 16, 32), 4):
                     for tm in (1, 2, 4, 8):
                         for tn in (1, 2, 4, 8):
-                            if tm > bm or tn > bn:
+                            if tm > bm or tn > bn or bm % tm or bn % tn:
                                 continue
                             T = (bm // tm) * (bn // tn)
                             if T < 32 or T > 1024 or (bm * bk) % T or (bn * bk) % T:
