@@ -121,19 +121,26 @@ def b_wmma(ins: Instruction, cx: DecodeCtx) -> Exec:
     raise cx.err(ins, "wmma.load, wmma.store or wmma.mma")
 
 
-def _load(ins: Instruction, cx: DecodeCtx) -> Exec:
+def _moved(ins: Instruction, cx: DecodeCtx, regs_at: int) -> tuple:
+    """What wmma.load (registers first) and wmma.store (address first) share: the fragment's register
+    operand, address closure, element offsets, slots, bits, element size, storage dtype and space."""
     M, N, K = _shape(ins, cx)
     which, t = _operand(ins, cx)
     rows, cols = _dims(which, M, N, K)
     bits = _BITS[t]
     slots = _slots(which, t, rows, cols)
-    dst = ins.operands[0]
-    if dst.kind != "vec" or len(dst.items) != slots * bits // 32:
-        raise cx.err(ins, f"wmma.load.{which} .{t} fills {slots * bits // 32} registers")
+    regs = ins.operands[regs_at]
+    if regs.kind != "vec" or len(regs.items) != slots * bits // 32:
+        raise cx.err(ins, f"wmma.{'load' if regs_at == 0 else 'store'}.{which} .{t} moves "
+                          f"{slots * bits // 32} registers")
+    fa, _ = cx.addr(ins.operands[1 - regs_at], ins)
+    offsets, _ = _element_offsets(ins, cx, rows, cols, slots, regs_at)
+    return regs, fa, offsets, slots, bits, bits // 8, _STORE_DT[bits], _space(ins)
+
+
+def _load(ins: Instruction, cx: DecodeCtx) -> Exec:
+    dst, fa, offsets, slots, bits, esz, sdt, space = _moved(ins, cx, 0)
     wrs = [cx.wr(x, "b32", ins) for x in dst.items]
-    fa, _ = cx.addr(ins.operands[1], ins)
-    offsets, _ = _element_offsets(ins, cx, rows, cols, slots, 0)
-    esz, sdt, space = bits // 8, _STORE_DT[bits], _space(ins)
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         base = fa(w).astype(np.uint64)
@@ -151,18 +158,8 @@ def _load(ins: Instruction, cx: DecodeCtx) -> Exec:
 
 
 def _store(ins: Instruction, cx: DecodeCtx) -> Exec:
-    M, N, K = _shape(ins, cx)
-    which, t = _operand(ins, cx)
-    rows, cols = _dims(which, M, N, K)
-    bits = _BITS[t]
-    slots = _slots(which, t, rows, cols)
-    src = ins.operands[1]
-    if src.kind != "vec" or len(src.items) != slots * bits // 32:
-        raise cx.err(ins, f"wmma.store.{which} .{t} takes {slots * bits // 32} registers")
+    src, fa, offsets, slots, bits, esz, sdt, space = _moved(ins, cx, 1)
     rds = [cx.rd(x, "b32", ins) for x in src.items]
-    fa, _ = cx.addr(ins.operands[0], ins)
-    offsets, _ = _element_offsets(ins, cx, rows, cols, slots, 1)
-    esz, sdt, space = bits // 8, _STORE_DT[bits], _space(ins)
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         regs = np.empty((len(rds), 32), dtype=np.uint32)
