@@ -5,6 +5,7 @@ validation.cases.LAYOUT_CASES; the same table runs on the H200: benchmarks/layou
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -129,6 +130,8 @@ NPOT_RUNTIME_DIV = ("mma", "f16", (32, 100, 96), ("blocked-16x16", "striped-8", 
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1",
+                    reason="about 30 s of Z3: WORKBENCH_LONG=1 python -m pytest -m slow")
 @pytest.mark.parametrize("case", [LAYOUT_CASES[5], NPOT_RUNTIME_DIV], ids=_ids)
 def test_layout_kernels_proved(tmp_path, case):
     """Z3 (validation.formal): every access in bounds of the padded buffers the metadata declares, for a
