@@ -208,10 +208,10 @@ def test_cli_writes_module_and_rejects_bad_input(tmp_path, capsys):
     assert read(tmp_path / "op.ko").manifest["dispatch"]["hi"] == 40
     rc = main(["compile", "--hardware", "npu7nm", "--op", "gemm", "-o", str(tmp_path / "op2.ko")])
     assert rc == 2 and "give --shape MxNxK" in capsys.readouterr().err
-    spec.write_text("M: 16\nN: 16\nK: [1, 64]\ndtype: int4\n")
+    spec.write_text("M: 16\nN: 16\nK: [1, 64]\ndtype: int4_e2m1\n")
     rc = main(["compile", "--hardware", "npu7nm", "--op", str(spec), "-o", str(tmp_path / "h.ko")])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and "\n" not in err and "g.yaml" in err and "'int4' is not one of" in err
+    assert rc == 2 and "\n" not in err and "g.yaml" in err and "'int4_e2m1' is not one of" in err
     assert not (tmp_path / "h.ko").exists()
     spec.write_text("M: 16\nN: 16\nK: [1, 64]\nbogus: 1\n")
     rc = main(["compile", "--hardware", "npu7nm", "--op", str(spec), "-o", str(tmp_path / "h.ko")])
