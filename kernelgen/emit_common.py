@@ -391,19 +391,7 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
             b.i(f"mul.f32 {v}, {v}, {scale[ci]}")
         if bias:
             b.i(f"add.f32 {v}, {v}, {bias[ci]}")
-        if spec.activation == "relu":
-            b.i(f"max.f32 {v}, {v}, {f32_hex(0.0)}")
-        elif spec.activation == "gelu":
-            # gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-            u = b.reg("f32")
-            b.i(f"mul.f32 {u}, {v}, {v}")
-            b.i(f"fma.rn.f32 {u}, {u}, {f32_hex(0.044715)}, {f32_hex(1.0)}")
-            b.i(f"mul.f32 {u}, {u}, {v}")
-            b.i(f"mul.f32 {u}, {u}, {f32_hex(GELU_C)}")
-            b.i(f"tanh.approx.f32 {u}, {u}")
-            b.i(f"add.f32 {u}, {u}, {f32_hex(1.0)}")
-            b.i(f"mul.f32 {v}, {v}, {u}")
-            b.i(f"mul.f32 {v}, {v}, {f32_hex(0.5)}")
+        emit_activation(b, spec, v)
         da = b.reg("u64")
         b.i(f"add.u64 {da}, {P['D']}, {off}")
         if bits == 32:
@@ -499,3 +487,20 @@ def emit_stage_advance(b: Any, stage_regs: tuple[str, str], stages: int, kl: str
     emit_profile_slot(b, prof, 2, "after the K loop")
     b.comment("Drain the (zero-fill) copies still in flight before the CTA exits")
     b.i("cp.async.wait_group 0")
+
+
+def emit_activation(b: PtxBuilder, spec: GemmSpec, v: str) -> None:
+    """The spec's activation on the f32 register v in place: relu, or gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi)
+    (x + 0.044715 x^3))) with tanh.approx."""
+    if spec.activation == "relu":
+        b.i(f"max.f32 {v}, {v}, {f32_hex(0.0)}")
+    elif spec.activation == "gelu":
+        u = b.reg("f32")
+        b.i(f"mul.f32 {u}, {v}, {v}")
+        b.i(f"fma.rn.f32 {u}, {u}, {f32_hex(0.044715)}, {f32_hex(1.0)}")
+        b.i(f"mul.f32 {u}, {u}, {v}")
+        b.i(f"mul.f32 {u}, {u}, {f32_hex(GELU_C)}")
+        b.i(f"tanh.approx.f32 {u}, {u}")
+        b.i(f"add.f32 {u}, {u}, {f32_hex(1.0)}")
+        b.i(f"mul.f32 {v}, {v}, {u}")
+        b.i(f"mul.f32 {v}, {v}, {f32_hex(0.5)}")

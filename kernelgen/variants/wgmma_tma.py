@@ -47,9 +47,9 @@ from typing import Any
 
 from kernelgen.counting import Counts, tally
 from kernelgen.emit_common import (
-    GELU_C,
     Param,
     ceil_div,
+    emit_activation,
     header_json,
     kernel_params,
     load_params,
@@ -417,18 +417,7 @@ def _store_values(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], vals: list[s
             b.i(f"mul.f32 {v}, {v}, {vec['scale'][c]}")
         if "bias" in vec:
             b.i(f"add.f32 {v}, {v}, {vec['bias'][c]}")
-        if spec.activation == "relu":
-            b.i(f"max.f32 {v}, {v}, {f32_hex(0.0)}")
-        elif spec.activation == "gelu":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as emit_common
-            u = b.reg("f32")
-            b.i(f"mul.f32 {u}, {v}, {v}")
-            b.i(f"fma.rn.f32 {u}, {u}, {f32_hex(0.044715)}, {f32_hex(1.0)}")
-            b.i(f"mul.f32 {u}, {u}, {v}")
-            b.i(f"mul.f32 {u}, {u}, {f32_hex(GELU_C)}")
-            b.i(f"tanh.approx.f32 {u}, {u}")
-            b.i(f"add.f32 {u}, {u}, {f32_hex(1.0)}")
-            b.i(f"mul.f32 {v}, {v}, {u}")
-            b.i(f"mul.f32 {v}, {v}, {f32_hex(0.5)}")
+        emit_activation(b, spec, v)
         out.append(v)
     return out
 
