@@ -322,6 +322,11 @@ def is_cta_barrier(ins: Instruction) -> bool:
     return ins.info["bar"] == "cta"
 
 
+def barrier_aligned(ins: Instruction) -> bool:
+    """Every thread of a warp executes this barrier together: bar.* (= barrier.*.aligned) or .aligned."""
+    return ins.opcode == "bar" or "aligned" in ins.mods
+
+
 def async_role(ins: Instruction) -> str:
     """cp.async role: "copy" (issue), "commit" (commit_group), "wait" (wait_group N), "wait_all", ""."""
     return ins.info["async"]

@@ -21,8 +21,8 @@ import z3
 
 from sim import isa
 from sim.ptx.ir import Instruction
+from validation.formal import barriers
 from validation.formal.program import (
-    BC,
     BDONE,
     BGC,
     GC,
@@ -151,11 +151,12 @@ def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> N
                 same.append((x, f, x.addr, z3.And(f.pc, x.pc, overlap(f.addr, f.width, x.addr, x.width),
                                                   _in_flight(x.sync, w.sync, open_after(w, x.index)))))
                 s2 = x2.sync
-                later = z3.And(z3.UGT(s2[BC], w.sync[BC]), z3.ULE(s2[WVIS], w.sync[WGC]))
+                later = z3.And(barriers.before(v, w.sync, s2), z3.ULE(s2[WVIS], w.sync[WGC]))
                 cross.append((x, f, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
-                                                    z3.Or(s2[BC] == w.sync[BC], later))))
+                                                    z3.Or(barriers.concurrent(v, w.sync, s2), later))))
         for two, cands in ((False, same), (True, cross)):
-            hit = v.first_violation(r, w.line, cands, *([v.distinct_threads()] if two else [])) if cands else None
+            hyps = [v.distinct_threads(), *barriers.facts(v)] if two else []
+            hit = v.first_violation(r, w.line, cands, *hyps) if cands else None
             if hit:
                 m, (x, f, addr, _) = hit
                 wit = v.witness(m, two=two, address=addr, access=x.text, wgmma_line=w.line,
@@ -211,8 +212,8 @@ def _unfenced(v: Verifier, r: PropResult, writes: list, reads: list[Access], syn
             s2 = x2.sync
             fenced = z3.UGT(sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(sync[PF], s2[PF])
             cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
-                                             z3.ULT(s2[BC], sync[BC]), z3.Not(fenced))))
-    hit = v.first_violation(r, line, cands, in_range) if cands else None
+                                             barriers.before(v, s2, sync), z3.Not(fenced))))
+    hit = v.first_violation(r, line, cands, in_range, *barriers.facts(v)) if cands else None
     if not hit:
         return False
     m, (x, addr, _) = hit

@@ -14,7 +14,7 @@ import z3
 from sim.ptx.ir import Instruction, Kernel, Operand
 from validation.formal.context import Context
 from validation.formal.program import KernelStructure
-from validation.formal.state import Access, BranchRec, LoopRec, MbarEvent, RegTouch, State, WgmmaRec
+from validation.formal.state import Access, BranchRec, LoopRec, MbarEvent, NamedBarrier, RegTouch, State, WgmmaRec
 
 
 class ExecutorBase:
@@ -38,6 +38,8 @@ class ExecutorBase:
         self.accesses: list[Access] = []
         self.branches: list[BranchRec] = []
         self.barriers: list[tuple[int, int, z3.BoolRef]] = []
+        self.named: list[NamedBarrier] = []  # named-barrier executions (validation/formal/barriers.py)
+        self.nid: z3.BitVecRef | None = None  # the thread's named-barrier id (a thread-local symbol)
         self.loops: list[LoopRec] = []
         self.unsupported: list[tuple[int, str]] = []  # (line, what) instructions not modelled
         self.wgmmas: list[WgmmaRec] = []

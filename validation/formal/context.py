@@ -25,7 +25,6 @@ class Context:
         # handles, not scalars; `mov.u64 %rd, MAP` gives the map's parameter address (a symbol of its own)
         self.tensormaps: dict[str, int] = dict(tensormaps or {})
         self.tmap_syms = {name: z3.BitVec(f"&{name}", 64) for name in self.tensormaps}
-        self.S = KernelStructure(k)
         self.layout = make_layout(k, prog)
         self.assumptions: list[z3.BoolRef] = []
         self.tid = [z3.BitVec(f"tid.{c}", 32) for c in "xyz"]
@@ -38,6 +37,7 @@ class Context:
             except (TypeError, ValueError):
                 block = None
         self.block, self.grid = block, grid
+        self.S = KernelStructure(k, block[0] * block[1] * block[2] if block is not None else None)
         if block is not None and block[0] * block[1] * block[2] == 32:
             isa.one_warp_cta(k)  # a full-mask bar.warp.sync orders the whole (one-warp) CTA
         if block is not None:

@@ -40,7 +40,7 @@ class InstructionsMixin(ExecutorBase):
         if isa.fence_proxy(ins) == "async":
             self.do_proxy_fence(st, ins)
             return
-        if isa.is_cta_barrier(ins):
+        if isa.barrier_role(ins) in ("cta", "arrive"):
             self.do_barrier(st, ins)
             return
         if isa.wmma_role(ins) in ("load", "store"):  # fragment layout unspecified: not modelled (unknown)
@@ -52,10 +52,7 @@ class InstructionsMixin(ExecutorBase):
         if isa.async_role(ins):
             self.do_cp_async(st, ins)
             return
-        role = isa.barrier_role(ins)
-        if role:
-            if role != "warp":
-                self.unsupported.append((ins.line, f"{ins.full} (only full-CTA bar.sync is modelled)"))
+        if isa.barrier_role(ins):  # bar.warp.sync: no order between threads is assumed from it
             return
         if isa.mem_dir(ins) != "none":
             self.do_memory(st, ins)

@@ -9,13 +9,30 @@ import z3
 from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
-from validation.formal.program import BC, BDONE, BVIS, DONE, GC, PSEUDO, VIS, WDONE, WVIS
-from validation.formal.state import Access, State
+from validation.formal.program import (
+    BC,
+    BDONE,
+    BN,
+    BNS,
+    BVIS,
+    DONE,
+    GC,
+    NID,
+    PSEUDO,
+    VIS,
+    WDONE,
+    WVIS,
+    barrier_operands,
+)
+from validation.formal.state import Access, NamedBarrier, State
 
 
 class MemoryMixin(ExecutorBase):
     def sync_snapshot(self, st: State) -> dict[str, z3.ExprRef]:
-        return {p: self.read(st, p) for p in PSEUDO}
+        snap = {p: self.read(st, p) for p in PSEUDO}
+        if self.nid is not None:
+            snap[NID] = self.nid
+        return snap
 
     def access_pc(self, st: State, ins: Instruction) -> z3.BoolRef:
         return z3.And(st.pc, self.guard(st, ins)) if ins.guard is not None else st.pc
@@ -96,11 +113,15 @@ class MemoryMixin(ExecutorBase):
 
     def do_barrier(self, st: State, ins: Instruction) -> None:
         ops = ins.operands
-        if len(ops) >= 2 and not (ops[1].kind == "imm" and self.ctx.block is not None
-                                  and ops[1].value == self.ctx.block[0] * self.ctx.block[1] * self.ctx.block[2]):
-            self.unsupported.append((ins.line, f"{ins.full} with a thread count (partial barrier)"))
         if "red" in ins.mods and ops and ops[0].kind == "reg":
             self.write(st, ins, ops[0], self.fresh("barred", self.width_of_reg(ops[0].name)))
+        kind = self.S.barrier_kind(ins)
+        if kind == "named":
+            self.named_barrier(st, ins)
+            return
+        if kind != "full":
+            self.unsupported.append((ins.line, f"{ins.full} (only CTA barriers are modelled)"))
+            return
         if self.recording:
             self.barriers.append((ins.index, ins.line, self.access_pc(st, ins)))
         bc = self.read(st, BC)
@@ -111,6 +132,23 @@ class MemoryMixin(ExecutorBase):
         self.write_pseudo(st, ins, VIS, done)
         self.write_pseudo(st, ins, WVIS, wdone)
         self.write_pseudo(st, ins, BVIS, bdone)
+
+    def named_barrier(self, st: State, ins: Instruction) -> None:
+        """A barrier of a subset of the CTA's threads: %%bn counts this thread's arrivals, %%bns is %%bn
+        at its last wait (see validation/formal/barriers.py for when two threads' counts name the same
+        barrier instance)."""
+        idop, cop = barrier_operands(ins)
+        bid = self.val(st, idop, 32) if idop is not None else z3.BitVecVal(0, 32)
+        count = self.val(st, cop, 32) if cop is not None else None
+        wait = isa.barrier_role(ins) == "cta"
+        if self.recording:
+            aligned = isa.barrier_aligned(ins)
+            self.named.append(NamedBarrier(ins.index, ins.line, ins.text, self.access_pc(st, ins), bid, count,
+                                           wait, aligned))
+        bn = self.read(st, BN) + 1
+        self.write_pseudo(st, ins, BN, bn)
+        if wait:
+            self.write_pseudo(st, ins, BNS, bn)
 
     def wait_group(self, st: State, ins: Instruction, committed: str, done: str, what: str) -> None:
         """``WHAT N`` (a constant N): every group but the N most recent is retired, so ``done`` rises to

@@ -25,6 +25,9 @@ treat them like ordinary registers (havoc, induction, invariants):
     %%mwe   1 when its most recent successful wait waited on parity 1 of a barrier it had not waited on
             before, in the first iteration of every enclosing loop (a wait for the phase before phase 0,
             which returns at once): a reader after it has not waited for the first copy
+    %%bn    named-barrier arrivals of this thread (bar.sync/bar.arrive/bar.red id, count with a count below
+            the CTA's threads: validation/formal/barriers.py); %%bns %%bn at its most recent named wait
+            (bar.sync / bar.red, not bar.arrive). %%bc counts only the barriers of the whole CTA.
 """
 
 from __future__ import annotations
@@ -34,22 +37,26 @@ from dataclasses import dataclass
 from sim import isa
 from sim.errors import PtxError
 from sim.functional.cfg import EXIT, Block, build_cfg, immediate_postdominators
-from sim.ptx.ir import Instruction, Kernel
+from sim.ptx.ir import Instruction, Kernel, Operand
 
 BC, GC, DONE, VIS = "%%bc", "%%gc", "%%done", "%%vis"
 WGC, WDONE, WVIS, PF, PFG = "%%wgc", "%%wdone", "%%wvis", "%%pf", "%%pfg"
 TXA, TXB, TXN, TXL, MWA, MWP = "%%txa", "%%txb", "%%txn", "%%txl", "%%mwa", "%%mwp"
 MWS, MWE = "%%mws", "%%mwe"
 BGC, BDONE, BVIS = "%%bgc", "%%bdone", "%%bvis"
-PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP, MWS, MWE, BGC, BDONE, BVIS)
+BN, BNS = "%%bn", "%%bns"
+PSEUDO = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXA, TXB, TXN, TXL, MWA, MWP, MWS, MWE, BGC, BDONE, BVIS,
+          BN, BNS)
+NID = "%%nid"  # not a register: the thread's named-barrier id in every access's counters (barriers.py)
 NO_BARRIER = 0xFFFFFFFF  # %%mwa before the first wait: no shared address
 PSEUDO_INIT = {MWA: NO_BARRIER}
 _TX = {TXA, TXB, TXN, TXL}
 # counters of events of one thread: assumed to stay below 2^31 (NO_WRAP), so that "later" is "greater"
-COUNTERS = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXN, BGC, BDONE, BVIS)
+COUNTERS = (BC, GC, DONE, VIS, WGC, WDONE, WVIS, PF, PFG, TXN, BGC, BDONE, BVIS, BN, BNS)
 NO_WRAP = 1 << 31
 # (a, b): a <= b in every state (a counts what b counted earlier: groups done <= committed, ...)
-ORDERED = ((DONE, GC), (VIS, DONE), (WDONE, WGC), (WVIS, WDONE), (PFG, DONE), (BDONE, BGC), (BVIS, BDONE))
+ORDERED = ((DONE, GC), (VIS, DONE), (WDONE, WGC), (WVIS, WDONE), (PFG, DONE), (BDONE, BGC), (BVIS, BDONE),
+           (BNS, BN))
 _MW = {MWA, MWP, MWS, MWE}
 
 NONUNIFORM_SREGS = ("%tid", "%laneid", "%warpid", "%clock", "%clock64", "%clock_hi", "%smid",
@@ -63,9 +70,43 @@ _WGMMA_DEFS_USES = {"commit": ({WGC}, {WGC}), "wait": ({WDONE}, {WGC, WDONE}), "
                     "fence": (set(), set())}
 
 
-def pseudo_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
-    if isa.is_cta_barrier(ins):
+def barrier_operands(ins: Instruction) -> tuple[Operand | None, Operand | None]:
+    """(id, thread count) of bar / barrier .sync, .arrive, .red (bar.red's result and predicate dropped);
+    None where absent (bar.sync without operands is barrier 0 of every thread)."""
+    ops = list(ins.operands)
+    if "red" in ins.mods:
+        ops = ops[1:-1]
+    if "warp" in ins.mods or "cluster" in ins.mods:
+        return None, None
+    return (ops[0] if ops else None), (ops[1] if len(ops) > 1 else None)
+
+
+def barrier_kind(ins: Instruction, nthreads: int | None) -> str:
+    """"full" (a barrier of every thread of the CTA: no thread count, or the CTA's, or a cluster wait),
+    "named" (a thread count that may be fewer: bar.sync/bar.red id, count, and every bar.arrive: the
+    threads that arrive are counted, validation/formal/barriers.py), "cluster_arrive", or "" (no CTA
+    barrier: bar.warp.sync, not a barrier)."""
+    role = isa.barrier_role(ins)
+    if role not in ("cta", "arrive"):
+        return ""
+    if "cluster" in ins.mods:
+        return "full" if role == "cta" else "cluster_arrive"
+    if role == "arrive":
+        return "named"
+    _, count = barrier_operands(ins)
+    if count is None or (count.kind == "imm" and nthreads is not None and count.value == nthreads):
+        return "full"
+    return "named"
+
+
+def pseudo_defs_uses(ins: Instruction, bar_kind: str | None = None) -> tuple[set[str], set[str]]:
+    """The pseudo-registers ``ins`` writes and reads; ``bar_kind`` its barrier_kind (the structure's, which
+    knows the launch's threads and the ids used with a thread count)."""
+    bk = barrier_kind(ins, None) if bar_kind is None else bar_kind
+    if bk == "full":
         return {BC, VIS, WVIS, BVIS}, {BC, DONE, WDONE, BDONE}
+    if bk == "named":
+        return ({BN, BNS} if isa.barrier_role(ins) == "cta" else {BN}), {BN}
     bulk = isa.bulk_role(ins)
     if bulk in _BULK_DEFS_USES:
         d, u = _BULK_DEFS_USES[bulk]
@@ -100,8 +141,8 @@ def is_bulk_load(ins: Instruction) -> bool:
     return "bulk" in ins.mods and "mbarrier::complete_tx::bytes" in ins.mods
 
 
-def instr_defs_uses(ins: Instruction) -> tuple[set[str], set[str]]:
-    d, u = pseudo_defs_uses(ins)
+def instr_defs_uses(ins: Instruction, bar_kind: str | None = None) -> tuple[set[str], set[str]]:
+    d, u = pseudo_defs_uses(ins, bar_kind)
     defs = set(ins.dst_regs) | d
     uses = set(ins.src_regs) | u
     if ins.guard is not None:
@@ -123,8 +164,16 @@ class Loop:
 class KernelStructure:
     EXIT = EXIT
 
-    def __init__(self, k: Kernel):
+    def __init__(self, k: Kernel, nthreads: int | None = None):
         self.k = k
+        self.nthreads = nthreads  # threads of the CTA when the launch is known (tells full from named barriers)
+        # constant ids used with a thread count below the CTA's or by bar.arrive: every barrier with such an id
+        # is named (bar.arrive 1, 128 + bar.sync 1, 128 in a CTA of 128 threads: the arrivals are counted)
+        self.named_ids: set[int] = set()
+        for ins in k.body:
+            idop, _ = barrier_operands(ins)
+            if barrier_kind(ins, nthreads) == "named" and idop is not None and idop.kind == "imm":
+                self.named_ids.add(int(idop.value))
         self.cfg = build_cfg(k)
         self.blocks: list[Block] = self.cfg.blocks
         self.block_of: dict[int, int] = self.cfg.block_of
@@ -236,7 +285,7 @@ class KernelStructure:
                 d += 1
                 p = self.loops[p].parent
             lp.depth = d
-            lp.has_barrier = any(isa.is_cta_barrier(self.k.body[i]) for b in lp.body
+            lp.has_barrier = any(self.is_full_barrier(self.k.body[i]) for b in lp.body
                                  for i in range(self.blocks[b].start, self.blocks[b].end))
         self.loop_of: dict[int, int | None] = {}
         for b in range(self.nb):
@@ -245,6 +294,21 @@ class KernelStructure:
                 if b in lp.body and (inner is None or len(lp.body) < len(self.loops[inner].body)):
                     inner = h
             self.loop_of[b] = inner
+
+    def barrier_kind(self, ins: Instruction) -> str:
+        """barrier_kind, with a whole-CTA count on an id that is also used as a named barrier named too."""
+        kind = barrier_kind(ins, self.nthreads)
+        if kind == "full" and self.named_ids:
+            idop, count = barrier_operands(ins)
+            if count is not None and idop is not None and idop.kind == "imm" and int(idop.value) in self.named_ids:
+                return "named"
+        return kind
+
+    def is_full_barrier(self, ins: Instruction) -> bool:
+        return self.barrier_kind(ins) == "full"
+
+    def is_named_barrier(self, ins: Instruction) -> bool:
+        return self.barrier_kind(ins) == "named"
 
     def enclosing_loops(self, b: int) -> list[int]:
         """Headers of the loops around block b, outermost first."""
@@ -279,7 +343,7 @@ class KernelStructure:
         defs: set[str] = set()
         uses: set[str] = set()
         for i in range(self.blocks[b].start, self.blocks[b].end):
-            d, u = instr_defs_uses(self.k.body[i])
+            d, u = instr_defs_uses(self.k.body[i], self.barrier_kind(self.k.body[i]))
             uses |= u - defs
             defs |= d
         return defs, uses
@@ -326,7 +390,7 @@ class KernelStructure:
                 bl = self.blocks[b]
                 for i in range(bl.start, bl.end):
                     ins = body[i]
-                    defs, uses = instr_defs_uses(ins)
+                    defs, uses = instr_defs_uses(ins, self.barrier_kind(ins))
                     if not defs:
                         continue
                     bad = b in div_blocks or bool(uses & nonuni)

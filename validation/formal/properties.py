@@ -17,10 +17,11 @@ from typing import Any
 import z3
 
 from sim import isa
+from validation.formal import barriers
 from validation.formal.asyncprops import bulk_store_discipline, mbarrier_discipline, overlap, reach, wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
-from validation.formal.program import BC, DONE, GC, VIS
+from validation.formal.program import BC, BN, BNS, DONE, GC, NID, VIS
 from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
@@ -82,6 +83,8 @@ class Verifier:
         self._first: list | None = None
         self.coarse_hits = 0  # violations seen only past the first iteration of a loop around a loop
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
+        self._named: barriers.NamedAnalysis | None = None  # barriers.analyse's, once
+        self._named_facts: list[z3.BoolRef] | None = None
 
     # ------------------------------------------------------------------ helpers
     def check(self, *cs) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
@@ -283,22 +286,16 @@ class Verifier:
                                    self.deadline)
 
     # barrier divergence ----------------------------------------------
-    def _full_cta_barrier(self, ins) -> bool:
-        """bar.sync without a thread count or with the block's: a partial (named) barrier is not modelled
-        (its property answers unknown), so no divergence is reported around it."""
-        ops, block = ins.operands, self.ctx.block
-        if not isa.is_cta_barrier(ins):
-            return False
-        return len(ops) < 2 or (ops[1].kind == "imm" and block is not None
-                                and ops[1].value == block[0] * block[1] * block[2])
-
     def barrier_divergence(self, r: PropResult) -> None:
         S = self.ctx.S
-        self._unsupported(r, ("partial barrier", "only full-CTA"))
-        bar_blocks = {b for b in range(S.nb) if any(self._full_cta_barrier(S.k.body[i])
+        self._unsupported(r, ("only CTA barriers",))
+        barriers.divergence(self, r)  # named barriers: participants, counts, warp-uniform branches
+        if r.status == "violated":
+            return
+        bar_blocks = {b for b in range(S.nb) if any(S.is_full_barrier(S.k.body[i])
                                                    for i in range(S.blocks[b].start, S.blocks[b].end))}
         if not bar_blocks:
-            r.detail = "no barriers"
+            r.detail = r.detail or ("no barriers" if not self.ex.named else "")
             return
         cache: dict = {}
         for br in self.ex.branches:
@@ -329,7 +326,12 @@ class Verifier:
 
     # races --------------------------------------------------------------
     def shared_race(self, r: PropResult) -> None:
-        self._unsupported(r, ("partial barrier", "only full-CTA", "stmatrix", "bulk"))
+        self._unsupported(r, ("only CTA barriers", "stmatrix", "bulk"))
+        named = barriers.analyse(self)
+        if named.unknown:
+            line, reason = named.unknown[0]
+            r.unknown(line, f"named barriers not modelled: {reason}")
+            return
         acc = [a for a in self.ex.accesses if a.space in ("shared", "unknown") and a.kind != "bulk"]
         for a in acc:
             if a.space == "unknown":
@@ -339,7 +341,8 @@ class Verifier:
 
         def ren(i, a):
             if i not in renamed:
-                renamed[i] = (self.t2(a.pc), self.t2(a.addr), self.t2(a.width), self.t2(a.sync[BC]))
+                renamed[i] = (self.t2(a.pc), self.t2(a.addr), self.t2(a.width),
+                              {k: self.t2(a.sync[k]) for k in (BC, BN, BNS, NID) if k in a.sync})
             return renamed[i]
 
         for i, a in enumerate(acc):
@@ -352,11 +355,12 @@ class Verifier:
                     continue
                 if a.tags and b.tags and not (a.tags & b.tags):
                     continue
-                pc2, addr2, w2, bc2 = ren(j, b)
-                partners.append((b, addr2, z3.And(pc2, a.sync[BC] == bc2, overlap(a.addr, a.width, addr2, w2))))
+                pc2, addr2, w2, s2 = ren(j, b)
+                partners.append((b, addr2, z3.And(pc2, barriers.concurrent(self, a.sync, s2),
+                                                  overlap(a.addr, a.width, addr2, w2))))
             if not partners:
                 continue
-            hit = self.first_violation(r, a.line, partners, self.distinct_threads(), a.pc,
+            hit = self.first_violation(r, a.line, partners, self.distinct_threads(), a.pc, *barriers.facts(self),
                                        why=f"solver gave up on the accesses of line {a.line} (timeout)")
             if hit:
                 m, (b, addr2, _) = hit
@@ -371,13 +375,23 @@ class Verifier:
     # async copies -----------------------------------------------------
     def _after_without_sync(self, src: int, dst: int) -> bool:
         """Can instruction dst follow instruction src with no commit, wait or barrier in between?"""
-        return dst in reach(self.ctx.k.body, src, lambda i: isa.is_cta_barrier(i) or
+        S = self.ctx.S
+        return dst in reach(self.ctx.k.body, src, lambda i: S.is_full_barrier(i) or
                             isa.async_role(i) in ("commit", "wait", "wait_all"))
 
     def async_copy(self, r: PropResult) -> None:
-        self._unsupported(r, ("cp.async", "partial barrier", "only full-CTA"))
-        bulk_store_discipline(self, r)
+        self._unsupported(r, ("cp.async", "only CTA barriers"))
+        named = barriers.analyse(self)
+        if named.unknown and self.ex.bulk_stores:
+            r.unknown(named.unknown[0][0], f"named barriers not modelled: {named.unknown[0][1]}")
+        else:
+            bulk_store_discipline(self, r)
         copies = [a for a in self.ex.accesses if a.kind == "async"]
+        if copies and self.ex.named:
+            r.unknown(self.ex.named[0].line, "cp.async groups across named barriers (a thread count) are not "
+                                             "modelled: a group waited for before one is not known to be visible "
+                                             "to the threads of that barrier")
+            return
         if not copies or r.status == "violated":
             r.detail = r.detail or ("no cp.async" if not self.ex.bulk_stores else "")
             return

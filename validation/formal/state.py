@@ -122,3 +122,19 @@ class MbarEvent:
     nbytes: z3.BitVecRef | None = None
     dst: Access | None = None
     parity: z3.BitVecRef | None = None
+
+
+@dataclass
+class NamedBarrier:
+    """One execution of a named barrier (a thread count below the CTA's: bar.sync / barrier.sync / bar.red
+    id, count, or bar.arrive): its id and count operands, and whether the thread waits (sync, red) or
+    only arrives."""
+
+    index: int
+    line: int
+    text: str
+    pc: z3.BoolRef
+    bid: z3.BitVecRef
+    count: z3.BitVecRef | None
+    wait: bool
+    aligned: bool

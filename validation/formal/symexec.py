@@ -148,6 +148,8 @@ class Executor(LoopsMixin, LoopProofsMixin, AsyncOpsMixin, MemoryMixin, Instruct
 
     def run(self) -> None:
         st = State(z3.BoolVal(True), {}, {})
+        if any(self.S.is_named_barrier(i) for i in self.k.body):
+            self.nid = self.fresh("named_id", 32)
         self.exec_region(set(self.S.reachable), None, {0: [st]})
 
 
