@@ -153,7 +153,8 @@ def _shared_in_flight(v: Verifier, r: PropResult, open_after, writes: list) -> N
                 s2 = x2.sync
                 later = z3.And(barriers.before(v, w.sync, s2), z3.ULE(s2[WVIS], w.sync[WGC]))
                 cross.append((x, f, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
-                                                    z3.Or(barriers.concurrent(v, w.sync, s2), later))))
+                                                    z3.Or(barriers.concurrent(v, w.sync, s2), later),
+                                                    barriers.no_wrap(w.sync, s2))))
         for two, cands in ((False, same), (True, cross)):
             hyps = [v.distinct_threads(), *barriers.facts(v)] if two else []
             hit = v.first_violation(r, w.line, cands, *hyps) if cands else None
@@ -212,7 +213,8 @@ def _unfenced(v: Verifier, r: PropResult, writes: list, reads: list[Access], syn
             s2 = x2.sync
             fenced = z3.UGT(sync[PFG], s2[GC]) if x.kind == "async" else z3.UGT(sync[PF], s2[PF])
             cands.append((x, x2.addr, z3.And(f.pc, x2.pc, overlap(f.addr, f.width, x2.addr, x2.width),
-                                             barriers.before(v, s2, sync), z3.Not(fenced))))
+                                             barriers.before(v, s2, sync), z3.Not(fenced),
+                                             barriers.no_wrap(s2, sync))))
     hit = v.first_violation(r, line, cands, in_range, *barriers.facts(v)) if cands else None
     if not hit:
         return False

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from validation.formal.program import BC, BN, BNS, NID, barrier_operands
+from validation.formal.program import BC, BN, BNS, COUNTERS, NID, NO_WRAP, barrier_operands
 
 if TYPE_CHECKING:
     from validation.formal.properties import PropResult, Verifier
@@ -195,6 +195,19 @@ def _one_id(v: Verifier, out: NamedAnalysis, x: int, nthreads: int) -> None:
     out.ok.add(x)  # a deadlocked barrier orders vacuously: nothing after it runs
 
 
+def no_wrap(*syncs: dict) -> z3.BoolRef:
+    """The event counters of these snapshots stay below 2^31 (program.COUNTERS: a thread would have to run
+    2^31 barriers, fences, commits, ... first). A conjunct of a violation that compares two threads' counts
+    (or one thread's in two iterations): a loop whose trip count is not bounded (a persistent tile loop)
+    leaves its closed forms free to wrap, and counts that wrapped order events that never happen."""
+    return z3.And([z3.ULT(s[c], NO_WRAP) for s in syncs for c in COUNTERS if c in s and not z3.is_bv_value(s[c])])
+
+
+def same_warp(v: Verifier) -> z3.BoolRef:
+    """The two threads of a two-thread query lie in one warp."""
+    return z3.UDiv(linear_tid(v, v.ctx.tid), WARP) == z3.UDiv(linear_tid(v, v.tid2), WARP)
+
+
 def before(v: Verifier, s1: dict, s2: dict) -> z3.BoolRef:
     """An event of one thread (counters s1) happens before an event of another (s2): a whole-CTA barrier
     between them, or a named barrier of both that the second waited at after the first's event."""
@@ -238,8 +251,7 @@ def divergence(v: Verifier, r: PropResult) -> None:
     named_blocks = {S.block_of[e.index] for e in v.ex.named if e.aligned}
     if not named_blocks:
         return
-    lin1, lin2 = linear_tid(v, v.ctx.tid), linear_tid(v, v.tid2)
-    same_warp = z3.UDiv(lin1, WARP) == z3.UDiv(lin2, WARP)
+    warp = same_warp(v)
     cache: dict = {}
     for br in v.ex.branches:
         region = S.divergence_region(br.block)
@@ -247,7 +259,7 @@ def divergence(v: Verifier, r: PropResult) -> None:
             continue
         r.checks += 1
         ks_eq = [k == v.t2(k) for k in br.ks]
-        res, m = v.check(br.pc, v.t2(br.pc), v.distinct_threads(), same_warp, *ks_eq, br.cond != v.t2(br.cond))
+        res, m = v.check(br.pc, v.t2(br.pc), v.distinct_threads(), warp, *ks_eq, br.cond != v.t2(br.cond))
         ins = S.k.body[br.index]
         barline = min(S.k.body[S.blocks[b].start].line for b in region & named_blocks)
         if res == z3.sat and m is not None:

@@ -43,8 +43,8 @@ class InstructionsMixin(ExecutorBase):
         if isa.barrier_role(ins) in ("cta", "arrive"):
             self.do_barrier(st, ins)
             return
-        if isa.wmma_role(ins) in ("load", "store"):  # fragment layout unspecified: not modelled (unknown)
-            self.unsupported.append((ins.line, ins.full))
+        if isa.wmma_role(ins) in ("load", "store"):  # the tile's footprint (memory.do_wmma)
+            self.do_wmma(st, ins)
             return
         if isa.bulk_role(ins):  # TMA / bulk copies and their groups: not modelled (properties say unknown)
             self.unsupported.append((ins.line, ins.full))
@@ -182,6 +182,32 @@ class InstructionsMixin(ExecutorBase):
             self.write(st, ins, d, r1)
 
 
+class DivisionMixin(ExecutorBase):
+    """Unsigned division by a constant c > 1 outside loops (a tile copy's row and column from tid: tid / 6,
+    tid % 6) as a quotient q and remainder r, fresh symbols tied to the dividend a by the linear
+    ``a = q*c + r, r < c`` (computed without wrap) in the path condition: exact, and the solver no longer
+    bit-blasts a divider circuit per term (two threads' copies of such a tile, paired in one race query,
+    timed out: unknown). The same (a, c) gives the same pair. Inside a loop the terms stay UDiv/URem:
+    symbols created in a loop body are that loop's locals, which its closed forms must not contain."""
+
+    def udivrem(self, st: State, a: z3.BitVecRef, b: z3.BitVecRef) -> tuple[z3.BitVecRef, z3.BitVecRef]:
+        bs = z3.simplify(b)
+        if self.kstack or not z3.is_bv_value(bs) or bs.as_long() < 2 or z3.is_bv_value(z3.simplify(a)):
+            return z3.UDiv(a, b), z3.URem(a, b)
+        c, w = bs.as_long(), a.size()
+        key = (a.get_id(), c)
+        hit = self.divisions.get(key)
+        if hit is None:
+            q, r = self.fresh("quot", w), self.fresh("rem", w)
+            k = c.bit_length() + 1
+            tie = z3.And(z3.ZeroExt(k, q) * c + z3.ZeroExt(k, r) == z3.ZeroExt(k, a), z3.ULT(r, c),
+                         z3.ULE(q, ((1 << w) - 1) // c))
+            hit = self.divisions[key] = (a, q, r, tie)  # a kept alive: its id stays its own
+        _, q, r, tie = hit
+        st.pc = z3.And(st.pc, tie)
+        return q, r
+
+
 class _Args:
     """The source operands of an integer instruction as bit-vectors of its type's width."""
 
@@ -248,8 +274,8 @@ SEMANTICS_INT: dict[str, Callable[[_Args], Any]] = {
     "mad": _mul(True),
     "mul24": _mul(False, hi_ok=False),
     "mad24": _mul(True, hi_ok=False),
-    "div": lambda x: x(0) / x(1) if x.signed else z3.UDiv(x(0), x(1)),
-    "rem": lambda x: z3.SRem(x(0), x(1)) if x.signed else z3.URem(x(0), x(1)),
+    "div": lambda x: x(0) / x(1) if x.signed else x.ex.udivrem(x.st, x(0), x(1))[0],
+    "rem": lambda x: z3.SRem(x(0), x(1)) if x.signed else x.ex.udivrem(x.st, x(0), x(1))[1],
     "min": _minmax(True),
     "max": _minmax(False),
     "and": lambda x: x(0) & x(1),

@@ -24,7 +24,10 @@ from validation.formal.program import (
     WVIS,
     barrier_operands,
 )
-from validation.formal.state import Access, NamedBarrier, State
+from validation.formal.state import TYPE_INFO, Access, NamedBarrier, State, type_mods
+
+WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
+# (M, N, K) of the wmma shapes; source: PTX ISA 8.x, "Matrix Shape" of the warp-level wmma instructions
 
 
 class MemoryMixin(ExecutorBase):
@@ -49,7 +52,7 @@ class MemoryMixin(ExecutorBase):
             v = self.fresh("addr", width)
         return v + (op.value % (1 << width)), self.tags_of(st, base)
 
-    def record(self, st, ins, space, kind, addr_op, nbytes, extra_pc=None):
+    def record(self, st, ins, space, kind, addr_op, nbytes, extra_pc=None, offset=None):
         if not self.recording:
             return
         tags0 = self.tags_of(st, addr_op)
@@ -62,6 +65,8 @@ class MemoryMixin(ExecutorBase):
                 space = "unknown"
         aw = 32 if space == "shared" else 64
         addr, tags = self.address(st, addr_op, aw)
+        if offset is not None:
+            addr = addr + self.fit(offset, aw)
         pc = self.access_pc(st, ins)
         if extra_pc is not None:
             pc = z3.And(pc, extra_pc)
@@ -102,6 +107,43 @@ class MemoryMixin(ExecutorBase):
                 self.fresh_dst(st, ins, ops[0], ins.line)
             return
         self.unsupported.append((ins.line, ins.full))
+
+    def do_wmma(self, st: State, ins: Instruction) -> None:
+        """wmma.load.{a,b,c} / wmma.store.d: the warp moves a rows x cols tile (operand and shape), element
+        (i, j) at byte ``(major * stride + minor) * bytes`` from the address (``.row``: major i, minor j;
+        ``.col``: the reverse; the stride operand, else the leading dimension). The ISA leaves which lane
+        moves which element unspecified, so a thread's access is one element (i, j) of the tile, i and j
+        fresh symbols below rows and cols: two threads' accesses overlap exactly when the two tiles share a
+        byte, whichever lanes hold it; bounds then covers every element. A warp's own wmma accesses do not
+        race with each other (properties.shared_race: the warp executes them together, in order)."""
+        ops = ins.operands
+        which = next((x for x in ins.mods if x in ("a", "b", "c", "d")), None)
+        shape = next((WMMA_SHAPES[x] for x in ins.mods if x in WMMA_SHAPES), None)
+        lay = next((x for x in ins.mods if x in ("row", "col")), None)
+        tys = type_mods(ins)
+        load = isa.wmma_role(ins) == "load"
+        data, addr_op = (ops[0], ops[1]) if load else (ops[1], ops[0])
+        if which is None or shape is None or lay is None or len(tys) != 1 or tys[0] not in TYPE_INFO:
+            self.unsupported.append((ins.line, ins.full))
+            if load:
+                self.fresh_dst(st, ins, data, ins.line)
+            return
+        M, N, K = shape
+        rows, cols = {"a": (M, K), "b": (K, N), "c": (M, N), "d": (M, N)}[which]
+        major, minor = (rows, cols) if lay == "row" else (cols, rows)
+        nbytes = TYPE_INFO[tys[0]][0] // 8
+        space = isa.mem_space(ins)
+        aw = 32 if space == "shared" else 64
+        i, j = self.fresh(f"wmma_i@{ins.line}", aw), self.fresh(f"wmma_j@{ins.line}", aw)
+        stride = self.fit(self.val(st, ops[2], 32), aw) if len(ops) > 2 else z3.BitVecVal(minor, aw)
+        offset = (i * stride + j) * nbytes
+        within = z3.And(z3.ULT(i, major), z3.ULT(j, minor))
+        before = len(self.accesses)
+        self.record(st, ins, space, "read" if load else "write", addr_op, nbytes, extra_pc=within, offset=offset)
+        if len(self.accesses) > before:
+            self.accesses[-1].collective = True
+        if load:
+            self.fresh_dst(st, ins, data, ins.line)
 
     def fresh_dst(self, st: State, ins: Instruction, d: Operand, line: int) -> None:
         items = d.items if d.kind in ("vec", "pair") else (d,)

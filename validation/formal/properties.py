@@ -21,7 +21,7 @@ from validation.formal import barriers
 from validation.formal.asyncprops import bulk_store_discipline, mbarrier_discipline, overlap, reach, wgmma_discipline
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
-from validation.formal.program import BC, BN, BNS, DONE, GC, NID, VIS
+from validation.formal.program import BC, COUNTERS, DONE, GC, NID, VIS
 from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
@@ -85,6 +85,9 @@ class Verifier:
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
         self._named: barriers.NamedAnalysis | None = None  # barriers.analyse's, once
         self._named_facts: list[z3.BoolRef] | None = None
+        self._div_names: frozenset | None = None  # quotient / remainder symbols of divisions_first
+        self._div_ties: list[z3.BoolRef] = []
+        self._free_cache: dict = {}
 
     # ------------------------------------------------------------------ helpers
     def check(self, *cs) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
@@ -113,12 +116,31 @@ class Verifier:
         violation condition) hold under ``hyps``? (model, the first candidate the model makes true), or
         None; a solver that gives up makes ``r`` unknown at ``line`` (``why``)."""
         r.checks += 1
+        if self.divisions_first(cands, hyps):
+            return None
         res, m = self.check(*hyps, z3.Or([c[-1] for c in cands]))
         if res == z3.sat and m is not None:
             return m, next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
         if res == z3.unknown:
             r.unknown(line, why)
         return None
+
+    def divisions_first(self, cands: list, hyps: tuple) -> bool:
+        """Candidates over a division's quotient or remainder (instructions.DivisionMixin: a tile copy's row
+        and column from tid) are asked of integer arithmetic first (intproof: linear there), with both
+        threads' division ties as hypotheses: the bit-vector solver, multiplying them by row pitches and
+        pairing every copy of two threads, timed out (unknown). True when that proves no candidate holds."""
+        ex = self.ex
+        if not ex.divisions:
+            return False
+        if self._div_names is None:
+            self._div_names = frozenset(n for _, q, r, _ in ex.divisions.values() for n in (str(q), str(r)))
+            ties = [t for *_, t in ex.divisions.values()]
+            self._div_ties = ties + [self.t2(t) for t in ties]
+        goal = z3.Or([c[-1] for c in cands])
+        if not self.ex.free_consts(goal, self._free_cache) & (self._div_names | {n + "'" for n in self._div_names}):
+            return False
+        return self.int_proof(z3.And(*hyps, *self._div_ties), z3.Not(goal))
 
     def first_pass(self) -> list:
         """k = 0 (and its renamings for a second thread / another iteration) for every loop that
@@ -342,7 +364,7 @@ class Verifier:
         def ren(i, a):
             if i not in renamed:
                 renamed[i] = (self.t2(a.pc), self.t2(a.addr), self.t2(a.width),
-                              {k: self.t2(a.sync[k]) for k in (BC, BN, BNS, NID) if k in a.sync})
+                              {k: self.t2(a.sync[k]) for k in (NID, *COUNTERS) if k in a.sync})
             return renamed[i]
 
         for i, a in enumerate(acc):
@@ -356,8 +378,11 @@ class Verifier:
                 if a.tags and b.tags and not (a.tags & b.tags):
                     continue
                 pc2, addr2, w2, s2 = ren(j, b)
-                partners.append((b, addr2, z3.And(pc2, barriers.concurrent(self, a.sync, s2),
-                                                  overlap(a.addr, a.width, addr2, w2))))
+                cond = z3.And(pc2, barriers.concurrent(self, a.sync, s2), overlap(a.addr, a.width, addr2, w2),
+                              barriers.no_wrap(a.sync, s2))
+                if a.collective and b.collective:  # one warp's wmma accesses: executed together, in order
+                    cond = z3.And(cond, z3.Not(barriers.same_warp(self)))
+                partners.append((b, addr2, cond))
             if not partners:
                 continue
             hit = self.first_violation(r, a.line, partners, self.distinct_threads(), a.pc, *barriers.facts(self),

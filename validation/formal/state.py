@@ -47,6 +47,7 @@ class Access:
     tags: frozenset
     sync: dict[str, z3.ExprRef]  # pseudo-register values at the access
     block: int = 0
+    collective: bool = False  # a warp's wmma.load/store: one element of the tile, whichever (see memory.py)
 
 
 @dataclass

@@ -40,7 +40,7 @@ import z3
 from sim import isa
 from validation.formal.asyncops import AsyncOpsMixin
 from validation.formal.context import Context
-from validation.formal.instructions import InstructionsMixin
+from validation.formal.instructions import DivisionMixin, InstructionsMixin
 from validation.formal.loopproofs import LoopProofsMixin
 from validation.formal.loops import LoopsMixin
 from validation.formal.memory import MemoryMixin
@@ -50,7 +50,8 @@ from validation.formal.state import TYPE_INFO, Access, BranchRec, State
 __all__ = ["TYPE_INFO", "Access", "Context", "Executor", "make_executor"]
 
 
-class Executor(LoopsMixin, LoopProofsMixin, AsyncOpsMixin, MemoryMixin, InstructionsMixin, OperandsMixin):
+class Executor(LoopsMixin, LoopProofsMixin, AsyncOpsMixin, MemoryMixin, InstructionsMixin, DivisionMixin,
+               OperandsMixin):
     """Symbolic execution of one thread copy; records accesses, branches and loops (state: ExecutorBase)."""
 
     # ------------------------------------------------------------------ control flow
