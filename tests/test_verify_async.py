@@ -241,8 +241,9 @@ def test_kernelgen_wgmma_tma_ring_wraps_proved(tmp_path):
 def test_kernelgen_wgmma_tma_persistent_proved(tmp_path):
     # 2 CTAs for 16 tiles: each CTA's tile loop runs its K loop 8 times, the ring's stage and parity carried
     # from tile to tile (inner loops summarised inside the tile loop's dry run, counter orderings assumed at
-    # the headers); 25 s of process time, 55-95 s wall on the loaded 2-core machine (was bounds/wgmma/mbarrier
-    # unknown). The limits (run, and 30 s per query) are generous: this checks the proof, not the machine's load
+    # the headers); the TMA-store epilogue's named barriers too (shared_race 27-33 s wall at load 12; async_copy
+    # needed the no-wrap premise on compared counters). The limits (run, and 30 s per query) are generous: this
+    # checks the proof, not the machine's load
     rep = _wgmma_tma(tmp_path, "256x256x128", grid="2,1,1", timeout=600.0)
     assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
 
