@@ -118,3 +118,45 @@ def test_named_barrier_in_a_warp_divergent_branch():
 def test_two_ids_in_one_thread_is_unknown():
     rep = verify(_kernel("    bar.sync %r2, 64;\n    bar.sync 3, 128;".replace("128", "64")))
     assert statuses(rep)["shared_race"] == "unknown" and "two named barrier ids" in the(rep, "shared_race")["detail"]
+
+
+# ---------------------------------------------------------------- --timeout on the new analyses
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["tma_store_epilogue", "wmma_smem", "carried_copies"])
+def test_timeout_holds_on_named_barriers_wmma_and_divisions(tmp_path, case):
+    """No run exceeds its --timeout by more than 5 s (plus the Python start, which precedes the limit)
+    on a kernel whose work lies in the new analyses: kernelgen's TMA-store epilogue (named barriers),
+    nvcc's wmma_smem (tile footprints), a 64-thread carried copy of 64 x 6 chunks (division ties, integer
+    proofs)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if case == "tma_store_epilogue":
+        (tmp_path / "spec.yaml").write_text(json.dumps({"M": 136, "N": 136, "K": 136, "dtype": "bf16"}))
+        subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op", str(tmp_path / "spec.yaml"),
+                        "--variant", "wgmma_tma", "-o", str(tmp_path / "k")], cwd=root, check=True, capture_output=True,
+                       timeout=300)
+        f, flags, limit = tmp_path / "k" / "kernel.ptx", [], 15.0
+    elif case == "wmma_smem":
+        f = root / "tests" / "fixtures" / "cuda" / "wmma_gemm.ptx"
+        flags = ["--kernel", "wmma_smem", "--block", "32", "--grid", "1", "--param", "p3=16..4096",
+                 "--extent", "p0=p3*32", "--extent", "p1=p3*32", "--extent", "p2=512"]
+        limit = 2.0
+    else:
+        from test_verify_copies import carried_copy
+        f = tmp_path / "carried.ptx"
+        f.write_text(carried_copy(64))
+        flags, limit = ["--block", "64", "--grid", "1"], 2.0
+    t = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import validation.formal.cli"], cwd=root, check=True, timeout=120)
+    start = time.monotonic() - t
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "validation", "verify", str(f), *flags, "--timeout", str(limit), "--json"],
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    wall = time.monotonic() - t
+    rep = json.loads(r.stdout)
+    assert rep["seconds"] <= limit + 5 and wall <= limit + 5 + 2 * start, (rep["seconds"], wall, start)
+    assert r.returncode in (0, 3), r.stdout[-2000:] + r.stderr  # proved or unknown, never a false violation
