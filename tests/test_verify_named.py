@@ -136,9 +136,9 @@ def test_timeout_holds_on_named_barriers_wmma_and_divisions(tmp_path, case):
     root = Path(__file__).resolve().parents[1]
     if case == "tma_store_epilogue":
         (tmp_path / "spec.yaml").write_text(json.dumps({"M": 136, "N": 136, "K": 136, "dtype": "bf16"}))
-        subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op", str(tmp_path / "spec.yaml"),
-                        "--variant", "wgmma_tma", "-o", str(tmp_path / "k")], cwd=root, check=True, capture_output=True,
-                       timeout=300)
+        subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op",
+                        str(tmp_path / "spec.yaml"), "--variant", "wgmma_tma", "-o", str(tmp_path / "k")], cwd=root,
+                       check=True, capture_output=True, timeout=300)
         f, flags, limit = tmp_path / "k" / "kernel.ptx", [], 15.0
     elif case == "wmma_smem":
         f = root / "tests" / "fixtures" / "cuda" / "wmma_gemm.ptx"
@@ -154,8 +154,8 @@ def test_timeout_holds_on_named_barriers_wmma_and_divisions(tmp_path, case):
     subprocess.run([sys.executable, "-c", "import validation.formal.cli"], cwd=root, check=True, timeout=120)
     start = time.monotonic() - t
     t = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "validation", "verify", str(f), *flags, "--timeout", str(limit), "--json"],
-                       cwd=root, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "validation", "verify", str(f), *flags, "--timeout", str(limit),
+                        "--json"], cwd=root, capture_output=True, text=True, timeout=300)
     wall = time.monotonic() - t
     rep = json.loads(r.stdout)
     assert rep["seconds"] <= limit + 5 and wall <= limit + 5 + 2 * start, (rep["seconds"], wall, start)

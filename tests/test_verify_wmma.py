@@ -20,8 +20,9 @@ CUDA = Path(__file__).parent / "fixtures" / "cuda"
 
 
 def verify(text: str, file: str = "wmma.ptx", **flags) -> dict:
-    args = SimpleNamespace(kernel=flags.get("kernel"), grid=flags.get("grid", "1,1,1"), block=flags.get("block", "64,1,1"),
-                           param=flags.get("param", []), extent=flags.get("extent", []), dynamic_shared=None,
+    args = SimpleNamespace(kernel=flags.get("kernel"), grid=flags.get("grid", "1,1,1"),
+                           block=flags.get("block", "64,1,1"), param=flags.get("param", []),
+                           extent=flags.get("extent", []), dynamic_shared=None,
                            timeout=60.0)
     return verify_text(text, file, args)
 
