@@ -160,3 +160,11 @@ def test_timeout_holds_on_named_barriers_wmma_and_divisions(tmp_path, case):
     rep = json.loads(r.stdout)
     assert rep["seconds"] <= limit + 5 and wall <= limit + 5 + 2 * start, (rep["seconds"], wall, start)
     assert r.returncode in (0, 3), r.stdout[-2000:] + r.stderr  # proved or unknown, never a false violation
+
+
+def test_barrier_id_loaded_from_memory_is_unknown():
+    head = "    ld.shared.u32 %r2, [%r3];"  # the id comes from shared memory: not known to be one per thread
+    rep = verify(_kernel("    bar.sync %r2, 64;", head=head))
+    p = the(rep, "barrier_divergence")
+    assert p["status"] == "unknown" and "loaded" in p["detail"], p
+    assert the(rep, "shared_race")["status"] == "unknown"

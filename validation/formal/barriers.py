@@ -84,6 +84,13 @@ def analyse(v: Verifier) -> NamedAnalysis:
                                          "block size (--block) to count the threads that arrive on it"))
         return out
     nthreads = block[0] * block[1] * block[2]
+    cache: dict = {}
+    for e in evs:
+        loads = {v.ex.loadsyms[n] for n in v.ex.free_consts(e.bid, cache) if n in v.ex.loadsyms}
+        if loads:
+            out.unknown.append((e.line, f"'{e.text}': the barrier id depends on data loaded at line(s) "
+                                        f"{sorted(loads)}"))
+            return out
     # one named id per thread (two named barriers of a thread, in any iterations of their loops, agree)
     it = v.other_iteration
     for i, e1 in enumerate(evs):
