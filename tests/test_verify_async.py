@@ -200,9 +200,11 @@ def test_consumers_that_never_release_deadlock_the_producer():
 
 
 # ---------------------------------------------------------------- kernelgen's wgmma_tma variant (persistent, TMA ring)
-def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None, timeout: float = 120.0, edit=None) -> dict:
+def _wgmma_tma(tmp_path: Path, gemm: str, grid: str | None = None, timeout: float = 600.0, edit=None) -> dict:
     # the default epilogue (beta = 0, row-major D): TMA stores from shared staging slabs, the consumer
-    # warpgroup's threads meeting at named barriers (bar.sync 1 + c, 128) before and after staging a tile
+    # warpgroup's threads meeting at named barriers (bar.sync 1 + c, 128) before and after staging a tile.
+    # Generous limits (600 s, 30 s per query): at load 12-14 on the shared 2-core machine 120 s ran out in
+    # shared_race (these tests check the proofs, not the machine's load)
     out = tmp_path / "k"
     M, N, K = (int(x) for x in gemm.split("x"))
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -244,7 +246,7 @@ def test_kernelgen_wgmma_tma_persistent_proved(tmp_path):
     # the headers); the TMA-store epilogue's named barriers too (shared_race 27-33 s wall at load 12; async_copy
     # needed the no-wrap premise on compared counters). The limits (run, and 30 s per query) are generous: this
     # checks the proof, not the machine's load
-    rep = _wgmma_tma(tmp_path, "256x256x128", grid="2,1,1", timeout=600.0)
+    rep = _wgmma_tma(tmp_path, "256x256x128", grid="2,1,1")
     assert statuses(rep) == {n: "proved" for n in NAMES}, json.dumps(rep)[:3000]
 
 
