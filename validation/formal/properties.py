@@ -87,6 +87,7 @@ class Verifier:
         self._named_facts: list[z3.BoolRef] | None = None
         self._div_names: frozenset | None = None  # quotient / remainder symbols of divisions_first
         self._div_ties: list[z3.BoolRef] = []
+        self._iter_names: frozenset = frozenset()
         self._free_cache: dict = {}
 
     # ------------------------------------------------------------------ helpers
@@ -116,7 +117,8 @@ class Verifier:
         violation condition) hold under ``hyps``? (model, the first candidate the model makes true), or
         None; a solver that gives up makes ``r`` unknown at ``line`` (``why``)."""
         r.checks += 1
-        if self.divisions_first(cands, hyps):
+        cands = self.divisions_first(cands, hyps)
+        if not cands:
             return None
         res, m = self.check(*hyps, z3.Or([c[-1] for c in cands]))
         if res == z3.sat and m is not None:
@@ -125,22 +127,37 @@ class Verifier:
             r.unknown(line, why)
         return None
 
-    def divisions_first(self, cands: list, hyps: tuple) -> bool:
+    def divisions_first(self, cands: list, hyps: tuple) -> list:
         """Candidates over a division's quotient or remainder (instructions.DivisionMixin: a tile copy's row
         and column from tid) are asked of integer arithmetic first (intproof: linear there), with both
         threads' division ties as hypotheses: the bit-vector solver, multiplying them by row pitches and
-        pairing every copy of two threads, timed out (unknown). True when that proves no candidate holds."""
+        pairing every copy of two threads, timed out (unknown). Returns the candidates left for the
+        bit-vector query: none when integers prove that no candidate holds; else, when those free of loop
+        iteration symbols (a pipeline prologue's copies; a K loop's stage index `(init + k) mod 3` defeats
+        the translation) are proved together, the others."""
         ex = self.ex
         if not ex.divisions:
-            return False
+            return cands
         if self._div_names is None:
-            self._div_names = frozenset(n for _, q, r, _ in ex.divisions.values() for n in (str(q), str(r)))
+            names = frozenset(n for _, q, r, _ in ex.divisions.values() for n in (str(q), str(r)))
+            self._div_names = names | {n + "'" for n in names}
             ties = [t for *_, t in ex.divisions.values()]
             self._div_ties = ties + [self.t2(t) for t in ties]
-        goal = z3.Or([c[-1] for c in cands])
-        if not self.ex.free_consts(goal, self._free_cache) & (self._div_names | {n + "'" for n in self._div_names}):
-            return False
-        return self.int_proof(z3.And(*hyps, *self._div_ties), z3.Not(goal))
+            self._iter_names = frozenset(c.decl().name() for c in ex.iter_created)
+            self._iter_names |= {n + q for n in self._iter_names for q in ("'", '"')}
+        free = [ex.free_consts(c[-1], self._free_cache) for c in cands]
+        if not any(f & self._div_names for f in free):
+            return cands
+        hyp = z3.And(*hyps, *self._div_ties)
+        if self.int_proof(hyp, z3.Not(z3.Or([c[-1] for c in cands]))):
+            return []
+        group = [i for i, f in enumerate(free) if f & self._div_names and not f & self._iter_names]
+        if not group or len(group) == len(cands):
+            return cands
+        if self.int_proof(hyp, z3.Not(z3.Or([cands[i][-1] for i in group]))):
+            keep = set(range(len(cands))) - set(group)
+            return [c for i, c in enumerate(cands) if i in keep]
+        return cands
 
     def first_pass(self) -> list:
         """k = 0 (and its renamings for a second thread / another iteration) for every loop that
