@@ -1,0 +1,112 @@
+"""TMA im2col loads and the CTA-to-CTA / reduction bulk copies (issue 12): the fixtures of validation/tma_cases.py
+(nvcc 13 -arch=sm_90a output) against their numpy references, functional and timed; the im2col tensor map's
+checks and command-line form; cp.reduce.async.bulk's element operations; one-line errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from sim.errors import ExecutionError, PtxError, UsageError
+from sim.functional.ops_bulk import reduce_bytes
+from sim.functional.runner import run_functional
+from sim.hw import load_hw
+from sim.launch import bind_tensormaps
+from sim.ptx.parser import parse_ptx
+from sim.tensormap import TensorMap, make_spec
+from sim.timing import simulate
+from validation.tma_cases import CASES, im2col_spec
+
+# the im2col grid cut to two start pixels (the corner and the row wrap) to stay under a second timed
+BY_NAME = {c.name: dataclasses.replace(c, grid=(9, 2, 1)) if c.kernel == "tma_im2col" else c for c in CASES}
+
+
+def _diff(case, outputs) -> dict[int, int]:
+    want = case.expected(case.launch())
+    return {i: int(np.sum(outputs[i].view(np.uint32) != w.view(np.uint32))) for i, w in want.items()}
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_fixture_equals_numpy_functional(name):
+    case = BY_NAME[name]
+    res = run_functional(parse_ptx(case.ptx.read_text(), str(case.ptx)), case.launch())
+    assert set(_diff(case, res.outputs).values()) == {0}
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_fixture_equals_numpy_timed(name):
+    case = BY_NAME[name]
+    res = simulate(parse_ptx(case.ptx.read_text(), str(case.ptx)), case.launch(), load_hw("h200"))
+    assert set(_diff(case, res.outputs).values()) == {0}
+    assert res.cycles > 0
+
+
+def test_im2col_column_walks_the_bounding_box():
+    """A column that starts at the box's last pixel of image 0 wraps into image 1; the filter offset moves
+    every pixel; pixels and channels outside the tensor read zeros."""
+    tm = TensorMap(im2col_spec(), 0)
+    addrs, inside = tm.im2col_addresses((0, 4, 3, 0), (1, 2))  # w 4 h 3 is the box's last pixel (upper -1)
+    pix = (addrs.reshape(16, 8)[:, 0] // 64)  # pixel index n*30 + h*6 + w (C = 16 f32 = 64 bytes)
+    assert list(pix[:3]) == [0 * 30 + 5 * 6 + 5, 1 * 30 + 1 * 6 + 0, 1 * 30 + 1 * 6 + 1]
+    assert not inside.reshape(16, 8)[0].any()  # h 3 + 2 = 5 is past H = 5
+    assert inside.reshape(16, 8)[1].all()
+
+
+@pytest.mark.parametrize("fields,msg", [
+    ({"lower": [-1], "upper": [-1, -1], "channels": 8, "pixels": 16}, "lower needs 2 entries"),
+    ({"lower": [-200, 0], "upper": [0, 0], "channels": 8, "pixels": 16}, r"-128\.\.127"),
+    ({"lower": [0, 0], "upper": [0, 0], "channels": 3, "pixels": 16}, "multiple of 16 bytes"),
+    ({"lower": [0, 0], "upper": [0, 0], "channels": 8, "pixels": 2000}, "1..1024"),
+    ({"lower": [0, 0], "upper": [0, 0], "channels": 8}, "'im2col' must be"),
+])
+def test_im2col_map_problems(fields, msg):
+    with pytest.raises(ValueError, match=msg):
+        make_spec("in", "f32", 4, [16, 6, 5, 2], [64, 384, 1920], None, 0, [], fields)
+
+
+def test_im2col_map_from_the_command_line():
+    base = [None, None]
+    params = [("out", "u64"), ("tmap", "b8")]
+    hidden = bind_tensormaps(["tmap=of=out,dtype=f32,dims=16x6x5x2,strides=64x384x1920,lower=-1x-1,upper=-1x-1,"
+                              "channels=8,pixels=16"], params, base)  # type: ignore[arg-type]
+    assert hidden == [] and base[1] is not None
+    assert base[1].tmap == dataclasses.replace(im2col_spec(), of="out")
+    with pytest.raises(UsageError, match="'upper=' is missing"):
+        bind_tensormaps(["tmap=of=out,dtype=f32,dims=16x6x5x2,strides=64x384x1920,lower=-1x-1,channels=8,pixels=16"],
+                        params, [None, None])  # type: ignore[arg-type]
+
+
+def test_reduce_bytes_per_type():
+    def red(op, t, a, b):
+        return reduce_bytes(op, t, np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
+    assert list(red("add", "u32", np.array([0xFFFFFFFF, 1], np.uint32), np.array([2, 2], np.uint32))
+                .view(np.uint32)) == [1, 3]
+    assert list(red("min", "s32", np.array([-5, 7], np.int32), np.array([3, -9], np.int32)).view(np.int32)) == [-5, -9]
+    assert list(red("inc", "u32", np.array([4, 9], np.uint32), np.array([4, 10], np.uint32)).view(np.uint32)) == [0, 10]
+    assert list(red("dec", "u32", np.array([0, 5], np.uint32), np.array([7, 7], np.uint32)).view(np.uint32)) == [7, 4]
+    f = red("add", "f32", np.array([1e8], np.float32), np.array([3.0], np.float32)).view(np.float32)
+    assert f[0] == np.float32(1e8) + np.float32(3.0)
+    h = red("add", "f16", np.array([2048], np.float16), np.array([1], np.float16)).view(np.float16)
+    assert h[0] == np.float16(2048)  # 2049 rounds to even
+    bf = red("max", "bf16", np.array([0x3F80], np.uint16), np.array([0x4000], np.uint16)).view(np.uint16)
+    assert bf[0] == 0x4000
+    with pytest.raises(ValueError, match="not a cp.reduce.async.bulk operation"):
+        red("and", "f32", np.zeros(1, np.float32), np.zeros(1, np.float32))
+
+
+def test_im2col_offsets_missing_is_one_line():
+    case = BY_NAME["im2col_4d"]
+    bad = case.ptx.read_text().replace("[%r8], {%rs1, %rs2};", "[%r8];")
+    with pytest.raises(PtxError, match=r"tma_im2col.ptx:\d+: .*needs 2 im2col offsets"):
+        run_functional(parse_ptx(bad, str(case.ptx)), case.launch())
+
+
+def test_im2col_load_with_a_tiled_map_is_rejected():
+    case = BY_NAME["im2col_4d"]
+    launch = case.launch()
+    spec = launch.args[1].tmap
+    launch.args[1].tmap = make_spec("in", "f32", 4, list(spec.dims), list(spec.strides), [8, 4, 4, 1], 0, [])
+    with pytest.raises(ExecutionError, match="needs an im2col tensor map"):
+        run_functional(parse_ptx(case.ptx.read_text(), str(case.ptx)), launch)
