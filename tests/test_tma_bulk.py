@@ -13,7 +13,7 @@ from sim.errors import ExecutionError, PtxError, UsageError
 from sim.functional.ops_bulk import reduce_bytes
 from sim.functional.runner import run_functional
 from sim.hw import load_hw
-from sim.launch import bind_tensormaps
+from sim.launch import Arg, Launch, bind_tensormaps
 from sim.ptx.parser import parse_ptx
 from sim.tensormap import TensorMap, make_spec
 from sim.timing import simulate
@@ -110,3 +110,26 @@ def test_im2col_load_with_a_tiled_map_is_rejected():
     launch.args[1].tmap = make_spec("in", "f32", 4, list(spec.dims), list(spec.strides), [8, 4, 4, 1], 0, [])
     with pytest.raises(ExecutionError, match="needs an im2col tensor map"):
         run_functional(parse_ptx(case.ptx.read_text(), str(case.ptx)), launch)
+
+
+ISSUE_LINE = CASES[0].ptx.parents[1] / "tma" / "tma_issue_line.ptx"
+
+
+@pytest.mark.parametrize("queue,warps,want", [
+    (0, 1, [[101, 101, 101]]),  # held until each copy is accepted: tma.issue 100 + the %clock read
+    (0, 2, [[101, 200, 200], [199, 200, 200]]),  # the other warp's copies hold it too: one unit per SM
+    (1, 1, [[2, 99, 100]]),  # one copy may wait: the second waits for the first to be accepted
+    (3, 1, [[2, 2, 2]]),  # room for all three: no stall
+])
+def test_tma_issue_backpressure_timeline(queue, warps, want):
+    """tma.queue: lane 0 of each warp issues three 1-D bulk loads reading %clock around them
+    (tests/fixtures/tma/tma_issue_line.ptx) on an h200 whose TMA unit takes 100 cycles per copy."""
+    hw = load_hw("h200")
+    hw = dataclasses.replace(hw, tma=dataclasses.replace(hw.tma, issue=100, queue=queue))
+    launch = Launch("tma_issue_line", (1, 1, 1), (32 * warps, 1, 1),
+                    [Arg("buffer", "u32", array=np.arange(64, dtype=np.uint32)),
+                     Arg("buffer", "u32", array=np.zeros(4 * warps, np.uint32))], 0)
+    res = simulate(parse_ptx(ISSUE_LINE.read_text(), str(ISSUE_LINE)), launch, hw)
+    clocks = res.outputs[1].reshape(warps, 4).astype(np.int64)
+    assert np.diff(clocks).tolist() == want
+    assert (res.stalls.get("tma", 0) > 0) == (queue < 3)
