@@ -3,8 +3,9 @@
 A copy is accepted `tma.issue` cycles after the previous one, waits while the bytes in flight would
 exceed `tma.inflight_bytes`; the warp that issued it stops fetching until the unit has room for it: with
 `tma.queue` 0 until the copy is accepted (its `issue` cycles end), with a queue of Q until the copy Q places
-ahead of it is (stall reason "tma"; the H200 holds the issuing thread so, docs/tma-timing.md). The copy sends its lines through the core's L2/DRAM path (CoreMemory.global_access,
-as global loads and stores go, bypassing the L1), streams at `tma.bytes_per_cycle` and completes
+ahead of it is (stall reason "tma"; the H200 holds the issuing thread so, docs/tma-timing.md). The copy
+sends its lines through the core's L2/DRAM path (CoreMemory.global_access, as global loads and stores go,
+bypassing the L1; a CTA-to-CTA copy has none), streams at `tma.bytes_per_cycle` and completes
 `tma.latency` cycles after its last line: a load then counts its bytes off its mbarrier
 (ops_tma.complete_tx, deferred from the functional step), a store completes its bulk group.
 
