@@ -328,8 +328,25 @@ def _special(cx: Ctx, w: Warp, name: str) -> Any:
 
 
 def b_r2ur(cx: Ctx) -> Exec:
+    """R2UR URd, Rs: Rs of the first active lane. ``R2UR{.OR} Pd, URd, Rs`` (ptxas' loops that run a uniform
+    instruction once per distinct operand value, e.g. around UTMASTG): also Pd = the active lanes whose Rs
+    differs from that value (.OR: or-ed into Pd), which the loop serves next."""
+    ops = cx.ins.operands
+    if ops and ops[0].kind == "pred":
+        mods = cx.mods({"OR"})
+        p, d, a = ops[:3]
+        ra, wd, wp = cx.raw(a), cx.w32(d), cx.wpred(p)
+        rp = cx.pred(p)
+
+        def run(w: Warp, m: np.ndarray) -> None:
+            v = np.broadcast_to(np.asarray(ra(w)), (32,))
+            u = v[int(np.argmax(m))]
+            differs = v != u
+            wd(w, u, m)
+            wp(w, differs | rp(w) if "OR" in mods else differs, m)
+        return run
     cx.mods(set())
-    d, a = cx.ins.operands[:2]
+    d, a = ops[:2]
     ra, wd = cx.raw(a), cx.w32(d)
     return lambda w, m: wd(w, ra(w), m)
 

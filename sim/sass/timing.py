@@ -415,8 +415,9 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         k = prog.kernel(launch.kernel)
         param_size = max((p.offset + p.size for p in k.params), default=0)
         smem = P.shared_size + (res.smem_static if res else 0)
-        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size),
+        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size, k),
                      launch.grid, launch.block, SHARED_RESERVED + smem, file)
+        L.tensormaps = P.L.tensormaps
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"
