@@ -20,7 +20,8 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
     UBLKCP.S.G [UR8], [UR6], UR4                  1-D load: UR8 destination, UR9 mbarrier, UR6:UR7 source,
                                                   UR4 = bytes / 16; .G.S a store, .S.S CTA to CTA
     UBLKRED.G.S.ADD{.F32.RN} [UR4], [UR17], UR7    cp.reduce.async.bulk (u32 unless a type is named)
-    UTMACCTL.PF, UTMACMDFLUSH, CCTL.IVALL, YIELD  prefetch, bulk commit_group, cache invalidate, yield hint
+    UTMACCTL.PF, UBLKPF.L2, UTMACMDFLUSH,        tensor-map / bulk prefetches, bulk commit_group,
+    CCTL.IVALL, YIELD                             cache invalidate, yield hint
 
 A shared address is the CTA window's (0x400 reserved, SR_CgaCtaId << 24 above; one CTA per cluster, so
 rank 0). The tensor map's address is either a generic one (c[0x0][0x198] holds the generic address of
@@ -336,16 +337,17 @@ def b_ublk(cx: Ctx) -> Exec:
 
 
 def b_noop(cx: Ctx) -> Exec:
-    """UTMACCTL.PF (tensor-map prefetch), UTMACMDFLUSH (bulk commit_group: its timing in sim/sass/timing.py),
+    """UTMACCTL.PF (tensor-map prefetch), UBLKPF.L2 (bulk prefetch), UTMACMDFLUSH (bulk commit_group: its
+    timing in sim/sass/timing_tma.py),
     CCTL.IVALL (cache invalidate), YIELD (a scheduling hint)."""
-    allowed = {"UTMACCTL": {"PF"}, "CCTL": {"IVALL"}}.get(cx.ins.opcode, set())
+    allowed = {"UTMACCTL": {"PF"}, "CCTL": {"IVALL"}, "UBLKPF": {"L2"}}.get(cx.ins.opcode, set())
     cx.mods(allowed)
     return lambda w, m: None
 
 
 SASS_TMA: dict[str, Callable[[Ctx], Any]] = {
     "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg, "UTMASTG": b_utmastg, "UBLKCP": b_ublk,
-    "UBLKRED": b_ublk, "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop, "YIELD": b_noop,
+    "UBLKRED": b_ublk, "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop, "YIELD": b_noop, "UBLKPF": b_noop,
 }
 
 __all__ = ["SASS_TMA", "complete", "tensor_map"]

@@ -1,0 +1,109 @@
+"""SASS mode for TMA kernels (sim/sass/exec_tma.py, sim/sass/timing_tma.py): the SASS ptxas writes for the TMA,
+bulk-copy and mbarrier fixtures runs to the same bytes as PTX mode (functional and timed), and the H200 TMA
+probe kernel's phase cycles simulated from its SASS are within 10% of the H200's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.errors import UsageError
+from sim.functional.runner import run_functional
+from sim.hw import load_hw
+from sim.launch import Arg, Launch, launch_from_metadata, read_metadata
+from sim.ptx.parser import parse_ptx
+from sim.sass.exec import run_sass_functional
+from sim.sass.timing import simulate_sass
+from sim.tensormap import TensorMapSpec
+from tests.test_sass_exec import needs_tools
+from tests.test_tma import BOX, PROBE, PROBE_CASES, TILE, tile_launch
+from validation.cluster_cases import CASES as CLUSTER_CASES
+from validation.tma_cases import CASES
+
+ROOT = Path(__file__).resolve().parents[1]
+ASYNC = ROOT / "tests" / "fixtures" / "async"
+TIMING_PTX = ROOT / "tests" / "fixtures" / "hopper_cuda" / "tma_time.ptx"
+TIMING_DATA = ROOT / "benchmarks" / "data" / "tma_timing_2026-12-01.json"
+
+
+def _probe_tile():
+    data = np.load(PROBE.with_suffix(".npz"))
+    case = dict(PROBE_CASES[0], grid=[2, 1])  # two of its boxes
+    want = data[f"{case['name']}_out"]
+    return TILE, lambda: tile_launch(case, data[f"{case['name']}_in"], want.size)
+
+
+def _header(path: Path):
+    meta = read_metadata(path.read_text(), str(path))
+    return path, lambda: launch_from_metadata(meta, np.random.default_rng(7))
+
+
+def _im2col():
+    case = dataclasses.replace(CASES[0], grid=(3, 2, 1))  # filter offsets (0..2, 0) at two start pixels
+    return case.ptx, case.launch
+
+
+def _bulk1d():
+    src = np.random.default_rng(5).integers(1, 1 << 30, 96).astype(np.uint32)
+    return BOX, lambda: Launch("bulk1d", (1, 1, 1), (64, 1, 1), [
+        Arg("buffer", "u32", array=src.copy()), Arg("buffer", "u32", array=np.full(96, 0xFFFFFFFF, np.uint32)),
+        Arg("scalar", "u32", value=src.nbytes)], src.nbytes)
+
+
+def _pc():
+    inp = np.random.default_rng(3).integers(1, 1 << 20, 64).astype(np.uint32)
+    path = ROOT / "tests" / "fixtures" / "hopper" / "mbarrier_pc.ptx"
+    return path, lambda: Launch("mbar_pc", (1, 1, 1), (64, 1, 1), [
+        Arg("buffer", "uint32", array=np.full(64, 0xFFFFFFFF, np.uint32)), Arg("buffer", "uint32", array=inp.copy())])
+
+
+FIXTURES = {"tma_tile": _probe_tile, "tma_im2col": _im2col, "bulk1d": _bulk1d, "mbar_pc": _pc,
+            "tma_ring": lambda: _header(ASYNC / "tma_ring.ptx"), "tma_store": lambda: _header(ASYNC / "tma_store.ptx")}
+
+
+@needs_tools
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_sass_equals_ptx_mode(name):
+    path, launch = FIXTURES[name]()
+    text = path.read_text()
+    want = run_functional(parse_ptx(text, str(path)), launch()).outputs
+    got = run_sass_functional(text, launch(), file=str(path)).outputs
+    timed = simulate_sass(text, launch(), load_hw("h200"), str(path))
+    for i, w in want.items():
+        assert np.array_equal(got[i].view(np.uint8), w.view(np.uint8)), i
+        assert np.array_equal(timed.outputs[i].view(np.uint8), w.view(np.uint8)), i
+    assert timed.cycles > 0
+
+
+@needs_tools
+@pytest.mark.parametrize("box_rows,depth", [(8, 1), (8, 8), pytest.param(128, 8, marks=pytest.mark.slow)])
+def test_sass_tma_phase_cycles_match_the_h200(box_rows, depth):
+    """The H200 TMA probe kernel (docs/tma-timing.md) from its SASS: cycles per phase within 10%, and the
+    issuing thread's cycles per load grow by the probe's ~63 per further load (the issue loop's control codes)."""
+    rows, iters, warm = 8192, 6, 1
+    measured = next(r for r in json.loads(TIMING_DATA.read_text())["results"]
+                    if (r["tensor"], r["box_rows"], r["depth"], r["grid"]) == ("l2", box_rows, depth, 1))
+    data = np.random.default_rng(3).integers(1, 65535, size=rows * 64, dtype=np.uint16)
+    spec = TensorMapSpec("t", "bf16", 2, (64, rows), (128,), (64, box_rows), 128)
+    args = [Arg("buffer", "u64", array=np.zeros(2, np.uint64), name="out"),
+            Arg("tensormap", "bf16", name="tmap", tmap=spec),
+            *(Arg("scalar", "u32", value=v) for v in (box_rows * 128, box_rows, rows, depth, iters, warm)),
+            Arg("buffer", "bf16", array=data, name="t", hidden=True)]
+    launch = Launch("tma_time", (1, 1, 1), (32, 1, 1), args, depth * box_rows * 128 + 1024)
+    hw = load_hw("h200")
+    hw = dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, far_latency=0))  # as tests/test_tma_timing.py
+    res = simulate_sass(TIMING_PTX.read_text(), launch, hw, str(TIMING_PTX), warm_l2=True)
+    phase = float(res.outputs[0][1]) / (iters - warm)
+    assert abs(phase - measured["phase_cycles_median"]) / measured["phase_cycles_median"] < 0.10
+    assert res.stalls.get("mbarrier", 0) > 0  # the waiting thread sleeps until the copies land
+
+
+@needs_tools
+def test_sass_mode_refuses_clusters_in_one_line():
+    case = next(c for c in CLUSTER_CASES if c.kernel == "tma_multicast")
+    with pytest.raises(UsageError, match="clusters of one CTA only"):
+        run_sass_functional(case.ptx.read_text(), case.launch(), file=str(case.ptx))
