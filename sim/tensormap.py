@@ -192,7 +192,9 @@ class TensorMap:
             pix = pix // extent[d - 1]
         pos.append(pix)  # the image index
         strides = s.strides
-        addr = sum(p * st for p, st in zip(pos, strides))
+        addr = np.zeros(s.pixels, dtype=np.int64)
+        for p, st in zip(pos, strides):
+            addr = addr + p * st
         inside = np.ones(s.pixels, dtype=bool)
         for p, dim in zip(pos, s.dims[1:]):
             inside &= (p >= 0) & (p < dim)

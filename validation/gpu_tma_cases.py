@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=list) + "\n")
     if arrays:
-        np.savez_compressed(out.with_name(out.stem + "_gpu.npz"), **arrays)
+        np.savez_compressed(out.with_name(out.stem + "_gpu.npz"), **arrays)  # type: ignore[arg-type]
     ok = all(c["passed"] for c in result["cases"]) and "device_error" not in result
     print(f"{sum(c['passed'] for c in result['cases'])}/{len(result['cases'])} cases passed; wrote {out}")
     return 0 if ok else 1

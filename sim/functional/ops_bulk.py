@@ -7,18 +7,23 @@ operations, where the order cannot show)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sim.functional.types import bf16_to_f32, f64_to_bf16
 from sim.ptx.types import TYPES
 
-_INT_OPS = {
+_UINT: dict[int, np.dtype] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+                              8: np.dtype(np.uint64)}
+_SINT: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+_INT_OPS: dict[str, Any] = {
     "add": lambda o, b: o + b, "min": np.minimum, "max": np.maximum, "and": lambda o, b: o & b,
     "or": lambda o, b: o | b, "xor": lambda o, b: o ^ b,
     "inc": lambda o, b: np.where(o >= b, 0, o + 1).astype(o.dtype),
     "dec": lambda o, b: np.where((o == 0) | (o > b), b, o - 1).astype(o.dtype),
 }
-_FLOAT_OPS = {"add": lambda o, b: o + b, "min": np.fmin, "max": np.fmax}
+_FLOAT_OPS: dict[str, Any] = {"add": lambda o, b: o + b, "min": np.fmin, "max": np.fmax}
 
 
 def reduce_bytes(red: str, t: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -55,7 +60,5 @@ def reduce_bytes(red: str, t: str, old: np.ndarray, new: np.ndarray) -> np.ndarr
     return np.ascontiguousarray(out).view(np.uint8)
 
 
-_UINT = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
-_SINT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
 __all__ = ["reduce_bytes"]

@@ -163,10 +163,10 @@ def _plain_copy(w: Warp, ins: Instruction, smem: int, gaddr: int, size: int, loa
         for c in dests:
             c.shared.data[smem: smem + size] = data
     else:
-        data = sh[smem: smem + size].reshape(-1, 16).copy()
+        chunks: np.ndarray = sh[smem: smem + size].reshape(-1, 16).copy()
         if red is not None:
-            data = _reduced(w, ins, red, _global(w, ins, pieces, 16), data)
-        _global(w, ins, pieces, 16, data)
+            chunks = _reduced(w, ins, red, _global(w, ins, pieces, 16), chunks)
+        _global(w, ins, pieces, 16, chunks)
     return BulkCopy(load, pieces, 16, size, mbar, dests)
 
 

@@ -52,7 +52,8 @@ U8 = np.dtype(np.uint8)
 OFFSET_BITS = 0xFFFFFF  # a shared window address: offset below bit 24, the CTA's rank above
 PARAM_BASE = 0x210  # where the kernel parameters start in constant bank 0 (sim/sass/exec.py)
 # SYNCS.ARRIVE.TRANS64's arrival / transaction field -> (arrivals, tx sign): count "R" = the register
-_ARRIVE = {"": (1, 1), "A0TR": (0, 1), "A0TX": (0, -1), "A1T0": (1, 0), "ART0": ("R", 0)}
+_ARRIVE: dict[str, tuple[int | str, int]] = {"": (1, 1), "A0TR": (0, 1), "A0TX": (0, -1), "A1T0": (1, 0),
+                                             "ART0": ("R", 0)}
 _RED_TYPES = {"": "u32", "F32": "f32"}  # UBLKRED's element type modifiers seen in ptxas 13 output
 _RED_OPS = ("ADD", "MIN", "MAX", "INC", "DEC", "AND", "OR", "XOR")
 
@@ -145,7 +146,7 @@ def _arrive(cx: Ctx, mods: list[str]) -> Exec:
         for lane in np.flatnonzero(m):
             mb = _mbar(w, int(offs[lane]), "mbarrier.arrive")
             state[lane] = np.uint64((mb.phase & 1) << 63)  # the phase's parity in bit 31 of the high word
-            n = int(vals[lane]) if arrivals == "R" else arrivals
+            n = int(vals[lane]) if arrivals == "R" else int(arrivals)
             mb.tx += sign * int(vals[lane]) if sign else 0
             mb.pending -= int(n)
             if drop:
@@ -238,14 +239,15 @@ def b_utmaldg(cx: Ctx) -> Exec:
         raise cx.err("this UTMALDG operand form is not modelled")
     bits = 16 // (rank - 2) if im2col else 0
 
+    x = extra if extra is not None else 63  # URZ when absent
+
     def load(w: Warp, m: np.ndarray) -> None:
         ur = w.UR
-        if "MULTICAST" in mods and int(ur[extra]) & 0xFFFF != 1:  # type: ignore[index]
-            raise Fault(0, int(ur[extra]), "multicast to other CTAs: SASS mode runs clusters of one CTA only")  # type: ignore[index]
+        if "MULTICAST" in mods and int(ur[x]) & 0xFFFF != 1:
+            raise Fault(0, int(ur[x]), "multicast to other CTAs: SASS mode runs clusters of one CTA only")
         tm = tensor_map(w, int(ur[b]) | int(ur[b + 1]) << 32)
         coords = tuple(int(np.uint32(ur[a + 2 + i]).view(np.int32)) for i in range(rank))
-        offs = tuple((int(ur[extra]) >> (bits * i)) & ((1 << bits) - 1) for i in range(rank - 2)) if im2col \
-            else None  # type: ignore[index]
+        offs = tuple((int(ur[x]) >> (bits * i)) & ((1 << bits) - 1) for i in range(rank - 2)) if im2col else None
         if tm.spec.im2col != im2col:
             raise Fault(0, 0, "the tensor map's mode (tiled / im2col) does not match the UTMALDG")
         addrs, inside = tm.im2col_addresses(coords, offs) if offs is not None else tm.element_addresses(coords)
