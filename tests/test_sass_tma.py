@@ -107,3 +107,23 @@ def test_sass_mode_refuses_clusters_in_one_line():
     case = next(c for c in CLUSTER_CASES if c.kernel == "tma_multicast")
     with pytest.raises(UsageError, match="clusters of one CTA only"):
         run_sass_functional(case.ptx.read_text(), case.launch(), file=str(case.ptx))
+
+
+@needs_tools
+@pytest.mark.slow
+def test_sass_wgmma_tma_kernel_equals_ptx_mode():
+    """A kernelgen wgmma_tma kernel (TMA loads into a 3-stage ring, warp-specialised producer, named barriers,
+    TMA-store epilogue): its SASS gives the PTX mode's bytes, functional and timed."""
+    from kernelgen.spec import parse_spec
+    from kernelgen.tiling import Tiling
+    from kernelgen.variants import get
+
+    spec = parse_spec({"M": 128, "N": 128, "K": 128, "dtype": "bf16", "layout": {"a": "row", "b": "col"}})
+    text = get("wgmma_tma").emit(spec, Tiling("wgmma_tma", 128, 128, 64, 64, 128, 3, 0, 0, 8, 8, 0), {})
+    meta = read_metadata(text)
+    want = run_functional(parse_ptx(text, "wgmma_tma.ptx"), launch_from_metadata(meta, np.random.default_rng(1)))
+    got = run_sass_functional(text, launch_from_metadata(meta, np.random.default_rng(1)), file="wgmma_tma.ptx")
+    timed = simulate_sass(text, launch_from_metadata(meta, np.random.default_rng(1)), load_hw("h200"), "wgmma_tma.ptx")
+    for i, w in want.outputs.items():
+        assert np.array_equal(got.outputs[i].view(np.uint8), w.view(np.uint8)), i
+        assert np.array_equal(timed.outputs[i].view(np.uint8), w.view(np.uint8)), i

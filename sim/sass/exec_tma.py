@@ -347,7 +347,37 @@ def b_noop(cx: Ctx) -> Exec:
     return lambda w, m: None
 
 
+def b_setmaxreg(cx: Ctx) -> Exec:
+    """USETMAXREG.DEALLOC / .TRY_ALLOC.CTAPOOL {UPd,} N (setmaxnreg.dec / .inc): the register file is not
+    reallocated here (as PTX mode's setmaxnreg); a TRY_ALLOC always succeeds (UPd true)."""
+    mods = cx.mods({"DEALLOC", "TRY_ALLOC", "CTAPOOL"})
+    ops = cx.ins.operands
+    wp = cx.wpred(ops[0]) if "TRY_ALLOC" in mods and ops and ops[0].kind == "upred" else None
+
+    def run(w: Warp, m: np.ndarray) -> None:
+        if wp is not None:
+            wp(w, True, m)
+    return run
+
+
+def b_p2r(cx: Ctx) -> Exec:
+    """P2R Rd, PR, Rb, mask: Rd = the predicates P0..P6 as bits under mask, Rb's bits elsewhere."""
+    cx.mods(set())
+    d, pr, b, k = cx.ins.operands[:4]
+    if pr.text != "PR" or k.kind != "imm":
+        raise cx.err("P2R other than 'P2R Rd, PR, Rb, imm' is not modelled")
+    wd, rb = cx.w32(d), cx.u32(b)
+    mask = np.uint32(int(k.value or 0) & 0x7F)
+    weights = (np.uint32(1) << np.arange(7, dtype=np.uint32))[:, None]
+
+    def run(w: Warp, m: np.ndarray) -> None:
+        bits = (w.P[:7].astype(np.uint32) * weights).sum(axis=0).astype(np.uint32)
+        wd(w, (bits & mask) | (np.asarray(rb(w), dtype=np.uint32) & ~mask), m)
+    return run
+
+
 SASS_TMA: dict[str, Callable[[Ctx], Any]] = {
+    "USETMAXREG": b_setmaxreg, "P2R": b_p2r,
     "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg, "UTMASTG": b_utmastg, "UBLKCP": b_ublk,
     "UBLKRED": b_ublk, "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop, "YIELD": b_noop, "UBLKPF": b_noop,
 }
