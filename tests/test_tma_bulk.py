@@ -133,3 +133,16 @@ def test_tma_issue_backpressure_timeline(queue, warps, want):
     clocks = res.outputs[1].reshape(warps, 4).astype(np.int64)
     assert np.diff(clocks).tolist() == want
     assert (res.stalls.get("tma", 0) > 0) == (queue < 3)
+
+
+def test_cta_to_cta_copy_pays_the_dsmem_trip():
+    """cp.async.bulk.shared::cluster.shared::cta lands shared.remote_extra cycles after its bytes streamed (the
+    SM-to-SM trip a DSMEM load pays, docs/clusters.md): the receiving CTA's wait ends that much later."""
+    case = BY_NAME["bulk_peer_2"]
+    prog = parse_ptx(case.ptx.read_text(), str(case.ptx))
+    hw = load_hw("h200")
+    cycles = []
+    for extra in (1000, 2000):  # both long enough that the landing decides when the CTAs end
+        h = dataclasses.replace(hw, shared=dataclasses.replace(hw.shared, remote_extra=extra))
+        cycles.append(simulate(prog, case.launch(), h).cycles)
+    assert cycles[1] - cycles[0] == 1000, cycles

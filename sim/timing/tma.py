@@ -75,6 +75,8 @@ def issue_copies(core: Core, wt: WarpT, t: int, copies: list[BulkCopy]) -> tuple
     last = release = t
     for cp in copies:
         done, rel = eng.copy(t, cp)
+        if not cp.addrs.size and any(d is not wt.cta.cta for d in cp.dests):
+            done += core.hw.shared.remote_extra  # a CTA-to-CTA copy crosses the SM-to-SM network (DSMEM)
         last = max(last, done)
         release = max(release, rel)
         if cp.load:
