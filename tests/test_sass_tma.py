@@ -127,3 +127,22 @@ def test_sass_wgmma_tma_kernel_equals_ptx_mode():
     for i, w in want.outputs.items():
         assert np.array_equal(got.outputs[i].view(np.uint8), w.view(np.uint8)), i
         assert np.array_equal(timed.outputs[i].view(np.uint8), w.view(np.uint8)), i
+
+
+@needs_tools
+def test_sass_tma_issue_holds_the_warp():
+    """In SASS mode the hold is the copy's read barrier: a UBLKCP's uniform registers are read when the TMA
+    unit accepts it, and the next copy's operand setup waits on that barrier. tma.issue 100: with tma.queue 0
+    each further copy costs at least the unit's 100 cycles; with room for three the instruction stream alone."""
+    path = ROOT / "tests" / "fixtures" / "tma" / "tma_issue_line.ptx"
+    gaps = {}
+    for queue in (0, 3):
+        hw = load_hw("h200")
+        hw = dataclasses.replace(hw, tma=dataclasses.replace(hw.tma, issue=100, queue=queue))
+        args = [Arg("buffer", "u32", array=np.arange(64, dtype=np.uint32)),
+                Arg("buffer", "u32", array=np.zeros(4, np.uint32))]
+        launch = Launch("tma_issue_line", (1, 1, 1), (32, 1, 1), args, 0)
+        res = simulate_sass(path.read_text(), launch, hw, str(path))
+        gaps[queue] = np.diff(res.outputs[1].astype(np.int64)).tolist()
+    assert gaps[0][1] >= 100 and gaps[0][2] >= 100, gaps
+    assert gaps[3][1] < 100 and gaps[3][1] == gaps[3][2], gaps
