@@ -146,3 +146,38 @@ def test_cta_to_cta_copy_pays_the_dsmem_trip():
         h = dataclasses.replace(hw, shared=dataclasses.replace(hw.shared, remote_extra=extra))
         cycles.append(simulate(prog, case.launch(), h).cycles)
     assert cycles[1] - cycles[0] == 1000, cycles
+
+
+def test_tensor_reduce_adds_the_box(tmp_path):
+    """cp.reduce.async.bulk.tensor ... .add.tile.bulk_group: tma_box3d's store as a reduction adds the box into
+    the tensor (elements inside it; its map's f32 elements, one rounding each)."""
+    from tests.simhelp import ptxas_ok
+    from tests.test_tma import BOX, TensorMapSpec
+
+    text = BOX.read_text().replace("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group",
+                                   "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group")
+    ptxas_ok(text, tmp_path)
+    rng = np.random.default_rng(4)
+    dims, box, coords = (24, 10, 6), (8, 4, 3), (-3, 7, -1)
+    t = rng.standard_normal(dims[::-1]).astype(np.float32)
+    base = rng.standard_normal(dims[::-1]).astype(np.float32)
+    nbytes = int(np.prod(box)) * 4
+    spec_in = TensorMapSpec("src", "f32", 4, dims, (dims[0] * 4, dims[0] * dims[1] * 4), box, 32)
+    spec_out = dataclasses.replace(spec_in, of="dst")
+    args = [Arg("buffer", "f32", array=np.zeros(nbytes // 4, np.float32), name="out"),
+            Arg("tensormap", "f32", name="tmap_in", tmap=spec_in),
+            Arg("tensormap", "f32", name="tmap_out", tmap=spec_out),
+            Arg("scalar", "u32", value=nbytes), *(Arg("scalar", "s32", value=c) for c in coords),
+            Arg("buffer", "f32", array=t.ravel().copy(), name="src", hidden=True),
+            Arg("buffer", "f32", array=base.ravel().copy(), name="dst", hidden=True)]
+    res = run_functional(parse_ptx(text, "reduce.ptx"), Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args, nbytes))
+    want = base.copy()
+    sl = tuple(slice(max(c, 0), min(c + b, d)) for c, b, d in zip(coords, box, dims))[::-1]
+    want[sl] = base[sl] + t[sl]
+    assert np.array_equal(res.outputs[8].reshape(t.shape), want)
+    from sim.sass.tools import tools_available
+    if tools_available():  # the same in SASS mode (UTMAREDG.3D.ADD)
+        from sim.sass.exec import run_sass_functional
+
+        sass = run_sass_functional(text, Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args, nbytes), file="reduce.ptx")
+        assert np.array_equal(sass.outputs[8].reshape(t.shape), want)

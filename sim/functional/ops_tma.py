@@ -138,7 +138,7 @@ def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ..
     elif ga.size:
         box = sh[where].reshape(addrs.size, es)[inside]
         if red is not None:
-            box = _reduced(w, ins, red, _global(w, ins, ga, es), box)
+            box = _reduced(w, ins, (red[0], red[1] or tm.spec.dtype), _global(w, ins, ga, es), box)
         _global(w, ins, ga, es, box)
     return BulkCopy(load, ga, es, nbytes, mbar, dests)
 
@@ -230,10 +230,10 @@ def b_bulk(ins: Instruction, cx: DecodeCtx) -> Exec:
     red = None
     if red_op:
         tys = type_mods(ins.mods)
-        if not tys or load and not peer:
+        if not (tys or tensor) or load and not peer:
             raise cx.err(ins, f"'{ins.full}': cp.reduce.async.bulk needs a type (.add.u32 ...) and a global or "
                          "shared::cluster destination")
-        red = (red_op, tys[-1])
+        red = (red_op, tys[-1] if tys else "")  # a tensor reduction's elements are its map's dtype
     roffs = None
     mb_ix = need - 1
     if im2col:

@@ -17,6 +17,7 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
                                                   UR6.. the coordinates; UR12:UR13 the tensor map's address
     UTMALDG.4D.IM2COL [UR8], [UR18], UR4          im2col: UR4 the offsets, 16 / (rank - 2) bits each, w first
     UTMASTG.3D [UR8], [UR6]                       tensor store: UR8 the shared source, UR9.. coordinates
+    UTMAREDG.3D.ADD [UR8], [UR6]                  cp.reduce.async.bulk.tensor (the map's element type)
     UBLKCP.S.G [UR8], [UR6], UR4                  1-D load: UR8 destination, UR9 mbarrier, UR6:UR7 source,
                                                   UR4 = bytes / 16; .G.S a store, .S.S CTA to CTA
     UBLKRED.G.S.ADD{.F32.RN} [UR4], [UR17], UR7    cp.reduce.async.bulk (u32 unless a type is named)
@@ -268,8 +269,14 @@ def b_utmaldg(cx: Ctx) -> Exec:
 
 
 def b_utmastg(cx: Ctx) -> Exec:
+    """UTMASTG.ND [URa], [URb] (tensor store); UTMAREDG.ND.OP (cp.reduce.async.bulk.tensor: the box combined
+    with the tensor's elements, of the map's dtype)."""
     rank = _rank(cx)
-    cx.mods({f"{rank}D"})
+    red = cx.ins.opcode == "UTMAREDG"
+    mods = cx.mods({f"{rank}D", *_RED_OPS} if red else {f"{rank}D"})
+    op = next((m.lower() for m in mods if m in _RED_OPS), "")
+    if red and not op:
+        raise cx.err("UTMAREDG names no reduction (.ADD, .MIN, ...)")
     a, b = _ur(cx, 0), _ur(cx, 1)
 
     def store(w: Warp, m: np.ndarray) -> None:
@@ -285,6 +292,8 @@ def b_utmastg(cx: Ctx) -> Exec:
                  + np.arange(16)).ravel()
         box = w.cta.shared.data[where].reshape(addrs.size, es)[inside]
         ga = addrs[inside].astype(np.uint64)
+        if ga.size and op:
+            box = reduce_bytes(op, tm.spec.dtype, w.L.gmem.load(ga, U8, es).ravel(), box.ravel()).reshape(-1, es)
         if ga.size:
             w.L.gmem.store(ga, box, U8)
         _record(w, BulkCopy(False, ga, es, nbytes, -1))
@@ -378,7 +387,8 @@ def b_p2r(cx: Ctx) -> Exec:
 
 SASS_TMA: dict[str, Callable[[Ctx], Any]] = {
     "USETMAXREG": b_setmaxreg, "P2R": b_p2r,
-    "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg, "UTMASTG": b_utmastg, "UBLKCP": b_ublk,
+    "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg, "UTMASTG": b_utmastg, "UTMAREDG": b_utmastg,
+    "UBLKCP": b_ublk,
     "UBLKRED": b_ublk, "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop, "YIELD": b_noop, "UBLKPF": b_noop,
 }
 
