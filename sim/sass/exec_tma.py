@@ -35,6 +35,7 @@ warps (sim/sass/exec.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -268,11 +269,10 @@ def b_utmaldg(cx: Ctx) -> Exec:
     return load
 
 
-def b_utmastg(cx: Ctx) -> Exec:
+def b_utmastg(cx: Ctx, red: bool = False) -> Exec:
     """UTMASTG.ND [URa], [URb] (tensor store); UTMAREDG.ND.OP (cp.reduce.async.bulk.tensor: the box combined
     with the tensor's elements, of the map's dtype)."""
     rank = _rank(cx)
-    red = cx.ins.opcode == "UTMAREDG"
     mods = cx.mods({f"{rank}D", *_RED_OPS} if red else {f"{rank}D"})
     op = next((m.lower() for m in mods if m in _RED_OPS), "")
     if red and not op:
@@ -300,11 +300,10 @@ def b_utmastg(cx: Ctx) -> Exec:
     return store
 
 
-def b_ublk(cx: Ctx) -> Exec:
+def b_ublk(cx: Ctx, red: bool = False) -> Exec:
     """UBLKCP / UBLKRED: 1-D bulk copies .S.G (global -> shared, mbarrier), .G.S (shared -> global), .S.S
     (shared -> the shared memory of a CTA of the cluster, that CTA's mbarrier); UBLKRED combines."""
     mods = list(cx.ins.modifiers)
-    red = cx.ins.opcode == "UBLKRED"
     dirs = mods[:2]
     rest = mods[2:]
     op = rest[0] if red and rest else ""
@@ -386,10 +385,10 @@ def b_p2r(cx: Ctx) -> Exec:
 
 
 SASS_TMA: dict[str, Callable[[Ctx], Any]] = {
-    "USETMAXREG": b_setmaxreg, "P2R": b_p2r,
-    "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg, "UTMASTG": b_utmastg, "UTMAREDG": b_utmastg,
-    "UBLKCP": b_ublk,
-    "UBLKRED": b_ublk, "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop, "YIELD": b_noop, "UBLKPF": b_noop,
+    "USETMAXREG": b_setmaxreg, "P2R": b_p2r, "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg,
+    "UTMASTG": b_utmastg, "UTMAREDG": partial(b_utmastg, red=True), "UBLKCP": b_ublk,
+    "UBLKRED": partial(b_ublk, red=True), "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop,
+    "YIELD": b_noop, "UBLKPF": b_noop,
 }
 
 __all__ = ["SASS_TMA", "complete", "tensor_map"]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from sim.sass.exec_state import Cta
 
 INF = 1 << 62
+BULK_COMMIT = frozenset({"UTMACMDFLUSH"})  # cp.async.bulk.commit_group: closes the warp's open bulk group
 
 
 class BulkTiming:
@@ -56,7 +57,7 @@ class BulkTiming:
         if w.yielded:
             w.yielded = False
             wt.mbar_sleep = True
-        if ins.opcode == "UTMACMDFLUSH":
+        if ins.opcode in BULK_COMMIT:
             wt.groups.append(wt.bulk_open)
             wt.bulk_open = 0
         if self.T.L.mbar_epoch != epoch:
