@@ -146,3 +146,14 @@ def test_sass_tma_issue_holds_the_warp():
         gaps[queue] = np.diff(res.outputs[1].astype(np.int64)).tolist()
     assert gaps[0][1] >= 100 and gaps[0][2] >= 100, gaps
     assert gaps[3][1] < 100 and gaps[3][1] == gaps[3][2], gaps
+
+
+@needs_tools
+def test_sass_missing_release_is_a_deadlock_naming_the_line():
+    """tma_no_release (the consumers never free a stage): the SASS functional runner stops with one line that
+    names the PTX line of the wait, as PTX mode does."""
+    path, launch = _header(ASYNC / "tma_no_release.ptx")
+    from sim.errors import ExecutionError
+
+    with pytest.raises(ExecutionError, match=r"tma_no_release.ptx:\d+: deadlock in CTA .* waits at SASS"):
+        run_sass_functional(path.read_text(), launch(), file=str(path))
