@@ -157,3 +157,12 @@ def test_sass_missing_release_is_a_deadlock_naming_the_line():
 
     with pytest.raises(ExecutionError, match=r"tma_no_release.ptx:\d+: deadlock in CTA .* waits at SASS"):
         run_sass_functional(path.read_text(), launch(), file=str(path))
+
+
+@needs_tools
+def test_sass_timed_missing_release_is_a_deadlock():
+    path, launch = _header(ASYNC / "tma_no_release.ptx")
+    from sim.errors import ExecutionError
+
+    with pytest.raises(ExecutionError, match=r"tma_no_release.ptx:\d+: deadlock in CTA .* mbarrier"):
+        simulate_sass(path.read_text(), launch(), load_hw("h200"), str(path))

@@ -366,6 +366,8 @@ class SassTiming:
                         idle.append(reason)
                 self._release_bars(c)
                 self._retire(c)
+            if not issued:
+                self.bulk.check_stuck()
             dt = 1 if issued else self._skip()
             for reason in idle:
                 self.stalls[reason] = self.stalls.get(reason, 0) + dt

@@ -72,6 +72,22 @@ class BulkTiming:
             self.T.L.mbar_epoch += 1
             self._wake(cta, at)
 
+    def check_stuck(self) -> None:
+        """A deadlock error when warps sleep on mbarriers, no copy is in flight and every other live warp
+        waits too (at a barrier): nothing can change an mbarrier any more."""
+        if self.landings:
+            return
+        T = self.T
+        live = [wt for c in T.cores for sched in c.scheds for wt in sched if not wt.w.done]
+        sleeping = [wt for wt in live if wt.mbar_sleep]
+        if not sleeping or any(not wt.mbar_sleep and T.M.runnable(wt.w) is not None for wt in live):
+            return
+        wt = sleeping[0]
+        g = wt.w.groups[0]
+        ins = T.L.code[max(0, g.pc - 1)]
+        raise ExecutionError(f"deadlock in CTA {wt.w.cta.ctaid}: warp {wt.w.wid} waits on an mbarrier near SASS "
+                             f"'{ins.text}' (0x{ins.pc:04x}) that nothing will complete", T.L.file, ins.ptx_line)
+
     def next_landing(self) -> int:
         return self.landings[0][0] if self.landings else INF
 
