@@ -54,6 +54,12 @@ Im2colEncoder = Callable[[str, int, tuple[int, ...], tuple[int, ...], tuple[int,
                           tuple[int, ...], int], bytes]
 
 
+def _default_im2col() -> Im2colEncoder:
+    from validation.tensormap import encode_im2col  # noqa: PLC0415 - cuda-python, on the GPU only
+
+    return encode_im2col
+
+
 def assemble_args(entry: Sequence[tuple[str, str]], maps: Sequence[dict[str, Any]], args: Sequence[Arg],
                   pointers: dict[int, int], encode: Encoder,
                   encode_im2col: Im2colEncoder | None = None) -> list[tuple[str, object]]:
@@ -73,9 +79,7 @@ def assemble_args(entry: Sequence[tuple[str, str]], maps: Sequence[dict[str, Any
             es = tuple(int(e) for e in m.get("element_strides") or [1] * len(dims))
             strides = tuple(int(s) for s in m["strides"])
             if m.get("im2col"):  # cuTensorMapEncodeIm2col (docs/kernel-metadata.md)
-                enc_i2c = encode_im2col
-                if enc_i2c is None:
-                    from validation.tensormap import encode_im2col as enc_i2c  # noqa: PLC0415 - cuda-python, GPU only
+                enc_i2c = encode_im2col if encode_im2col is not None else _default_im2col()
                 i2c = m["im2col"]
                 tmap = enc_i2c(str(m["dtype"]), pointers[_buffer_of(m, args)], dims, strides,
                                      tuple(int(x) for x in i2c["lower"]), tuple(int(x) for x in i2c["upper"]),
