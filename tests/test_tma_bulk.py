@@ -181,3 +181,12 @@ def test_tensor_reduce_adds_the_box(tmp_path):
 
         sass = run_sass_functional(text, Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args, nbytes), file="reduce.ptx")
         assert np.array_equal(sass.outputs[8].reshape(t.shape), want)
+
+
+def test_verifier_counts_an_im2col_column():
+    """The verifier's expect_tx bookkeeping: an im2col map's load brings channels x pixels elements."""
+    from validation.formal.cli import tensormap_box_bytes
+
+    meta = {"params": [{"name": "tmap", "kind": "tensormap", "dtype": "f32", "dims": [16, 6, 5, 2],
+                        "im2col": {"lower": [-1, -1], "upper": [-1, -1], "channels": 8, "pixels": 16}}]}
+    assert tensormap_box_bytes(meta) == {"tmap": 4 * 8 * 16}
