@@ -177,6 +177,9 @@ class Tma:
     # copies the unit holds waiting to be accepted; an issuing warp whose copy finds no free slot stops until
     # one frees. 0: the warp is held until the unit has accepted its own copy (`issue` cycles)
     queue: int = 0
+    # PTX mode only: cycles the issuing warp spends per copy in the instruction sequence ptxas expands a
+    # cp.async.bulk into (ELECT / UTMALDG / BRA.U.ANY and its uniform-register setup); SASS mode runs that sequence
+    warp_issue: int = 0
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,7 @@ _NON_NEGATIVE: dict[str, set[str]] = {
     "RegisterFile": {"latency"},
     "SharedMemory": {"latency", "pass_cycles"},
     "Wgmma": {"latency"},
-    "Tma": {"latency", "queue"},
+    "Tma": {"latency", "queue", "warp_issue"},
     "Cache": {"hit_latency", "far_latency"},
     "GlobalMemory": {"latency"},
     "Branch": {"frontend_depth", "flush_penalty"},

@@ -166,3 +166,21 @@ def test_sass_timed_missing_release_is_a_deadlock():
 
     with pytest.raises(ExecutionError, match=r"tma_no_release.ptx:\d+: deadlock in CTA .* mbarrier"):
         simulate_sass(path.read_text(), launch(), load_hw("h200"), str(path))
+
+
+@needs_tools
+@pytest.mark.parametrize("producers", [1, 4])
+def test_sass_tma_issue_probe_phases_match_the_h200(producers):
+    """benchmarks/tma_probe/issue.py's kernel from its SASS, 4 x 1 KiB per phase per producer warp: cycles per
+    phase within 10% of the H200's (653 for one producer, 659 for each of four)."""
+    from tests.test_tma_timing import ISSUE_DATA, ISSUE_PTX, issue_probe_launch
+
+    measured = next(r for r in json.loads(ISSUE_DATA.read_text())["results"]
+                    if (r["box_bytes"], r["producers"], r["stride"], r["depth"]) == (1024, producers, 1, 4))
+    hw = load_hw("h200")
+    hw = dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, far_latency=0))
+    res = simulate_sass(ISSUE_PTX.read_text(), issue_probe_launch(producers, 4), hw, str(ISSUE_PTX), warm_l2=True)
+    out = res.outputs[0].reshape(32, 2).astype(np.float64)
+    for k in range(producers):
+        phase = out[k, 1] / 6
+        assert abs(phase - measured["phase_cycles"][k]) / measured["phase_cycles"][k] < 0.10, (k, phase)

@@ -115,24 +115,25 @@ def test_im2col_load_with_a_tiled_map_is_rejected():
 ISSUE_LINE = CASES[0].ptx.parents[1] / "tma" / "tma_issue_line.ptx"
 
 
-@pytest.mark.parametrize("queue,warps,want", [
-    (0, 1, [[101, 101, 101]]),  # held until each copy is accepted: tma.issue 100 + the %clock read
-    (0, 2, [[101, 200, 200], [199, 200, 200]]),  # the other warp's copies hold it too: one unit per SM
-    (1, 1, [[2, 99, 100]]),  # one copy may wait: the second waits for the first to be accepted
-    (3, 1, [[2, 2, 2]]),  # room for all three: no stall
+@pytest.mark.parametrize("queue,warps,warp_issue,want", [
+    (0, 1, 0, [[101, 101, 101]]),  # held until each copy is accepted: tma.issue 100 + the %clock read
+    (0, 2, 0, [[101, 200, 200], [199, 200, 200]]),  # the other warp's copies hold it too: one unit per SM
+    (1, 1, 0, [[2, 99, 100]]),  # one copy may wait: the second waits for the first to be accepted
+    (3, 1, 0, [[2, 2, 2]]),  # room for all three: no stall
+    (3, 1, 40, [[41, 41, 41]]),  # tma.warp_issue: ptxas' issue sequence holds the warp 40 cycles per copy
 ])
-def test_tma_issue_backpressure_timeline(queue, warps, want):
+def test_tma_issue_backpressure_timeline(queue, warps, warp_issue, want):
     """tma.queue: lane 0 of each warp issues three 1-D bulk loads reading %clock around them
     (tests/fixtures/tma/tma_issue_line.ptx) on an h200 whose TMA unit takes 100 cycles per copy."""
     hw = load_hw("h200")
-    hw = dataclasses.replace(hw, tma=dataclasses.replace(hw.tma, issue=100, queue=queue))
+    hw = dataclasses.replace(hw, tma=dataclasses.replace(hw.tma, issue=100, queue=queue, warp_issue=warp_issue))
     launch = Launch("tma_issue_line", (1, 1, 1), (32 * warps, 1, 1),
                     [Arg("buffer", "u32", array=np.arange(64, dtype=np.uint32)),
                      Arg("buffer", "u32", array=np.zeros(4 * warps, np.uint32))], 0)
     res = simulate(parse_ptx(ISSUE_LINE.read_text(), str(ISSUE_LINE)), launch, hw)
     clocks = res.outputs[1].reshape(warps, 4).astype(np.int64)
     assert np.diff(clocks).tolist() == want
-    assert (res.stalls.get("tma", 0) > 0) == (queue < 3)
+    assert (res.stalls.get("tma", 0) > 0) == (queue < 3 or warp_issue > 0)
 
 
 def test_cta_to_cta_copy_pays_the_dsmem_trip():

@@ -5,9 +5,11 @@ into their own buffers and mbarrier; clock64 per producer gives the issue cycles
 phase. Producers on different sub-partitions (stride 1) or on the same one (stride 4). If the issue cost
 (~63 cycles per load with one producer, docs/tma-timing.md) is the SM's TMA unit accepting the copy, two
 producers each see about twice that; if it is the issuing warp's own instruction, each still sees ~63.
-Writes tma_issue.json under $OUT.
+Writes tma_issue.json under $OUT. ``--wide``: 1 KiB boxes only, 1 / 8 / 16 / 32 producer warps (stride 1),
+written to tma_issue_wide.json: where the shared unit's accept interval shows (2026-12-01's run saw no
+back-pressure from 4 producers, benchmarks/data/tma_issue_2026-12-01.json).
 
-    source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH=$PWD; python3 benchmarks/tma_probe/issue.py
+    source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH=$PWD; python3 benchmarks/tma_probe/issue.py [--wide]
 """
 
 from __future__ import annotations
@@ -31,19 +33,25 @@ ROWS = 8192  # 1 MiB of 128-byte rows: L2-resident after the warm-up launch
 
 
 def main() -> int:
+    import argparse
+
     import pycuda.autoinit  # noqa: F401
     import pycuda.driver as cuda
 
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wide", action="store_true", help="1 KiB boxes, 1/8/16/32 producers (tma_issue_wide.json)")
+    wide = ap.parse_args().wide
     out_dir = Path(os.environ.get("OUT", "/tmp"))
     dev = cuda.Device(0)
     ptx = PTX.read_bytes()
     host = np.random.default_rng(12).integers(1, 65535, size=(ROWS, 64), dtype=np.uint16)
     dbuf = cuda.to_device(host)
     results = []
-    for box_y in (8, 64):
+    configs = ((1, 1), (8, 1), (16, 1), (32, 1)) if wide else ((1, 1), (2, 1), (2, 4), (4, 1), (4, 4))
+    for box_y in (8,) if wide else (8, 64):
         box_bytes = box_y * 128
         tmap = encode_tiled("bf16", int(dbuf), (64, ROWS), (128,), (64, box_y), (1, 1), 128)
-        for producers, stride in ((1, 1), (2, 1), (2, 4), (4, 1), (4, 4)):
+        for producers, stride in configs:
             for depth in (1, 2, 4, 8):
                 shared = producers * depth * box_bytes + 1024
                 if shared > 200 * 1024:
@@ -66,7 +74,7 @@ def main() -> int:
                 print(json.dumps(row), file=sys.stderr)
     meta = {"device": dev.name(), "iters": ITERS, "warm": WARM, "date": time.strftime("%Y-%m-%d"),
             "ptx": str(PTX.relative_to(ROOT)), "results": results}
-    (out_dir / "tma_issue.json").write_text(json.dumps(meta, indent=1))
+    (out_dir / ("tma_issue_wide.json" if wide else "tma_issue.json")).write_text(json.dumps(meta, indent=1))
     return 0
 
 

@@ -81,7 +81,7 @@ def issue_copies(core: Core, wt: WarpT, t: int, copies: list[BulkCopy]) -> tuple
         release = max(release, rel)
         if cp.load:
             core.env.timeout(done - t).callbacks.append(Landing(wt.cta, cp, done))
-    return last, release
+    return last, max(release, t + eng.c.warp_issue)  # tma.warp_issue: ptxas' issue sequence (PTX mode only)
 
 
 class Landing:
