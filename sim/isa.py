@@ -213,7 +213,7 @@ ISA: dict[str, Op] = {
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True, mods=_m("cta gl sys proxy alias")),
     "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
                 doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
-                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap generic release acquire "
+                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap tensormap::generic generic release acquire "
                         "mbarrier_init op_restrict")),
     "mbarrier": Op("{d}{, a}{, b}{, c}", "sync", "sync", ordered=True,
                    doc="mbarrier.{init,arrive{.expect_tx},arrive_drop,expect_tx,complete_tx,test_wait{.parity},"

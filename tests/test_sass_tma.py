@@ -184,3 +184,36 @@ def test_sass_tma_issue_probe_phases_match_the_h200(producers):
     for k in range(producers):
         phase = out[k, 1] / 6
         assert abs(phase - measured["phase_cycles"][k]) / measured["phase_cycles"][k] < 0.10, (k, phase)
+
+
+PREFETCH_PTX = """.version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .align 64 .b8 tmap[128], .param .u64 out)
+{
+	.reg .b32 %r<8>;
+	.reg .b64 %rd<4>;
+	mov.u64 %rd1, tmap;
+	mov.u32 %r1, 0;
+	cp.async.bulk.prefetch.tensor.2d.L2.global [%rd1, {%r1, %r1}];
+	ld.param.u64 %rd2, [out];
+	fence.proxy.tensormap::generic.acquire.gpu [%rd2], 128;
+	ret;
+}
+"""
+
+
+@needs_tools
+def test_tensor_prefetch_and_tensormap_fence_run_in_both_modes():
+    """cp.async.bulk.prefetch.tensor (UTMAPF.L2.2D) and fence.proxy.tensormap::generic (UTMACCTL.IV, DEPBAR):
+    accepted, no effect on memory, in PTX and SASS mode."""
+    spec = TensorMapSpec("x", "f32", 4, (32, 8), (128,), (32, 8), 0)
+
+    def launch() -> Launch:
+        return Launch("k", (1, 1, 1), (32, 1, 1), [
+            Arg("tensormap", "f32", name="tmap", tmap=spec), Arg("buffer", "u8", array=np.arange(128, dtype=np.uint8)),
+            Arg("buffer", "f32", array=np.zeros(256, np.float32), name="x", hidden=True)])
+    a = run_functional(parse_ptx(PREFETCH_PTX, "prefetch.ptx"), launch())
+    b = run_sass_functional(PREFETCH_PTX, launch(), file="prefetch.ptx")
+    assert np.array_equal(a.outputs[1], np.arange(128, dtype=np.uint8))
+    assert np.array_equal(b.outputs[1], a.outputs[1])

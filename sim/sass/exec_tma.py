@@ -21,7 +21,8 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
     UBLKCP.S.G [UR8], [UR6], UR4                  1-D load: UR8 destination, UR9 mbarrier, UR6:UR7 source,
                                                   UR4 = bytes / 16; .G.S a store, .S.S CTA to CTA
     UBLKRED.G.S.ADD{.F32.RN} [UR4], [UR17], UR7    cp.reduce.async.bulk (u32 unless a type is named)
-    UTMACCTL.PF, UBLKPF.L2, UTMACMDFLUSH,        tensor-map / bulk prefetches, bulk commit_group,
+    UTMACCTL.PF/.IV, UBLKPF.L2, UTMAPF.L2.ND,    tensor-map / bulk prefetches (and the tensormap proxy
+    UTMACMDFLUSH,                                 fence's invalidate), bulk commit_group,
     CCTL.IVALL, YIELD                             cache invalidate, yield hint
 
 A shared address is the CTA window's (0x400 reserved, SR_CgaCtaId << 24 above; one CTA per cluster, so
@@ -347,10 +348,12 @@ def b_ublk(cx: Ctx, red: bool = False) -> Exec:
 
 
 def b_noop(cx: Ctx) -> Exec:
-    """UTMACCTL.PF (tensor-map prefetch), UBLKPF.L2 (bulk prefetch), UTMACMDFLUSH (bulk commit_group: its
+    """UTMACCTL.PF / .IV (tensor-map prefetch, fence.proxy.tensormap's invalidate), UBLKPF.L2 / UTMAPF.L2.ND
+    (bulk and tensor prefetches), UTMACMDFLUSH (bulk commit_group: its
     timing in sim/sass/timing_tma.py),
     CCTL.IVALL (cache invalidate), YIELD (a scheduling hint)."""
-    allowed = {"UTMACCTL": {"PF"}, "CCTL": {"IVALL"}, "UBLKPF": {"L2"}}.get(cx.ins.opcode, set())
+    allowed = {"UTMACCTL": {"PF", "IV"}, "CCTL": {"IVALL"}, "UBLKPF": {"L2"},
+               "UTMAPF": {"L2", "IM2COL", "1D", "2D", "3D", "4D", "5D"}}.get(cx.ins.opcode, set())
     cx.mods(allowed)
     return lambda w, m: None
 
@@ -388,7 +391,7 @@ SASS_TMA: dict[str, Callable[[Ctx], Any]] = {
     "USETMAXREG": b_setmaxreg, "P2R": b_p2r, "SYNCS": b_syncs, "ELECT": b_elect, "UTMALDG": b_utmaldg,
     "UTMASTG": b_utmastg, "UTMAREDG": partial(b_utmastg, red=True), "UBLKCP": b_ublk,
     "UBLKRED": partial(b_ublk, red=True), "UTMACCTL": b_noop, "UTMACMDFLUSH": b_noop, "CCTL": b_noop,
-    "YIELD": b_noop, "UBLKPF": b_noop,
+    "YIELD": b_noop, "UBLKPF": b_noop, "UTMAPF": b_noop,
 }
 
 __all__ = ["SASS_TMA", "complete", "tensor_map"]
