@@ -212,9 +212,10 @@ ISA: dict[str, Op] = {
                                                                      "L2::evict_normal tensormap")),
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True, mods=_m("cta gl sys proxy alias")),
     "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
-                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
-                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap tensormap::generic generic release acquire "
-                        "mbarrier_init op_restrict")),
+                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}, "
+                    "fence.proxy.tensormap::generic.{release,acquire}: no-ops functionally",
+                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap tensormap::generic generic release "
+                        "acquire mbarrier_init op_restrict")),
     "mbarrier": Op("{d}{, a}{, b}{, c}", "sync", "sync", ordered=True,
                    doc="mbarrier.{init,arrive{.expect_tx},arrive_drop,expect_tx,complete_tx,test_wait{.parity},"
                        "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
