@@ -217,3 +217,29 @@ def test_tensor_prefetch_and_tensormap_fence_run_in_both_modes():
     b = run_sass_functional(PREFETCH_PTX, launch(), file="prefetch.ptx")
     assert np.array_equal(a.outputs[1], np.arange(128, dtype=np.uint8))
     assert np.array_equal(b.outputs[1], a.outputs[1])
+
+
+@needs_tools
+def test_sass_im2col_3d_and_5d_offsets_equal_ptx_mode():
+    """tests/fixtures/tma/tma_im2col_35.ptx: 3-D and 5-D im2col loads whose offsets SASS packs as 16 and 5 bits
+    (UTMALDG.3D.IM2COL / .5D.IM2COL), with columns that wrap into the next image: SASS mode's bytes equal PTX
+    mode's."""
+    path = ROOT / "tests" / "fixtures" / "tma" / "tma_im2col_35.ptx"
+    rng = np.random.default_rng(35)
+    t3 = rng.standard_normal(8 * 10 * 2).astype(np.float32)
+    t5 = rng.standard_normal(4 * 5 * 4 * 3 * 2).astype(np.float32)
+    m3 = TensorMapSpec("t3", "f32", 4, (8, 10, 2), (32, 320), (), 0, (), (-2,), (1,), 8, 8)
+    m5 = TensorMapSpec("t5", "f32", 4, (4, 5, 4, 3, 2), (16, 80, 320, 960), (), 0, (), (-1, -1, -1), (-1, 0, -1), 4, 32)
+
+    def launch() -> Launch:
+        return Launch("tma_im2col_35", (1, 1, 1), (192, 1, 1), [
+            Arg("buffer", "f32", array=np.full(192, np.nan, np.float32)),
+            Arg("tensormap", "f32", name="map3", tmap=m3), Arg("tensormap", "f32", name="map5", tmap=m5),
+            *(Arg("scalar", "u32", value=v) for v in (9, 1, 2, 1, 0, 1 | 2 << 4 | 1 << 8)),
+            Arg("buffer", "f32", array=t3.copy(), name="t3", hidden=True),
+            Arg("buffer", "f32", array=t5.copy(), name="t5", hidden=True)], 2048)
+    text = path.read_text()
+    want = run_functional(parse_ptx(text, str(path)), launch()).outputs[0]
+    got = run_sass_functional(text, launch(), file=str(path)).outputs[0]
+    assert not np.isnan(want).any() and (want == 0).any() and (want != 0).sum() > 100
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
