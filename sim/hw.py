@@ -167,12 +167,19 @@ class Wgmma:
 class Tma:
     """One SM's tensor memory accelerator (cp.async.bulk{.tensor}): it accepts a copy every `issue`
     cycles, keeps at most `inflight_bytes` in flight, moves `bytes_per_cycle` and signals the copy's
-    mbarrier `latency` cycles after its last bytes came through the L2/DRAM path (sim/timing/tma.py)."""
+    mbarrier `latency` cycles after its last bytes came through the L2/DRAM path; the issuing warp waits
+    while `queue` copies already wait to be accepted (sim/timing/tma.py)."""
 
     issue: int  # cycles the unit takes to accept one copy (descriptor read, address generation start)
     bytes_per_cycle: float  # bytes one SM's TMA unit moves per cycle
     inflight_bytes: int  # bytes of copies in flight per SM; a copy that would exceed it waits
     latency: int  # cycles from the last bytes' arrival to the shared write and mbarrier complete_tx
+    # copies the unit holds waiting to be accepted; an issuing warp whose copy finds no free slot stops until
+    # one frees. 0: the warp is held until the unit has accepted its own copy (`issue` cycles)
+    queue: int = 0
+    # PTX mode only: cycles the issuing warp spends per copy in the instruction sequence ptxas expands a
+    # cp.async.bulk into (ELECT / UTMALDG / BRA.U.ANY and its uniform-register setup); SASS mode runs that sequence
+    warp_issue: int = 0
 
 
 @dataclass(frozen=True)
@@ -257,7 +264,7 @@ _NON_NEGATIVE: dict[str, set[str]] = {
     "RegisterFile": {"latency"},
     "SharedMemory": {"latency", "pass_cycles"},
     "Wgmma": {"latency"},
-    "Tma": {"latency"},
+    "Tma": {"latency", "queue", "warp_issue"},
     "Cache": {"hit_latency", "far_latency"},
     "GlobalMemory": {"latency"},
     "Branch": {"frontend_depth", "flush_penalty"},

@@ -101,6 +101,7 @@ _CACHE = ("ca cg cs lu cv wb wt nc L2::64B L2::128B L2::256B L2::cache_hint L1::
           "L2::evict_first L2::evict_last")
 _VEC = "v2 v4 v8"
 _F = "ftz sat"
+_REDOPS = "add min max inc dec and or xor noftz"  # cp.reduce.async.bulk's .redOp (and .add.noftz)
 
 
 def _arith(syntax: str, doc: str = "", packed: bool = False, mods: str = "", types: str = "") -> Op:
@@ -200,18 +201,21 @@ ISA: dict[str, Op] = {
                    mods=_m("sync aligned m8n8 m16n8 x1 x2 x4 trans shared")),
     "cp": Op("{[d], [a], b, c}", "lsu", "async", False, mem="copy", space="mods",
              doc="cp.async.{ca,cg}.shared.global [d], [a], size{, src-size}; commit_group; wait_group N; "
-                 "wait_all (roles: async_role); cp.async.bulk{.tensor.Nd} and its bulk groups (TMA, roles: "
-                 "bulk_role; sim/functional/ops_tma.py)",
+                 "wait_all (roles: async_role); cp.async.bulk{.tensor.Nd}{.tile,.im2col}, cp.reduce.async.bulk"
+                 "{.tensor.Nd} and their bulk groups (TMA, roles: bulk_role, bulk_reduce; "
+                 "sim/functional/ops_tma.py, ops_bulk.py)",
              mods=_m(_SPACE, "async ca cg commit_group wait_group wait_all bulk mbarrier arrive noinc "
                      "mbarrier::complete_tx::bytes L2::64B L2::128B L2::256B L2::cache_hint",
-                     "tensor 1d 2d 3d 4d 5d tile shared::cta bulk_group read prefetch L2 multicast::cluster")),
+                     "tensor 1d 2d 3d 4d 5d tile im2col shared::cta bulk_group read prefetch L2 multicast::cluster",
+                     "reduce", _REDOPS)),
     "prefetch": Op("[a]", "lsu", "lsu", False, space="mods", mods=_m(_SPACE, "L1 L2 L2::evict_last "
                                                                      "L2::evict_normal tensormap")),
     "membar": Op("", "sync", "sync", False, order="fence", ordered=True, mods=_m("cta gl sys proxy alias")),
     "fence": Op("", "sync", "sync", False, order="fence", ordered=True,
-                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}: a no-op functionally",
-                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap generic release acquire "
-                        "mbarrier_init op_restrict")),
+                doc="fence{.sc,.acq_rel}{.cta,.gpu,.sys}; fence.proxy.async{.shared::cta}, "
+                    "fence.proxy.tensormap::generic.{release,acquire}: no-ops functionally",
+                mods=_m(_SCOPE, _SPACE, "sc acq_rel proxy async alias tensormap tensormap::generic generic release "
+                        "acquire mbarrier_init op_restrict")),
     "mbarrier": Op("{d}{, a}{, b}{, c}", "sync", "sync", ordered=True,
                    doc="mbarrier.{init,arrive{.expect_tx},arrive_drop,expect_tx,complete_tx,test_wait{.parity},"
                        "try_wait{.parity},inval}{.sem.scope}.shared{::cta,::cluster}.b64 (sim/functional/ops_async.py)",
@@ -278,6 +282,7 @@ _SUBSPACES = {"shared::cta": "shared", "shared::cluster": "shared::cluster"}
 _DSMEM_OPS = ("read", "write", "rmw")
 _ASYNC_ROLES = (("commit_group", "commit"), ("wait_group", "wait"), ("wait_all", "wait_all"))
 _BULK_SHARED = ("shared::cluster", "shared::cta", "shared")
+_REDOP_NAMES = frozenset(_REDOPS.split()) - {"noftz"}
 _WGMMA_ROLES = (("mma_async", "issue"), ("fence", "fence"), ("commit_group", "commit"), ("wait_group", "wait"))
 
 
@@ -343,8 +348,22 @@ def wgmma_role(ins: Instruction) -> str:
 def bulk_role(ins: Instruction) -> str:
     """Bulk (TMA) copy role of a ``cp.async.bulk`` form: "tensor_load" (global tensor box -> shared,
     completes bytes on an mbarrier), "tensor_store" (shared -> global tensor box, a bulk group),
-    "load" / "store" (the 1-D forms), "commit" / "wait" (bulk groups), "prefetch", "" (not bulk)."""
+    "load" / "store" (the 1-D forms), "shared_copy" (the 1-D shared::cta -> shared::cluster form: into a
+    CTA of the cluster, completing on that CTA's mbarrier), "commit" / "wait" (bulk groups), "prefetch",
+    "" (not bulk). cp.reduce.async.bulk has the same roles (its reduction: bulk_reduce)."""
     return ins.info["bulk"]
+
+
+def bulk_reduce(ins: Instruction) -> str:
+    """The reduction of a ``cp.reduce.async.bulk`` form ("add", "min", "max", "inc", "dec", "and", "or",
+    "xor"), "" for a plain copy or any other instruction."""
+    return ins.info["bulk_red"]
+
+
+def bulk_im2col(ins: Instruction) -> bool:
+    """A ``cp.async.bulk.tensor ... .im2col`` load (its tensor map is an im2col one; im2col offsets follow
+    the mbarrier operand)."""
+    return ins.info["bulk"] == "tensor_load" and "im2col" in ins.mods
 
 
 def wmma_role(ins: Instruction) -> str:
@@ -482,6 +501,8 @@ def _bulk_role(op: Op, mods: tuple[str, ...]) -> str:
         if mod in mods:
             return role
     spaces = [m for m in mods if m == "global" or m in _BULK_SHARED]
+    if "tensor" not in mods and spaces[1:2] in (["shared::cta"], ["shared"]) and spaces[0] != "global":
+        return "shared_copy"
     kind = "store" if spaces and spaces[0] == "global" else "load"
     return f"tensor_{kind}" if "tensor" in mods else kind
 
@@ -563,6 +584,7 @@ def decode_instruction(ins: Instruction, k: Kernel) -> None:
         info.update(cls="lsu", mem="read" if "load" in mods else "write", has_dst="load" in mods)
         ins.pipe = "lsu"
     info["bulk"] = bulk
+    info["bulk_red"] = next((m for m in mods if m in _REDOP_NAMES), "") if bulk and "reduce" in mods else ""
     info["mbar"] = ("wait" if "try_wait" in mods or "test_wait" in mods else "signal") if op is ISA["mbarrier"] else ""
     info["wgmma"] = wg
     if op.flow == "branch":

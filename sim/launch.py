@@ -513,7 +513,8 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
         elif kind == "tensormap":
             try:
                 spec = make_spec(str(p.get("of", "")), dname, DTYPES[dname].itemsize, p.get("dims"),
-                                 p.get("strides", []), p.get("box"), p.get("swizzle", 0), p.get("element_strides", []))
+                                 p.get("strides", []), p.get("box"), p.get("swizzle", 0), p.get("element_strides", []),
+                                 p.get("im2col"))
             except (TypeError, ValueError) as e:
                 raise bad(f"param {i} ({name}): tensormap {e}") from None
             args.append(Arg("tensormap", dname, name=name, role=role, tmap=spec))
@@ -667,9 +668,11 @@ def bind_tensormaps(specs: Sequence[str], params: Sequence[tuple[str, str]], bas
             if not dname:
                 raise ValueError("'dtype=' is missing")
             dname = normalize_dtype(dname)
+            i2c = {"lower": list(ints(f["lower"], "lower")), "upper": list(ints(f["upper"], "upper")),
+                   "channels": int(f["channels"], 0), "pixels": int(f["pixels"], 0)} if "channels" in f else None
             spec_ = make_spec(of, dname, DTYPES[dname].itemsize, list(ints(f["dims"], "dims")),
-                              list(ints(f.get("strides", ""), "strides")), list(ints(f["box"], "box")),
-                              int(f.get("swizzle", "0"), 0), list(ints(f.get("estrides", ""), "estrides")))
+                              list(ints(f.get("strides", ""), "strides")), list(ints(f.get("box", ""), "box")),
+                              int(f.get("swizzle", "0"), 0), list(ints(f.get("estrides", ""), "estrides")), i2c)
         except KeyError as e:
             raise bad(f"unknown dtype {e.args[0]!r}") from None
         except ValueError as e:

@@ -162,3 +162,23 @@ def test_runner_launches_tensor_map_kernels_through_cuda_python(monkeypatch):
     assert [k for k, _ in args[:2]] == ["tmap", "tmap"] and len(enc.calls) == 2
     assert enc.calls[0][1] != enc.calls[1][1]  # A's and B's own allocations
     assert launches[1:] == ["launch"] * (1 + 2 + 3 + 3) and m.wall_ms_median == 1.0
+
+
+def test_assemble_args_encodes_im2col_maps():
+    """A header tensor map with 'im2col' fields goes to cuTensorMapEncodeIm2col's encoder (corners, channels,
+    pixels), not the tiled one."""
+    from sim.launch import Arg
+
+    maps = [{"name": "tmap", "kind": "tensormap", "of": "in", "dtype": "f32", "dims": [16, 6, 5, 2],
+             "strides": [64, 384, 1920], "im2col": {"lower": [-1, -1], "upper": [-1, -1], "channels": 8, "pixels": 16}}]
+    args = [Arg("buffer", "f32", array=np.zeros(4, np.float32), name="out"),
+            Arg("buffer", "f32", array=np.zeros(960, np.float32), name="in", hidden=True)]
+    calls: list[tuple] = []
+
+    def im2col(*a: object) -> bytes:
+        calls.append(a)
+        return b"\x07" * 128
+
+    out = assemble_args([("u64", "out"), ("array", "tmap")], maps, args, {0: 0x1000, 1: 0x2000}, Recorder(), im2col)
+    assert out == [("u64", 0x1000), ("tmap", b"\x07" * 128)]
+    assert calls == [("f32", 0x2000, (16, 6, 5, 2), (64, 384, 1920), (-1, -1), (-1, -1), 8, 16, (1, 1, 1, 1), 0)]

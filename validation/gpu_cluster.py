@@ -60,7 +60,7 @@ def run_gpu(case: Case, cubin: bytes, repeats: int = 20) -> tuple[dict[int, np.n
     """The case's buffers after one launch on the GPU, and the times (us) of `repeats` more launches."""
     from cuda.bindings import driver as drv  # noqa: PLC0415
 
-    from validation.tensormap import encode_tiled
+    from validation.tensormap import encode_spec
 
     launch = case.launch()
     mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
@@ -79,8 +79,7 @@ def run_gpu(case: Case, cubin: bytes, repeats: int = 20) -> tuple[dict[int, np.n
         if a.tmap is not None:
             t = a.tmap
             target = next(j for j, b in enumerate(launch.args) if b.kind == "buffer" and b.name == t.of)
-            raw = encode_tiled(t.dtype, ptrs[target], t.dims, t.strides, t.box, t.element_strides or (1,) * len(t.dims),
-                               t.swizzle)
+            raw = encode_spec(t, ptrs[target])  # tiled or im2col (validation/tensormap.py)
             store.append((ctypes.c_uint8 * 128).from_buffer_copy(raw))
         elif a.kind == "buffer":
             store.append(ctypes.c_uint64(ptrs[i]))
@@ -95,7 +94,7 @@ def run_gpu(case: Case, cubin: bytes, repeats: int = 20) -> tuple[dict[int, np.n
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = case.cluster
-    if ".reqnctapercluster" in case.ptx.read_text():  # a compile-time shape: the launch gives none
+    if ".reqnctapercluster" in case.ptx.read_text() or case.cluster == (1, 1, 1):  # compile-time shape, or none
         cfg.attrs = []
         cfg.numAttrs = 0
     else:

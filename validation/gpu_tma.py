@@ -2,7 +2,8 @@
 on the GPU: the launch is built from the header without the maps (hidden buffers stay: they are allocated,
 filled and checked like any buffer), and cuLaunchKernel's argument list is assembled here from the PTX
 entry's parameters, the device pointers of the buffers and an encoder of maps
-(validation.tensormap.encode_tiled on the GPU; any callable of the same signature in tests).
+(validation.tensormap.encode_tiled, and encode_im2col for im2col maps, on the GPU; any callable of the same
+signature in tests).
 """
 
 from __future__ import annotations
@@ -48,8 +49,20 @@ def _buffer_of(m: dict[str, Any], args: Sequence[Arg]) -> int:
                      "set 'of' to a buffer's role or name")
 
 
+#: (dtype, address, dims, strides, lower, upper, channels, pixels, element_strides, swizzle) -> the map's 128 bytes
+Im2colEncoder = Callable[[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], int, int,
+                          tuple[int, ...], int], bytes]
+
+
+def _default_im2col() -> Im2colEncoder:
+    from validation.tensormap import encode_im2col  # noqa: PLC0415 - cuda-python, on the GPU only
+
+    return encode_im2col
+
+
 def assemble_args(entry: Sequence[tuple[str, str]], maps: Sequence[dict[str, Any]], args: Sequence[Arg],
-                  pointers: dict[int, int], encode: Encoder) -> list[tuple[str, object]]:
+                  pointers: dict[int, int], encode: Encoder,
+                  encode_im2col: Im2colEncoder | None = None) -> list[tuple[str, object]]:
     """cuLaunchKernel arguments, one per PTX parameter of ``entry`` ((PTX type, name) in order, as
     validation.gpu.ptx_entries lists them): a tensor map -> ("tmap", its 128 bytes encoded from the device
     pointer of the buffer it maps), a buffer -> ("u64", its pointer), a scalar -> (its type, value).
@@ -64,9 +77,16 @@ def assemble_args(entry: Sequence[tuple[str, str]], maps: Sequence[dict[str, Any
                 raise UsageError(f"tensor map {pname} must be a '.param .align 64 .b8 {pname}[128]' parameter")
             dims = tuple(int(d) for d in m["dims"])
             es = tuple(int(e) for e in m.get("element_strides") or [1] * len(dims))
-            tmap = encode(str(m["dtype"]), pointers[_buffer_of(m, args)], dims,
-                          tuple(int(s) for s in m["strides"]), tuple(int(b) for b in m["box"]), es,
-                          int(m.get("swizzle", 0)))
+            strides = tuple(int(s) for s in m["strides"])
+            if m.get("im2col"):  # cuTensorMapEncodeIm2col (docs/kernel-metadata.md)
+                enc_i2c = encode_im2col if encode_im2col is not None else _default_im2col()
+                i2c = m["im2col"]
+                tmap = enc_i2c(str(m["dtype"]), pointers[_buffer_of(m, args)], dims, strides,
+                                     tuple(int(x) for x in i2c["lower"]), tuple(int(x) for x in i2c["upper"]),
+                                     int(i2c["channels"]), int(i2c["pixels"]), es, int(m.get("swizzle", 0)))
+            else:
+                tmap = encode(str(m["dtype"]), pointers[_buffer_of(m, args)], dims, strides,
+                              tuple(int(b) for b in m["box"]), es, int(m.get("swizzle", 0)))
             out.append(("tmap", tmap))
         elif pname in by_name:
             i = by_name[pname]

@@ -35,6 +35,46 @@ def encode_tiled(dtype: str, address: int, dims: tuple[int, ...], strides: tuple
     return b"".join(w.to_bytes(8, "little") for w in words)
 
 
+def encode_im2col(dtype: str, address: int, dims: tuple[int, ...], strides: tuple[int, ...], lower: tuple[int, ...],
+                  upper: tuple[int, ...], channels: int, pixels: int, element_strides: tuple[int, ...],
+                  swizzle: int) -> bytes:
+    """The 128 bytes of an im2col tensor map (cuTensorMapEncodeIm2col). dims innermost first (C, spatial..., N);
+    lower / upper the bounding-box corners of the spatial dims (innermost first); channels per pixel and pixels
+    per column."""
+    from cuda.bindings import driver as drv  # noqa: PLC0415 - the GPU image's cuda-python
+
+    def call(wrap: Callable[[int], object]) -> tuple:
+        return drv.cuTensorMapEncodeIm2col(
+            getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{DTYPES[dtype]}"), len(dims), address,
+            [drv.cuuint64_t(d) for d in dims], [drv.cuuint64_t(s) for s in strides], [int(x) for x in lower],
+            [int(x) for x in upper], wrap(channels), wrap(pixels), [drv.cuuint32_t(e) for e in element_strides],
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{SWIZZLES[swizzle]}"),
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+
+    try:
+        err, tmap = call(int)
+    except TypeError:  # bindings that want the cuuint32_t wrappers for the scalar counts
+        err, tmap = call(drv.cuuint32_t)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeIm2col failed ({err.name}) for dims {dims}, strides {strides}, "
+                         f"corners {lower} {upper}, {channels} channels x {pixels} pixels")
+    return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
+
+
+def encode_spec(spec: object, address: int) -> bytes:
+    """A sim.tensormap.TensorMapSpec's map over the buffer at ``address``: im2col or tiled by its fields."""
+    from sim.tensormap import TensorMapSpec
+
+    assert isinstance(spec, TensorMapSpec)
+    es = spec.element_strides or (1,) * len(spec.dims)
+    if spec.im2col:
+        return encode_im2col(spec.dtype, address, spec.dims, spec.strides, spec.lower, spec.upper, spec.channels,
+                             spec.pixels, es, spec.swizzle)
+    return encode_tiled(spec.dtype, address, spec.dims, spec.strides, spec.box, es, spec.swizzle)
+
+
 def launch_format(params: list[tuple[str, int, int]]) -> str:
     """A struct format for pycuda's prepare(): (kind, size, align) per parameter in order, padding each to
     its alignment; a tensor map ("tmap") is a 128-byte string argument."""

@@ -7,7 +7,8 @@ output tile and K tile, two engines work at once:
 
 - tensor: the consumer warpgroups' wgmmas, wgmma_unit_cycles per warp ([wgmma.f16_macs] or the input
   type's field, [wgmma.issue]) for the C x 4 consumer warps over [pipes[tensor].count] units;
-- producer: thread 0 of warpgroup 0 issues the stage's TMA boxes ([tma.issue] each, per instruction),
+- producer: thread 0 of warpgroup 0 issues the stage's TMA boxes (per instruction the longer of the SASS
+  sequence that issues it, [tma.warp_issue], and the TMA unit's accept interval, [tma.issue]),
   and the stage's bytes stream into shared memory at [tma.bytes_per_cycle] or this core's share of the
   L2's read bandwidth ([l2.bandwidth_gbps] over the cores loading at once), the L2 misses also at its
   share of DRAM ([dram.bandwidth_gbps]). Issue (one thread) and transfer (the TMA unit and the L2) are
@@ -24,7 +25,7 @@ its instructions (the emitter's "post" region, kernelgen/counting.py) issued by 
 ([core.schedulers], [core.issue_width]) or its stores drained at [core.store_bytes_per_cycle] or the
 core's share of [l2.write_bandwidth_gbps], whichever is longer, plus [pipes[lsu].latency]. Through shared
 staging and TMA stores: the instructions or the staging writes ([shared.banks], [shared.bank_width]), the
-named barriers ([pipes[sync].latency]), the store issues ([tma.issue]), and only the drain the staging
+named barriers ([pipes[sync].latency]), the store issues ([tma.issue], [tma.warp_issue]), and only the drain the staging
 buffers cannot hold ([tma.bytes_per_cycle] or the L2 write share): with a buffer per slab the drain
 overlaps the next tile's K loop. H200, 2026-12-01 (docs/wgmma-tma.md 4d): predicted / measured 0.95-0.96 with a
 bf16 D (every slab buffered) and 1.06-1.17 with an f32 D (5 of 8 slabs buffered): the L2 write share, measured
@@ -61,7 +62,8 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     tensor = wgmma_unit_cycles(spec, t, hw) * -(-consumer_warps // units)
 
     stage_bytes = ta.stage_bytes + tb.stage_bytes
-    issue = boxes * hw.tma.issue  # [tma.issue]
+    per_box = max(hw.tma.issue, hw.tma.warp_issue)  # [tma.issue], [tma.warp_issue]
+    issue = boxes * per_box
     rates = [float(hw.tma.bytes_per_cycle)]  # [tma.bytes_per_cycle]
     if hw.l2_bytes_per_cycle:
         rates.append(hw.l2_bytes_per_cycle / cores)  # [l2.bandwidth_gbps]
@@ -115,7 +117,7 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         exposed += max(0.0, overlap - hidden)
         tail = overlap
         issuers = min(4, slabs) if nb == slabs else 1  # lane 0 of each consumer warp, or thread 0 alone
-        epilogue = max(epi_issue, smem_write) + 2 * rounds * sync + -(-slabs // issuers) * hw.tma.issue + exposed
+        epilogue = max(epi_issue, smem_write) + 2 * rounds * sync + -(-slabs // issuers) * per_box + exposed
     per_tile = ktiles * k_tile + hw.wgmma.latency + epilogue  # [wgmma.latency]
 
     cta = pre + tiles_per_cta * per_tile + tail

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ExecutionError, UsageError
-from sim.functional.memory import Fault, FlatMemory, reduce_any
+from sim.functional.memory import PARAM_WINDOW, Fault, FlatMemory, reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
 from sim.sass.exec_ctl import SASS_CTL
@@ -37,6 +37,7 @@ from sim.sass.exec_int import SASS_INT
 from sim.sass.exec_mem import SASS_MEM
 from sim.sass.exec_operands import Ctx
 from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp
+from sim.sass.exec_tma import SASS_TMA
 from sim.sass.listing import Operand, SassInstruction, disassemble
 from sim.sass.tools import DEFAULT_ARCH, resources
 
@@ -45,7 +46,7 @@ SHARED_RESERVED = 0x400
 STACK_TOP = 0x10000
 
 # the SASS opcode table of the functional model: opcode -> builder (control builders move the group)
-OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM, **SASS_GMMA}
+OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM, **SASS_GMMA, **SASS_TMA}
 CONTROL = SASS_CTL
 
 
@@ -154,48 +155,86 @@ class Machine:
 
 
 def _release(cta: Cta) -> bool:
-    """Release the warps waiting at BAR.SYNC when every live thread (or the barrier's count) arrived."""
+    """Release the groups waiting at a BAR.SYNC id once its count (or, without one, every live thread of
+    the CTA) arrived, counting the BAR.ARV arrivals at that id."""
     waiting = [(w, g) for w in cta.warps for g in w.groups if g.wait == "bar"]
     if not waiting:
         return False
-    arrived = sum(int(g.mask.sum()) for _, g in waiting)
     live = sum(int(w.live.sum()) for w in cta.warps)
-    count = max(w.bar_count for w, _ in waiting)
-    if arrived < (count if count else live):
-        return False
-    for _, g in waiting:
-        g.wait = ""
-        g.pc += 1
-    return True
+    done = False
+    for bid in sorted({g.bar for _, g in waiting}):
+        here = [g for _, g in waiting if g.bar == bid]
+        arrived = sum(int(g.mask.sum()) for g in here) + cta.arrived.get(bid, 0)
+        count = max(g.count for g in here)
+        if arrived < (count if count else live):
+            continue
+        for g in here:
+            g.wait = ""
+            g.pc += 1
+        cta.arrived.pop(bid, None)
+        done = True
+    return done
 
 
 def run_cta(M: Machine, cta: Cta, budget: int) -> None:
+    """Each warp runs until it waits (a barrier, or an mbarrier wait that found its phase incomplete:
+    Warp.yielded), round after round. A round in which nothing but such waits ran and no mbarrier
+    changed, twice in a row, is a deadlock."""
+    idle = 0
     while True:
         progressed = False
+        epoch = M.L.mbar_epoch
+        spun = False
         for w in cta.warps:
             g = M.runnable(w)
             while g is not None:
                 M.step(w, g)
                 progressed = True
+                if w.yielded:
+                    w.yielded = spun = True
+                    break
                 g = M.runnable(w)
+            w.yielded = False
             if M.count > budget:
                 raise ExecutionError(f"more than {budget} warp instructions: an endless loop? "
                                      "raise the limit with --max-instructions", M.L.file)
         if all(w.done for w in cta.warps):
             return
-        if not _release(cta) and not progressed:
+        released = _release(cta)
+        idle = idle + 1 if spun and not released and M.L.mbar_epoch == epoch else 0
+        if not released and (not progressed or idle > 2):
             w = next(w for w in cta.warps if not w.done)
             ins = M.L.code[w.groups[0].pc]
             raise ExecutionError(f"deadlock in CTA {cta.ctaid}: warp {w.wid} waits at SASS "
                                  f"'{ins.text}' (0x{ins.pc:04x}) and nothing else can run", M.L.file, ins.ptx_line)
 
 
-def constant_bank(launch: Launch, params: FlatMemory, param_size: int) -> FlatMemory:
-    cb = FlatMemory(PARAM_BASE + max(param_size, 8) + 16, "constant bank 0")
+def param_layout(k: Any) -> list[tuple[int, int, int]]:
+    """(PTX .param offset, bank offset, size) of each kernel parameter: ptxas aligns each parameter in the
+    bank's absolute addresses from PARAM_BASE, so a .align 64 / 128 parameter (a CUtensorMap) moves (source:
+    tests/fixtures/tma/tma_box.ptx, whose tmap_in at .param offset 64 is read at c[0x0][0x198] + 0x30 and
+    whose nbytes at .param offset 320 at c[0x0][0x340])."""
+    out, cur = [], PARAM_BASE
+    for p in k.params:
+        cur = -(-cur // max(1, p.align)) * max(1, p.align)
+        out.append((p.offset, cur, p.size))
+        cur += p.size
+    return out
+
+
+def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: Any = None) -> FlatMemory:
+    """Constant bank 0: the launch shape, the stack top, c[0x0][0x198] the generic address of the parameter
+    bank's start (what cvta.param of a parameter adds its bank offset to: PARAM_WINDOW, as PTX mode's
+    cvta.param), and the parameters at ptxas' offsets (param_layout; PTX offsets when ``kernel`` is None)."""
+    layout = param_layout(kernel) if kernel is not None else [(0, PARAM_BASE, param_size)]
+    end = max((b + n for _, b, n in layout), default=PARAM_BASE)
+    cb = FlatMemory(max(end, PARAM_BASE + 8) + 16, "constant bank 0")
     words = np.array([*launch.block, *launch.grid], dtype=np.uint32)
     cb.data[0:24] = words.view(np.uint8)
     cb.data[0x28:0x2C] = np.array([STACK_TOP], dtype=np.uint32).view(np.uint8)
-    cb.data[PARAM_BASE:PARAM_BASE + param_size] = params.data[:param_size]
+    cb.data[0x198:0x1A0] = np.array([PARAM_WINDOW], dtype=np.uint64).view(np.uint8)
+    for off, b, n in layout:
+        cb.data[b:b + n] = params.data[off:off + n]
     return cb
 
 
@@ -219,8 +258,9 @@ def run_sass_functional(ptx_text: str, launch: Launch, arch: str = DEFAULT_ARCH,
         k = prog.kernel(launch.kernel)
         param_size = max((p.offset + p.size for p in k.params), default=0)
         shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)
-        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size),
+        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size, k),
                      launch.grid, launch.block, shared, file)
+        L.tensormaps = P.L.tensormaps
         M = Machine(L, on_record)
         for n, ctaid in enumerate(P.ctas):
             run_cta(M, Cta(L, n, ctaid), max_instructions)

@@ -40,8 +40,12 @@ def _jump(w: Warp, g: Group, taken: np.ndarray, target: int) -> None:
 
 
 def b_bra(cx: Ctx) -> CtlExec:
-    mods = cx.mods({"U", "DIV", "CONV"})
+    mods = cx.mods({"U", "DIV", "CONV", "ANY"})
     t = _target(cx)
+    if "ANY" in mods:  # BRA.U.ANY (elect.sync loops around UTMALDG): the whole group goes when a lane's guard holds
+        def any_(w: Warp, g: Group, m: np.ndarray) -> None:
+            g.pc = t if m.any() else g.pc + 1
+        return any_
     if "DIV" in mods:  # BRA.DIV mask, target: jump when not every live lane of mask is in this group
         ops = [o for o in cx.ins.operands if o.kind != "label"]
         rmask = cx.u32(ops[0]) if ops else (lambda w: np.uint32(0xFFFFFFFF))
@@ -113,17 +117,31 @@ def b_warpsync(cx: Ctx) -> CtlExec:
 
 
 def b_bar(cx: Ctx) -> CtlExec:
-    mods = cx.mods({"SYNC", "DEFER_BLOCKING"})
-    if "SYNC" not in mods:
-        raise cx.err("only BAR.SYNC is modelled")
+    """BAR.SYNC id{, count} (ids and counts immediate or, as named barriers are written, in registers:
+    ``BAR.SYNC.DEFER_BLOCKING R16, 0x80``; a register is read from the group's first lane); BAR.ARV id,
+    count arrives without waiting. Warps wait per barrier id (sim/sass/exec.py _release)."""
+    mods = cx.mods({"SYNC", "DEFER_BLOCKING", "ARV"})
+    if "SYNC" not in mods and "ARV" not in mods:
+        raise cx.err("only BAR.SYNC and BAR.ARV are modelled")
     ops = cx.ins.operands
-    if not ops or ops[0].kind != "imm" or (len(ops) > 1 and ops[1].kind != "imm"):
-        raise cx.err("BAR.SYNC with a register barrier id or count is not modelled")
-    bid = int(ops[0].value or 0)
-    count = int(ops[1].value or 0) if len(ops) > 1 else 0
+    if not ops or any(o.kind not in ("imm", "reg", "ureg") for o in ops[:2]):
+        raise cx.err("BAR with this barrier id or count operand is not modelled")
+    rid = cx.u32(ops[0])
+    rcount = cx.u32(ops[1]) if len(ops) > 1 else (lambda w: np.uint32(0))
+    arrive = "ARV" in mods
+
+    def first(v: object, m: np.ndarray) -> int:
+        a = np.asarray(v)
+        return int(a) if a.ndim == 0 else int(a[int(np.argmax(m))])
 
     def run(w: Warp, g: Group, m: np.ndarray) -> None:
-        w.bar_id, w.bar_count = bid, count
+        w.bar_id, w.bar_count = first(rid(w), g.mask), first(rcount(w), g.mask)
+        if arrive:
+            w.cta.arrived[w.bar_id] = w.cta.arrived.get(w.bar_id, 0) + int(m.sum())
+            g.pc += 1
+            return
+        g.bar = w.bar_id
+        g.count = w.bar_count
         g.wait = "bar"
     return run
 

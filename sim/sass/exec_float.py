@@ -72,9 +72,16 @@ def _reader(cx: Ctx, op: Operand, ftz: bool) -> Reader:
     return (lambda w: _ftz(r(w))) if ftz else r
 
 
+_SCALE = {"D2": 0.5, "D4": 0.25, "D8": 0.125, "M2": 2.0, "M4": 4.0, "M8": 8.0}  # FMUL's result scale
+
+
 def b_fadd(cx: Ctx, mul: bool = False) -> Exec:
-    """FADD d, a, b; FMUL d, a, b with ``mul``."""
-    mode, ftz, sat = _float_mods(cx, set())
+    """FADD d, a, b; FMUL d, a, b with ``mul`` (FMUL.D2 etc. scale the product by a power of two, as ptxas
+    folds ``mul.f32 x, y`` and ``mul.f32 ., 0.5``: exact except where the product is subnormal)."""
+    mode, ftz, sat = _float_mods(cx, set(_SCALE) if mul else set())
+    scale = next((F32(_SCALE[k]) for k in cx.ins.modifiers if k in _SCALE), None)
+    if scale is not None and mode != "RN":
+        raise cx.err("FMUL with a result scale and a directed rounding is not modelled")
     d, a, b = cx.ins.operands[:3]
     ra, rb, wd = _reader(cx, a, ftz), _reader(cx, b, ftz), cx.w32(d)
 
@@ -82,6 +89,8 @@ def b_fadd(cx: Ctx, mul: bool = False) -> Exec:
         x, y = np.asarray(ra(w), F32), np.asarray(rb(w), F32)
         if mode == "RN":
             r = x * y if mul else x + y
+            if scale is not None:
+                r = r * scale
         elif mul:
             r = _directed(x.astype(F64) * y.astype(F64), 0.0, mode)
         else:

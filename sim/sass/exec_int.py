@@ -287,9 +287,17 @@ def b_mov(cx: Ctx) -> Exec:
 
 def b_ldc(cx: Ctx) -> Exec:
     mods = cx.mods({"64", "U8", "S8", "U16", "S16"})
-    if mods - {"64"}:
-        raise cx.err("sub-word constant loads are not modelled")
     d, a = cx.ins.operands[:2]
+    sub = mods - {"64"}
+    if sub:  # LDC.U16 / ULDC.S8 ...: one sub-word at a constant address, zero- or sign-extended
+        kind = next(iter(sub))
+        if len(sub) > 1 or a.kind != "const" or a.bank != 0 or [r for r in a.regs if r not in ("RZ", "URZ")]:
+            raise cx.err("sub-word constant loads other than from a constant c[0x0] address are not modelled")
+        dt = np.dtype({"U8": np.uint8, "S8": np.int8, "U16": np.uint16, "S16": np.int16}[kind])
+        v = cx.L.cbank.load(np.array([int(a.value or 0)]), dt)[0, 0]
+        word = U32(np.int64(v) & 0xFFFFFFFF)
+        wd0 = cx.w32(d)
+        return lambda w, m: wd0(w, word, m)
     if "64" in mods:
         r64, w64 = cx.const(a, 8), cx.w64(d)
         return lambda w, m: w64(w, r64(w), m)
@@ -328,8 +336,25 @@ def _special(cx: Ctx, w: Warp, name: str) -> Any:
 
 
 def b_r2ur(cx: Ctx) -> Exec:
+    """R2UR URd, Rs: Rs of the first active lane. ``R2UR{.OR} Pd, URd, Rs`` (ptxas' loops that run a uniform
+    instruction once per distinct operand value, e.g. around UTMASTG): also Pd = the active lanes whose Rs
+    differs from that value (.OR: or-ed into Pd), which the loop serves next."""
+    ops = cx.ins.operands
+    if ops and ops[0].kind == "pred":
+        mods = cx.mods({"OR"})
+        p, d, a = ops[:3]
+        ra, wd, wp = cx.raw(a), cx.w32(d), cx.wpred(p)
+        rp = cx.pred(p)
+
+        def run(w: Warp, m: np.ndarray) -> None:
+            v = np.broadcast_to(np.asarray(ra(w)), (32,))
+            u = v[int(np.argmax(m))]
+            differs = v != u
+            wd(w, u, m)
+            wp(w, differs | rp(w) if "OR" in mods else differs, m)
+        return run
     cx.mods(set())
-    d, a = cx.ins.operands[:2]
+    d, a = ops[:2]
     ra, wd = cx.raw(a), cx.w32(d)
     return lambda w, m: wd(w, ra(w), m)
 

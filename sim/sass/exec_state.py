@@ -40,16 +40,19 @@ class SassExecuted:
     addrs: np.ndarray | None = None
     size: int = 0
     direction: str = ""  # read, write, atomic
+    bulk: list | None = None  # the bulk (TMA) copies it started (sim.functional.ops_tma.BulkCopy), for timing
 
 
 class Group:
     """Lanes of one warp that run together at one pc (an index into the kernel's instructions)."""
 
-    __slots__ = ("pc", "mask", "wait", "want")
+    __slots__ = ("pc", "mask", "wait", "want", "bar", "count")
 
     def __init__(self, pc: int, mask: np.ndarray):
         self.pc = pc
         self.mask = mask
+        self.bar = 0  # the barrier id and thread count a "bar" wait is for (BAR.SYNC id, count)
+        self.count = 0
         self.wait = ""  # "", "bar" (at BAR.SYNC), "sync" (at BSYNC/WARPSYNC, not yet released)
         self.want = mask  # the lanes a "sync" wait is for
 
@@ -69,6 +72,9 @@ class Launched:
         self.shared_size = shared_size
         self.file = file
         self.clock = 0  # SR_CLOCKLO/HI and CS2R SR_CLOCKLO read this counter of warp instructions
+        self.tensormaps: list = []  # the launch's tensor maps by handle index (sim/tensormap.py, exec_tma.py)
+        self.defer_tx = False  # copies complete their mbarrier transactions when timed (sim/sass/timing.py)
+        self.mbar_epoch = 0  # counts mbarrier changes: the functional runner's progress test
 
     def err(self, ins: SassInstruction, what: str) -> SassError:
         where = f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}'"
@@ -84,6 +90,8 @@ class Cta:
         bx, by, bz = L.block
         self.nthreads = bx * by * bz
         self.warps = [Warp(L, self, w) for w in range((self.nthreads + 31) // 32)]
+        self.mbars: dict = {}  # shared offset -> sim.functional.ops_async.MBarrier (sim/sass/exec_tma.py)
+        self.arrived: dict[int, int] = {}  # barrier id -> threads that arrived with BAR.ARV (not waiting)
 
 
 class Warp:
@@ -107,6 +115,7 @@ class Warp:
         self.bar_id = 0
         self.bar_count = 0
         self.rec: SassExecuted | None = None  # the instruction executing now (memory ops fill in the access)
+        self.yielded = False  # an mbarrier wait found its phase incomplete (sim/sass/exec_tma.py)
 
     def special(self, name: str) -> np.ndarray:
         """An S2R / S2UR / CS2R source (SR_TID.X, SR_CTAID.Y, SR_LANEID, SR_CLOCKLO, ...) as uint32 lanes."""

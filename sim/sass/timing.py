@@ -43,10 +43,12 @@ from sim.sass.exec import SHARED_RESERVED, Machine, _release, constant_bank
 from sim.sass.exec_gmma import gmma_group_end, gmma_work
 from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
 from sim.sass.listing import SassInstruction, disassemble
+from sim.sass.timing_tma import BulkTiming
 from sim.sass.tools import resources
 from sim.timing import memory
 from sim.timing.engine import occupancy
 from sim.timing.memory import CoreMemory, DeviceMemory
+from sim.timing.tma import TmaEngine
 
 _DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
 
@@ -117,7 +119,8 @@ def store_rate(hw: HwConfig, sharing_cores: int) -> float | None:
 
 
 class _WarpT:
-    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts", "wg_open", "wg_groups")
+    __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts", "wg_open", "wg_groups",
+                 "bulk_open", "mbar_sleep")
 
     def __init__(self, w: Warp, core: int, sched: int):
         self.w = w
@@ -129,6 +132,8 @@ class _WarpT:
         self.pending_ldgsts = 0  # latest completion among LDGSTS not yet committed
         self.wg_open = 0  # latest completion among the GMMAs since the last one with gsb0
         self.wg_groups: list[int] = []  # completion of each closed GMMA group not yet waited for
+        self.bulk_open = 0  # latest completion among the bulk stores since the last UTMACMDFLUSH
+        self.mbar_sleep = False  # its mbarrier wait failed: it sleeps until an mbarrier of its CTA changes
 
 
 class _CoreT:
@@ -141,6 +146,7 @@ class _CoreT:
         self.last = [0] * hw.core.schedulers
         self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
         self.macs_free: dict[int, int] = {}  # tensor unit -> cycle its queued GMMA MACs are done
+        self.tma = TmaEngine(hw.tma, self.mem) if hw.tma is not None else None  # the SM's TMA unit
 
 
 class SassTiming:
@@ -162,6 +168,7 @@ class SassTiming:
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.t = 0
         self.ctas_total = ctas_total
+        self.bulk = BulkTiming(self)  # TMA copies, their landings, mbarrier sleeps (sim/sass/timing_tma.py)
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
         while self.todo and len(c.ctas) < (self.per_core if most is None else most):
@@ -176,6 +183,8 @@ class SassTiming:
         """'' when the warp can issue now, else the stall reason."""
         if wt.w.done:
             return "done"
+        if wt.mbar_sleep:
+            return "mbarrier"
         g = self.M.runnable(wt.w)
         if g is None:
             return "barrier"
@@ -211,11 +220,15 @@ class SassTiming:
             raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {self.hw.name} has no 'wgmma:' "
                                  "section to time warpgroup MMA by (docs/hwconfig.md)", self.L.file, ins.ptx_line)
         self.L.clock = t
+        epoch = self.L.mbar_epoch
         self.M.step(w, g)
         rec = w.rec
         ctl = ins.control
         wt.ready = t + max(1, ctl.stall)
         taken, port = t, None  # when the sources are read: at issue, or when a drain port takes it
+        if rec is not None and rec.bulk:  # the TMA unit reads the operands when it accepts the copy
+            taken, port = self.bulk.issue(c, wt, ins, rec.bulk), "tma"
+        self.bulk.after_step(c, wt, ins, epoch)
         if rec is not None and rec.space == "global" and rec.addrs is not None:
             if rec.direction == "atomic":
                 taken, port = c.atomics.take(t, len(np.unique(rec.addrs))), "atomic"
@@ -353,10 +366,13 @@ class SassTiming:
                         idle.append(reason)
                 self._release_bars(c)
                 self._retire(c)
+            if not issued:
+                self.bulk.check_stuck()
             dt = 1 if issued else self._skip()
             for reason in idle:
-                self.stalls[reason] += dt
+                self.stalls[reason] = self.stalls.get(reason, 0) + dt
             self.t += dt
+            self.bulk.land(self.t)
 
     @staticmethod
     def _group_wait(wt: _WarpT, ins: SassInstruction) -> int:
@@ -375,11 +391,11 @@ class SassTiming:
     def _skip(self) -> int:
         """Cycles to the next time a warp's stall count, awaited scoreboard slots, DEPBAR groups or pipe unit run
         out (at least 1; at most 64, as barriers are not in this bound)."""
-        nxt = self.t + 64
+        nxt = min(self.t + 64, self.bulk.next_landing())
         for c in self.cores:
             for sched in c.scheds:
                 for wt in sched:
-                    g = None if wt.w.done else self.M.runnable(wt.w)
+                    g = None if wt.w.done or wt.mbar_sleep else self.M.runnable(wt.w)
                     if g is None:
                         continue
                     ins = self.L.code[g.pc]
@@ -415,8 +431,10 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         k = prog.kernel(launch.kernel)
         param_size = max((p.offset + p.size for p in k.params), default=0)
         smem = P.shared_size + (res.smem_static if res else 0)
-        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size),
+        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size, k),
                      launch.grid, launch.block, SHARED_RESERVED + smem, file)
+        L.tensormaps = P.L.tensormaps
+        L.defer_tx = hw.tma is not None  # TMA loads complete their mbarrier transactions when timed
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"

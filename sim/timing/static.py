@@ -26,7 +26,7 @@ class St:
                  "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
                  # derived once for the hot path (see warp.py):
                  "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n",
-                 "mbar_signal")
+                 "mbar_signal", "tma")
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
@@ -61,7 +61,8 @@ class St:
         self.store = mem in ("write", "rmw")
         self.atomic = mem == "rmw"
         bulk = isa.bulk_role(ins)
-        if bulk in ("tensor_load", "tensor_store", "load", "store"):
+        self.tma = bulk in ("tensor_load", "tensor_store", "load", "store", "shared_copy")  # holds fetch (warp.py)
+        if self.tma:
             if hw.tma is None:
                 raise ExecutionError(f"'{ins.full}' needs a TMA unit, and hwconfig {hw.name} has no 'tma:' section "
                                      "(docs/hwconfig.md); time it on a config that has one", file, ins.line)

@@ -1,8 +1,11 @@
 """One core's TMA unit (cp.async.bulk{.tensor}) and the mbarrier wake-ups of the timing model.
 
 A copy is accepted `tma.issue` cycles after the previous one, waits while the bytes in flight would
-exceed `tma.inflight_bytes`, sends its lines through the core's L2/DRAM path (CoreMemory.global_access,
-as global loads and stores go, bypassing the L1), streams at `tma.bytes_per_cycle` and completes
+exceed `tma.inflight_bytes`; the warp that issued it stops fetching until the unit has room for it: with
+`tma.queue` 0 until the copy is accepted (its `issue` cycles end), with a queue of Q until the copy Q places
+ahead of it is (stall reason "tma"; the H200 holds the issuing thread so, docs/tma-timing.md). The copy
+sends its lines through the core's L2/DRAM path (CoreMemory.global_access, as global loads and stores go,
+bypassing the L1; a CTA-to-CTA copy has none), streams at `tma.bytes_per_cycle` and completes
 `tma.latency` cycles after its last line: a load then counts its bytes off its mbarrier
 (ops_tma.complete_tx, deferred from the functional step), a store completes its bulk group.
 
@@ -33,9 +36,10 @@ class TmaEngine:
         self.inflight: list[tuple[int, int]] = []  # heap of (completion cycle, bytes)
         self.bytes = 0  # bytes in flight
         self.busy = 0
+        self.accepted: list[int] = []  # the cycles the last tma.queue + 1 copies were accepted
 
-    def copy(self, t: int, cp: BulkCopy) -> int:
-        """The completion cycle of a copy issued at t."""
+    def copy(self, t: int, cp: BulkCopy) -> tuple[int, int]:
+        """(completion cycle, cycle the issuing warp is released) of a copy issued at t."""
         c = self.c
         start = max(t, self.free)
         fl = self.inflight
@@ -45,31 +49,39 @@ class TmaEngine:
             self.bytes -= n
         self.free = start + c.issue
         self.busy += c.issue
+        acc = self.accepted
+        acc.append(self.free)
+        if len(acc) > c.queue + 1:
+            del acc[0]
+        release = acc[0] if len(acc) == c.queue + 1 else t  # the copy tma.queue places ahead is accepted
         sent = start + c.issue
         lines = (self.mem.global_access(sent, cp.addrs, cp.piece, not cp.load, False, port=self.mem.tma_port)
                  if cp.addrs.size else sent)
         done = max(lines, sent + int(-(-cp.nbytes // c.bytes_per_cycle))) + c.latency
         heapq.heappush(fl, (done, cp.nbytes))
         self.bytes += cp.nbytes
-        return done
+        return done, release
 
 
 def tma_engine(hw: HwConfig, mem: CoreMemory) -> TmaEngine | None:
     return TmaEngine(hw.tma, mem) if hw.tma is not None else None
 
 
-def issue_copies(core: Core, wt: WarpT, t: int, copies: list[BulkCopy]) -> int:
+def issue_copies(core: Core, wt: WarpT, t: int, copies: list[BulkCopy]) -> tuple[int, int]:
     """Time the bulk copies one instruction issued at t; loads complete their mbarrier transactions
-    when done. Returns the latest completion cycle."""
+    when done. Returns (the latest completion cycle, the cycle the unit releases the warp)."""
     eng = core.tma
     assert eng is not None  # statics() stops a TMA kernel on a hwconfig without tma
-    last = t
+    last = release = t
     for cp in copies:
-        done = eng.copy(t, cp)
+        done, rel = eng.copy(t, cp)
+        if not cp.addrs.size and any(d is not wt.cta.cta for d in cp.dests):
+            done += core.hw.shared.remote_extra  # a CTA-to-CTA copy crosses the SM-to-SM network (DSMEM)
         last = max(last, done)
+        release = max(release, rel)
         if cp.load:
             core.env.timeout(done - t).callbacks.append(Landing(wt.cta, cp, done))
-    return last
+    return last, max(release, t + eng.c.warp_issue)  # tma.warp_issue: ptxas' issue sequence (PTX mode only)
 
 
 class Landing:

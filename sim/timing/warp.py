@@ -145,6 +145,10 @@ class WarpT:
                 break
             if ctl == EXIT and w.done:
                 break
+            if st.tma:  # a bulk copy: fetch again when the TMA unit releases the warp (see _bulk)
+                self.fetch_at = INF
+                self.block_reason = "tma"
+                break
             if ctl == YIELD:  # an mbarrier wait found its phase incomplete: fetch again when one changes
                 self.fetch_at = INF
                 self.block_reason = "mbarrier"
@@ -291,8 +295,8 @@ class WarpT:
                 self.open_done = done
         if cpk >= WG_ISSUE:
             done = self._wgmma(st, cpk, t, u, done) if cpk < BULK_COMMIT else self._bulk_group(st, cpk, done)
-        if rec.bulk:
-            self._bulk(t, rec.bulk)
+        if st.tma:
+            self.fetch_at = self._bulk(t, rec.bulk) if rec.bulk else t + 1
         if st.mbar_signal:
             wake_mbarrier_waiters(self.cta, t + st.lat_total)
         u.free = t + occ
@@ -340,13 +344,15 @@ class WarpT:
             del self.wg_groups[: len(self.wg_groups) - st.wg_n]
         return done
 
-    def _bulk(self, t: int, copies: list) -> None:
-        """Bulk (TMA) copies go to the core's TMA unit (sim/timing/tma.py); stores join the open bulk group."""
-        done = issue_copies(self.core, self, t, copies)
+    def _bulk(self, t: int, copies: list) -> int:
+        """Bulk (TMA) copies go to the core's TMA unit (sim/timing/tma.py); stores join the open bulk group.
+        Returns the cycle the unit releases the warp (tma.queue) and its fetch goes on."""
+        done, release = issue_copies(self.core, self, t, copies)
         if done > self.last_done:
             self.last_done = done
         if not copies[0].load and done > self.bulk_open:
             self.bulk_open = done
+        return max(release, t + 1)
 
     def _bulk_group(self, st: St, cpk: int, done: int) -> int:
         """cp.async.bulk.commit_group closes the open group; wait_group N (issued once its groups

@@ -197,7 +197,10 @@ def tensormap_box_bytes(meta: dict) -> dict[str, int]:
     header's ``{"kind": "tensormap", "dtype", "box"}`` params (notes/tensormap-contract.md)."""
     out = {}
     for p in meta.get("params") or []:
-        if p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
+        i2c = p.get("im2col") if isinstance(p.get("im2col"), dict) else None
+        if p.get("kind") == "tensormap" and i2c and p.get("dtype") in TYPES:  # an im2col column
+            out[p["name"]] = TYPES[p["dtype"]].size * int(i2c.get("channels", 0)) * int(i2c.get("pixels", 0))
+        elif p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
             out[p["name"]] = TYPES[p["dtype"]].size * math.prod(int(b) for b in p["box"])
     return out
 
