@@ -181,7 +181,7 @@ class Kernel:
         self._check_extents(dims)
         v = self.variant_for(dims["K"])
         var = self.module.variants[v]
-        args = []
+        args: list[Arg] = []
         device: dict[int, DeviceArray] = {}
         for p in var["params"]:
             role = p["role"]
@@ -204,8 +204,9 @@ class Kernel:
         out = list(args)
         for i, a in enumerate(args):
             if a.kind == "buffer" and i not in device:
-                layout = self.tensors[a.role]["layout"]
-                out[i] = dataclasses.replace(a, array=to_storage(self.bound[a.role], layout))
+                host = self.bound[a.role]
+                assert isinstance(host, np.ndarray)  # not in `device`
+                out[i] = dataclasses.replace(a, array=to_storage(host, self.tensors[a.role]["layout"]))
         return out
 
     def sync(self) -> None:
