@@ -255,6 +255,34 @@ def test_cuda_backend_k_range(tmp_path, capsys):
         assert kern.last_variant == _expected_variant(kern.module.manifest, k)
 
 
+@pytest.mark.gpu
+def test_cuda_backend_binds_torch_tensors(tmp_path, capsys):
+    """Device arrays on the H200: torch CUDA tensors bound for A, B and D, read and written in place."""
+    pytest.importorskip("pycuda.driver")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    out = tmp_path / "h.ko"
+    assert main(["compile", "--hardware", "h200", "--gemm", "64x64x1..512", "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    kern = load(str(out), device="cuda")
+    col = kern.tensors["B"]["layout"] == "col"
+    for k in (1, 37, 256, 511):
+        a = torch.randn(64, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(64, k, device="cuda", dtype=torch.float16).t() if col else \
+            torch.randn(k, 64, device="cuda", dtype=torch.float16)
+        d = torch.full((64, 64), float("nan"), device="cuda")
+        kern.bind_input("A", a)
+        kern.bind_input("B", b)
+        kern.bind_output("D", d)
+        kern.launch()
+        kern.sync()
+        ref = a.cpu().numpy().astype(np.float64) @ b.cpu().numpy().astype(np.float64)
+        got = d.cpu().numpy()
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2, k
+        assert kern.last_variant == _expected_variant(kern.module.manifest, k)
+
+
 def test_seed_hardware_module_runs(tmp_path):
     """A module planned for the seed 000 hardware.yaml keeps that text; the simulator backend converts it."""
     seed = Path(__file__).resolve().parent.parent / "examples" / "seeds" / "hardware.yaml"
