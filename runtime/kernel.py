@@ -14,6 +14,14 @@ from sim.errors import WorkbenchError
 from sim.launch import Arg, numpy_dtype
 from sim.layouts import parse_layout
 
+# tensors stored packed along K: the declared dtype -> the bound array's dtype (sim.launch's name) and the
+# values per element of it; an s4 tensor is bound as bytes of two s4, the lower nibble first (PTX packing)
+PACKED = {"s4": ("s4x2", 2)}
+
+
+def storage_dtype(declared: str) -> str:
+    return PACKED[declared][0] if declared in PACKED else declared
+
 
 class RuntimeFailure(WorkbenchError):
     """A call the module cannot honour; its message is also ``Kernel.last_error``."""
@@ -41,6 +49,12 @@ def from_storage(flat: np.ndarray, shape: tuple[int, ...], layout: str) -> np.nd
     if layout not in ("row", "col") and len(shape) == 2:
         return parse_layout(layout).gather(flat, shape[0], shape[1])
     return flat.reshape(shape[::-1]).T if layout == "col" else flat.reshape(shape)
+
+
+def _packing(t: dict[str, Any]) -> str:
+    if t["dtype"] not in PACKED:
+        return ""
+    return f", {PACKED[t['dtype']][1]} values per element along K, the lower nibble first"
 
 
 class Kernel:
@@ -91,12 +105,12 @@ class Kernel:
         if dev is not None:
             self.bound[name] = self._device_binding(name, t, dev, io)
             return
-        want = numpy_dtype(t["dtype"])
+        want = numpy_dtype(storage_dtype(t["dtype"]))
         if not isinstance(array, np.ndarray):
             self._fail(f"{name}: a {type(array).__module__}.{type(array).__name__} is neither a numpy array nor a "
                        f"device array (__cuda_array_interface__); bind np.asarray(x) or a CUDA tensor")
         if array.dtype != want:
-            self._fail(f"{name}: dtype {array.dtype}, the module declares {t['dtype']} ({want}); "
+            self._fail(f"{name}: dtype {array.dtype}, the module declares {t['dtype']} ({want}{_packing(t)}); "
                        f"convert it, e.g. x.astype(np.{want})")
         if array.ndim != len(t["shape"]):
             self._fail(f"{name}: {array.ndim}-d array, expected {len(t['shape'])}-d ({' x '.join(t['shape'])})")
@@ -110,10 +124,10 @@ class Kernel:
         if not getattr(self.backend, "device_arrays", False):
             self._fail(f"{name}: a device array, but {self.backend.device} runs on host memory: bind a numpy "
                        f"array (x.cpu().numpy() for a torch tensor) or load the module with device='cuda'")
-        want = numpy_dtype(t["dtype"])
+        want = numpy_dtype(storage_dtype(t["dtype"]))
         if dev.dtype != want and dev.dtype.str not in ALSO.get(t["dtype"], ()):
             self._fail(f"{name}: device array of dtype {dev.dtype} ({dev.dtype.str}), the module declares "
-                       f"{t['dtype']} ({want}, {want.str}); convert it on the device first")
+                       f"{t['dtype']} ({want}, {want.str}{_packing(t)}); convert it on the device first")
         if dev.ndim != len(t["shape"]):
             self._fail(f"{name}: {dev.ndim}-d device array, expected {len(t['shape'])}-d "
                        f"({' x '.join(t['shape'])})")
@@ -132,7 +146,9 @@ class Kernel:
         """M, N, K from the bound tensors' shapes (each name must agree everywhere it appears)."""
         seen: dict[str, tuple[int, str]] = {}
         for name, arr in self.bound.items():
+            per = PACKED.get(self.tensors[name]["dtype"], ("", 1))[1]
             for d, n in zip(self.tensors[name]["shape"], arr.shape):
+                n = n * per if d == "K" else n  # a packed tensor's K extent counts elements, not bytes
                 if d in seen and seen[d][0] != n:
                     self._fail(f"{name} gives {d}={n} but {seen[d][1]} gives {d}={seen[d][0]}; fix the shapes")
                 seen.setdefault(d, (int(n), name))
@@ -189,7 +205,7 @@ class Kernel:
                 bound = self.bound[role]
                 if isinstance(bound, DeviceArray):  # read / written in place: no host copy
                     device[len(args)] = bound
-                args.append(Arg("buffer", p["dtype"], name=p["name"], role=role,
+                args.append(Arg("buffer", storage_dtype(p["dtype"]), name=p["name"], role=role,
                                 init="device" if isinstance(bound, DeviceArray) else "file"))
             else:
                 value = dims[role] if role in dims else self.scalars[role]
