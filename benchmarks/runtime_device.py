@@ -10,7 +10,8 @@ arrays"): one invocation on the GPU machine, JSON under --out.
    after 20 warm-ups, device arrays against host numpy arrays (page-locked copies), next to the kernel's
    own time (pycuda events on the runtime's stream around a launch);
 5. host dispatch: ``Module.dispatch`` and ``Kernel.variant_for`` (timeit medians, as benchmarks/ko_module.py)
-   and an empty call for scale.
+   and an empty call for scale;
+6. an int4 module (64x64, K in [2, 512]) with packed torch uint8 tensors bound, exact at four K.
 Process (CPU) time and the 1-minute load average are recorded with the timings.
 
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH=$PWD
@@ -179,13 +180,15 @@ def run(out: Path, res: dict[str, Any]) -> None:
     section(res, "gpuarray")(lambda: gpuarray_and_refusals(np, torch, kern, man, rng, res))
     section(res, "latency")(lambda: latency(np, torch, kern, gen, res))
     section(res, "dispatch")(lambda: dispatch(kern, read(ko), rng, res))
+    section(res, "s4_module")(lambda: s4_module(np, torch, kg, load, out, res))
     lat = res.get("latency", {})
     res["all_passed"] = bool(res["k_checks_passed"] == 20 and "gpuarray" in res
                              and res["gpuarray"]["rel_err"] < 1e-2
                              and res["gpuarray"]["variant"] == res["gpuarray"]["expected_variant"]
                              and not any(v.startswith("ACCEPTED") for v in res.get("refusals", {}).values())
                              and all(x["host_arrays"]["rel_err"] < 1e-2 and x["device_arrays"]["rel_err"] < 1e-2
-                                     for x in lat.values()) and len(lat) == 2)
+                                     for x in lat.values()) and len(lat) == 2
+                             and all(c["exact"] for c in res.get("s4_module", {}).get("checks", [{"exact": False}])))
 
 
 def gpuarray_and_refusals(np: Any, torch: Any, kern: Any, man: dict, rng: Any, res: dict[str, Any]) -> None:
@@ -240,6 +243,33 @@ def latency(np: Any, torch: Any, kern: Any, gen: Any, res: dict[str, Any]) -> No
         host["rel_err"] = rel_err(np, a_h, b_h, d_h)
         lat[str(k)] = {"device_arrays": dev, "host_arrays": host, "variant": kern.last_variant,
                        "load_average": os.getloadavg()[0]}
+
+
+def s4_module(np: Any, torch: Any, kg: Any, load: Any, out: Path, res: dict[str, Any]) -> None:
+    """6. an int4 K-range module (64x64, K in [2, 512] even) with packed torch uint8 tensors bound: exact."""
+    spec = out / "s4.yaml"
+    spec.write_text("M: 64\nN: 64\nK: {range: [2, 512], multiple_of: 2}\ndtype: {a: int4, out: s32}\n")
+    ko = out / "s4.ko"
+    if kg(["compile", "--hardware", "h200", "--op", str(spec), "-o", str(ko)]) != 0:
+        raise RuntimeError("deepgemm compile of the s4 module failed")
+    kern = load(str(ko), device="cuda")
+    rng = np.random.default_rng(5)
+
+    def pack(x: Any) -> Any:
+        x = (x & 0xF).astype(np.uint8)
+        return x[:, 0::2] | (x[:, 1::2] << 4)
+
+    checks = []
+    for k in (2, 66, 300, 512):
+        a, bt = rng.integers(-8, 8, (64, k)), rng.integers(-8, 8, (64, k))
+        d = torch.zeros(64, 64, device="cuda", dtype=torch.int32)
+        kern.bind_input("A", torch.from_numpy(pack(a)).cuda())
+        kern.bind_input("B", torch.from_numpy(pack(bt)).cuda().t())  # K/2 x N column-major
+        kern.bind_output("D", d)
+        kern.launch()
+        kern.sync()
+        checks.append({"K": k, "variant": kern.last_variant, "exact": bool(np.array_equal(d.cpu().numpy(), a @ bt.T))})
+    res["s4_module"] = {"variants": [v["plan"]["key"] for v in kern.module.variants], "checks": checks}
 
 
 def dispatch(kern: Any, m: Any, rng: Any, res: dict[str, Any]) -> None:
