@@ -87,3 +87,13 @@ def test_hwconfig_count_matches_what_ptxas_emits():
     per_mma = [c["alu_per_mma"] for c in cases.values()]
     assert all(c["imma_per_mma"] == EMULATED_IMMA and c["calls"] > 0 for c in cases.values())
     assert min(per_mma) - 2 <= load_hw("h200").pipe_for("tensor").s4_unpack_alu <= max(per_mma) + 2, per_mma
+
+
+def test_gemm_shorthand_range_of_s4_takes_even_k():
+    from kernelgen.spec import shorthand
+    from sim.errors import UsageError
+
+    k = shorthand("16x16x2..64", "int4", "s32").K
+    assert (k.lo, k.hi, k.multiple_of) == (2, 64, 2)
+    with pytest.raises(UsageError, match="even K"):
+        shorthand("16x16x3..64", "int4", "s32")
