@@ -176,7 +176,7 @@ class Kernel:
             self._fail("a launch is still in flight; call sync() before the next launch")
         prepared = self._prepared if self._prepared and self._prepared[0] == self._version else self._prepare()
         _, v, args, device, grid = prepared
-        if len(device) < self._buffers:  # host arrays: copied now (the caller may have changed them)
+        if len(device) < self._buffers:  # host inputs: copied now (the caller may have changed them)
             args = self._with_host_copies(args, device)
         try:
             self._job = self.backend.submit(v, args, grid, device)
@@ -186,8 +186,8 @@ class Kernel:
         self.last_error = None
 
     def _prepare(self) -> tuple[int, int, list[Arg], dict[int, DeviceArray], tuple[int, int, int]]:
-        """What a launch of the current bindings needs: the variant for K and its arguments (host buffers
-        without their data, filled per launch by _with_host_copies). Kept until the next bind or
+        """What a launch of the current bindings needs: the variant for K and its arguments (host input
+        buffers without their data, filled per launch by _with_host_copies). Kept until the next bind or
         set_scalar, so repeated launches of the same bindings skip the checks and the dispatch."""
         for name, t in self.tensors.items():
             if name not in self.bound:
@@ -205,7 +205,10 @@ class Kernel:
                 bound = self.bound[role]
                 if isinstance(bound, DeviceArray):  # read / written in place: no host copy
                     device[len(args)] = bound
-                args.append(Arg("buffer", storage_dtype(p["dtype"]), name=p["name"], role=role,
+                # an output host array's storage is made once: the kernel only writes it (sync() copies out)
+                out = None if isinstance(bound, DeviceArray) or self.tensors[role]["io"] == "input" \
+                    else to_storage(bound, self.tensors[role]["layout"])
+                args.append(Arg("buffer", storage_dtype(p["dtype"]), array=out, name=p["name"], role=role,
                                 init="device" if isinstance(bound, DeviceArray) else "file"))
             else:
                 value = dims[role] if role in dims else self.scalars[role]
@@ -219,7 +222,7 @@ class Kernel:
     def _with_host_copies(self, args: list[Arg], device: dict[int, DeviceArray]) -> list[Arg]:
         out = list(args)
         for i, a in enumerate(args):
-            if a.kind == "buffer" and i not in device:
+            if a.kind == "buffer" and i not in device and self.tensors[a.role]["io"] == "input":
                 host = self.bound[a.role]
                 assert isinstance(host, np.ndarray)  # not in `device`
                 out[i] = dataclasses.replace(a, array=to_storage(host, self.tensors[a.role]["layout"]))
