@@ -3,12 +3,14 @@ hwconfig field ``pipes[tensor].s4_unpack_alu`` (hwconfigs/h200.yaml) that the pl
 
 For each case it emits the generated s4 kernel and the s8 kernel of the same tiling (the mma variant's best
 tiling for the shape), assembles both with ptxas -arch=ARCH and disassembles them with nvdisasm
-(sim.sass.tools: the pip wheels' tools first, else the PATH), and counts per s4 mma, by the SASS timing
-model's pipe of each instruction (sim.sass.timing):
+(sim.sass.tools: the pip wheels' tools first, else the PATH), and counts per s4 mma, by the pipe each SASS
+instruction issues to on sm_90 (PIPE below):
 - the subroutine ptxas calls for each mma (``__cuda_sm_9x_mma_sub_byte_internal_m16n8k64_s4_s4``): its
-  IMMAs and its ALU-pipe instructions (nibble unpacking: LOP3, SHF, IMAD.SHL; the IADD3 that accumulate);
-- the caller's extra instructions against the s8 kernel (argument moves around each CALL), per CALL;
-- what issues without holding a pipe (MOV, CALL, RET, NOP).
+  IMMAs and its ALU-pipe instructions (nibble unpacking: LOP3, SHF, MOV; the IADD3 that accumulate), and
+  its FMA-pipe ones (IMAD.SHL / IMAD.U32: integer multiply-adds go to the FMA-heavy pipe, not the ALU);
+- the caller's extra instructions against the s8 kernel (argument moves around each CALL: MOV on the
+  ALU, IMAD.MOV on the FMA pipe), per CALL;
+- what issues without holding either (CALL, RET, NOP, BRA).
 
     python benchmarks/s4_emulation.py [--arch sm_90a] [--json]
 """
@@ -41,10 +43,25 @@ def kernel_ptx(dtype: str, shape: tuple[int, int, int], tiling: Any = None) -> t
     return get("mma").emit(spec, t, {}), t
 
 
+# The pipe an sm_90 SASS opcode issues to, for the opcodes of the emulation. source: NVIDIA (Greg Smith) on the
+# developer forum, https://forums.developer.nvidia.com/t/separate-cuda-core-pipeline-for-fp16-and-fp32/302018/7
+# ("On GH100: FMAheavy pipe handles IMAD, IDP, and FP32") and .../108729/4 ("ALU pipe - executes INT32 (not
+# IMAD), logical operations, binary operations, and data movement operations"); the Nsight Compute Kernel
+# Profiling Guide's pipeline list says the same. The H200 agrees: s4 4096^3 on a tiling with 8 warps per
+# scheduler ran at 355 cycles per s4 mma and scheduler (benchmarks/s4_gpu.py, 2026-12-01), under the 384
+# that counting the IMADs on the 16-lane ALU would require. (sim/sass/timing.py puts IMAD on the ALU.)
+PIPE = {"LOP3": "alu", "SHF": "alu", "IADD3": "alu", "MOV": "alu", "SEL": "alu", "ISETP": "alu", "LEA": "alu",
+        "IMAD": "fma", "IMMA": "tensor", "CALL": "issue_only", "RET": "issue_only", "NOP": "issue_only",
+        "BRA": "issue_only"}
+
+
+def pipe_of(ins: Any) -> str:
+    return PIPE.get(ins.opcode, "other")
+
+
 def census(ptx: str, arch: str) -> dict[str, Any]:
     """Instructions by (function kind, pipe) and by opcode, and the calls of the s4 subroutine."""
     from sim.sass.listing import disassemble
-    from sim.sass.timing import _pipe  # the SASS timing model's pipe of an instruction (one table)
 
     (kern,) = disassemble(ptx, arch).values()
     by_pipe: Counter = Counter()
@@ -55,7 +72,7 @@ def census(ptx: str, arch: str) -> dict[str, Any]:
         where = "sub" if SUBROUTINE in ins.function else "main"
         if where == "sub" and returned:
             continue
-        by_pipe[(where, _pipe(ins) or "issue_only")] += 1
+        by_pipe[(where, pipe_of(ins))] += 1
         if where == "sub":
             ops[ins.name] += 1
             returned = ins.opcode == "RET"
@@ -72,6 +89,7 @@ def per_mma(s4: dict[str, Any], s8: dict[str, Any]) -> dict[str, Any]:
     return {"calls": calls, "subroutine": sub, "subroutine_ops": dict(s4["sub_ops"]),
             "caller_extra_per_call": {p: round(v, 2) for p, v in extra.items() if abs(v) > 1e-9},
             "alu_per_mma": round(sub.get("alu", 0) + max(0.0, extra.get("alu", 0.0)), 1),
+            "fma_per_mma": round(sub.get("fma", 0) + max(0.0, extra.get("fma", 0.0)), 1),
             "imma_per_mma": sub.get("tensor", 0),
             "issue_only_per_mma": round(sub.get("issue_only", 0) + max(0.0, extra.get("issue_only", 0.0)), 1)}
 
@@ -103,8 +121,8 @@ def main() -> int:
         print(f"{args.arch}: ptxas {out['ptxas']} ({out['ptxas_path']}), nvdisasm {out['nvdisasm']}")
         for name, r in out["cases"].items():
             print(f"  s4 {name} ({r['tiling']}): {r['calls']} calls; per mma {r['imma_per_mma']} IMMA, "
-                  f"{r['alu_per_mma']} ALU-pipe, {r['issue_only_per_mma']} issue-only; subroutine {r['subroutine']}, "
-                  f"caller extra per call {r['caller_extra_per_call']}")
+                  f"{r['alu_per_mma']} ALU-pipe, {r['fma_per_mma']} FMA-pipe, {r['issue_only_per_mma']} issue-only; "
+                  f"subroutine {r['subroutine']}, caller extra per call {r['caller_extra_per_call']}")
     return 0
 
 
