@@ -7,10 +7,13 @@ count TILE_K in packed bytes (2 s4 each); plan.json's spec is the packed one (it
 
 Where the tensor unit has no s4 form (sm_90: the hwconfig gives ``pipes[tensor].s4_unpack_alu``), ptxas
 emulates each mma.m16n8k64.s4: a call of a subroutine that sign-extends the nibbles into bytes (LOP3, SHF,
-IMAD.SHL) and runs two IMMA.16832.S8.S8 (benchmarks/s4_emulation.py counts it in the SASS). The planner
-charges exactly that: per s4 mma, two s8 m16n8k32 on the tensor pipe and ``s4_unpack_alu`` instructions on
-the ALU pipe (``emulated_counts`` for the cycle model, ``emulated_work`` for the pipe-work bound). Where s4
-is native, an s4 mma costs one s8 m16n8k32 (same instruction count, MACs at ``int8_lanes``)."""
+MOV on the ALU pipe; IMAD.SHL on the FMA pipe) and runs two IMMA.16832.S8.S8 (benchmarks/s4_emulation.py
+counts it in the SASS). The planner charges per s4 mma two s8 m16n8k32 on the tensor pipe and
+``s4_unpack_alu`` instructions on the ALU pipe (``emulated_counts`` for the cycle model, ``emulated_work``
+for the pipe-work bound); the FMA-pipe share (29-49 per mma, under a third of the ALU's) is not charged.
+ptxas splits the unpacking between the two pipes per kernel, so the ALU count of one tiling's kernel can
+differ from the field by about 10% (docs/kernelgen.md). Where s4 is native, an s4 mma costs one s8
+m16n8k32 (same instruction count, MACs at ``int8_lanes``)."""
 
 from __future__ import annotations
 
