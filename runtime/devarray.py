@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 # typestrs accepted for a declared dtype besides numpy_dtype's own: bf16 travels as 16-bit bit patterns
-# (numpy has no bf16; torch's int16 view of a bf16 tensor is the usual way to hand its bits over)
-ALSO = {"bf16": ("<i2",)}
+# (numpy has no bf16): torch's int16 view of a bf16 tensor, or a bf16 tensor itself, which torch describes
+# as "|V2" (two raw bytes; seen on the H200 machine, 2026-12-01)
+ALSO = {"bf16": ("<i2", "|V2")}
 
 
 @dataclass(frozen=True)

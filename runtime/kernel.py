@@ -126,7 +126,8 @@ class Kernel:
                        f"array (x.cpu().numpy() for a torch tensor) or load the module with device='cuda'")
         want = numpy_dtype(storage_dtype(t["dtype"]))
         if dev.dtype != want and dev.dtype.str not in ALSO.get(t["dtype"], ()):
-            self._fail(f"{name}: device array of dtype {dev.dtype} ({dev.dtype.str}), the module declares "
+            raw = " (torch's bf16)" if dev.dtype.str == "|V2" else ""
+            self._fail(f"{name}: device array of dtype {dev.dtype} ({dev.dtype.str}{raw}), the module declares "
                        f"{t['dtype']} ({want}, {want.str}{_packing(t)}); convert it on the device first")
         if dev.ndim != len(t["shape"]):
             self._fail(f"{name}: {dev.ndim}-d device array, expected {len(t['shape'])}-d "

@@ -384,6 +384,8 @@ def test_device_output_read_only_and_odd_objects(ko):
     assert "t.view(torch.int16)" in _one_line(e)
     with pytest.raises(RuntimeFailure, match="neither a numpy array nor a device array"):
         kern.bind_input("A", [[1.0]])
+    with pytest.raises(RuntimeFailure, match=r"dtype \|V2 \(\|V2 \(torch's bf16\)\), the module declares f16"):
+        kern.bind_input("A", FakeDevice(np.zeros((16, 40), "V2")))  # torch describes a bf16 tensor so
 
 
 def test_simulator_refuses_device_arrays(ko):
@@ -463,3 +465,18 @@ def test_integer_modules_are_exact(dtype, tmp_path):
         with pytest.raises(RuntimeFailure) as e:
             kern.bind_input("A", a.astype(np.int8))
         assert "module declares s4 (uint8, 2 values per element along K, the lower nibble first)" in _one_line(e)
+
+
+def test_bf16_device_tensors_bind_as_bits(tmp_path):
+    """A bf16 module takes torch's bf16 tensors as they describe themselves ("|V2") or their int16 view."""
+    from runtime.kernel import Kernel
+
+    hw = load_hw("npu7nm")
+    spec = parse_spec({**SPEC, "K": 32, "dtype": "bf16"}, "kr.yaml")
+    path = tmp_path / "bf16.ko"
+    path.write_bytes(build(partition(spec, hw), hw, Path(hw.path).read_text(), cubin=False))
+    kern = Kernel(read(path), RecordingBackend())
+    kern.bind_input("A", FakeDevice(np.zeros((16, 32), "V2")))
+    kern.bind_input("B", FakeDevice(np.zeros((16, 32), np.int16).T))
+    with pytest.raises(RuntimeFailure, match=r"dtype float16 \(<f2\), the module declares bf16"):
+        kern.bind_input("A", FakeDevice(np.zeros((16, 32), np.float16)))
