@@ -25,11 +25,13 @@ class Job:
 class Backend(Protocol):
     device: str  # as load() was given it ("sim:npu7nm", "cuda")
     device_arrays: bool  # binds device arrays (runtime.devarray) in place
+    copies_at_submit: bool  # has read every host input by the time submit returns (may get views of them)
 
     def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int],
                device: dict[int, DeviceArray]) -> Job:
         """Start variant ``variant``; ``device`` maps argument indices to bound device arrays (their Arg
-        has no host array)."""
+        has no host array). A host input's Arg array holds its storage in C order: flat, or (where the backend
+        copies at submit) a 2-D view such as arr.T for a column-major tensor."""
         ...
 
     def wait(self, job: Job) -> tuple[dict[int, np.ndarray], int | None]: ...
@@ -52,6 +54,7 @@ class SimBackend:
     on host memory: binding a device array is refused at bind time (Kernel._device_binding)."""
 
     device_arrays = False
+    copies_at_submit = False  # its worker thread reads the inputs after launch() returns
 
     def __init__(self, module: Module, hw_name: str, timed: bool):
         from sim.hw import hw_from_text

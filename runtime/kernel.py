@@ -45,6 +45,16 @@ def to_storage(arr: np.ndarray, layout: str) -> np.ndarray:
     return np.ravel(arr, order="F" if layout == "col" else "C").copy()
 
 
+def storage_view(arr: np.ndarray, layout: str) -> np.ndarray:
+    """The kernel's buffer as a view whose C-order elements are the storage (no copy for row and col: arr or
+    arr.T); for a backend that copies it at submit (into its page-locked buffer, transposing on the way)."""
+    if layout == "col" and arr.ndim == 2:
+        return arr.T
+    if layout in ("row", "col"):
+        return arr
+    return to_storage(arr, layout)
+
+
 def from_storage(flat: np.ndarray, shape: tuple[int, ...], layout: str) -> np.ndarray:
     if layout not in ("row", "col") and len(shape) == 2:
         return parse_layout(layout).gather(flat, shape[0], shape[1])
@@ -226,7 +236,11 @@ class Kernel:
             if a.kind == "buffer" and i not in device and self.tensors[a.role]["io"] == "input":
                 host = self.bound[a.role]
                 assert isinstance(host, np.ndarray)  # not in `device`
-                out[i] = dataclasses.replace(a, array=to_storage(host, self.tensors[a.role]["layout"]))
+                layout = self.tensors[a.role]["layout"]
+                # a backend that copies inputs before submit returns takes a view (one copy, into its
+                # page-locked buffer); the simulator reads them later on its thread: a copy of their values now
+                array = storage_view(host, layout) if self.backend.copies_at_submit else to_storage(host, layout)
+                out[i] = dataclasses.replace(a, array=array)
         return out
 
     def sync(self) -> None:

@@ -311,6 +311,7 @@ class FakeDevice:
 class RecordingBackend:
     device = "cuda"
     device_arrays = True
+    copies_at_submit = False  # it keeps the arguments: each launch's host inputs must be copies
 
     def __init__(self):
         self.calls: list = []

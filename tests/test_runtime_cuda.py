@@ -172,6 +172,13 @@ def test_host_arrays_still_go_through_page_locked_copies(cuda_ko):
     assert kinds == ["htod", "launch", "dtoh", "sync"]  # A up, D down (an output is not copied up)
     assert drv.log[1][2] == bt.ctypes.data
     assert np.allclose(d, ref, rtol=1e-5, atol=1e-4)
+    b = np.ascontiguousarray(bt.T)  # B as a row-major K x N host array: laid out column-major into the buffer
+    kern.bind_input("B", b)
+    b_saved = b.copy()
+    kern.launch()
+    b[...] = 0  # the backend has its copy: changing B after launch() does not reach the kernel
+    kern.sync()
+    assert np.allclose(d, ref, rtol=1e-5, atol=1e-4) and (b_saved != 0).any()
 
 
 def test_a_producer_stream_is_waited_for(cuda_ko, monkeypatch):
