@@ -7,6 +7,7 @@ being hidden, and tests/test_analysis.py fails on any such mark for the bundled 
 
 from __future__ import annotations
 
+from kernelgen.int4 import s4_note
 from kernelgen.models.movement import _copy_banks
 from kernelgen.models.schedule import _pipes, launch_ctas, work_per_cta
 from kernelgen.planner import Evaluated, Plan, prediction_dict
@@ -113,7 +114,7 @@ def schedule_lines(p: Plan) -> list[str]:
     pipes = _pipes(hw)
     cyc: dict[str, float] = {}
     parts: dict[str, list[str]] = {}
-    for cls, ops in work_per_cta(spec, t, ktiles).items():
+    for cls, ops in work_per_cta(spec, t, ktiles, hw).items():
         if not ops:
             continue
         if cls == "wgmma":
@@ -132,6 +133,8 @@ def schedule_lines(p: Plan) -> list[str]:
          "- pipe cycles per CTA = work / (lanes x units) for each pipe (wgmma: MACs / (MACs per cycle x units)):"]
     for name in sorted(cyc, key=lambda k: -cyc[k]):
         L.append(f"  - {name}: {' + '.join(parts[name])} = {cyc[name]:.0f} cycles")
+    if spec.packed_s4:
+        L.append(f"- {s4_note(spec, hw)}")
     bound = max(cyc, key=lambda k: cyc[k]) if cyc else s.bound_pipe
     L.append(f"- minimum cycles per CTA = the largest, {bound}: "
              f"**{_check(int(cyc.get(bound, 0)), s.min_cycles_per_cta)}**")

@@ -76,7 +76,7 @@ def _variant(p: Partition, hw: HwConfig, v: int, cubin: bool) -> tuple[dict[str,
     entry = {"index": v, "kernel": name, "ptx": f"variants/v{v}.ptx",
              "cubin": f"variants/v{v}.cubin" if cb is not None else None,
              "intervals": [list(iv) for iv in ivs], "tile": [t.bm, t.bn], "block": [t.threads, 1, 1],
-             "dynamic_shared": dyn, "params": params, "plan": tiling_json(t, spec), "prediction": pred}
+             "dynamic_shared": dyn, "params": params, "plan": tiling_json(t, pl.spec), "prediction": pred}
     return entry, ptx, cb
 
 

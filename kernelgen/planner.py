@@ -108,11 +108,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
          only: list[Tiling] | None = None) -> Plan:
     """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange)."""
     if spec.dtype_a == "s4":  # planned as the s8 GEMM over packed bytes (kernelgen/int4.py)
-        from kernelgen.int4 import packed_spec
+        from kernelgen.int4 import packed_spec, s4_note
 
         p = plan(packed_spec(spec), hw, variant, verbose, only)
-        p.log.insert(0, "s4: planned as the s8 GEMM over packed bytes (K / 2, TILE_K in bytes of two s4; "
-                        "each m16n8k64.s4 charged as one m16n8k32.s8: kernelgen/int4.py)")
+        p.log.insert(0, s4_note(p.spec, hw))
         return p
     t0 = time.perf_counter()
     shape = spec.nominal()

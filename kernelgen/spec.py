@@ -446,6 +446,8 @@ def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
         raise UsageError(f"--gemm expects MxNxK (e.g. 4096x4096x4096, or a K range 64x64x1..4096), got {gemm!r}")
     m, n, k = (e[0] if len(e) == 1 else e for e in ext if e is not None)
     data: dict[str, Any] = {"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}
+    if DTYPE_ALIASES.get(dtype, dtype) == "s4" and isinstance(k, list):
+        data["K"] = {"range": k, "multiple_of": 2}  # s4 packs two values per byte along K: even K only
     if DTYPE_ALIASES.get(dtype, dtype) == "e4m3":  # fp8 exists here only block-scaled
         data["scale"] = "block128"
     return parse_spec(data, "--gemm")

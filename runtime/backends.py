@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kernelgen.module import Module
+from runtime.devarray import DeviceArray
 from sim.errors import UsageError
 from sim.launch import Arg, Launch
 
@@ -22,7 +23,16 @@ class Job:
 
 
 class Backend(Protocol):
-    def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int]) -> Job: ...
+    device: str  # as load() was given it ("sim:npu7nm", "cuda")
+    device_arrays: bool  # binds device arrays (runtime.devarray) in place
+    copies_at_submit: bool  # has read every host input by the time submit returns (may get views of them)
+
+    def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int],
+               device: dict[int, DeviceArray]) -> Job:
+        """Start variant ``variant``; ``device`` maps argument indices to bound device arrays (their Arg
+        has no host array). A host input's Arg array holds its storage in C order: flat, or (where the backend
+        copies at submit) a 2-D view such as arr.T for a column-major tensor."""
+        ...
 
     def wait(self, job: Job) -> tuple[dict[int, np.ndarray], int | None]: ...
 
@@ -40,7 +50,11 @@ def make_backend(module: Module, device: str, timed: bool) -> Backend:
 
 class SimBackend:
     """The module's kernels on the simulator (sim.functional, or sim.timing when timed), on a worker thread
-    so that launch() returns at once. The hardware is the module's own profile (hw.yaml inside it)."""
+    so that launch() returns at once. The hardware is the module's own profile (hw.yaml inside it). It runs
+    on host memory: binding a device array is refused at bind time (Kernel._device_binding)."""
+
+    device_arrays = False
+    copies_at_submit = False  # its worker thread reads the inputs after launch() returns
 
     def __init__(self, module: Module, hw_name: str, timed: bool):
         from sim.hw import hw_from_text
@@ -54,6 +68,7 @@ class SimBackend:
         from sim.hw_seed import convert_text, is_seed_text
 
         self.module = module
+        self.device = f"sim:{hw_name}"
         where = f"{module.path}:{built['file']}"
         text = module.text(built["file"])
         self.hw = hw_from_text(convert_text(text, where) if is_seed_text(text) else text, where)
@@ -69,7 +84,10 @@ class SimBackend:
             self.programs[v] = parse_ptx(self.module.text(name), f"{self.module.path}:{name}")
         return self.programs[v]
 
-    def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int]) -> Job:
+    def submit(self, variant: int, args: list[Arg], grid: tuple[int, int, int],
+               device: dict[int, DeviceArray]) -> Job:
+        if device:
+            raise UsageError(f"{self.device} runs on host memory: bind numpy arrays", self.module.path)
         var = self.module.variants[variant]
         bx, by, bz = var["block"]
         launch = Launch(var["kernel"], grid, (bx, by, bz), args, int(var["dynamic_shared"]))

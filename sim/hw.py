@@ -43,6 +43,9 @@ class Pipe:
     count: int = 1  # pipe units per core (e.g. one per scheduler); optional in YAML
     # MACs per cycle per unit of an integer (s8/u8/s4/u4) mma.sync; None: at `lanes` like f16. Optional
     int8_lanes: int | None = None
+    # ALU-pipe warp instructions per mma.m16n8k64.s4 where the tensor unit has no s4 form and ptxas emulates it
+    # (two s8 m16n8k32 on sign-extended nibbles after unpacking them); None: s4 is native. Optional
+    s4_unpack_alu: int | None = None
 
     def tensor_ops(self, macs: int, atype: str) -> int:
         """Lane-operations at `lanes` per cycle that an mma of `macs` MACs with A type `atype` costs:

@@ -255,6 +255,34 @@ def test_cuda_backend_k_range(tmp_path, capsys):
         assert kern.last_variant == _expected_variant(kern.module.manifest, k)
 
 
+@pytest.mark.gpu
+def test_cuda_backend_binds_torch_tensors(tmp_path, capsys):
+    """Device arrays on the H200: torch CUDA tensors bound for A, B and D, read and written in place."""
+    pytest.importorskip("pycuda.driver")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    out = tmp_path / "h.ko"
+    assert main(["compile", "--hardware", "h200", "--gemm", "64x64x1..512", "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    kern = load(str(out), device="cuda")
+    col = kern.tensors["B"]["layout"] == "col"
+    for k in (1, 37, 256, 511):
+        a = torch.randn(64, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(64, k, device="cuda", dtype=torch.float16).t() if col else \
+            torch.randn(k, 64, device="cuda", dtype=torch.float16)
+        d = torch.full((64, 64), float("nan"), device="cuda")
+        kern.bind_input("A", a)
+        kern.bind_input("B", b)
+        kern.bind_output("D", d)
+        kern.launch()
+        kern.sync()
+        ref = a.cpu().numpy().astype(np.float64) @ b.cpu().numpy().astype(np.float64)
+        got = d.cpu().numpy()
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2, k
+        assert kern.last_variant == _expected_variant(kern.module.manifest, k)
+
+
 def test_seed_hardware_module_runs(tmp_path):
     """A module planned for the seed 000 hardware.yaml keeps that text; the simulator backend converts it."""
     seed = Path(__file__).resolve().parent.parent / "examples" / "seeds" / "hardware.yaml"
@@ -264,3 +292,192 @@ def test_seed_hardware_module_runs(tmp_path):
     path.write_bytes(build(partition(spec, hw), hw, seed.read_text(), cubin=False))
     kern = load(str(path), device=f"sim:{hw.name}")
     assert _gemm(kern, 16, 16, 20, np.random.default_rng(2)) < 1e-2
+
+
+# ---- device arrays (no GPU needed: a stand-in exposing __cuda_array_interface__ over host memory and a
+# backend that records what it was handed) ----
+
+class FakeDevice:
+    """A device array as torch/cupy/numba present one (CUDA array interface v3)."""
+
+    def __init__(self, arr: np.ndarray, readonly: bool = False, stream: int | None = None, mask=None):
+        self.arr = arr
+        self.__cuda_array_interface__ = {
+            "shape": arr.shape, "typestr": arr.dtype.str, "data": (arr.ctypes.data, readonly),
+            "strides": None if arr.flags.c_contiguous else arr.strides, "version": 3, "stream": stream,
+            "mask": mask}
+
+
+class RecordingBackend:
+    device = "cuda"
+    device_arrays = True
+    copies_at_submit = False  # it keeps the arguments: each launch's host inputs must be copies
+
+    def __init__(self):
+        self.calls: list = []
+
+    def submit(self, variant, args, grid, device):
+        from runtime.backends import Job
+
+        self.calls.append((variant, args, grid, device))
+        return Job(variant, args)
+
+    def wait(self, job):
+        return {}, None
+
+
+def _device_kernel(ko):
+    from runtime.kernel import Kernel
+
+    return Kernel(read(ko), RecordingBackend())
+
+
+def test_device_arrays_are_passed_by_pointer(ko):
+    kern = _device_kernel(ko)
+    a = FakeDevice(np.ones((16, 40), np.float16))
+    b = np.ones((40, 16), np.float16)  # a host array beside device ones: copied as before
+    d = FakeDevice(np.full((16, 16), 7, np.float32))
+    kern.bind_input("A", a)
+    kern.bind_input("B", b)
+    kern.bind_output("D", d)
+    kern.launch()
+    kern.sync()
+    v, args, grid, device = kern.backend.calls[-1]
+    roles = {x.role: i for i, x in enumerate(args)}
+    assert set(device) == {roles["A"], roles["D"]}
+    assert device[roles["A"]].ptr == a.arr.ctypes.data and device[roles["D"]].ptr == d.arr.ctypes.data
+    assert args[roles["A"]].array is None and args[roles["B"]].array is not None
+    assert args[roles["K"]].value == 40 and v == _expected_variant(kern.module.manifest, 40)
+    assert (d.arr == 7).all()  # sync() writes nothing into a device output: the kernel wrote it in place
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (lambda: FakeDevice(np.ones((16, 40), np.float32)), "dtype float32 (<f4), the module declares f16"),
+    (lambda: FakeDevice(np.ones(640, np.float16)), "1-d device array, expected 2-d (M x K)"),
+    (lambda: FakeDevice(np.ones((40, 16), np.float16).T), "not dense row-major storage of (16, 40)"),
+    (lambda: FakeDevice(np.ones((16, 40), np.float16), mask=np.ones(1)), "masked device array"),
+])
+def test_device_array_checks_are_one_line(ko, bad, msg):
+    kern = _device_kernel(ko)
+    with pytest.raises(RuntimeFailure) as e:
+        kern.bind_input("A", bad())
+    assert msg in _one_line(e) and msg in str(kern.last_error)
+
+
+def test_device_output_read_only_and_odd_objects(ko):
+    kern = _device_kernel(ko)
+    with pytest.raises(RuntimeFailure, match="output device array is read-only"):
+        kern.bind_output("D", FakeDevice(np.ones((16, 16), np.float32), readonly=True))
+
+    class DeviceAllocation:  # pycuda's raw allocation: a pointer without shape or dtype
+        pass
+
+    with pytest.raises(RuntimeFailure, match=r"wrap it, pycuda.gpuarray.GPUArray\(shape, dtype, gpudata="):
+        kern.bind_input("A", DeviceAllocation())
+
+    class Bf16Tensor:
+        @property
+        def __cuda_array_interface__(self):
+            raise TypeError("The dtype torch.bfloat16 is not supported\nmore")
+
+    with pytest.raises(RuntimeFailure) as e:
+        kern.bind_input("A", Bf16Tensor())
+    assert "t.view(torch.int16)" in _one_line(e)
+    with pytest.raises(RuntimeFailure, match="neither a numpy array nor a device array"):
+        kern.bind_input("A", [[1.0]])
+    with pytest.raises(RuntimeFailure, match=r"dtype \|V2 \(\|V2 \(torch's bf16\)\), the module declares f16"):
+        kern.bind_input("A", FakeDevice(np.zeros((16, 40), "V2")))  # torch describes a bf16 tensor so
+
+
+def test_simulator_refuses_device_arrays(ko):
+    kern = load(str(ko), device="sim:npu7nm")
+    with pytest.raises(RuntimeFailure) as e:
+        kern.bind_input("A", FakeDevice(np.ones((16, 40), np.float16)))
+    assert "sim:npu7nm runs on host memory: bind a numpy array" in _one_line(e)
+
+
+def test_dense_orders():
+    from runtime.devarray import device_view
+
+    x = np.zeros((6, 4), np.float16)
+    assert device_view(FakeDevice(x)).dense_in("C") and not device_view(FakeDevice(x)).dense_in("F")
+    assert device_view(FakeDevice(x.T)).dense_in("F") and not device_view(FakeDevice(x.T)).dense_in("C")
+    assert not device_view(FakeDevice(x[:, :2])).dense_in("C")  # a column slice: rows with gaps
+    assert device_view(FakeDevice(x[:1])).dense_in("F")  # one row: its stride does not matter
+    assert device_view(x) is None
+
+
+def test_repeated_launch_reuses_the_dispatch_until_a_rebind(ko):
+    kern = _device_kernel(ko)
+    a = np.ones((16, 40), np.float16)
+    kern.bind_input("A", a)
+    kern.bind_input("B", FakeDevice(np.ones((16, 40), np.float16).T))
+    kern.bind_output("D", FakeDevice(np.zeros((16, 16), np.float32)))
+    kern.launch()
+    kern.sync()
+    a[...] = 2  # a host array changed in place is copied again at the next launch
+    kern.launch()
+    kern.sync()
+    (_, args1, _, _), (_, args2, _, _) = kern.backend.calls
+    ia = [x.role for x in args1].index("A")
+    assert args1[ia].array.max() == 1 and args2[ia].array.max() == 2
+    kern.set_scalar("alpha", 0.5)
+    kern.bind_input("A", np.ones((16, 200), np.float16))
+    kern.bind_input("B", FakeDevice(np.ones((16, 200), np.float16).T))
+    kern.launch()
+    kern.sync()
+    args3 = kern.backend.calls[-1][1]
+    vals = {x.role: x.value for x in args3 if x.kind == "scalar"}
+    assert vals["K"] == 200 and vals["alpha"] == 0.5
+    assert kern.last_variant == _expected_variant(kern.module.manifest, 200)
+
+
+def _pack_s4(x: np.ndarray) -> np.ndarray:
+    """Rows of s4 values -> bytes of two along the row, the lower nibble first."""
+    x = (x & 0xF).astype(np.uint8)
+    return x[:, 0::2] | (x[:, 1::2] << 4)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int4"])
+def test_integer_modules_are_exact(dtype, tmp_path):
+    """s8 and s4 modules through the runtime (one K: the binding is under test, not the range); s4 tensors
+    are bound packed (two per byte along K), K counted in values."""
+    hw = load_hw("npu7nm")
+    spec = parse_spec({**SPEC, "K": 34, "dtype": {"a": dtype, "out": "s32"}}, "kr.yaml")
+    path = tmp_path / "int.ko"
+    path.write_bytes(build(partition(spec, hw), hw, Path(hw.path).read_text(), cubin=False))
+    kern = load(str(path), device="sim:npu7nm")
+    rng = np.random.default_rng(4)
+    lo, hi = (-8, 8) if dtype == "int4" else (-128, 128)
+    a, bt = rng.integers(lo, hi, (16, 34)), rng.integers(lo, hi, (16, 34))
+    d = np.zeros((16, 16), np.int32)
+    if dtype == "int4":
+        kern.bind_input("A", _pack_s4(a))
+        kern.bind_input("B", _pack_s4(bt).T)  # K x N col-major: packed along K
+    else:
+        kern.bind_input("A", a.astype(np.int8))
+        kern.bind_input("B", bt.T.astype(np.int8))
+    kern.bind_output("D", d)
+    kern.launch()
+    kern.sync()
+    assert np.array_equal(d, a @ bt.T)
+    assert kern.dims()["K"] == 34 and kern.last_variant == _expected_variant(kern.module.manifest, 34)
+    if dtype == "int4":
+        with pytest.raises(RuntimeFailure) as e:
+            kern.bind_input("A", a.astype(np.int8))
+        assert "module declares s4 (uint8, 2 values per element along K, the lower nibble first)" in _one_line(e)
+
+
+def test_bf16_device_tensors_bind_as_bits(tmp_path):
+    """A bf16 module takes torch's bf16 tensors as they describe themselves ("|V2") or their int16 view."""
+    from runtime.kernel import Kernel
+
+    hw = load_hw("npu7nm")
+    spec = parse_spec({**SPEC, "K": 32, "dtype": "bf16"}, "kr.yaml")
+    path = tmp_path / "bf16.ko"
+    path.write_bytes(build(partition(spec, hw), hw, Path(hw.path).read_text(), cubin=False))
+    kern = Kernel(read(path), RecordingBackend())
+    kern.bind_input("A", FakeDevice(np.zeros((16, 32), "V2")))
+    kern.bind_input("B", FakeDevice(np.zeros((16, 32), np.int16).T))
+    with pytest.raises(RuntimeFailure, match=r"dtype float16 \(<f2\), the module declares bf16"):
+        kern.bind_input("A", FakeDevice(np.zeros((16, 32), np.float16)))

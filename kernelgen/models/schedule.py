@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from kernelgen.counting import Counts
 from kernelgen.emit_common import copy_extra_alu
+from kernelgen.int4 import emulated_counts, emulated_work
 from kernelgen.models.l1lines import copy_line_latencies
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -38,8 +39,9 @@ class Schedule:
     ctas: int
 
 
-def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
-    """Lane-operations per class ("fma", "tensor", "alu", "lsu") for one CTA."""
+def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int, hw: HwConfig) -> dict[str, int]:
+    """Lane-operations per class ("fma", "tensor", "alu", "lsu") for one CTA (an s4 mma as `hw` runs it:
+    kernelgen/int4.py)."""
     a, b = operand_tiles(spec, t)
     T = t.threads
     copies = (a.chunks + b.chunks) // T * T  # copy instructions x lanes per K tile
@@ -50,7 +52,7 @@ def work_per_cta(spec: GemmSpec, t: Tiling, ktiles: int) -> dict[str, int]:
     for cls, n in get(t.variant).compute_work(spec, t, ktiles).items():
         w[cls] = w.get(cls, 0) + n
     w["fma"] += out * (3 + 2 * spec.has_c + (8 if spec.activation == "gelu" else 0))
-    return w
+    return emulated_work(w, spec, t, hw)
 
 
 _ADDR_DEPTH = 7  # SIMT copy: longest dependence chain of its address (add, add, setp, and, selp, mul.wide, add)
@@ -98,7 +100,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
              smem: int) -> Schedule:
     M, N, K = shape
     ktiles = -(-K // t.bk)
-    classes = work_per_cta(spec, t, ktiles)
+    classes = work_per_cta(spec, t, ktiles, hw)
     work: dict[str, int] = {}
     cyc: dict[str, float] = {}
     pipes = _pipes(hw)
@@ -213,7 +215,7 @@ def pipe_busy(spec: GemmSpec, t: Tiling, hw: HwConfig, ktiles: int, ctas: int,
     instruction of the emitted kernel (variant.counts: prologue, K tiles x loop body, epilogue)
     holds its unit max([pipes[].interval], ceil(lane-ops / [pipes[].lanes])) cycles; shared-memory
     replays hold the LSU [shared.pass_cycles] each."""
-    c = get(t.variant).counts(spec, t)
+    c = emulated_counts(get(t.variant).counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
     pipes = _pipes(hw)
     busy = {p.name: 0.0 for p in hw.pipes}
     t_occ = tensor_occupancy(spec, t, hw, c)
@@ -280,7 +282,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     own = v.cycle_model(spec, t, hw, shape, dram_cycles, miss_rate)
     if own is not None:
         return own
-    c = v.counts(spec, t)
+    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them (kernelgen/int4.py)
     pipes = _pipes(hw)
     ws = hw.warp_size
     W = -(-t.threads // ws)
