@@ -7,11 +7,15 @@ Layers, in order: spec tiling ranges -> data movement (shared memory) -> registe
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelgen.constraints import evaluate, first_violated
+from kernelgen.models.bound import analytic_bound
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, launch_ctas, pipe_busy, schedule
@@ -57,16 +61,32 @@ class Rejection:
 
 
 @dataclass
+class Bounded:
+    """A candidate the bounded search did not time: a lower bound of its cycles is above the score of an
+    evaluated survivor (``by``) with no more registers and no more shared memory, so it is on neither
+    the Pareto frontier nor the top of the ranking."""
+    tiling: Tiling
+    movement: Movement
+    registers: RegisterEstimate
+    schedule: Schedule
+    bound: int  # its cycles are >= this
+    by: Evaluated
+
+
+@dataclass
 class Plan:
     spec: GemmSpec
     hw: HwConfig
     shape: tuple[int, int, int]
     best: Evaluated
-    survivors: list[Evaluated]
+    survivors: list[Evaluated]  # timed, ranked by score (bounded search: the ones not bounded out)
     pruned: dict[str, dict[str, int]]  # layer -> constraint -> count
     candidates: int
     seconds: float
     log: list[str]
+    rejected: list[Rejection] = field(default_factory=list)  # the layers' rejections, in order
+    bounded: list[Bounded] = field(default_factory=list)  # bounded search: not timed, by bound
+    exhaustive: bool = True  # every candidate that passed the layers was timed
 
 
 def _movement_metric(mv: Movement, key: str) -> float:
@@ -105,12 +125,15 @@ def _soft_penalty(c: Constraint, v: float) -> float:
 
 
 def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool = False,
-         only: list[Tiling] | None = None) -> Plan:
-    """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange)."""
+         only: list[Tiling] | None = None, exhaustive: bool = True) -> Plan:
+    """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange).
+    ``exhaustive=False``: branch and bound (``_bounded``): the same choice, Pareto frontier and ranking
+    of the frontier, with the candidates that provably cannot join the frontier left untimed
+    (``Plan.bounded``); ``survivors`` then holds the timed ones only."""
     if spec.dtype_a == "s4":  # planned as the s8 GEMM over packed bytes (kernelgen/int4.py)
         from kernelgen.int4 import packed_spec, s4_note
 
-        p = plan(packed_spec(spec), hw, variant, verbose, only)
+        p = plan(packed_spec(spec), hw, variant, verbose, only, exhaustive)
         p.log.insert(0, s4_note(p.spec, hw))
         return p
     t0 = time.perf_counter()
@@ -196,7 +219,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     layers_log.append(("registers", len(moved), len(fitted)))
 
     # layer 3: ALU scheduling (+ the prediction), layer 4: synchronization
-    nxt: list[Evaluated] = []
+    staged: list[tuple[Tiling, Movement, RegisterEstimate, Schedule, SyncPlan]] = []
     for t, mv, rg in fitted:
         if t.threads > hw.limits.threads_per_block:
             reject("schedule", f"threads <= {hw.limits.threads_per_block} (hw limits.threads_per_block)",
@@ -209,6 +232,11 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         ktiles = -(-K // t.bk)
         per_tile = s.min_cycles_per_cta / max(1, ktiles)
         y = sync_plan(t, hw, ktiles, per_tile, mv.l2_hit_rate, s.ctas_per_core)
+        staged.append((t, mv, rg, s, y))
+
+    def timed(t: Tiling, mv: Movement, rg: RegisterEstimate, s: Schedule, y: SyncPlan) -> Evaluated | None:
+        """The candidate with its prediction and utilization, or None if a hard constraint rejects it."""
+        ktiles = -(-K // t.bk)
         cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
         ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
         busy = pipe_busy(spec, t, hw, ktiles, s.ctas, cm.terms.get("extra_passes", 0.0))
@@ -225,19 +253,41 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
                  None)
         if c:
             reject("schedule", c.text(), _metric(ev, c.key, hw), t)
-            continue
-        nxt.append(ev)
-    layers_log.append(("schedule", len(fitted), len(nxt)))
-    alive = nxt
-    nxt = []
-    for ev in alive:
-        if not ev.sync.deadlock_free:
-            reject("sync", f"deadlock-free pipeline ({ev.sync.reason})", 0, ev.tiling)
-            continue
-        ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key, hw)) for c in soft)
-        nxt.append(ev)
-    layers_log.append(("sync", len(alive), len(nxt)))
-    alive = nxt
+            return None
+        return ev
+
+    bounded: list[Bounded] = []
+    if exhaustive:
+        nxt: list[Evaluated] = []
+        for cand in staged:
+            ev = timed(*cand)
+            if ev is not None:
+                nxt.append(ev)
+        layers_log.append(("schedule", len(fitted), len(nxt)))
+        alive = nxt
+        nxt = []
+        for ev in alive:
+            if not ev.sync.deadlock_free:
+                reject("sync", f"deadlock-free pipeline ({ev.sync.reason})", 0, ev.tiling)
+                continue
+            ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key, hw)) for c in soft)
+            nxt.append(ev)
+        layers_log.append(("sync", len(alive), len(nxt)))
+        alive = nxt
+    else:
+        # the deadlock check needs no timing: before the bound, so no deadlocking candidate is timed
+        free = []
+        for cand in staged:
+            if not cand[4].deadlock_free:
+                reject("sync", f"deadlock-free pipeline ({cand[4].reason})", 0, cand[0])
+            else:
+                free.append(cand)
+        alive, bounded, n_rejected = _bounded(spec, hw, shape, free, timed, soft)
+        layers_log.append(("schedule", len(fitted), len(free) + len(staged) - len(free) - n_rejected))
+        layers_log.append(("sync", len(staged) - n_rejected, len(free) - n_rejected))
+        layers_log.append(("bound", len(free) - n_rejected, len(alive)))
+        if bounded:
+            pruned.setdefault("bound", {})[BOUND_REASON] = len(bounded)
 
     log = []
     for layer, before, after in layers_log:
@@ -261,7 +311,81 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     best = pts[0]
     secs = time.perf_counter() - t0
     log.append(f"chose {best.tiling.key()}: {best.cycles} cycles predicted, {len(front)} on the Pareto frontier")
-    return Plan(spec, hw, shape, best, pts, pruned, total, secs, log)
+    return Plan(spec, hw, shape, best, pts, pruned, total, secs, log, rejections, bounded, exhaustive)
+
+
+BOUND_REASON = "cycles lower bound > the score of a timed survivor with no more registers and shared memory"
+
+Staged = tuple[Tiling, Movement, RegisterEstimate, Schedule, SyncPlan]
+
+
+class _Staircase:
+    """The timed survivors' (registers, shared memory) pairs that no other one dominates, by registers
+    (shared memory falling): does one of them use no more of either than a candidate?"""
+
+    def __init__(self) -> None:
+        self.regs: list[int] = []
+        self.smem: list[int] = []
+        self.evs: list[Evaluated] = []
+
+    def below(self, regs: int, smem: int) -> Evaluated | None:
+        i = bisect_right(self.regs, regs) - 1
+        return self.evs[i] if i >= 0 and self.smem[i] <= smem else None
+
+    def add(self, ev: Evaluated) -> None:
+        r, sm = ev.registers.per_thread, ev.movement.smem_bytes
+        if self.below(r, sm) is not None:
+            return
+        i = bisect_left(self.regs, r)
+        j = i
+        while j < len(self.regs) and self.smem[j] >= sm:
+            j += 1
+        self.regs[i:j], self.smem[i:j], self.evs[i:j] = [r], [sm], [ev]
+
+
+def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: list[Staged], timed: Any,
+             soft: list[Constraint]) -> tuple[list[Evaluated], list[Bounded], int]:
+    """Branch and bound over the candidates that passed every layer but the timing: (the timed survivors
+    in the order given, the candidates left untimed, the timed ones a hard constraint rejected).
+
+    A candidate c is left untimed when a lower bound B of its cycles (models/bound.py, no instruction
+    counted) is above the score of a timed survivor e with no more registers and no more shared memory:
+    then score(c) >= cycles(c) >= B > score(e), so e ranks before c and dominates it, c is not on the
+    Pareto frontier (cycles x registers x shared memory), and whatever c would dominate e dominates too:
+    the frontier, its order and the choice are the exhaustive search's. Candidates are visited by rising
+    bound (one heap; a key pushed is never below the key popped): a timed survivor joins the staircase
+    of dominators when the heap passes its score, so every dominator has a score below the bound it
+    prunes by. tests/test_plan_bound.py checks bound <= cycles and the outputs against the exhaustive
+    search."""
+    heap: list[tuple[float, int, int]] = []  # (key, 0 candidate / 1 dominator, index)
+    for i, (t, mv, rg, *_) in enumerate(staged):
+        b = analytic_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
+        heap.append((float(math.floor(b)), 0, i))
+    heapq.heapify(heap)
+    stairs = _Staircase()
+    out: dict[int, Evaluated] = {}
+    untimed: list[Bounded] = []
+    rejected = 0
+    while heap:
+        key, kind, i = heapq.heappop(heap)
+        if kind == 1:
+            stairs.add(out[i])
+            continue
+        t, mv, rg, s, y = staged[i]
+        by = stairs.below(rg.per_thread, mv.smem_bytes)
+        if by is not None:
+            untimed.append(Bounded(t, mv, rg, s, int(key), by))
+            continue
+        ev = timed(t, mv, rg, s, y)
+        if ev is None:
+            rejected += 1
+            continue
+        if ev.cycles < key:  # the bound's invariant (tests/test_plan_bound.py), never relied on silently
+            raise AssertionError(f"{t.key()}: cycles {ev.cycles} below its lower bound {key:.0f}")
+        ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key, hw)) for c in soft)
+        out[i] = ev
+        heapq.heappush(heap, (ev.score, 1, i))
+    return [out[i] for i in sorted(out)], untimed, rejected
 
 
 def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) -> str:

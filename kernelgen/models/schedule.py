@@ -591,10 +591,7 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     # of what the L2 absorbs from every core storing at once ([l2.write_bandwidth_gbps]): measured on the
     # H200 for this store pattern in docs/micro-store.md (a 128x256 f32 tile: 16k cycles alone, 27k
     # with 128 CTAs), where issuing them ([pipes[lsu]]) takes a few hundred cycles
-    out_bytes = R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
-    l2_w = hw.l2.write_bandwidth_gbps
-    rates = [x for x in (hw.core.store_bytes_per_cycle, l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]
-    drain = out_bytes / min(rates) if rates else 0.0
+    drain = _drain(spec, t, hw, R, cores)
     post = max(resources(c.post, R * W)[0], drain) + (l2_lat if c.post_loads else 0) + lsu.latency
     terms["store_drain"] = drain
     if v.async_copies:
@@ -604,3 +601,13 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     cta = pre + ktiles * iter_c + post
     total = max(rounds * cta, dram_cycles)
     return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
+
+
+def _drain(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
+    """Cycles the R resident CTAs' output tiles take to drain (cycle_model's epilogue)."""
+    from kernelgen.spec import DTYPE_BYTES
+
+    out_bytes = R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
+    l2_w = hw.l2.write_bandwidth_gbps
+    rates = [x for x in (hw.core.store_bytes_per_cycle, l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]
+    return out_bytes / min(rates) if rates else 0.0

@@ -7,8 +7,9 @@ them switches on a variant's name. A new variant is one module plus one line in 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kernelgen.counting import Counts
 from kernelgen.models.sync import SyncPlan
@@ -79,6 +80,17 @@ class Variant(Protocol):
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:
         """Barriers and async-copy waits per K tile, the latency they leave exposed, a deadlock check."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def shared_model(fn: F) -> F:
+    """Marks a variant's ``cycle_model`` that returns None (the shared model of models/schedule.py), so
+    the planner may bound the variant's cycles before timing it (schedule.counted_bound, analytic_bound).
+    A subclass that overrides ``cycle_model`` without the mark is timed, never bounded."""
+    fn.shared_model = True  # type: ignore[attr-defined]
+    return fn
 
 
 @cache

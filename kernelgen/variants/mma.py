@@ -45,6 +45,7 @@ from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles, tile_values
+from kernelgen.variants import shared_model
 from sim.hw import HwConfig
 from sim.layouts import Layout, parse_layout
 
@@ -463,6 +464,7 @@ class Mma:
         # 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
         return {"tensor": hw.registers.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))}
 
+    @shared_model
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
         return None  # the shared model (kernelgen/models/schedule.py)

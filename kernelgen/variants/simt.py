@@ -32,6 +32,7 @@ from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles, tile_values
+from kernelgen.variants import shared_model
 from sim.hw import HwConfig, RegisterFile
 
 
@@ -284,6 +285,7 @@ class Simt:
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         return {"fma": _rf_fma(spec.has_c, t.tm, t.tn, c.copies_a + c.copies_b, hw.registers)}
 
+    @shared_model
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
         return None  # the shared model (kernelgen/models/schedule.py)

@@ -43,6 +43,7 @@ from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles
+from kernelgen.variants import shared_model
 from kernelgen.variants.mma import _check_pipeline
 from sim.hw import HwConfig
 
@@ -435,6 +436,7 @@ class Wgmma:
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
         return {"tensor": 0.0}  # the operands are descriptors; accumulators stay in the unit's registers
 
+    @shared_model
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
         return None  # the shared model (kernelgen/models/schedule.py)

@@ -1,0 +1,103 @@
+"""A lower bound of the shared cycle model's predicted cycles (models/schedule.py) that needs no emitted
+instruction count, for the planner's branch and bound (kernelgen/planner.py ``_bounded``): a candidate
+whose bound is above the score of a timed candidate that uses no more registers and no more shared memory
+cannot be on the Pareto frontier, so it is never timed. tests/test_plan_bound.py checks bound <= cycles
+for every candidate of several shapes, dtypes and hwconfigs."""
+
+from __future__ import annotations
+
+from kernelgen.counting import Counts
+from kernelgen.models.movement import _copy_banks, compute_banks
+from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, wgmma_unit_cycles
+from kernelgen.spec import DTYPE_BYTES, GemmSpec
+from kernelgen.tiling import Tiling, operand_tiles
+from kernelgen.variants import get
+from sim.hw import HwConfig
+
+
+def uses_shared_model(variant: str) -> bool:
+    """Does the variant time its kernels with the shared cycle model below (its ``cycle_model`` is
+    marked by kernelgen.variants.shared_model)? A subclass that overrides it unmarked does not."""
+    return bool(getattr(type(get(variant)).cycle_model, "shared_model", False))
+
+
+def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                   dram_cycles: float, miss_rate: float, regs: int) -> float:
+    """A lower bound of cycle_model(...).cycles before any instruction is counted (no emitter run), for
+    a variant of the shared model (else 0).
+
+    The shared model's launch is rounds x (pre + K tiles x iteration + post), the iteration at least
+    each resource term of its R x W warps (a pipe: ceil(R W / units) x per-warp demand; issue; the
+    shared array's passes; DRAM), pre at least [branch.frontend_depth] + [pipes[lsu].latency], post
+    at least the drain of R output tiles + [pipes[lsu].latency]. R is known where [arch] makes the
+    residency follow the predicted registers; elsewhere (PTX-declared registers, not counted yet)
+    rounds x R >= the CTAs on the busiest core bounds every R-proportional term.
+    Per-warp demand from what the emitted GEMM issues per K tile at least: its MACs (bm bn bk over
+    [warp_size] per FMA warp instruction, mma_macs per mma, or the wgmma unit time), the variant's
+    compute-side shared loads (compute_work "lsu" per thread), one LSU instruction per global copy
+    chunk, the shared-memory replays the model charges beyond one pass per load (at least what the
+    fewest loads leave), each at the unit occupancy the model charges, with the variant's
+    register-bank extra (rf_extra reads only the copies per thread of the counts). Scaled by 1 - 1e-9:
+    its arithmetic is not the model's, so rounding may differ."""
+    if not uses_shared_model(t.variant):
+        return 0.0
+    M, N, K = shape
+    v = get(t.variant)
+    pipes = _pipes(hw)
+    ws, T = hw.warp_size, t.threads
+    W = -(-T // ws)
+    S = hw.core.schedulers  # [core.schedulers]
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    cores = hw.cores_used(ctas)  # [core.count]
+    on_core = -(-ctas // cores)
+    R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
+    lsu = pipes["lsu"]
+    tiles = operand_tiles(spec, t)
+    copies = [x.chunks // T for x in tiles]
+    rf = v.rf_extra(spec, t, hw, Counts(copies_a=copies[0], copies_b=copies[1]))
+    demand: dict[str, float] = {}
+    n_all = 0.0
+    if v.compute_class == "wgmma":
+        demand[pipes["tensor"].name] = wgmma_unit_cycles(spec, t, hw)
+        n_all += 1
+    else:
+        cp = pipes[v.compute_class]
+        per_instr = t.mma_macs if v.compute_class == "tensor" else ws
+        n = t.bm * t.bn * t.bk / (W * per_instr)
+        occ = _occ(cp, cp.tensor_ops(t.mma_macs, spec.dtype_a) if v.compute_class == "tensor" else ws)
+        demand[cp.name] = n * (occ + rf.get(v.compute_class, 0))
+        n_all += n
+    banks, bw = hw.shared.banks, hw.shared.bank_width
+    comp_passes = compute_banks(spec, t, banks, bw)[1]
+    copy_passes = copy_sites = 0
+    for x in tiles:
+        if v.copy_stores_shared(x):
+            copy_passes += _copy_banks(x, T, banks, bw)[1]
+            copy_sites += x.chunks // T
+    # LSU: (loads + copies) x occupancy + replays x [shared.pass_cycles], replays = passes - loads
+    # (at least 0); the fewest loads or as many as the passes, whichever costs less
+    occ_l, pc = _occ(lsu, ws) + rf.get("lsu", 0), hw.shared.pass_cycles
+    loads = v.compute_work(spec, t, 1).get("lsu", 0) / T
+    d_lsu = min((n_ld + sum(copies)) * occ_l + max(0, comp_passes - n_ld) * pc
+                for n_ld in (loads, max(loads, comp_passes))) + max(0, copy_passes - copy_sites) * pc
+    demand[lsu.name] = demand.get(lsu.name, 0.0) + d_lsu
+    n_all += loads + sum(copies)
+    ein = DTYPE_BYTES[spec.dtype_a]
+    tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
+    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    passes = comp_passes + copy_passes
+    warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
+        1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
+    ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
+    terms = [d * ceil(warps, max(1, min(pipes[name].count, S))) for name, d in demand.items()]  # [pipes[].count]
+    terms.append(n_all * ceil(warps, S) / hw.core.issue_width)  # [core.issue_width]
+    terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
+    terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
+    drain = _drain(spec, t, hw, share, cores)
+    fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    if R:
+        launch = rounds * (fixed + ktiles * max(terms) + drain)
+    else:
+        launch = rounds * fixed + on_core * (ktiles * max(terms) + drain)
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
