@@ -53,23 +53,26 @@ def load_any_spec(hw_name: str | None, op: str | None, gemm: str | None, dtype: 
 
 def compile_kernel(hw_name: str | None, op: str | None, gemm: str | None, dtype: str, out_dtype: str,
                    variant: str | None, verbose: bool = False, profile: bool = False,
-                   shape: str | None = None, dump_ir: bool = False) -> dict[str, str]:
+                   shape: str | None = None, dump_ir: bool = False, exhaustive: bool = False) -> dict[str, str]:
     """Plan and emit one kernel; returns {filename: text}."""
     spec, hw, variant = load_any_spec(hw_name, op, gemm, dtype, out_dtype, variant, shape)
-    files = compile_spec(spec, hw, variant, verbose, profile, dump_ir)
+    files = compile_spec(spec, hw, variant, verbose, profile, dump_ir, exhaustive)
     if op and Path(op).suffix in (".dgemm", ".dgml"):
         files[Path(op).name] = Path(op).read_text()
     return files
 
 
 def compile_spec(spec: Any, hw: Any, variant: str | None, verbose: bool = False, profile: bool = False,
-                 dump_ir: bool = False) -> dict[str, str]:
-    """kernel.ptx, plan.json, analysis.md, candidates.csv (and kernel.ir with dump_ir) of one spec."""
+                 dump_ir: bool = False, exhaustive: bool = False) -> dict[str, str]:
+    """kernel.ptx, plan.json, analysis.md, candidates.csv (and kernel.ir with dump_ir) of one spec.
+    ``exhaustive``: time every candidate (else the planner's branch and bound: the same kernel, Pareto
+    frontier and ranking; candidates.csv marks the untimed ones). --profile times every candidate: its
+    fallback is the fastest profilable survivor, which need not be on the frontier."""
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.report import analysis_md, candidates_csv, plan_json
     from kernelgen.variants import get
 
-    p = plan(spec, hw, variant, verbose)
+    p = plan(spec, hw, variant, verbose, exhaustive=exhaustive or profile)
     if profile and variant is None and not getattr(get(p.best.tiling.variant), "profiles", True):
         # the default search's pick cannot be profiled (persistent wgmma_tma): the fastest one that can
         alt = [ev for ev in p.survivors if getattr(get(ev.tiling.variant), "profiles", True)]
@@ -158,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="X.ko: add a variant while it lowers the mean predicted slowdown by at least this")
     c.add_argument("--no-cubin", action="store_true", help="X.ko: PTX only (no ptxas)")
     c.add_argument("--verbose", action="store_true", help="log each planner layer's pruning")
+    c.add_argument("--exhaustive", action="store_true",
+                   help="time every candidate (default: skip those a lower bound proves off the Pareto "
+                        "frontier; the same kernel and frontier)")
     c.add_argument("--profile", action="store_true",
                    help="add a u64 profile buffer: clock64 per CTA at start, around the K loop, at end")
     c.add_argument("--dump-ir", action="store_true",
@@ -202,7 +208,7 @@ def _run(argv: list[str]) -> int:
     if args.out.endswith(".ko"):
         return _run_module(args, op)
     files = compile_kernel(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
-                           args.verbose, args.profile, args.shape, args.dump_ir)
+                           args.verbose, args.profile, args.shape, args.dump_ir, args.exhaustive)
     write_atomically(Path(args.out), files)
     print(f"kernelgen: wrote {args.out}/{', '.join(files)}", file=sys.stderr)
     return 0

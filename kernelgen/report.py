@@ -17,6 +17,7 @@ from kernelgen.analysis import (
 )
 from kernelgen.models.schedule import launch_ctas
 from kernelgen.planner import Plan, prediction_dict, tiling_json
+from kernelgen.tiling import Tiling
 
 
 def plan_json(p: Plan, ptx_path: str = "kernel.ptx") -> dict[str, Any]:
@@ -53,28 +54,44 @@ def plan_json(p: Plan, ptx_path: str = "kernel.ptx") -> dict[str, Any]:
         },
         "pruned": p.pruned,
         "search": {"seconds": round(p.seconds, 4), "candidates": p.candidates, "survivors": len(p.survivors),
-                   "pareto": sum(1 for x in p.survivors if x.pareto)},
+                   "pareto": sum(1 for x in p.survivors if x.pareto), "exhaustive": p.exhaustive,
+                   "bounded": len(p.bounded)},
         "log": p.log,
     }
 
 
 CSV_FIELDS = ["key", "variant", "TILE_M", "TILE_N", "TILE_K", "tm", "tn", "threads", "stages", "pad", "vec",
               "cycles", "score", "registers_per_thread", "smem_bytes", "occupancy", "bank_conflict_score",
-              "bound", "pareto"]
+              "bound", "pareto", "status"]
 
 
 def candidates_csv(p: Plan) -> str:
+    """Every candidate, one row each: the Pareto frontier first (ranked; status "pareto"), then the other
+    timed survivors (ranked; "timed"), the candidates the bounded search left untimed (by bound;
+    "untimed: cycles >= B > score S of KEY", cycles and score empty), the layers' rejections (in order;
+    "rejected: LAYER: CONSTRAINT (value)", only the tiling's columns)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_FIELDS)
-    for e in p.survivors:
-        if not e.pareto:
-            continue
-        t = e.tiling
-        w.writerow([t.key(), t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.threads, t.stages, t.pad_a, t.vec_a,
+
+    def tiling(t: Tiling) -> list[Any]:
+        return [t.key(), t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.threads, t.stages, t.pad_a, t.vec_a]
+
+    for front in (True, False):
+        for e in p.survivors:
+            if e.pareto == front:
+                w.writerow(tiling(e.tiling) + [
                     e.cycles, round(e.score, 1), e.registers.per_thread, e.movement.smem_bytes,
                     round(e.schedule.occupancy, 4), e.movement.bank_conflict_score, e.schedule.bound_pipe,
-                    int(e.pareto)])
+                    int(e.pareto), "pareto" if front else "timed"])
+    for b in sorted(p.bounded, key=lambda b: b.bound):
+        w.writerow(tiling(b.tiling) + [
+            "", "", b.registers.per_thread, b.movement.smem_bytes, round(b.schedule.occupancy, 4),
+            b.movement.bank_conflict_score, b.schedule.bound_pipe, 0,
+            f"untimed: cycles >= {b.bound} > score {round(b.by.score, 1):g} of {b.by.tiling.key()}"])
+    for r in p.rejected:
+        w.writerow(tiling(r.tiling) + ["", "", "", "", "", "", "", 0, f"rejected: {r.layer}: {r.constraint} "
+                                                                       f"({r.metric:g})"])
     return buf.getvalue()
 
 
