@@ -38,19 +38,25 @@ COMPILE_SHAPES = ("4096x4096x4096", "8192x8192x8192")
 HWS = ("h200", "npu7nm")
 _COLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kernelgen.planner import plan; "
          "from kernelgen.spec import shorthand; from sim.hw import load_hw; hw = load_hw(sys.argv[2]); "
-         "w, t = time.perf_counter(), time.process_time(); p = plan(shorthand(sys.argv[3]), hw); "
-         "print(time.perf_counter() - w, time.process_time() - t, p.seconds, p.candidates, p.best.tiling.key())")
+         "kw = {'exhaustive': False} if sys.argv[4] == 'bounded' else {}; "
+         "w, t = time.perf_counter(), time.process_time(); p = plan(shorthand(sys.argv[3]), hw, **kw); "
+         "print(time.perf_counter() - w, time.process_time() - t, p.seconds, len(p.survivors), p.best.tiling.key())")
 
 
 def _env(tree: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def cold_plan(tree: Path, hwname: str, shape: str) -> tuple[list[float], int, str]:
-    """[wall, process, search.seconds] of one plan in a fresh process, its candidates and choice."""
-    out = subprocess.run([sys.executable, "-c", _COLD, str(tree), hwname, shape], capture_output=True,
+def cold_plan(tree: Path, hwname: str, shape: str, search: str = "exhaustive") -> tuple[list[float], int, str]:
+    """[wall, process, search.seconds] of one plan in a fresh process, the candidates it timed, its choice.
+    search: "exhaustive" (plan's default) or "bounded" (exhaustive=False, kernelgen compile's default)."""
+    out = subprocess.run([sys.executable, "-c", _COLD, str(tree), hwname, shape, search], capture_output=True,
                          text=True, check=True, env=_env(tree), cwd=tree).stdout.split()
     return [float(out[0]), float(out[1]), float(out[2])], int(out[3]), out[4]
+
+
+def cold_bounded(tree: Path, hwname: str, shape: str) -> tuple[list[float], int, str]:
+    return cold_plan(tree, hwname, shape, "bounded")
 
 
 def cold_compile(tree: Path, hwname: str, shape: str) -> tuple[list[float], int, str]:
@@ -64,19 +70,19 @@ def cold_compile(tree: Path, hwname: str, shape: str) -> tuple[list[float], int,
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         plan = json.loads((Path(out) / "plan.json").read_text())
     proc = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return [wall, proc, float(plan["search"]["seconds"])], int(plan["search"]["candidates"]), plan["tiling"]["key"]
+    return [wall, proc, float(plan["search"]["seconds"])], int(plan["search"]["survivors"]), plan["tiling"]["key"]
 
 
-Run = tuple[list[float], int, str]  # figures, candidates, chosen tiling
+Run = tuple[list[float], int, str]  # figures, candidates timed, chosen tiling
+Fn = Callable[[Path, str, str], Run]
 
 
-def medians(fn: Callable[[Path, str, str], Run], trees: list[Path], hwname: str, shape: str, runs: int
-            ) -> list[Run]:
-    """Per tree: the medians of `runs` calls of fn (the trees alternate run by run), candidates, choice."""
-    got: list[list[list[float]]] = [[] for _ in trees]
-    meta: list[tuple[int, str]] = [(0, "")] * len(trees)
+def medians(cols: list[tuple[Fn, Path]], hwname: str, shape: str, runs: int) -> list[Run]:
+    """Per (fn, tree): the medians of `runs` calls (alternating run by run), candidates timed, choice."""
+    got: list[list[list[float]]] = [[] for _ in cols]
+    meta: list[tuple[int, str]] = [(0, "")] * len(cols)
     for _ in range(runs):
-        for i, tree in enumerate(trees):
+        for i, (fn, tree) in enumerate(cols):
             fig, cands, key = fn(tree, hwname, shape)
             got[i].append(fig)
             meta[i] = (cands, key)
@@ -90,38 +96,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)})")
     ap.add_argument("--compile-only", action="store_true", help="only the `kernelgen compile` rows")
     args = ap.parse_args(argv)
-    trees = [args.before.resolve(), ROOT] if args.before else [ROOT]
-    names = ["before", "after"] if args.before else ["now"]
+    before: list[Path] = [args.before.resolve()] if args.before else []
+    plan_cols: list[tuple[str, Fn, Path]] = [("before", cold_plan, t) for t in before] + [
+        ("exhaustive", cold_plan, ROOT), ("bounded", cold_bounded, ROOT)]
+    compile_cols: list[tuple[str, Fn, Path]] = [("before", cold_compile, t) for t in before] + [
+        ("after", cold_compile, ROOT)]
     plans, compiles = [], []
     for hwname in args.hw or HWS:
         for shape in () if args.compile_only else SHAPES:
             load = os.getloadavg()[0]
-            got = medians(cold_plan, trees, hwname, shape, args.runs)
+            got = medians([(fn, tree) for _, fn, tree in plan_cols], hwname, shape, args.runs)
             loads = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
-            for name, (fig, cands, key) in zip(names, got):
+            for (name, _, _), (fig, cands, key) in zip(plan_cols, got):
                 plans.append(f"| {hwname} | {shape} | {name} | {cands:,} | {fig[0]:.2f} | {fig[1]:.2f} | "
                              f"{fig[2]:.2f} | {loads} | {key} |")
                 print(plans[-1], flush=True)
         for shape in COMPILE_SHAPES:
             load = os.getloadavg()[0]
-            got = medians(cold_compile, trees, hwname, shape, args.runs)
+            got = medians([(fn, tree) for _, fn, tree in compile_cols], hwname, shape, args.runs)
             loads = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
-            for name, (fig, _, _) in zip(names, got):
-                compiles.append(f"| {hwname} | {shape} | {name} | {fig[0]:.2f} | {fig[1]:.2f} | {fig[2]:.2f} | "
-                                f"{loads} |")
+            for (name, _, _), (fig, cands, _) in zip(compile_cols, got):
+                compiles.append(f"| {hwname} | {shape} | {name} | {cands:,} | {fig[0]:.2f} | {fig[1]:.2f} | "
+                                f"{fig[2]:.2f} | {loads} |")
                 print(compiles[-1], flush=True)
     lines = ["# Planner speed (benchmarks/plan_speed.py)", "",
              f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, {os.cpu_count()} cores (shared), Python "
              f"{platform.python_version()}. f16 GEMMs, whole candidate space. Every figure is the median of "
-             f"{args.runs} fresh processes" + (f"; before = {args.before}, after = this tree, alternating run by "
-                                              "run" if args.before else "") +
-             ". Load: 1-minute load average when the row started and when it ended.", "",
-             "## Plan (imports excluded)", "",
-             "| hw | shape | tree | candidates | wall s | process s | search.seconds | load | chosen |",
+             f"{args.runs} fresh processes" + (f"; before = {args.before}" if args.before else "") +
+             "; exhaustive and bounded = this tree's plan() and plan(exhaustive=False) (kernelgen compile's "
+             "default); the columns alternate run by run. Timed: the candidates the search timed (survivors). "
+             "Load: 1-minute load average when the row started and when it ended.", "",
+             "## Plan (the planner's modules imported before the clock starts)", "",
+             "| hw | shape | search | timed | wall s | process s | search.seconds | load | chosen |",
              "|---|---|---|---|---|---|---|---|---|", *plans, "",
              "## `python -m kernelgen compile --hw HW --gemm SHAPE -o DIR` end to end (fresh process)", "",
-             "| hw | shape | tree | wall s | process s | search.seconds | load |", "|---|---|---|---|---|---|---|",
-             *compiles]
+             "| hw | shape | tree | timed | wall s | process s | search.seconds | load |",
+             "|---|---|---|---|---|---|---|---|", *compiles]
     text = "\n".join(lines) + "\n"
     md = ROOT / "benchmarks/plan_speed.md"
     old = md.read_text() if md.exists() else ""

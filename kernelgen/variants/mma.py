@@ -46,7 +46,7 @@ from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, lane_ldmatrix_row, log2, operand_tiles, tile_values
 from kernelgen.variants import shared_model
-from sim.hw import HwConfig
+from sim.hw import HwConfig, RegisterFile
 from sim.layouts import Layout, parse_layout
 
 
@@ -461,8 +461,7 @@ class Mma:
         return c.iter["lsu"] - (c.copies_a + c.copies_b) - 1
 
     def rf_extra(self, spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> dict[str, float]:
-        # 4 consecutive A registers, 2 consecutive B, 4 consecutive accumulators (bases aligned)
-        return {"tensor": hw.registers.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))}
+        return {"tensor": _rf_tensor(hw.registers)}
 
     @shared_model
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
@@ -489,6 +488,13 @@ def _run_align(lay: Layout, cap: int) -> int:
 def _vector(v: int, es: int) -> int:
     """Elements per copy: cp.async moves 4, 8 or 16 bytes; narrower chunks copy one element at a time."""
     return v if v * es >= 4 else 1
+
+
+@lru_cache(maxsize=64)
+def _rf_tensor(rf: RegisterFile) -> int:
+    """The mma's register-bank extra cycles: 4 consecutive A registers, 2 consecutive B, 4 consecutive
+    accumulators (bases aligned), once per register file (the planner asks per candidate)."""
+    return rf.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))
 
 
 @lru_cache(maxsize=65536)
