@@ -15,10 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelgen.constraints import evaluate, first_violated
-from kernelgen.models.bound import analytic_bound
+from kernelgen.models.bound import analytic_bound, uses_shared_model
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
-from kernelgen.models.schedule import CycleModel, Schedule, cycle_model, launch_ctas, pipe_busy, schedule
+from kernelgen.models.schedule import (
+    CycleModel,
+    Schedule,
+    counted_bound,
+    cycle_model,
+    launch_ctas,
+    pipe_busy,
+    schedule,
+)
 from kernelgen.models.sync import SyncPlan, sync_plan
 from kernelgen.spec import CONSTRAINTS, Constraint, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -348,26 +356,28 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     """Branch and bound over the candidates that passed every layer but the timing: (the timed survivors
     in the order given, the candidates left untimed, the timed ones a hard constraint rejected).
 
-    A candidate c is left untimed when a lower bound B of its cycles (models/bound.py, no instruction
-    counted) is above the score of a timed survivor e with no more registers and no more shared memory:
+    A candidate c is left untimed when a lower bound B of its cycles is above the score of a timed
+    survivor e with no more registers and no more shared memory:
     then score(c) >= cycles(c) >= B > score(e), so e ranks before c and dominates it, c is not on the
     Pareto frontier (cycles x registers x shared memory), and whatever c would dominate e dominates too:
-    the frontier, its order and the choice are the exhaustive search's. Candidates are visited by rising
-    bound (one heap; a key pushed is never below the key popped): a timed survivor joins the staircase
-    of dominators when the heap passes its score, so every dominator has a score below the bound it
-    prunes by. tests/test_plan_bound.py checks bound <= cycles and the outputs against the exhaustive
-    search."""
-    heap: list[tuple[float, int, int]] = []  # (key, 0 candidate / 1 dominator, index)
+    the frontier, its order and the choice are the exhaustive search's. Two bounds, the cheaper first:
+    models/bound.py's analytic_bound (no instruction counted), then for the shared model's variants
+    schedule.counted_bound (the emitted counts, the model's terms but its latency ones; max of both).
+    Candidates are visited by rising bound (one heap; a key pushed is never below the key popped): a
+    timed survivor joins the staircase of dominators when the heap passes its score, so every dominator
+    has a score below the bound it prunes by. tests/test_plan_bound.py checks both bounds <= cycles and
+    the outputs against the exhaustive search."""
+    heap: list[tuple[float, int, int, int]] = []  # (key, 0 candidate / 1 dominator, index, bounds taken)
     for i, (t, mv, rg, *_) in enumerate(staged):
         b = analytic_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
-        heap.append((float(math.floor(b)), 0, i))
+        heap.append((float(math.floor(b)), 0, i, 1 if uses_shared_model(t.variant) else 2))
     heapq.heapify(heap)
     stairs = _Staircase()
     out: dict[int, Evaluated] = {}
     untimed: list[Bounded] = []
     rejected = 0
     while heap:
-        key, kind, i = heapq.heappop(heap)
+        key, kind, i, taken = heapq.heappop(heap)
         if kind == 1:
             stairs.add(out[i])
             continue
@@ -376,6 +386,12 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
         if by is not None:
             untimed.append(Bounded(t, mv, rg, s, int(key), by))
             continue
+        if taken == 1:
+            b = counted_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate,
+                              rg.per_thread)
+            if math.floor(b) > key:
+                heapq.heappush(heap, (float(math.floor(b)), 0, i, 2))
+                continue
         ev = timed(t, mv, rg, s, y)
         if ev is None:
             rejected += 1
@@ -384,7 +400,7 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
             raise AssertionError(f"{t.key()}: cycles {ev.cycles} below its lower bound {key:.0f}")
         ev.penalty = sum(_soft_penalty(c, _metric(ev, c.key, hw)) for c in soft)
         out[i] = ev
-        heapq.heappush(heap, (ev.score, 1, i))
+        heapq.heappush(heap, (ev.score, 1, i, 0))
     return [out[i] for i in sorted(out)], untimed, rejected
 
 

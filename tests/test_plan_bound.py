@@ -1,5 +1,6 @@
-"""The planner's branch and bound (plan(exhaustive=False), the default of `kernelgen compile`): the lower
-bound (kernelgen/models/bound.py) is never above the predicted cycles, and the bounded search gives
+"""The planner's branch and bound (plan(exhaustive=False), the default of `kernelgen compile`): its lower
+bounds (kernelgen/models/bound.py analytic_bound, models/schedule.py counted_bound) are never above the
+predicted cycles, and the bounded search gives
 the exhaustive search's choice, Pareto frontier (with every timed figure), analysis.md top 10 and
 Pareto rows of candidates.csv, while candidates.csv lists every candidate once."""
 
@@ -7,13 +8,15 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 
 import pytest
 
 from kernelgen.analysis import candidate_lines
-from kernelgen.models.bound import analytic_bound
-from kernelgen.planner import Evaluated, Plan, _Staircase, enumerate_tilings, plan
+from kernelgen.models.bound import analytic_bound, uses_shared_model
+from kernelgen.models.schedule import counted_bound
+from kernelgen.planner import Plan, _Staircase, enumerate_tilings, plan
 from kernelgen.report import candidates_csv, plan_json
 from kernelgen.spec import GemmSpec, parse_spec, shorthand
 from kernelgen.tiling import Tiling
@@ -23,10 +26,16 @@ from sim.hw import HwConfig, load_hw
 EVERY = 41  # the default suite's sample of tilings (under a second a test)
 
 
-def _bound(p: Plan, e: Evaluated) -> float:
-    mv = e.movement
-    return analytic_bound(p.spec, e.tiling, p.hw, p.shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate,
-                          e.registers.per_thread)
+def _check_bounds(p: Plan) -> None:
+    """Both bounds of every timed candidate of p, floored as the planner keys them, are <= its cycles (the
+    model's launch cycles truncated; counted_bound: shared-model variants, often equal before the floor)."""
+    for e in p.survivors:
+        mv = e.movement
+        args = (p.spec, e.tiling, p.hw, p.shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate,
+                e.registers.per_thread)
+        assert math.floor(analytic_bound(*args)) <= e.cycles, e.tiling.key()
+        if uses_shared_model(e.tiling.variant):
+            assert math.floor(counted_bound(*args)) <= e.cycles, e.tiling.key()
 
 
 def _same_outputs(ex: Plan, bd: Plan) -> None:
@@ -64,8 +73,7 @@ def test_bound_below_cycles_and_same_outputs_on_a_sample(hwname: str, shape: str
     spec, hw = shorthand(shape, dtype), load_hw(hwname)
     only = _subset(spec, hw, EVERY)
     ex = plan(spec, hw, only=only)
-    for e in ex.survivors:
-        assert _bound(ex, e) <= e.cycles, e.tiling.key()
+    _check_bounds(ex)
     bd = plan(spec, hw, only=only, exhaustive=False)
     _same_outputs(ex, bd)
     assert bd.bounded, "nothing bounded out: the test does not exercise the bound"
@@ -127,8 +135,7 @@ def test_bounded_search_equals_exhaustive(hwname: str, shape: str, dtype: str) -
     choice, frontier, top 10 and Pareto rows are the exhaustive search's (~3 s a case)."""
     spec, hw = shorthand(shape, dtype), load_hw(hwname)
     ex = plan(spec, hw)
-    for e in ex.survivors:
-        assert _bound(ex, e) <= e.cycles, e.tiling.key()
+    _check_bounds(ex)
     _same_outputs(ex, plan(spec, hw, exhaustive=False))
 
 
@@ -142,4 +149,5 @@ def test_bounded_search_with_epilogue_layouts_and_soft_constraints() -> None:
         hw = load_hw(hwname)
         ex = plan(spec, hw)
         assert any(e.penalty > 0 for e in ex.survivors)
+        _check_bounds(ex)
         _same_outputs(ex, plan(spec, hw, exhaustive=False))

@@ -274,14 +274,35 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     """regs: the predicted registers per thread (models/registers.py, calibrated on ptxas). Residency
     uses them where [arch] names an architecture ptxas targets, as the GPU and sim.timing do; for a
     modelled part without one, the simulator's estimate from the PTX-declared registers."""
+    own = get(t.variant).cycle_model(spec, t, hw, shape, dram_cycles, miss_rate)
+    if own is not None:
+        return own
+    out = _shared_model(spec, t, hw, shape, smem, dram_cycles, miss_rate, regs, False)
+    assert isinstance(out, CycleModel)
+    return out
+
+
+def counted_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                  dram_cycles: float, miss_rate: float, regs: int) -> float:
+    """A lower bound of cycle_model(...).cycles for a variant of the shared model (models/bound.py's
+    uses_shared_model), from the emitted counts but without the latency terms (the L1 line walk, the
+    copy chains, the queueing network): the launch with each K tile at max(its resource demand, DRAM)
+    (the model's iteration is max(latency, resources, DRAM)) and the prologue and epilogue without
+    their async-copy waits (non-negative addends). The same operations in the same order as the model,
+    so the bound is <= its cycles in floating point too."""
+    out = _shared_model(spec, t, hw, shape, smem, dram_cycles, miss_rate, regs, True)
+    assert isinstance(out, float)
+    return out
+
+
+def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                  dram_cycles: float, miss_rate: float, regs: int, bound_only: bool) -> CycleModel | float:
+    """The shared cycle model (cycle_model), or with bound_only its counted_bound."""
     from kernelgen.spec import DTYPE_BYTES
     from kernelgen.tiling import operand_tiles
 
     M, N, K = shape
     v = get(t.variant)
-    own = v.cycle_model(spec, t, hw, shape, dram_cycles, miss_rate)
-    if own is not None:
-        return own
     c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them (kernelgen/int4.py)
     pipes = _pipes(hw)
     ws = hw.warp_size
@@ -375,6 +396,12 @@ def cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, 
     conc = cores * R
     gx, gy = -(-N // t.bn), -(-M // t.bm)
     sharers = (max(1, min(gx, conc)), max(1, min(gy, conc)))  # A, B
+    if bound_only:  # counted_bound: the terms below that need no latency, computed as they are there
+        res_b = resources(it, R * W, extra_passes, passes)[0]
+        pre_b = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]
+        post_b = max(resources(c.post, R * W)[0], _drain(spec, t, hw, R, cores)) \
+            + (l2_lat if c.post_loads else 0) + lsu.latency
+        return float(max(rounds * (pre_b + ktiles * max(res_b, dram_iter) + post_b), dram_cycles))
     if not v.async_copies:  # copies, barrier, compute, barrier
         n_a, n_b = c.copies_a, c.copies_b
         # The copies run one after another in every warp (a copy's st.shared waits for its load); the
