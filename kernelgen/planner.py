@@ -351,6 +351,14 @@ class _Staircase:
         self.regs[i:j], self.smem[i:j], self.evs[i:j] = [r], [sm], [ev]
 
 
+def _counted_first(t: Tiling) -> bool:
+    """Bound t with the counts before timing it? Where the shared model's latency terms are dear: the
+    copies-then-barrier path (no async copies) walks the L1 lines and chains every copy; for a cp.async
+    pipeline the bound costs about half the timing and prunes too few to pay (npu7nm 8192^3: 1,828 ->
+    1,509 timed, no faster; benchmarks/plan_speed.md)."""
+    return uses_shared_model(t.variant) and not get(t.variant).async_copies
+
+
 def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: list[Staged], timed: Any,
              soft: list[Constraint]) -> tuple[list[Evaluated], list[Bounded], int]:
     """Branch and bound over the candidates that passed every layer but the timing: (the timed survivors
@@ -361,7 +369,7 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     then score(c) >= cycles(c) >= B > score(e), so e ranks before c and dominates it, c is not on the
     Pareto frontier (cycles x registers x shared memory), and whatever c would dominate e dominates too:
     the frontier, its order and the choice are the exhaustive search's. Two bounds, the cheaper first:
-    models/bound.py's analytic_bound (no instruction counted), then for the shared model's variants
+    models/bound.py's analytic_bound (no instruction counted), then where it pays (_counted_first)
     schedule.counted_bound (the emitted counts, the model's terms but its latency ones; max of both).
     Candidates are visited by rising bound (one heap; a key pushed is never below the key popped): a
     timed survivor joins the staircase of dominators when the heap passes its score, so every dominator
@@ -370,7 +378,7 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     heap: list[tuple[float, int, int, int]] = []  # (key, 0 candidate / 1 dominator, index, bounds taken)
     for i, (t, mv, rg, *_) in enumerate(staged):
         b = analytic_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
-        heap.append((float(math.floor(b)), 0, i, 1 if uses_shared_model(t.variant) else 2))
+        heap.append((float(math.floor(b)), 0, i, 1 if _counted_first(t) else 2))
     heapq.heapify(heap)
     stairs = _Staircase()
     out: dict[int, Evaluated] = {}

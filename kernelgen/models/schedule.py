@@ -76,6 +76,21 @@ def _pipes(hw: HwConfig) -> dict[str, Pipe]:
     return m
 
 
+_UNITS: dict[int, tuple[HwConfig, dict[str, int]]] = {}
+
+
+def _units(hw: HwConfig) -> dict[str, int]:
+    """pipe name -> units a warp's instructions spread over: max(1, min([pipes[].count], [core.schedulers]))
+    (a warp bound to unit scheduler % count)."""
+    hit = _UNITS.get(id(hw))
+    if hit and hit[0] is hw:
+        return hit[1]
+    S = hw.core.schedulers
+    u = {p.name: max(1, min(p.count, S)) for p in _pipes(hw).values()}
+    _UNITS[id(hw)] = (hw, u)
+    return u
+
+
 def wgmma_unit_cycles(spec: GemmSpec, t: Tiling, hw: HwConfig) -> float:
     """Cycles one warp's share of a K tile's wgmmas holds its tensor unit: its 16 x TILE_N x TILE_K MACs
     per m64 block at [wgmma.f16_macs] (the input type's field) per cycle, or [wgmma.issue] per
@@ -362,7 +377,7 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
             hit = seen[key] = _resources(region, warps, extra, shared_passes)
         return hit
 
-    units = {p.name: max(1, min(p.count, S)) for p in pipes.values()}
+    units = _units(hw)
     issue_width, pass_cycles, shared_ports = hw.core.issue_width, hw.shared.pass_cycles, hw.shared.ports
 
     def _resources(region: Mapping[str, float], warps: int, extra: float, shared_passes: float
