@@ -133,7 +133,7 @@ def test_cached_hashes_are_the_dataclass_hashes() -> None:
 @pytest.mark.slow
 def test_cold_plan_process_time_bound() -> None:
     """A bounded plan (the default of `kernelgen compile`) of h200 4096^3 in a fresh process times at most
-    400 of its 3,233 candidates (303 on 2026-12-01: a count, the same on any machine), uses under half
+    400 of its 3,233 candidates (301 on 2026-12-01: a count, the same on any machine), uses under half
     the process time of the exhaustive plan in another fresh process (0.45-0.5 at load 1-8,
     benchmarks/plan_speed.md), and under 3 s of it (about 0.5 s on an idle machine). Process time, not
     wall clock: a loaded machine stretches the wall clock many times over, the process time by a third."""
