@@ -151,3 +151,32 @@ def test_bounded_search_with_epilogue_layouts_and_soft_constraints() -> None:
         assert any(e.penalty > 0 for e in ex.survivors)
         _check_bounds(ex)
         _same_outputs(ex, plan(spec, hw, exhaustive=False))
+
+
+def test_compile_takes_exhaustive() -> None:
+    from kernelgen.cli import build_parser
+
+    args = build_parser().parse_args(["compile", "--gemm", "64x64x64", "--hw", "h200", "-o", "x", "--exhaustive"])
+    assert args.exhaustive
+    assert not build_parser().parse_args(["compile", "--gemm", "64x64x64", "--hw", "h200", "-o", "x"]).exhaustive
+
+
+@pytest.mark.slow
+def test_compile_exhaustive_flag_same_kernel() -> None:
+    """`kernelgen compile --exhaustive` times every candidate (plan.json search.exhaustive, no bound layer);
+    the default bounded compile writes the same kernel.ptx and prediction (a spec narrowed by tiling
+    ranges: about 2 s with the imports at load 9)."""
+    import json
+
+    from kernelgen.cli import compile_spec
+
+    spec = parse_spec({"M": 1000, "N": 520, "K": 264, "tiling": ["TILE_M in [64, 128]", "TILE_N in [64, 128]",
+                                                                 "TILE_K in [32, 32]", "PAD in [0, 0]"]})
+    hw = load_hw("h200")
+    ex, bd = compile_spec(spec, hw, None, exhaustive=True), compile_spec(spec, hw, None)
+    assert ex["kernel.ptx"] == bd["kernel.ptx"]
+    pj_ex, pj_bd = json.loads(ex["plan.json"]), json.loads(bd["plan.json"])
+    assert pj_ex["prediction"] == pj_bd["prediction"] and pj_ex["tiling"] == pj_bd["tiling"]
+    assert pj_ex["search"]["exhaustive"] and not pj_bd["search"]["exhaustive"]
+    assert "bound" not in pj_ex["pruned"] and pj_bd["search"]["bounded"] == pj_bd["pruned"]["bound"][
+        next(iter(pj_bd["pruned"]["bound"]))] > 0
