@@ -48,10 +48,13 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     buffers) per consumer of the TMA-store epilogue, None for the registers -> global one."""
     assert hw.wgmma is not None and hw.tma is not None
     M, N, K = shape
-    tiles = -(-M // t.bm) * -(-N // t.bn)
-    grid = min(tiles, grid_cap)
+    # with a cluster the schedule's tiles are cluster tiles (cluster_m TILE_M x cluster_n TILE_N), walked by
+    # whole clusters: grid_cap // cluster of them at most
+    tiles = -(-M // (t.bm * t.cluster_m)) * -(-N // (t.bn * t.cluster_n))
+    clusters = min(tiles, grid_cap // t.cluster)
+    grid = clusters * t.cluster
     cores = hw.cores_used(grid)  # [core.count]
-    tiles_per_cta = -(-tiles // grid)
+    tiles_per_cta = -(-tiles // clusters)
     ktiles = -(-K // t.bk)
     ta, tb = operand_tiles(spec, t)
     pipes = {p.name: p for p in hw.pipes}
@@ -62,17 +65,26 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     tensor = wgmma_unit_cycles(spec, t, hw) * -(-consumer_warps // units)
 
     stage_bytes = ta.stage_bytes + tb.stage_bytes
+    # TMA multicast (cluster): the operand the cluster shares is read from the L2 once per cluster, each CTA
+    # issuing its part (1 / cluster of every box) to all; each CTA still receives the whole stage. So a CTA's
+    # share of the L2 reads shrinks by (cluster - 1) / cluster of that operand, its TMA issues do not (as many
+    # boxes, smaller), and the DRAM misses stay the tensor's unique bytes (the movement layer's miss rate)
+    shared = (tb if t.cluster_m > 1 else ta).stage_bytes if t.clustered else 0
+    l2_bytes = stage_bytes - shared + shared / t.cluster
     per_box = max(hw.tma.issue, hw.tma.warp_issue)  # [tma.issue], [tma.warp_issue]
     issue = boxes * per_box
-    rates = [float(hw.tma.bytes_per_cycle)]  # [tma.bytes_per_cycle]
+    transfer = stage_bytes / hw.tma.bytes_per_cycle  # [tma.bytes_per_cycle]: into this SM's shared memory
     if hw.l2_bytes_per_cycle:
-        rates.append(hw.l2_bytes_per_cycle / cores)  # [l2.bandwidth_gbps]
-    transfer = max(stage_bytes / min(rates),
-                   stage_bytes * miss_rate / (hw.dram_bytes_per_cycle / cores))  # [dram.bandwidth_gbps]
+        transfer = max(transfer, l2_bytes / (hw.l2_bytes_per_cycle / cores))  # [l2.bandwidth_gbps]
+    transfer = max(transfer, stage_bytes * miss_rate / (hw.dram_bytes_per_cycle / cores))  # [dram.bandwidth_gbps]
     # a stage's round trip: the producer's issue, the access latency (the misses at [dram.latency], the
     # rest at [l2.hit_latency]) and [tma.latency], the transfer, then two K tiles of wgmmas (the stage is
-    # released after the next K tile's wait_group 1); `stages` of them are in flight at once
+    # released after the next K tile's wait_group 1); `stages` of them are in flight at once. With a cluster
+    # the release reaches the partner's empty[s] across the SM-to-SM network ([shared.remote_extra], the
+    # measured DSMEM trip; the remote mbarrier arrive is assumed to cost the same)
     lat = miss_rate * hw.dram.latency + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    if t.clustered:
+        lat += hw.shared.remote_extra
     ring = (issue + lat + transfer + 2 * tensor) / t.stages
     producer = max(issue, transfer, ring)
     k_tile = max(tensor, producer)
@@ -129,5 +141,5 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
              "fill": fill, "epilogue": epilogue, "store_drain": drain,
              "store_exposed": exposed, "store_tail": tail, "tiles_per_cta": float(tiles_per_cta),
-             "grid": float(grid), "per_tile": per_tile}
+             "grid": float(grid), "per_tile": per_tile, "l2_bytes": l2_bytes}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)

@@ -77,6 +77,7 @@ from sim.hw import HwConfig
 PERSISTENT_CTAS = 132  # H200 SMs ([core.count] of hwconfigs/h200.yaml); the launch may override the grid
 GROUP_M = 8  # tile rows per group of the persistent tile order
 SHARED_LIMIT = 227 * 1024  # sm_90 dynamic shared memory per CTA (opt-in maximum)
+CLUSTERS = ((2, 1), (1, 2))  # (cluster_m, cluster_n) searched besides no cluster
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumer warpgroups (384 threads x 168)
 
 
@@ -792,7 +793,8 @@ class WgmmaTma(Wgmma):
                     slabs, nb, _ = store_slabs(spec, t)
                     if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
-        return out
+        # 2-CTA clusters along M (B multicast) and along N (A multicast): same shared bytes per CTA
+        return out + [replace(t, cluster_m=cm, cluster_n=cn) for t in out for cm, cn in CLUSTERS]
 
     def emit(self, spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
              profile: bool = False) -> str:
