@@ -174,6 +174,7 @@ def smoke(out: Path) -> int:
     CTA whose tile lies past M or N, several tiles per cluster): checked, not timed. Exit 1 on a failure."""
     import torch
 
+    out.mkdir(parents=True, exist_ok=True)
     torch.zeros(1, device="cuda")
     runner, rng, rows, ok = Runner(torch), np.random.default_rng(1), [], True
     for (M, N, K), layouts in SMOKE:
