@@ -358,6 +358,13 @@ def main() -> int:
                 print("  cold/warm", json.dumps(res["cold_warm"][-1]), flush=True)
             except Exception as e:  # noqa: BLE001
                 res["cold_warm"].append({"M": M, "N": N, "K": K, "error": f"{type(e).__name__}: {e}"[:400]})
+    try:  # the TMA store's drain rate (the f32-D epilogue's term): benchmarks/tma_store/run.py, ~2 s
+        sys.path.insert(0, str(ROOT / "benchmarks" / "tma_store"))
+        from run import run as tma_store_run  # noqa: PLC0415
+
+        res["tma_store"] = tma_store_run(torch)
+    except Exception as e:  # noqa: BLE001
+        res["tma_store"] = {"error": f"{type(e).__name__}: {e}"[:400]}
     res["seconds"] = time.time() - t0
     (out / "cluster_bench.json").write_text(json.dumps(res, indent=1, default=str))
     return 0
