@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import importlib.util
 import json
 import re
 import shutil
@@ -271,6 +272,18 @@ def main() -> int:
     res: dict = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0), "rows": [],
                  "probe": [], "skipped": [], "smoke_rc": smoke_rc, "cold_warm": []}
     tmp = Path(tempfile.mkdtemp())
+    # microbenchmarks first (a few seconds): the TMA load rate by DRAM access pattern (the M = 64/128 model
+    # term) and the TMA store's drain rate (the f32-D epilogue's term); benchmarks/tma_pitch, benchmarks/tma_store
+    for key, folder in (("tma_pitch", "tma_pitch"), ("tma_store", "tma_store")):
+        try:
+            spec_ = importlib.util.spec_from_file_location(f"{key}_run", ROOT / "benchmarks" / folder / "run.py")
+            assert spec_ is not None and spec_.loader is not None
+            mod = importlib.util.module_from_spec(spec_)
+            spec_.loader.exec_module(mod)
+            res[key] = mod.run(torch)
+        except Exception as e:  # noqa: BLE001
+            res[key] = {"error": f"{type(e).__name__}: {e}"[:400]}
+        (out / "cluster_bench.json").write_text(json.dumps(res, indent=1, default=str))
     for (M, N, K) in shapes:
         if time.time() - t0 > a.budget:
             res["skipped"].append([M, N, K])
@@ -358,13 +371,6 @@ def main() -> int:
                 print("  cold/warm", json.dumps(res["cold_warm"][-1]), flush=True)
             except Exception as e:  # noqa: BLE001
                 res["cold_warm"].append({"M": M, "N": N, "K": K, "error": f"{type(e).__name__}: {e}"[:400]})
-    try:  # the TMA store's drain rate (the f32-D epilogue's term): benchmarks/tma_store/run.py, ~2 s
-        sys.path.insert(0, str(ROOT / "benchmarks" / "tma_store"))
-        from run import run as tma_store_run  # noqa: PLC0415
-
-        res["tma_store"] = tma_store_run(torch)
-    except Exception as e:  # noqa: BLE001
-        res["tma_store"] = {"error": f"{type(e).__name__}: {e}"[:400]}
     res["seconds"] = time.time() - t0
     (out / "cluster_bench.json").write_text(json.dumps(res, indent=1, default=str))
     return 0
