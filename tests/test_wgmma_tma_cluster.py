@@ -173,3 +173,26 @@ def test_gpu_runner_launches_clusters_with_the_attribute(monkeypatch):
     attr = cfg.attrs[0]
     assert attr.id == 4 and (attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z) == (2, 1, 1)
     assert calls[1][0] == "plain" and calls[1][2] == (132, 1, 1, 384, 1, 1)
+
+
+def test_validation_gpu_passes_the_header_cluster(monkeypatch):
+    """validation.gpu's tensor-map path hands the header's cluster shape to prepare_cuda_python (a fake)."""
+    import validation.tensormap as tm
+    from sim.launch import launch_from_metadata
+    from tests.test_gpu_tma import Recorder, _FakeCuda
+    from validation.gpu import _run_in_context
+    from validation.gpu_tma import tensormap_params, without_tensormaps
+
+    ptx = TMA.emit(_spec(136, 72, 136), _t(64, 64, 64, 3, 2, 1), {})
+    meta = read_metadata(ptx)
+    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(0))
+    seen = []
+
+    def prepare(ptx_bytes, kernel, grid, block, shared, args, cluster=None):
+        seen.append((grid, cluster))
+        return lambda: None
+
+    monkeypatch.setattr(tm, "encode_tiled", Recorder())
+    monkeypatch.setattr(tm, "prepare_cuda_python", prepare)
+    _run_in_context(_FakeCuda(), "fake", ptx, launch, 0, 1, None, None, None, None, 0, tensormap_params(meta))
+    assert seen == [((8, 1, 1), (2, 1, 1))]
