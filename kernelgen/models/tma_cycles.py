@@ -141,5 +141,5 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
              "fill": fill, "epilogue": epilogue, "store_drain": drain,
              "store_exposed": exposed, "store_tail": tail, "tiles_per_cta": float(tiles_per_cta),
-             "grid": float(grid), "per_tile": per_tile, "l2_bytes": l2_bytes}
+             "grid": float(grid), "per_tile": per_tile, **({"l2_bytes": l2_bytes} if t.clustered else {})}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)

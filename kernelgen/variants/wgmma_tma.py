@@ -171,6 +171,12 @@ def _tile_origin(b: PtxBuilder, tile: str, tiles: tuple[str, str], t: Tiling) ->
     return bm0, bn0
 
 
+def empty_count(t: Tiling) -> int:
+    """Arrivals that release a stage (empty[s]'s count): every consumer thread (128 per warpgroup), or with a
+    cluster one arrival per consumer warp of every CTA of the cluster."""
+    return 4 * t.grid_m * t.cluster if t.clustered else 128 * t.grid_m
+
+
 def first_tile(t: Tiling) -> str:
     """The special register a CTA starts its walk of the tile schedule at: its cluster's with a cluster (the
     two CTAs of a cluster walk the cluster tiles together), else its own."""
@@ -219,10 +225,10 @@ def emit_setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_byt
     """The warp-specialised kernels' common start (wgmma_tma, wgmma_fp8): the tensor maps' generic addresses
     (`{name}_tmap_{role}`), the shared carve-up (stage_bytes: A's and B's bytes per stage; `staging` bytes of
     TMA-store slabs after the B stages, None for no staging register at all), thread 0's mbarrier init (full:
-    1 arrival + bytes, empty: 128 per consumer warpgroup), a CTA barrier (a cluster barrier with a cluster: the
+    1 arrival + bytes, empty: empty_count), a CTA barrier (a cluster barrier with a cluster: the
     partner's barriers must be initialised before the first multicast or remote arrive reaches them) and the
     tile schedule with t.bk-wide K tiles (cluster tiles with a cluster)."""
-    S, C = t.stages, t.grid_m
+    S = t.stages
     tmap = {}
     for role in roles:
         r = b.reg("u64")
@@ -251,7 +257,7 @@ def emit_setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_byt
     b.i(f"@{p0} bra {pinit}")
     for i in range(S):
         b.i(f"mbarrier.init.shared::cta.b64 [{full0}+{8 * i}], 1")
-        b.i(f"mbarrier.init.shared::cta.b64 [{empty0}+{8 * i}], {128 * C}")
+        b.i(f"mbarrier.init.shared::cta.b64 [{empty0}+{8 * i}], {empty_count(t)}")
     b.i("fence.mbarrier_init.release.cluster")
     b.put_label(pinit)
     if t.clustered:
@@ -339,14 +345,16 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     pone = b.reg("pred")
     b.i("mov.pred " + pone + ", -1")
     acc = [b.regs("f32", BN // 2) for _ in range(ms)]
-    release = empty0
+    release, signal = empty0, ""
     if t.clustered:
-        b.comment(f"Cluster of {t.cluster}: a stage is released to both producers; thread i arrives on empty[s] of "
-                  f"the CTA of rank i % 2 (each CTA's empty[s] counts {64 * C} arrivals of its own consumers and "
-                  f"{64 * C} of its partner's)")
-        peer = b.reg("u32")
-        release = b.reg("u32")
-        b.i(f"and.b32 {peer}, {tid}, 1")
+        b.comment(f"Cluster of {t.cluster}: a stage is released to every producer of the cluster, once per warp (the "
+                  f"warpgroup's wait_group is collective): lane r < {t.cluster} of each consumer warp arrives on "
+                  f"empty[s] of the CTA of rank r, so each CTA's empty[s] counts the {empty_count(t)} consumer warps "
+                  "of the cluster")
+        peer, release, signal = b.reg("u32"), b.reg("u32"), b.reg("pred")
+        b.i(f"and.b32 {peer}, {tid}, 31")
+        b.i(f"setp.lt.u32 {signal}, {peer}, {t.cluster}")
+        b.i(f"and.b32 {peer}, {peer}, {t.cluster - 1}")
         b.i(f"mapa.shared::cluster.u32 {release}, {empty0}, {peer}")
     tile, s, ph, ps, kt = b.regs("u32", 5)
     b.i(f"mov.u32 {tile}, {first_tile(t)}")
@@ -378,6 +386,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.comment("wait_group 1: the previous K tile's wgmmas are done, so its stage goes back to the producer")
     pk, eb = b.reg("pred"), b.reg("u32")
     b.i(f"setp.ne.u32 {pk}, {kt}, 0")
+    if signal:
+        b.i(f"and.pred {pk}, {pk}, {signal}")
     b.i(f"mad.lo.u32 {eb}, {ps}, 8, {release}")
     b.i(f"@{pk} {arrive_op(t)} _, [{eb}]")
     b.i(f"mov.u32 {ps}, {s}")
@@ -390,7 +400,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i("wgmma.wait_group.sync.aligned 0")
     eb2 = b.reg("u32")
     b.i(f"mad.lo.u32 {eb2}, {ps}, 8, {release}")
-    b.i(f"{arrive_op(t)} _, [{eb2}]")
+    b.i(f"{'@' + signal + ' ' if signal else ''}{arrive_op(t)} _, [{eb2}]")
     b.put_label(kdone)
     if store is None:
         emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
