@@ -216,3 +216,28 @@ def test_cluster_kernels_assemble_without_spills(tiling, tmp_path):
         assert "0 bytes spill stores" in r.stderr and "0 bytes spill loads" in r.stderr, r.stderr
         regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))  # type: ignore[union-attr]
         assert regs == 168 if t.grid_m == 2 else regs <= 255
+
+
+def _rank_store(directive: str) -> dict:
+    from types import SimpleNamespace
+
+    from validation.formal.cli import verify_text
+
+    text = "\n".join([
+        ".version 8.0", ".target sm_90a", ".address_size 64", ".visible .entry rank_store()", directive, "{",
+        "    .reg .b32 %r<4>;", "    .shared .align 4 .b32 slots[2];", "    mov.u32 %r0, %cluster_ctarank;",
+        "    shl.b32 %r1, %r0, 2;", "    mov.u32 %r2, slots;", "    add.u32 %r2, %r2, %r1;",
+        "    st.shared.u32 [%r2], %r0;", "    ret;", "}", ""])
+    args = SimpleNamespace(kernel=None, grid="4,1,1", block="32,1,1", param=[], extent=[], dynamic_shared=None,
+                           timeout=60.0)
+    rep = verify_text(text, "rank_store.ptx", args)
+    return next(p for p in rep["properties"] if p["name"] == "bounds")
+
+
+def test_verifier_reads_the_cluster_rank_from_the_cluster_shape():
+    """The verifier's %cluster_ctarank is %ctaid mod the cluster shape (.reqnctapercluster or the header's
+    "cluster"): a store to slot [rank] of a 2-slot array is in bounds with clusters of 2, out of bounds (a
+    witness) with clusters of 4; without a shape the rank stays unconstrained (out of bounds)."""
+    assert _rank_store(".reqnctapercluster 2, 1, 1")["status"] == "proved"
+    assert _rank_store(".reqnctapercluster 4, 1, 1")["status"] == "violated"
+    assert _rank_store("")["status"] == "violated"
