@@ -183,6 +183,9 @@ class Tma:
     # PTX mode only: cycles the issuing warp spends per copy in the instruction sequence ptxas expands a
     # cp.async.bulk into (ELECT / UTMALDG / BRA.U.ANY and its uniform-register setup); SASS mode runs that sequence
     warp_issue: int = 0
+    # bytes per second the whole device's TMA stores (cp.async.bulk{.tensor} shared -> global) drain at with
+    # every SM storing (GB/s); None: not measured (the planner then takes l2.write_bandwidth_gbps)
+    store_bandwidth_gbps: float | None = None
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,11 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         smem_write = out_bytes * ways / (hw.shared.banks * hw.shared.bank_width)
         rounds = 1 if nb == slabs else slabs
         sync = hw.pipe_for("sync").latency  # [pipes[sync].latency]
-        rate = min(x for x in (float(hw.tma.bytes_per_cycle), l2_share) if x)
+        # the drain: [tma.store_bandwidth_gbps] (measured TMA stores, all SMs) when given, else the L2 write
+        # share measured for st.global epilogues ([l2.write_bandwidth_gbps])
+        tma_w = hw.tma.store_bandwidth_gbps
+        share = tma_w * 1e3 / hw.clock_mhz / cores if tma_w else l2_share
+        rate = min(x for x in (float(hw.tma.bytes_per_cycle), share) if x)
         drain = out_bytes / rate
         exposed = drain * (slabs - nb) / slabs
         overlap = drain * nb / slabs
