@@ -59,15 +59,16 @@ PROBE_SHAPES = [(64, 7168, 4096), (128, 4096, 7168)]
 COLD_WARM = [(64, 4096, 2048), (64, 7168, 4096), (128, 4096, 7168)]  # B 16 MiB (L2-resident when warm), 56 MiB
 
 
-def spec_of(M: int, N: int, K: int, out: str, layouts: tuple[str, str] = ("row", "col")):
+def spec_of(M: int, N: int, K: int, out: str, layouts: tuple[str, str] = ("row", "col"),
+            tiling: list[str] | None = None):
     return parse_spec({"M": M, "N": N, "K": K, "dtype": {"a": "bf16", "b": "bf16", "out": out},
-                       "layout": {"a": layouts[0], "b": layouts[1]}})
+                       "layout": {"a": layouts[0], "b": layouts[1]}, **({"tiling": tiling} if tiling else {})})
 
 
 def build(M: int, N: int, K: int, out: str, cluster: int, stages: int | None = None, along: str = "") -> dict:
     """The planner's best wgmma_tma kernel of that cluster size (and stage count; `along` "m" or "n": that
     cluster direction only): PTX, header, tiling."""
-    spec, hw = spec_of(M, N, K, out), load_hw("h200")
+    spec, hw = spec_of(M, N, K, out, tiling=["CLUSTER in [1, 2]"]), load_hw("h200")  # clusters are opt-in
     only = [t for t in get("wgmma_tma").tilings(spec) if t.cluster == cluster and stages in (None, t.stages)
             and (not along or (t.cluster_m if along == "m" else t.cluster_n) == cluster)]
     p = plan(spec, hw, variant="wgmma_tma", only=only)
@@ -185,7 +186,7 @@ def smoke(out: Path) -> int:
         bufs = {"A": A if layouts[0] == "row" else A.t().contiguous(),  # col A: K x M; row B: K x N
                 "B": Bt if layouts[1] == "col" else Bt.t().contiguous()}
         for od in ("f32", "bf16"):
-            spec = spec_of(M, N, K, od, layouts)
+            spec = spec_of(M, N, K, od, layouts, ["CLUSTER in [1, 2]"])
             for t in get("wgmma_tma").tilings(spec):
                 if not t.clustered or t.stages != 3 or (t.bm, t.bn) not in SMOKE_TILES:
                     continue

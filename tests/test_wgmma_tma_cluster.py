@@ -114,14 +114,17 @@ def test_header_maps_grid_and_launch_shape():
 def test_planner_cluster_key_and_multicast_model():
     hw = load_hw("h200")
     spec = _spec(4096, 4096, 4096, out="bf16")
-    ts = TMA.tilings(spec)
-    assert {(t.cluster_m, t.cluster_n) for t in ts} == {(1, 1), (2, 1), (1, 2)}
-    ranged = dataclasses.replace(spec, tiling=parse_spec({"M": 64, "N": 64, "K": 64, "dtype": "bf16",
-                                                          "tiling": ["CLUSTER in [1, 1]"]}).tiling)
-    assert not plan(ranged, hw, "wgmma_tma").best.tiling.clustered
-    ranged2 = dataclasses.replace(spec, tiling=parse_spec({"M": 64, "N": 64, "K": 64, "dtype": "bf16",
-                                                           "tiling": ["CLUSTER in [2, 2]"]}).tiling)
-    assert plan(ranged2, hw, "wgmma_tma").best.tiling.clustered
+    assert not any(t.clustered for t in TMA.tilings(spec))  # opt-in: the H200 measured clusters slower
+    asked = _spec(4096, 4096, 4096, out="bf16", tiling=["CLUSTER in [1, 2]"])
+    assert {(t.cluster_m, t.cluster_n) for t in TMA.tilings(asked)} == {(1, 1), (2, 1), (1, 2)}
+    # an MN-major shared operand of several boxes is not offered (wrong on the H200 for B)
+    mn = _spec(4096, 4096, 4096, "col", "row", "bf16", tiling=["CLUSTER in [1, 2]"])
+    assert all(t.bn == 64 for t in TMA.tilings(mn) if t.cluster_m == 2)
+    assert all(t.bm == 64 for t in TMA.tilings(mn) if t.cluster_n == 2)
+    assert not plan(_spec(4096, 4096, 4096, out="bf16", tiling=["CLUSTER in [1, 1]"]), hw,
+                    "wgmma_tma").best.tiling.clustered
+    assert plan(_spec(4096, 4096, 4096, out="bf16", tiling=["CLUSTER in [2, 2]"]), hw,
+                "wgmma_tma").best.tiling.clustered
     # the multicast term: B (32 KiB of a 128x256 stage's 48) read once per cluster of 2 -> 32 KiB of L2 reads
     # per CTA and K tile; A multicast (16 KiB) -> 40 KiB; TMA issues unchanged (as many boxes, half the rows)
     shape = (4096, 4096, 4096)
