@@ -236,6 +236,18 @@ def cold_warm(torch, runner: Runner, M: int, N: int, K: int, repeats: int) -> di
             "terms": k["terms"]}
 
 
+def run_smoke(out: str) -> int | str:
+    """The smoke subprocess (120 s timeout): its exit status, or "timeout"."""
+    try:
+        r = subprocess.run([sys.executable, __file__, "--out", out, "--smoke"], timeout=120, capture_output=True,
+                           text=True)
+        print(r.stdout[-3000:], r.stderr[-2000:], flush=True)
+        return r.returncode
+    except subprocess.TimeoutExpired:
+        print("smoke: timeout (hang) after 120 s", flush=True)
+        return "timeout"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -245,6 +257,8 @@ def main() -> int:
     ap.add_argument("--shapes", help="MxNxK,... (default: the 4 large shapes and the 8 of M in {64, 128})")
     ap.add_argument("--no-probe", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="only the small cluster cases (run first, in a subprocess)")
+    ap.add_argument("--no-clusters", action="store_true", help="cluster-1 kernels only (no smoke, no cluster rows)")
+    ap.add_argument("--no-micro", action="store_true", help="skip the tma_pitch / tma_store microbenchmarks")
     a = ap.parse_args()
     a.clusters = True
     if a.smoke:
@@ -255,14 +269,9 @@ def main() -> int:
     # the cluster protocol's first run on silicon: small cases in a subprocess with a timeout, so a hang (a
     # wrong parity or a lost remote arrive) costs 120 s and the cluster-1 rows still run; a wrong result (exit
     # 1) is recorded and the cluster kernels are still timed
-    smoke_rc: int | str = "timeout"
-    try:
-        r = subprocess.run([sys.executable, __file__, "--out", a.out, "--smoke"], timeout=120, capture_output=True,
-                           text=True)
-        print(r.stdout[-3000:], r.stderr[-2000:], flush=True)
-        smoke_rc = r.returncode
-    except subprocess.TimeoutExpired:
-        print("smoke: timeout (hang) after 120 s", flush=True)
+    smoke_rc: int | str = "skipped"
+    if not a.no_clusters:
+        smoke_rc = run_smoke(a.out)
     a.clusters = smoke_rc in (0, 1)
     import torch
 
@@ -275,7 +284,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
     # microbenchmarks first (a few seconds): the TMA load rate by DRAM access pattern (the M = 64/128 model
     # term) and the TMA store's drain rate (the f32-D epilogue's term); benchmarks/tma_pitch, benchmarks/tma_store
-    for key, folder in (("tma_pitch", "tma_pitch"), ("tma_store", "tma_store")):
+    for key, folder in () if a.no_micro else (("tma_pitch", "tma_pitch"), ("tma_store", "tma_store")):
         try:
             spec_ = importlib.util.spec_from_file_location(f"{key}_run", ROOT / "benchmarks" / folder / "run.py")
             assert spec_ is not None and spec_.loader is not None

@@ -43,9 +43,12 @@ from sim.hw import HwConfig
 
 def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float, c: Counts, grid_cap: int, boxes: int,
-                    store: tuple[int, int] | None = None) -> CycleModel:
+                    store: tuple[int, int] | None = None, loaded_dram: bool = False) -> CycleModel:
     """grid_cap: the emitter's persistent CTA count; boxes: TMA boxes per stage (A and B); store: (slabs,
-    buffers) per consumer of the TMA-store epilogue, None for the registers -> global one."""
+    buffers) per consumer of the TMA-store epilogue, None for the registers -> global one; loaded_dram: take the
+    DRAM side of the TMA loads as measured with every SM loading ([tma.dram_round_trip],
+    [tma.dram_bandwidth_gbps]) rather than idle ([dram.latency], [dram.bandwidth_gbps]). wgmma_tma passes True;
+    wgmma_fp8's model (kernelgen/models/fp8_cycles.py) still takes the idle figures (its plans unchanged here)."""
     assert hw.wgmma is not None and hw.tma is not None
     M, N, K = shape
     # with a cluster the schedule's tiles are cluster tiles (cluster_m TILE_M x cluster_n TILE_N), walked by
@@ -76,13 +79,20 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     transfer = stage_bytes / hw.tma.bytes_per_cycle  # [tma.bytes_per_cycle]: into this SM's shared memory
     if hw.l2_bytes_per_cycle:
         transfer = max(transfer, l2_bytes / (hw.l2_bytes_per_cycle / cores))  # [l2.bandwidth_gbps]
-    transfer = max(transfer, stage_bytes * miss_rate / (hw.dram_bytes_per_cycle / cores))  # [dram.bandwidth_gbps]
+    # the misses: at this core's share of what TMA loads reach from DRAM with every SM loading
+    # ([tma.dram_bandwidth_gbps], measured 3.1-3.6 TB/s), else of [dram.bandwidth_gbps]
+    dram_rate = (hw.tma.dram_bandwidth_gbps * 1e3 / hw.clock_mhz if loaded_dram and hw.tma.dram_bandwidth_gbps
+                 else hw.dram_bytes_per_cycle)
+    transfer = max(transfer, stage_bytes * miss_rate / (dram_rate / cores))
     # a stage's round trip: the producer's issue, the access latency (the misses at [dram.latency], the
     # rest at [l2.hit_latency]) and [tma.latency], the transfer, then two K tiles of wgmmas (the stage is
     # released after the next K tile's wait_group 1); `stages` of them are in flight at once. With a cluster
     # the release reaches the partner's empty[s] across the SM-to-SM network ([shared.remote_extra], the
     # measured DSMEM trip; the remote mbarrier arrive is assumed to cost the same)
-    lat = miss_rate * hw.dram.latency + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    # a DRAM box's round trip under load ([tma.dram_round_trip], measured with every SM loading) where given,
+    # else the idle [dram.latency]
+    dram_lat = (hw.tma.dram_round_trip if loaded_dram else None) or hw.dram.latency
+    lat = miss_rate * dram_lat + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
     if t.clustered:
         lat += hw.shared.remote_extra
     ring = (issue + lat + transfer + 2 * tensor) / t.stages
@@ -123,9 +133,10 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         sync = hw.pipe_for("sync").latency  # [pipes[sync].latency]
         # the drain: [tma.store_bandwidth_gbps] (measured TMA stores, all SMs) when given, else the L2 write
         # share measured for st.global epilogues ([l2.write_bandwidth_gbps])
+        # and one SM's TMA stores alone ([tma.store_bytes_per_cycle], else [tma.bytes_per_cycle])
         tma_w = hw.tma.store_bandwidth_gbps
         share = tma_w * 1e3 / hw.clock_mhz / cores if tma_w else l2_share
-        rate = min(x for x in (float(hw.tma.bytes_per_cycle), share) if x)
+        rate = min(x for x in (float(hw.tma.store_bytes_per_cycle or hw.tma.bytes_per_cycle), share) if x)
         drain = out_bytes / rate
         exposed = drain * (slabs - nb) / slabs
         overlap = drain * nb / slabs

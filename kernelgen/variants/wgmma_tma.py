@@ -839,7 +839,7 @@ class WgmmaTma(Wgmma):
         boxes = box(ta, t.bm)[1] + box(tb, t.bn)[1]
         slabs, nb, _ = store_slabs(spec, t)
         return tma_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, boxes,
-                               (slabs, nb) if slabs else None)
+                               (slabs, nb) if slabs else None, loaded_dram=True)
 
     def sync_plan(self, t: Tiling, ktiles: int, sync_lat: int, mem_lat: float, compute_cycles_per_tile: float,
                   ctas_per_core: int) -> SyncPlan:
