@@ -236,6 +236,30 @@ def cold_warm(torch, runner: Runner, M: int, N: int, K: int, repeats: int) -> di
             "terms": k["terms"]}
 
 
+def cluster_occupancy(k: dict) -> dict:
+    """cuOccupancyMaxActiveClusters of a cluster kernel at its launch shape (how many of its clusters the
+    H200 holds at once: a persistent grid of more clusters runs the rest in a second wave)."""
+    from cuda.bindings import driver as drv  # noqa: PLC0415
+
+    meta = k["meta"]
+    err, mod = drv.cuModuleLoadData(k["ptx"].encode() + b"\0")
+    err, fn = drv.cuModuleGetFunction(mod, meta["kernel"].encode())
+    drv.cuFuncSetAttribute(fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                           meta["dynamic_shared"])
+    cfg = drv.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = meta["grid"]
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = meta["block"]
+    cfg.sharedMemBytes = meta["dynamic_shared"]
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = meta["cluster"]
+    cfg.attrs = [attr]
+    cfg.numAttrs = 1
+    err, n = drv.cuOccupancyMaxActiveClusters(fn, cfg)
+    return {"tiling": k["tiling"], "grid": meta["grid"][0], "clusters_launched": meta["grid"][0] // meta["cluster"][0],
+            "max_active_clusters": int(n), "error": getattr(err, "name", str(err))}
+
+
 def run_smoke(out: str) -> int | str:
     """The smoke subprocess (120 s timeout): its exit status, or "timeout"."""
     try:
@@ -259,6 +283,8 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="only the small cluster cases (run first, in a subprocess)")
     ap.add_argument("--no-clusters", action="store_true", help="cluster-1 kernels only (no smoke, no cluster rows)")
     ap.add_argument("--no-micro", action="store_true", help="skip the tma_pitch / tma_store microbenchmarks")
+    ap.add_argument("--occupancy", action="store_true",
+                    help="also cuOccupancyMaxActiveClusters of the cluster-2 picks of 4096^3 and 64x4096x4096")
     a = ap.parse_args()
     a.clusters = True
     if a.smoke:
@@ -284,6 +310,14 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
     # microbenchmarks first (a few seconds): the TMA load rate by DRAM access pattern (the M = 64/128 model
     # term) and the TMA store's drain rate (the f32-D epilogue's term); benchmarks/tma_pitch, benchmarks/tma_store
+    if a.occupancy:
+        res["cluster_occupancy"] = []
+        for (M, N, K) in ((4096, 4096, 4096), (64, 4096, 4096)):
+            try:
+                res["cluster_occupancy"].append(cluster_occupancy(build(M, N, K, "bf16", 2)))
+            except Exception as e:  # noqa: BLE001
+                res["cluster_occupancy"].append({"M": M, "error": f"{type(e).__name__}: {e}"[:300]})
+            print("  occupancy", json.dumps(res["cluster_occupancy"][-1]), flush=True)
     for key, folder in () if a.no_micro else (("tma_pitch", "tma_pitch"), ("tma_store", "tma_store")):
         try:
             spec_ = importlib.util.spec_from_file_location(f"{key}_run", ROOT / "benchmarks" / folder / "run.py")
