@@ -258,13 +258,13 @@ def _run_rows(cluster: int) -> list[dict]:
 
 def test_h200_run_checks_and_cluster_cost():
     """Every kernel of the run passed its check (poisoned D, float64 relative norm, numpy rows/columns); the
-    cluster-2 kernels ran at 0.33-0.87x of the cluster-1 kernel of the same shape and D (why clusters are
+    cluster-2 kernels ran at 0.37-0.80x of the cluster-1 kernel of the same shape and D (why clusters are
     opt-in)."""
     one, two = _run_rows(1), _run_rows(2)
     assert len(one) == 24 and len(two) == 32 and all(r["check"]["passed"] for r in one + two)
     t1 = {(r["M"], r["N"], r["K"], r["out_dtype"]): r["time_ms"] for r in one}
     ratios = [t1[(r["M"], r["N"], r["K"], r["out_dtype"])] / r["time_ms"] for r in two]
-    assert 0.3 <= min(ratios) and max(ratios) <= 0.9, ratios
+    assert 0.35 <= min(ratios) and max(ratios) <= 0.82, ratios
 
 
 def test_model_against_the_h200_run():

@@ -814,7 +814,7 @@ class WgmmaTma(Wgmma):
                     if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
         # 2-CTA clusters along M (B multicast) and along N (A multicast), same shared bytes per CTA: only where the
-        # spec asks (a CLUSTER range reaching 2). Measured on the H200 (docs/wgmma-tma.md section 6) at 0.54-0.87x
+        # spec asks (a CLUSTER range reaching 2). Measured on the H200 (docs/wgmma-tma.md section 6) at 0.51-0.80x
         # of the cluster-1 kernel at every shape, a cost the model does not have: kept out of the default search
         r = spec.tile_range("CLUSTER")
         if r is None or not r.allows(2):
