@@ -171,9 +171,10 @@ SMOKE = [((200, 136, 264), ("row", "col")), ((200, 136, 264), ("col", "row")), (
 SMOKE_TILES = ((64, 64), (128, 256), (256, 128), (128, 128))
 
 
-def smoke(out: Path) -> int:
+def smoke(out: Path, only_mn: bool = False) -> int:
     """Every cluster direction x D dtype x tile shape family on small odd shapes (edge tiles, a partner
-    CTA whose tile lies past M or N, several tiles per cluster): checked, not timed. Exit 1 on a failure."""
+    CTA whose tile lies past M or N, several tiles per cluster): checked, not timed. Exit 1 on a failure.
+    only_mn: just the col A / row B kernels with B multicast over several boxes (run 1's failures)."""
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
@@ -187,8 +188,14 @@ def smoke(out: Path) -> int:
                 "B": Bt if layouts[1] == "col" else Bt.t().contiguous()}
         for od in ("f32", "bf16"):
             spec = spec_of(M, N, K, od, layouts, ["CLUSTER in [1, 2]"])
-            for t in get("wgmma_tma").tilings(spec):
+            ts = get("wgmma_tma").tilings(spec)
+            if layouts == ("col", "row"):  # also the MN-major shared operands tilings() no longer offers
+                ts = [dataclasses.replace(t, cluster_m=cm, cluster_n=cn) for t in ts if not t.clustered
+                      for cm, cn in ((2, 1), (1, 2))]
+            for t in ts:
                 if not t.clustered or t.stages != 3 or (t.bm, t.bn) not in SMOKE_TILES:
+                    continue
+                if only_mn and not (layouts == ("col", "row") and t.cluster_m == 2 and t.bn > 64):
                     continue
                 ptx = get("wgmma_tma").emit(spec, t, {})
                 k = {"ptx": ptx, "meta": read_metadata(ptx)}
@@ -203,7 +210,7 @@ def smoke(out: Path) -> int:
                     ok &= c["passed"]
                     print(json.dumps(rows[-1]), flush=True)
                     D.view(torch.uint8).fill_(0xFF)
-    (out / "cluster_smoke.json").write_text(json.dumps(rows, indent=1))
+    (out / ("cluster_smoke_mn.json" if only_mn else "cluster_smoke.json")).write_text(json.dumps(rows, indent=1))
     return 0 if ok else 1
 
 
@@ -260,10 +267,10 @@ def cluster_occupancy(k: dict) -> dict:
             "max_active_clusters": int(n), "error": getattr(err, "name", str(err))}
 
 
-def run_smoke(out: str) -> int | str:
+def run_smoke(out: str, flag: str = "--smoke") -> int | str:
     """The smoke subprocess (120 s timeout): its exit status, or "timeout"."""
     try:
-        r = subprocess.run([sys.executable, __file__, "--out", out, "--smoke"], timeout=120, capture_output=True,
+        r = subprocess.run([sys.executable, __file__, "--out", out, flag], timeout=120, capture_output=True,
                            text=True)
         print(r.stdout[-3000:], r.stderr[-2000:], flush=True)
         return r.returncode
@@ -283,12 +290,18 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="only the small cluster cases (run first, in a subprocess)")
     ap.add_argument("--no-clusters", action="store_true", help="cluster-1 kernels only (no smoke, no cluster rows)")
     ap.add_argument("--no-micro", action="store_true", help="skip the tma_pitch / tma_store microbenchmarks")
+    ap.add_argument("--smoke-mn", action="store_true",
+                    help="first, the smoke's col A / row B B-multicast kernels of several boxes (run 1's 12 failures), "
+                         "in a subprocess; written to cluster_smoke_mn.json")
+    ap.add_argument("--smoke-mn-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--occupancy", action="store_true",
                     help="also cuOccupancyMaxActiveClusters of the cluster-2 picks of 4096^3 and 64x4096x4096")
     a = ap.parse_args()
     a.clusters = True
     if a.smoke:
         return smoke(Path(a.out))
+    if a.smoke_mn_only:
+        return smoke(Path(a.out), only_mn=True)
     t0 = time.time()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -298,6 +311,9 @@ def main() -> int:
     smoke_rc: int | str = "skipped"
     if not a.no_clusters:
         smoke_rc = run_smoke(a.out)
+    smoke_mn_rc: int | str = "skipped"
+    if a.smoke_mn:
+        smoke_mn_rc = run_smoke(a.out, "--smoke-mn-only")
     a.clusters = smoke_rc in (0, 1)
     import torch
 
@@ -306,7 +322,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")] if a.shapes else BIG + SMALL
     res: dict = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0), "rows": [],
-                 "probe": [], "skipped": [], "smoke_rc": smoke_rc, "cold_warm": []}
+                 "probe": [], "skipped": [], "smoke_rc": smoke_rc, "smoke_mn_rc": smoke_mn_rc, "cold_warm": []}
     tmp = Path(tempfile.mkdtemp())
     # microbenchmarks first (a few seconds): the TMA load rate by DRAM access pattern (the M = 64/128 model
     # term) and the TMA store's drain rate (the f32-D epilogue's term); benchmarks/tma_pitch, benchmarks/tma_store

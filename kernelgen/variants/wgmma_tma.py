@@ -713,6 +713,9 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
                     b.i(f"add.u32 {c0}, {org}, {64 * j}")
             d = dst if not j else f"{dst}+{BLOCK * j}"
             if role == shared:
+                if j:  # the destination in a register of its own, not [reg+imm] (the H200 smoke failure's suspect)
+                    d = b.reg("u32")
+                    b.i(f"add.u32 {d}, {dst}, {BLOCK * j}")
                 c1r = b.reg("u32")
                 b.i(f"add.u32 {c1r}, {c1}, {roff}")
                 b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
