@@ -179,7 +179,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     ranged: list[Tiling] = []
     for t in tilings:
         vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
-                "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t)}
+                "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t), "CLUSTER": t.cluster}
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
@@ -462,4 +462,5 @@ def tiling_json(t: Tiling, spec: GemmSpec) -> dict[str, Any]:
             "vector": [t.vec_a, t.vec_b],
             "unroll_k": v.unroll_k(t),
             "smem_stage_bytes": [a.stage_bytes, b.stage_bytes], "key": t.key(),
-            **({"mma_k": t.mma_k} if t.mma_k != 16 else {})}
+            **({"mma_k": t.mma_k} if t.mma_k != 16 else {}),
+            **({"cluster": [t.cluster_m, t.cluster_n]} if t.clustered else {})}

@@ -61,7 +61,7 @@ CONSTRAINTS = {"registers_per_thread": ("registers", "higher"), "shared_memory_p
                "tensor_utilization": ("schedule", "lower"), "occupancy": ("schedule", "lower"),
                "bandwidth_demand_gbps": ("schedule", "higher"), "cycles": ("schedule", "higher")}
 CONSTRAINT_KEYS = tuple(CONSTRAINTS)
-TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K")
+TILE_KEYS = ("TILE_M", "TILE_N", "TILE_K", "STAGES", "THREADS", "PAD", "UNROLL_K", "CLUSTER")
 TOP_KEYS = ("version", "op", "M", "N", "K", "shapes", "dtype", "layout", "alpha", "beta", "epilogue",
             "constraints", "tiling", "name", "scale")
 

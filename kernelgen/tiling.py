@@ -7,7 +7,7 @@ addresses the emitted loads and stores use.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -29,15 +29,32 @@ class Tiling:
     vec_b: int
     unroll_k: int = 0  # mma: mma K steps per trip of a rolled inner loop; 0 = all bk/mma_k unrolled
     mma_k: int = 16  # mma: K of one mma.sync (16 for f16/bf16 m16n8k16, 32 for s8 m16n8k32): 32 bytes of K
+    cluster_m: int = 1  # wgmma_tma: CTAs of a thread block cluster along M (they share B, multicast)
+    cluster_n: int = 1  # wgmma_tma: CTAs of a cluster along N (they share A)
 
     def __hash__(self) -> int:
         # the dataclass's hash (of its fields' tuple), kept: the planner's caches are keyed by tilings
         h = self.__dict__.get("_hash")
         if h is None:
             h = hash((self.variant, self.bm, self.bn, self.bk, self.tm, self.tn, self.stages, self.pad_a, self.pad_b,
-                      self.vec_a, self.vec_b, self.unroll_k, self.mma_k))
+                      self.vec_a, self.vec_b, self.unroll_k, self.mma_k, self.cluster_m, self.cluster_n))
             object.__setattr__(self, "_hash", h)
         return h
+
+    def __repr__(self) -> str:
+        # the dataclass's repr, with the cluster fields only where a cluster is used (plans of the other
+        # variants print as they did before clusters)
+        names = [f.name for f in fields(self) if f.name not in ("cluster_m", "cluster_n") or self.clustered]
+        return f"Tiling({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+
+    @property
+    def cluster(self) -> int:
+        """CTAs per thread block cluster (1: no cluster)."""
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster > 1
 
     def __getstate__(self) -> dict[str, object]:  # a string's hash differs from process to process
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
@@ -80,7 +97,8 @@ class Tiling:
     def key(self) -> str:
         return (f"{self.variant}_{self.bm}x{self.bn}x{self.bk}_t{self.tm}x{self.tn}_s{self.stages}"
                 f"_p{self.pad_a}.{self.pad_b}_v{self.vec_a}.{self.vec_b}"
-                + (f"_u{self.unroll_k}" if self.unroll_k else "") + (f"_k{self.mma_k}" if self.mma_k != 16 else ""))
+                + (f"_u{self.unroll_k}" if self.unroll_k else "") + (f"_k{self.mma_k}" if self.mma_k != 16 else "")
+                + (f"_c{self.cluster_m}x{self.cluster_n}" if self.clustered else ""))
 
 
 def tile_values(spec: GemmSpec, key: str, defaults: tuple[int, ...], step: int) -> tuple[int, ...]:

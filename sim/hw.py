@@ -183,6 +183,14 @@ class Tma:
     # PTX mode only: cycles the issuing warp spends per copy in the instruction sequence ptxas expands a
     # cp.async.bulk into (ELECT / UTMALDG / BRA.U.ANY and its uniform-register setup); SASS mode runs that sequence
     warp_issue: int = 0
+    # bytes per second the whole device's TMA stores (cp.async.bulk{.tensor} shared -> global) drain at with
+    # every SM storing (GB/s); None: not measured (the planner then takes l2.write_bandwidth_gbps)
+    store_bandwidth_gbps: float | None = None
+    store_bytes_per_cycle: float | None = None  # one SM's TMA stores alone (B/cycle); None: bytes_per_cycle
+    # TMA loads from DRAM with every SM loading: the device's rate (GB/s; None: dram.bandwidth_gbps) and one
+    # box's round trip, expect_tx to phase completion, under that load (cycles; None: dram.latency)
+    dram_bandwidth_gbps: float | None = None
+    dram_round_trip: int | None = None
 
 
 @dataclass(frozen=True)

@@ -526,7 +526,13 @@ def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
                 tensormap_target(args, a.tmap)
             except ValueError as e:
                 raise bad(f"param {i} ({a.name}): {e}") from None
-    return Launch(kernel, grid, block, args, dyn)
+    cluster = None
+    if meta.get("cluster") is not None:  # thread block cluster shape (docs/kernel-metadata.md, docs/clusters.md)
+        try:
+            cluster = parse_dim3(",".join(str(v) for v in meta["cluster"]), "cluster")
+        except (TypeError, UsageError) as e:
+            raise bad(f"'cluster' must be an [x, y, z] list of positive integers ({e})") from None
+    return Launch(kernel, grid, block, args, dyn, cluster=cluster)
 
 
 def tensormap_target(args: Sequence[Arg], spec: TensorMapSpec) -> int:

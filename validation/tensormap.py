@@ -99,9 +99,12 @@ def launch_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], bloc
 
 
 def prepare_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int],
-                        shared: int, args: list[tuple[str, object]]) -> Callable[[], None]:
+                        shared: int, args: list[tuple[str, object]],
+                        cluster: tuple[int, int, int] | None = None) -> Callable[[], None]:
     """launch_cuda_python's module, function, shared-memory opt-in and packed arguments, done once: the
-    returned call is one cuLaunchKernel (what a timed launch should cost on the host)."""
+    returned call is one cuLaunchKernel (what a timed launch should cost on the host), or with ``cluster``
+    one cuLaunchKernelEx with the cluster-dimension attribute (a kernel declaring .explicitcluster;
+    validation/gpu_cluster.py launches its fixtures the same way)."""
     import ctypes
 
     from cuda.bindings import driver as drv  # noqa: PLC0415
@@ -127,6 +130,25 @@ def prepare_cuda_python(ptx: bytes, kernel: str, grid: tuple[int, int, int], blo
             store.append(ctype(value))  # type: ignore[arg-type]
     ptrs = (ctypes.c_void_p * len(store))(*[ctypes.addressof(v) for v in store])
     params = ctypes.addressof(ptrs)
+
+    if cluster is not None and cluster != (1, 1, 1):
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = shared
+        cfg.hStream = drv.CUstream(0)
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+
+        def call_ex(keep: tuple[object, ...] = (store, ptrs, cfg, attr)) -> None:
+            (err,) = drv.cuLaunchKernelEx(cfg, fn, params, 0)
+            if err != drv.CUresult.CUDA_SUCCESS:
+                raise ValueError(f"cuLaunchKernelEx (cluster {cluster}) failed ({err.name})")
+
+        return call_ex
 
     def call(keep: tuple[object, ...] = (store, ptrs)) -> None:  # keep: the argument memory lives with call
         (err,) = drv.cuLaunchKernel(fn, *grid, *block, shared, 0, params, 0)

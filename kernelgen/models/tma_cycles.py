@@ -43,15 +43,21 @@ from sim.hw import HwConfig
 
 def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float, c: Counts, grid_cap: int, boxes: int,
-                    store: tuple[int, int] | None = None) -> CycleModel:
+                    store: tuple[int, int] | None = None, loaded_dram: bool = False) -> CycleModel:
     """grid_cap: the emitter's persistent CTA count; boxes: TMA boxes per stage (A and B); store: (slabs,
-    buffers) per consumer of the TMA-store epilogue, None for the registers -> global one."""
+    buffers) per consumer of the TMA-store epilogue, None for the registers -> global one; loaded_dram: take the
+    DRAM side of the TMA loads as measured with every SM loading ([tma.dram_round_trip],
+    [tma.dram_bandwidth_gbps]) rather than idle ([dram.latency], [dram.bandwidth_gbps]). wgmma_tma passes True;
+    wgmma_fp8's model (kernelgen/models/fp8_cycles.py) still takes the idle figures (its plans unchanged here)."""
     assert hw.wgmma is not None and hw.tma is not None
     M, N, K = shape
-    tiles = -(-M // t.bm) * -(-N // t.bn)
-    grid = min(tiles, grid_cap)
+    # with a cluster the schedule's tiles are cluster tiles (cluster_m TILE_M x cluster_n TILE_N), walked by
+    # whole clusters: grid_cap // cluster of them at most
+    tiles = -(-M // (t.bm * t.cluster_m)) * -(-N // (t.bn * t.cluster_n))
+    clusters = min(tiles, grid_cap // t.cluster)
+    grid = clusters * t.cluster
     cores = hw.cores_used(grid)  # [core.count]
-    tiles_per_cta = -(-tiles // grid)
+    tiles_per_cta = -(-tiles // clusters)
     ktiles = -(-K // t.bk)
     ta, tb = operand_tiles(spec, t)
     pipes = {p.name: p for p in hw.pipes}
@@ -62,17 +68,33 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     tensor = wgmma_unit_cycles(spec, t, hw) * -(-consumer_warps // units)
 
     stage_bytes = ta.stage_bytes + tb.stage_bytes
+    # TMA multicast (cluster): the operand the cluster shares is read from the L2 once per cluster, each CTA
+    # issuing its part (1 / cluster of every box) to all; each CTA still receives the whole stage. So a CTA's
+    # share of the L2 reads shrinks by (cluster - 1) / cluster of that operand, its TMA issues do not (as many
+    # boxes, smaller), and the DRAM misses stay the tensor's unique bytes (the movement layer's miss rate)
+    shared = (tb if t.cluster_m > 1 else ta).stage_bytes if t.clustered else 0
+    l2_bytes = stage_bytes - shared + shared / t.cluster
     per_box = max(hw.tma.issue, hw.tma.warp_issue)  # [tma.issue], [tma.warp_issue]
     issue = boxes * per_box
-    rates = [float(hw.tma.bytes_per_cycle)]  # [tma.bytes_per_cycle]
+    transfer = stage_bytes / hw.tma.bytes_per_cycle  # [tma.bytes_per_cycle]: into this SM's shared memory
     if hw.l2_bytes_per_cycle:
-        rates.append(hw.l2_bytes_per_cycle / cores)  # [l2.bandwidth_gbps]
-    transfer = max(stage_bytes / min(rates),
-                   stage_bytes * miss_rate / (hw.dram_bytes_per_cycle / cores))  # [dram.bandwidth_gbps]
+        transfer = max(transfer, l2_bytes / (hw.l2_bytes_per_cycle / cores))  # [l2.bandwidth_gbps]
+    # the misses: at this core's share of what TMA loads reach from DRAM with every SM loading
+    # ([tma.dram_bandwidth_gbps], measured 3.1-3.6 TB/s), else of [dram.bandwidth_gbps]
+    dram_rate = (hw.tma.dram_bandwidth_gbps * 1e3 / hw.clock_mhz if loaded_dram and hw.tma.dram_bandwidth_gbps
+                 else hw.dram_bytes_per_cycle)
+    transfer = max(transfer, stage_bytes * miss_rate / (dram_rate / cores))
     # a stage's round trip: the producer's issue, the access latency (the misses at [dram.latency], the
     # rest at [l2.hit_latency]) and [tma.latency], the transfer, then two K tiles of wgmmas (the stage is
-    # released after the next K tile's wait_group 1); `stages` of them are in flight at once
-    lat = miss_rate * hw.dram.latency + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    # released after the next K tile's wait_group 1); `stages` of them are in flight at once. With a cluster
+    # the release reaches the partner's empty[s] across the SM-to-SM network ([shared.remote_extra], the
+    # measured DSMEM trip; the remote mbarrier arrive is assumed to cost the same)
+    # a DRAM box's round trip under load ([tma.dram_round_trip], measured with every SM loading) where given,
+    # else the idle [dram.latency]
+    dram_lat = (hw.tma.dram_round_trip if loaded_dram else None) or hw.dram.latency
+    lat = miss_rate * dram_lat + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    if t.clustered:
+        lat += hw.shared.remote_extra
     ring = (issue + lat + transfer + 2 * tensor) / t.stages
     producer = max(issue, transfer, ring)
     k_tile = max(tensor, producer)
@@ -109,7 +131,12 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
         smem_write = out_bytes * ways / (hw.shared.banks * hw.shared.bank_width)
         rounds = 1 if nb == slabs else slabs
         sync = hw.pipe_for("sync").latency  # [pipes[sync].latency]
-        rate = min(x for x in (float(hw.tma.bytes_per_cycle), l2_share) if x)
+        # the drain: [tma.store_bandwidth_gbps] (measured TMA stores, all SMs) when given, else the L2 write
+        # share measured for st.global epilogues ([l2.write_bandwidth_gbps])
+        # and one SM's TMA stores alone ([tma.store_bytes_per_cycle], else [tma.bytes_per_cycle])
+        tma_w = hw.tma.store_bandwidth_gbps
+        share = tma_w * 1e3 / hw.clock_mhz / cores if tma_w else l2_share
+        rate = min(x for x in (float(hw.tma.store_bytes_per_cycle or hw.tma.bytes_per_cycle), share) if x)
         drain = out_bytes / rate
         exposed = drain * (slabs - nb) / slabs
         overlap = drain * nb / slabs
@@ -129,5 +156,5 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
              "fill": fill, "epilogue": epilogue, "store_drain": drain,
              "store_exposed": exposed, "store_tail": tail, "tiles_per_cta": float(tiles_per_cta),
-             "grid": float(grid), "per_tile": per_tile}
+             "grid": float(grid), "per_tile": per_tile, **({"l2_bytes": l2_bytes} if t.clustered else {})}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)

@@ -46,6 +46,7 @@ from kernelgen.variants.wgmma_tma import (
     _shift,
     _tile_origin,
     _wait,
+    emit_setup,
 )
 from sim.hw import HwConfig
 
@@ -72,42 +73,10 @@ def scale_params(name: str) -> list[Param]:
 
 
 def _setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_bytes: tuple[int, int]):
-    """Tensor-map addresses, the shared carve-up, the ring's mbarriers (thread 0) and the tile schedule."""
-    S, C = t.stages, t.grid_m
-    tmap = {}
-    for role in ("a", "b"):
-        r = b.reg("u64")
-        b.i(f"mov.b64 {r}, {name}_tmap_{role}")
-        b.i(f"cvta.param.u64 {r}, {r}")
-        tmap[role] = r
-    b.comment(f"Shared: {S} A stages of {stage_bytes[0]} B, {S} B stages of {stage_bytes[1]} B, full[{S}], empty[{S}]")
-    tid, wg, sa, sb, full0, empty0 = b.regs("u32", 6)
-    b.i(f"mov.u32 {tid}, %tid.x")
-    b.i(f"shr.u32 {wg}, {tid}, 7")
-    b.i(f"mov.u32 {sa}, {name}_smem")
-    b.i(f"add.u32 {sb}, {sa}, {S * stage_bytes[0]}")
-    b.i(f"add.u32 {full0}, {sb}, {S * stage_bytes[1]}")
-    b.i(f"add.u32 {empty0}, {full0}, {8 * S}")
-    p0, pinit = b.reg("pred"), b.label("init_done")
-    b.i(f"setp.ne.u32 {p0}, {tid}, 0")
-    b.i(f"@{p0} bra {pinit}")
-    for i in range(S):
-        b.i(f"mbarrier.init.shared::cta.b64 [{full0}+{8 * i}], 1")
-        b.i(f"mbarrier.init.shared::cta.b64 [{empty0}+{8 * i}], {128 * C}")
-    b.i("fence.mbarrier_init.release.cluster")
-    b.put_label(pinit)
-    b.i("bar.sync 0")
-    b.comment(f"Tile schedule: tiles_m x tiles_n tiles, ktiles = KB = ceil(K / {TILE_K}) K tiles (= scale blocks)")
-    tiles_m, tiles_n, ntiles, ktiles, nct = b.regs("u32", 5)
-    b.i(f"add.u32 {tiles_m}, {P['M']}, {t.bm - 1}")
-    b.i(f"shr.u32 {tiles_m}, {tiles_m}, {log2(t.bm)}")
-    b.i(f"add.u32 {tiles_n}, {P['N']}, {t.bn - 1}")
-    b.i(f"shr.u32 {tiles_n}, {tiles_n}, {log2(t.bn)}")
-    b.i(f"mul.lo.u32 {ntiles}, {tiles_m}, {tiles_n}")
-    b.i(f"add.u32 {ktiles}, {P['K']}, {TILE_K - 1}")
-    b.i(f"shr.u32 {ktiles}, {ktiles}, {log2(TILE_K)}")
-    b.i(f"mov.u32 {nct}, %nctaid.x")
-    return tmap, (tid, wg), (sa, sb, full0, empty0), (tiles_m, tiles_n, ntiles, ktiles, nct)
+    """Tensor-map addresses, the shared carve-up, the ring's mbarriers (thread 0) and the tile schedule
+    (wgmma_tma.emit_setup; t.bk = TILE_K: one K tile per scale block)."""
+    su = emit_setup(b, name, t, P, stage_bytes, ktiles_note=f"KB = ceil(K / {TILE_K}) K tiles (= scale blocks)")
+    return su.tmap, (su.tid, su.wg), su.smem, su.sched
 
 
 def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, ktiles: str) -> tuple[list, str]:

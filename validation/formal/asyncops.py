@@ -205,6 +205,11 @@ class AsyncOpsMixin(ExecutorBase):
         copy brings one box of its tensor map (the header's box and dtype); its global side is the
         map's business (out-of-bounds elements are zero-filled), not a bounds question."""
         ops = ins.operands
+        if "multicast::cluster" in ins.mods:  # its bytes land in several CTAs, whose barriers count the other
+            # CTAs' parts too: a one-CTA view cannot balance them (unknown rather than a false violation)
+            self.unsupported.append((ins.line, f"{ins.full}: a multicast copy (the cluster's other CTAs' parts of the "
+                                               "stage and their mbarrier bytes are not modelled)"))
+            return
         if "tensor" in ins.mods and len(ops) >= 3 and ops[1].kind == "addr" and ops[1].base is not None:
             maps = [t[5:] for t in self.tags_of(st, ops[1].base) if t.startswith("tmap:")]
             if len(maps) != 1:

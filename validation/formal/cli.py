@@ -165,7 +165,12 @@ def build_context(text: str, file: str, args) -> Context:
         ranges[_param_name(k, key.strip(), "--param")] = parse_range(val.strip(), f"--param {spec}")
     dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
     tmaps = tensormap_box_bytes(meta)
-    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn, tensormaps=tmaps)
+    req = k.directives.get("reqnctapercluster") if isinstance(k.directives, dict) else None
+    dims = [int(v) for v in meta["cluster"]] if meta.get("cluster") else [int(v) for v in req] if req else []
+    cluster = (dims + [1, 1, 1])[0], (dims + [1, 1, 1])[1], (dims + [1, 1, 1])[2]
+    cluster_shape = cluster if dims else None
+    ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn, tensormaps=tmaps,
+                  cluster=cluster_shape)
     hidden = {p.get("name") for p in meta.get("params") or [] if p.get("hidden")}
     ext_specs: dict[str, tuple[str, str]] = {}
     for key, val in (meta.get("extents") or {}).items():
@@ -189,7 +194,7 @@ def build_context(text: str, file: str, args) -> Context:
     check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
     return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn,
-                   tensormaps=tmaps)
+                   tensormaps=tmaps, cluster=cluster_shape)
 
 
 def tensormap_box_bytes(meta: dict) -> dict[str, int]:

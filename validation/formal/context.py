@@ -19,8 +19,12 @@ class Context:
     """Launch-wide symbols and assumptions shared by every symbolic thread."""
 
     def __init__(self, prog: Program, k: Kernel, grid=None, block=None, ranges=None, extents=None,
-                 dynamic_shared: int | None = None, tensormaps: dict[str, int] | None = None):
+                 dynamic_shared: int | None = None, tensormaps: dict[str, int] | None = None,
+                 cluster: tuple[int, int, int] | None = None):
         self.prog, self.k = prog, k
+        # the thread block cluster shape (the header's "cluster" or .reqnctapercluster): the cluster special
+        # registers become functions of %ctaid (sim/cluster.py's definitions); None: they stay unconstrained
+        self.cluster = tuple(int(c) for c in cluster) if cluster else None
         # tensor-map parameters (the metadata's "kind": "tensormap") -> bytes of one box: opaque 128-byte
         # handles, not scalars; `mov.u64 %rd, MAP` gives the map's parameter address (a symbol of its own)
         self.tensormaps: dict[str, int] = dict(tensormaps or {})

@@ -59,6 +59,17 @@ class OperandsMixin(ExecutorBase):
             return ctx.ctaid[idx]
         if base == "%nctaid" and idx >= 0:
             return ctx.nctaid[idx]
+        if ctx.cluster is not None and base.startswith(("%cluster", "%ncluster")):
+            c = [z3.BitVecVal(v, 32) for v in ctx.cluster]
+            if base == "%cluster_nctarank":
+                return z3.BitVecVal(ctx.cluster[0] * ctx.cluster[1] * ctx.cluster[2], 32)
+            if base == "%cluster_ctarank":
+                x, y, z = (z3.URem(ctx.ctaid[i], c[i]) for i in range(3))
+                return x + c[0] * (y + c[1] * z)
+            if idx >= 0 and base in ("%cluster_ctaid", "%cluster_nctaid", "%clusterid", "%nclusterid"):
+                return {"%cluster_ctaid": lambda: z3.URem(ctx.ctaid[idx], c[idx]), "%cluster_nctaid": lambda: c[idx],
+                        "%clusterid": lambda: z3.UDiv(ctx.ctaid[idx], c[idx]),
+                        "%nclusterid": lambda: z3.UDiv(ctx.nctaid[idx], c[idx])}[base]()
         lin = self.tid[0] + ctx.ntid[0] * (self.tid[1] + ctx.ntid[1] * self.tid[2])
         if base == "%laneid":
             return z3.URem(lin, 32)
