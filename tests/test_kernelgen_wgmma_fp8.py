@@ -136,7 +136,8 @@ def test_numpy_check_tilings_in_the_simulator(case):
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 @pytest.mark.parametrize("tiling", [(64, 64, 64, 6), (64, 128, 64, 4), (128, 128, 64, 4), (128, 64, 64, 6),
-                                    (256, 64, 128, 3), (128, 256, 64, 3)], ids=lambda t: "x".join(map(str, t)))
+                                    (256, 64, 128, 3), (128, 256, 64, 3), (64, 256, 64, 3)],
+                         ids=lambda t: "x".join(map(str, t)))
 def test_assembles_without_spills(tiling, tmp_path):
     spec = _spec(4096, 4096, 4096, "f32" if tiling[0] == 64 else "bf16")
     t = fp8_tiling(*tiling)
