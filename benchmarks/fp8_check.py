@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.gpucommon import compile_spec, gpu_case, median_ms, run_kernel  # noqa: E402
+from benchmarks.gpucommon import compile_spec, gpu_case, median_ms, timed_case  # noqa: E402
 
 # (M, N, K, tiling ranges, out dtype, extra spec keys): odd edges, a partial last K block (K % 128 != 0),
 # every tiling shape the variant has, both out dtypes, the epilogue, several persistent tiles per CTA
@@ -87,12 +87,6 @@ def run_checks(out: Path, timeout: int) -> list[dict]:
     return rows
 
 
-def time_kernel(ptx: Path, repeats: int, check: bool) -> dict:
-    """In a child process (``--time``): one checked run (if asked), warm-up, timed runs."""
-    r = run_kernel(ptx, repeats, check)
-    return {k: r[k] for k in ("time_ms", "check", "grid", "block", "registers", "device")}
-
-
 def torch_baselines(M: int, N: int, K: int, repeats: int) -> dict:
     """torch._scaled_mm e4m3 x e4m3 -> bf16 (A row-major, B column-major) with per-tensor, row-wise and block
     scales, and bf16 torch.matmul: TFLOP/s each, or the error this torch gives."""
@@ -134,37 +128,6 @@ def torch_baselines(M: int, N: int, K: int, repeats: int) -> dict:
     return out
 
 
-def _speed_row(M: int, N: int, K: int, tiling: list[str], kdir: Path, repeats: int, timeout: int,
-               check: bool, clock: float, skip: str | None) -> dict | None:
-    """Compile, then (unless its tiling is `skip`: None) time in a child process, checked if asked."""
-    row: dict = {"M": M, "N": N, "K": K, "tiling_ranges": tiling, "pick": not tiling}
-    try:
-        ptx = compile_case(M, N, K, tiling, "bf16", {}, kdir)
-        plan = json.loads((ptx.parent / "plan.json").read_text())
-        row["tiling"] = plan["tiling"]["key"]
-        if row["tiling"] == skip:
-            return None
-        row["predicted_cycles"] = plan["prediction"]["cycles"]
-        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--time", str(ptx), "--repeats",
-                            str(repeats)] + (["--check"] if check else []),
-                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        if r.returncode == 0 and r.stdout.strip():
-            row.update(json.loads(r.stdout.strip().splitlines()[-1]))
-            row["tflops"] = 2 * M * N * K / (row["time_ms"] * 1e-3) / 1e12
-            row["predicted_over_measured"] = row["predicted_cycles"] / (row["time_ms"] * 1e3 * clock)
-            err = (row.get("check") or {}).get("max_rel_err")
-            if err is not None:  # calc_diff = |x-y|^2 / (|x|^2 + |y|^2) <= |x-y|^2 / |y|^2 = rel_err^2
-                row["deepgemm_calc_diff_bound"] = err * err
-                row["deepgemm_tolerance_met"] = err * err < DEEPGEMM_TOL
-        else:
-            row["error"] = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1][:300]
-    except subprocess.TimeoutExpired:
-        row["error"] = f"timeout after {timeout} s (hang?)"
-    except subprocess.CalledProcessError as e:
-        row["error"] = f"compile: {(e.stderr or '').strip()[-300:]}"
-    return row
-
-
 def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
     """Per SPEED shape: the planner's pick and each SPEED_TILINGS kernel (skipped when it is the pick), then
     torch's forms once; every kernel row gets its ratios to torch's per-tensor and block-scaled forms."""
@@ -175,10 +138,15 @@ def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
     for M, N, K in SPEED:
         kernels: list[dict] = []
         for tiling in [[]] + SPEED_TILINGS:
-            row = _speed_row(M, N, K, tiling, out / "k" / f"speed_{M}x{N}x{K}{_tag(tiling)}", repeats, timeout,
-                             M * N * K <= 4096**3, clock, kernels[0].get("tiling") if tiling else None)
+            make = partial(compile_case, M, N, K, tiling, "bf16", {}, out / "k" / f"speed_{M}x{N}x{K}{_tag(tiling)}")
+            row = timed_case({"M": M, "N": N, "K": K, "tiling_ranges": tiling, "pick": not tiling}, make, repeats,
+                             M * N * K <= 4096**3, timeout, clock, kernels[0].get("tiling") if tiling else None)
             if row is None:
                 continue  # the pick itself
+            err = (row.get("check") or {}).get("max_rel_err")
+            if err is not None:  # calc_diff = |x-y|^2 / (|x|^2 + |y|^2) <= |x-y|^2 / |y|^2 = rel_err^2
+                row["deepgemm_calc_diff_bound"] = err * err
+                row["deepgemm_tolerance_met"] = err * err < DEEPGEMM_TOL
             kernels.append(row)
             print(json.dumps(row), flush=True)
         base = torch_baselines(M, N, K, repeats)
@@ -198,12 +166,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=90, help="seconds per kernel process (default 90)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--skip-checks", action="store_true")
-    ap.add_argument("--time", help=argparse.SUPPRESS)  # child: time one PTX, print JSON
-    ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.time:
-        print(json.dumps(time_kernel(Path(a.time), a.repeats, a.check)))
-        return 0
     if not a.out:
         ap.error("--out is required")
     out = Path(a.out)

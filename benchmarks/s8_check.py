@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.gpu_bench import cublas_tflops  # noqa: E402
-from benchmarks.gpucommon import compile_spec, gpu_case, run_kernel  # noqa: E402
+from benchmarks.gpucommon import compile_spec, gpu_case, timed_case  # noqa: E402
 
 # odd edges (TMA zero fill past M, N, K), a partial last K tile (K % 128), one and two consumer warpgroups,
 # TILE_N 256 with rolling s32 staging slabs, dequantising epilogues, several persistent tiles per CTA
@@ -61,27 +60,12 @@ def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
     for M, N, K in SPEED:
         lib = cublas_tflops(M, N, K, "s8", repeats)
         for variant in ("wgmma_tma", "mma"):
-            row: dict = {"M": M, "N": N, "K": K, "variant": variant, "int_mm_tops": lib}
-            try:
-                ptx = compile_case(M, N, K, [], "s32", {}, out / f"speed_{M}_{variant}", variant)
-                plan = json.loads((ptx.parent / "plan.json").read_text())
-                row["tiling"] = plan["tiling"]["key"]
-                row["predicted_cycles"] = plan["prediction"]["cycles"]
-                r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--time", str(ptx), "--repeats",
-                                    str(repeats)] + (["--check"] if M * N * K <= 4096**3 else []),
-                                   capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-                if r.returncode == 0 and r.stdout.strip():
-                    row.update(json.loads(r.stdout.strip().splitlines()[-1]))
-                    row["tops"] = 2 * M * N * K / (row["time_ms"] * 1e-3) / 1e12
-                    row["predicted_over_measured"] = row["predicted_cycles"] / (row["time_ms"] * 1e3 * clock)
-                    if lib:
-                        row["vs_int_mm"] = row["tops"] / lib
-                else:
-                    row["error"] = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1][:300]
-            except subprocess.TimeoutExpired:
-                row["error"] = f"timeout after {timeout} s (hang?)"
-            except subprocess.CalledProcessError as e:
-                row["error"] = f"compile: {(e.stderr or '').strip()[-300:]}"
+            make = partial(compile_case, M, N, K, [], "s32", {}, out / f"speed_{M}_{variant}", variant)
+            row = timed_case({"M": M, "N": N, "K": K, "variant": variant, "int_mm_tops": lib}, make, repeats,
+                             M * N * K <= 4096**3, timeout, clock)
+            assert row is not None
+            if lib and "tflops" in row:
+                row["vs_int_mm"] = row["tflops"] / lib
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -89,18 +73,10 @@ def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out")
+    ap.add_argument("--out", required=True)
     ap.add_argument("--timeout", type=int, default=90, help="seconds per kernel process (default 90)")
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--time", help=argparse.SUPPRESS)  # child: time one PTX, print JSON
-    ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.time:
-        r = run_kernel(Path(a.time), a.repeats, a.check)
-        print(json.dumps({k: r[k] for k in ("time_ms", "check", "grid", "block", "registers", "device")}))
-        return 0
-    if not a.out:
-        ap.error("--out is required")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
