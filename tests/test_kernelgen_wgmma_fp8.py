@@ -194,15 +194,17 @@ def test_planner_prediction_and_cycle_model_terms():
 @pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1",
                     reason="about 25 s of Z3 or more: WORKBENCH_LONG=1 python -m pytest -m slow")
 def test_formal_properties_proved():
-    """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages): every
-    property proved, the scale loads' bounds among them (~25 s process time, 80 s loaded)."""
+    """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages), beta
+    0.5 (the registers -> global epilogue: the verifier does not model the TMA-store epilogue's partial barriers,
+    docs/verify.md): every property proved, the scale loads' bounds among them (~25 s process time, 80 s loaded).
+    A TILE_N 256 kernel (two halves) runs past the verifier's 120 s symbolic-execution limit on this machine."""
     from types import SimpleNamespace
 
     pytest.importorskip("z3")
     from validation.formal.cli import verify_text
     from validation.formal.properties import NAMES
 
-    ptx = FP8.emit(_spec(200, 136, 272), fp8_tiling(64, 64, 64, 3), {})
+    ptx = FP8.emit(_spec(200, 136, 272, beta=0.5), fp8_tiling(64, 64, 64, 3), {})
     args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None, timeout=120.0)
     rep = verify_text(ptx, "wgmma_fp8.ptx", args)
     assert {p["name"]: p["status"] for p in rep["properties"]} == {n: "proved" for n in NAMES}, str(rep)[:3000]
