@@ -186,6 +186,16 @@ def test_planner_prediction_and_cycle_model_terms():
     # twice K: twice the K blocks per tile
     k2 = FP8.cycle_model(_spec(4096, 4096, 8192), t, hw, (4096, 4096, 8192), 0.0, 0.1)
     assert k2.terms["per_tile"] - m.terms["per_tile"] == pytest.approx(32 * m.iter_cycles)
+    # TILE_N 256: two n128 halves one after the other, each with its wait: [wgmma.latency] twice on the chain and
+    # the tail; twice the tensor time per K block for 1.5x the stage bytes
+    t2 = fp8_tiling(128, 256, 64, 3)
+    w = FP8.cycle_model(spec, t2, hw, (4096, 4096, 4096), 0.0, 0.1)
+    c2 = FP8.counts(spec, t2)
+    assert c2.iter["fma"] == 128 + 4 and w.terms["tensor"] == 2 * m.terms["tensor"]
+    assert w.terms["tail"] == 2 * hw.wgmma.latency + sum(c2.iter.values())
+    assert w.terms["chain"] >= 64 * 256 * 128 / (4 * hw.wgmma.fp8_macs) + 2 * hw.wgmma.latency
+    assert w.terms["tma_transfer"] == pytest.approx(1.5 * m.terms["tma_transfer"])
+    assert p.best.tiling.bn == 256  # the pick at 4096^3
 
 
 # ---- formal ----------------------------------------------------------------------------------------------
@@ -194,9 +204,10 @@ def test_planner_prediction_and_cycle_model_terms():
 @pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1",
                     reason="about 25 s of Z3 or more: WORKBENCH_LONG=1 python -m pytest -m slow")
 def test_formal_properties_proved():
-    """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages), beta
-    0.5 (the registers -> global epilogue: the verifier does not model the TMA-store epilogue's partial barriers,
-    docs/verify.md): every property proved, the scale loads' bounds among them (~25 s process time, 80 s loaded).
+    """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages), a
+    column-major D (the registers -> global epilogue: the verifier does not model the TMA-store epilogue's partial
+    barriers, docs/verify.md): every property proved, the scale loads' bounds among them (~25 s process time,
+    80 s loaded).
     A TILE_N 256 kernel (two halves) runs past the verifier's 120 s symbolic-execution limit on this machine."""
     from types import SimpleNamespace
 
@@ -204,7 +215,7 @@ def test_formal_properties_proved():
     from validation.formal.cli import verify_text
     from validation.formal.properties import NAMES
 
-    ptx = FP8.emit(_spec(200, 136, 272, beta=0.5), fp8_tiling(64, 64, 64, 3), {})
+    ptx = FP8.emit(_spec(200, 136, 272, layout={"a": "row", "b": "col", "c": "col"}), fp8_tiling(64, 64, 64, 3), {})
     args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None, timeout=120.0)
     rep = verify_text(ptx, "wgmma_fp8.ptx", args)
     assert {p["name"]: p["status"] for p in rep["properties"]} == {n: "proved" for n in NAMES}, str(rep)[:3000]
