@@ -92,3 +92,23 @@ def test_tilings_in_the_simulator(case):
     CTAs; s32 exact, the dequantising f32 / bf16 epilogues within their tolerance."""
     shape, tiling, out, extra = case
     sim_check(TMA.emit(_spec(*shape, out, **extra), _tiling(*tiling), {}), 3, 9)
+
+
+def test_against_the_h200():
+    """The H200 run of 2026-12-01 (benchmarks/data/s8_check_2026-12-01.json): 8/8 checks exact, wgmma_tma s8 at
+    1.93x / 1.78x torch._int_mm (4096^3 / 8192^3) and 2.5-2.7x the mma s8 kernel; predicted / measured 1.23 / 1.14
+    (the s32 staging drain modelled at the st.global L2 write share: docs/kernelgen.md). Bounds the ratios so a
+    model change shows up here."""
+    import json
+    from pathlib import Path
+
+    hw = load_hw("h200")
+    data = json.loads((Path(__file__).parent.parent / "benchmarks/data/s8_check_2026-12-01.json").read_text())
+    assert all(r["passed"] for r in data["checks"]) and len(data["checks"]) == 8
+    assert all(r["rel_err"] == 0.0 for r in data["checks"] if r["out"] == "s32")
+    for r in data["speed"]:
+        if r["variant"] != "wgmma_tma":
+            continue
+        assert r["tiling"] == _tiling(128, 256, 64, 3).key() and r["vs_int_mm"] > 1.7
+        ev = plan(_spec(r["M"], r["N"], r["K"]), hw, "wgmma_tma", only=[_tiling(128, 256, 64, 3)]).best
+        assert 1.1 <= ev.cycles / (r["time_ms"] * 1e3 * hw.clock_mhz) <= 1.26, r["M"]
