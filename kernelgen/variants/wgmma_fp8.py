@@ -25,6 +25,7 @@ last K block contributes its valid part only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -249,6 +250,28 @@ def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) 
     return out
 
 
+def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
+             preds: tuple[str, str], scale_src: tuple[list, list, str], release: Callable[[], None]) -> None:
+    """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
+    scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`."""
+    WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
+    prods: list[list[str]] = []
+    for h in range(H):
+        _wgmma_block(b, blk, descs, WN, h, *preds)
+        if h == 0:
+            b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b "
+                      "of each N half")
+            prods = _scales(b, *scale_src, H)
+        if h == H - 1:
+            b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
+            b.i("wgmma.wait_group.sync.aligned 0")
+            release()
+        else:
+            b.comment(f"wait_group 0: N half {h}'s block accumulators are final (stage s is read by the next half)")
+            b.i("wgmma.wait_group.sync.aligned 0")
+        _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
+
+
 def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
     params = [p for p in kernel_params(spec, name) if p.role not in ("A", "B")] + scale_params(name)
@@ -333,23 +356,13 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, fb, ph, "c_full")
     da, db = emit_descriptors(b, s, (ta.stage_bytes, tb.stage_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
-    for h in range(H):
-        _wgmma_block(b, blk, (da, db), WN, h, pzero, pone)
-        if h == 0:
-            b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b "
-                      "of each N half")
-            prods = _scales(b, sa_rows, sb_addrs, kt, H)
-        if h == H - 1:
-            b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
-            b.i("wgmma.wait_group.sync.aligned 0")
-            eb = b.reg("u32")
-            b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
-            b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
-            _advance_ring(b, s, ph, S)
-        else:
-            b.comment(f"wait_group 0: N half {h}'s block accumulators are final (stage s is read by the next half)")
-            b.i("wgmma.wait_group.sync.aligned 0")
-        _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
+
+    def release() -> None:
+        eb = b.reg("u32")
+        b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
+        b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+        _advance_ring(b, s, ph, S)
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sa_rows, sb_addrs, kt), release)
     pl = b.reg("pred")
     b.i(f"add.u32 {kt}, {kt}, 1")
     b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
