@@ -26,11 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.gpucommon import median_ms, run_kernel  # noqa: E402
 from kernelgen.spec import DTYPE_ALIASES  # noqa: E402
 from validation.cases import SPEED_SHAPES, THREE_WAY_SHAPES  # noqa: E402 - the one GEMM case table
 
@@ -82,36 +81,8 @@ def cublas_tflops(M: int, N: int, K: int, dtype: str, repeats: int) -> float | N
 
         def op() -> object:
             return torch.matmul(x, y)
-    for _ in range(3):
-        op()
-    times = []
-    for _ in range(repeats):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        op()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    ms = float(np.median(times))
+    ms = median_ms(op, repeats)
     return 2 * M * N * K / (ms * 1e-3) / 1e12
-
-
-def run_kernel(ptx: Path, repeats: int, check: bool) -> dict:
-    from sim.launch import launch_from_metadata, read_metadata
-    from validation.gpu import run_on_gpu
-    from validation.gpu_tma import without_tensormaps
-
-    text = ptx.read_text()
-    meta = read_metadata(text)
-    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng())  # maps: at launch
-    prof = meta.get("profile") or {}
-    m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
-                   profile_slots=prof.get("slots"))
-    return {"time_ms": m.wall_ms_median, "time_ms_batched": m.extra.get("time_ms_batched"),
-            "check": m.check, "per_cta_cycles": m.per_cta_cycles,
-            "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
-            "device": m.device, "registers": m.extra.get("num_regs"),
-            "phase_cycles": m.extra.get("profile_phase_cycles")}
 
 
 def main() -> int:

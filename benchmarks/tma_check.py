@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.gpucommon import compile_spec, gpu_case  # noqa: E402
 
 LAYOUTS = [("row", "col"), ("row", "row"), ("col", "col"), ("col", "row")]
 SMALL = [(200, 136, 264), (1000, 520, 264), (64, 7168, 4096)]  # odd edges, several persistent tiles, M = 64
@@ -48,11 +51,7 @@ def compile_case(v: str, shape: tuple[int, int, int], lay: tuple[str, str], epi:
                   "layout": {"a": lay[0], "b": lay[1]}, **EPI[epi]}
     if VARIANTS[v]:
         spec["tiling"] = VARIANTS[v]
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "spec.yaml").write_text(json.dumps(spec))
-    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", "--op", str(d / "spec.yaml"),
-                    "--variant", v, "-o", str(d)], check=True, capture_output=True, text=True, cwd=ROOT)
-    return d / "kernel.ptx"
+    return compile_spec(spec, v, d)
 
 
 def main() -> int:
@@ -64,23 +63,7 @@ def main() -> int:
     rows = []
     for v, shape, lay, epi in cases():
         name = f"{v}_{'x'.join(map(str, shape))}_{''.join(lay)}{'_' + epi if epi else ''}"
-        row: dict = {"case": name}
-        try:
-            ptx = compile_case(v, shape, lay, epi, out / name)
-            r = subprocess.run([sys.executable, "-m", "validation", "gpu", str(ptx), "--json", "--repeats", "5"],
-                               capture_output=True, text=True, timeout=a.timeout, cwd=ROOT)
-            if r.returncode in (0, 1) and r.stdout.strip():
-                d = json.loads(r.stdout.strip().splitlines()[-1])
-                row.update(passed=bool(d["check"] and d["check"]["passed"]), time_ms=d["time_ms"],
-                           rel_err=d["check"] and d["check"].get("max_rel_err"), grid=d["grid"], block=d["block"])
-            else:
-                row["error"] = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1][:300]
-        except subprocess.TimeoutExpired:
-            row["error"] = f"timeout after {a.timeout} s (hang?)"
-        except subprocess.CalledProcessError as e:
-            row["error"] = f"compile: {(e.stderr or '').strip()[-300:]}"
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        rows.append(gpu_case({"case": name}, partial(compile_case, v, shape, lay, epi, out / name), a.timeout))
     (out / "tma_check.json").write_text(json.dumps(rows, indent=1))
     bad = [r["case"] for r in rows if not r.get("passed")]
     print(f"{len(rows) - len(bad)}/{len(rows)} passed" + (f"; not passed: {', '.join(bad)}" if bad else ""))

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
-import numpy as np
 import pytest
 
 from kernelgen.planner import plan
@@ -19,7 +17,7 @@ from kernelgen.variants import get
 from kernelgen.variants.wgmma import kmajor
 from sim.hw import load_hw
 from sim.launch import read_metadata
-from sim.ptx.parser import parse_ptx
+from tests.kernel_checks import ptxas_clean, sim_check
 from validation.gpu import ptx_entries
 
 TMA = get("wgmma_tma")
@@ -80,18 +78,7 @@ def test_ptx_params_are_the_maps_then_the_passed_params():
 def test_assembles_without_spills(tiling, layouts, tmp_path):
     spec = _spec(4096, 4096, 4096, *layouts, beta=1.0, epilogue=["bias"])
     t = _tiling(*tiling)
-    f = tmp_path / "k.ptx"
-    f.write_text(TMA.emit(spec, t, {}))
-    r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(f), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "0 bytes spill stores" in r.stderr and "0 bytes spill loads" in r.stderr, r.stderr
-    assert "warning" not in r.stderr.lower(), r.stderr
-    regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
-    if t.grid_m == 2:  # setmaxnreg 40 / 232 needs the full 168 x 384 pool at entry
-        assert regs == 168, r.stderr
-    else:
-        assert regs <= 255
+    ptxas_clean(TMA.emit(spec, t, {}), tmp_path, t.grid_m == 2)
 
 
 def test_unavailable_and_default_search():
@@ -118,20 +105,9 @@ def test_unavailable_and_default_search():
 
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=lambda x: "".join(x))
 def test_numpy_check_in_the_simulator(layouts):
-    from sim.functional.runner import run_functional
-    from sim.launch import launch_from_metadata
-    from sim.reference import check_from_metadata
-
     spec = _spec(296, 136, 264, *layouts, beta=-1.0, epilogue=["bias", "gelu"])  # TMA strides: 16-byte multiples
     ptx = TMA.emit(spec, _tiling(256, 128, 128, 3), {})  # 2 x 2 tiles of 5 K tiles, a ring of 3
-    prog = parse_ptx(ptx, "wgmma_tma.ptx")
-    meta = read_metadata(ptx)
-    meta["grid"] = [3, 1, 1]  # persistent CTAs 0 and 1 walk two tiles, CTA 2 none
-    launch = launch_from_metadata(meta, np.random.default_rng(3))
-    before = launch.copy()
-    res = run_functional(prog, launch)
-    chk = check_from_metadata(meta, before, res.outputs)
-    assert chk is not None and chk["passed"], chk
+    sim_check(ptx, 3, 3, corrupt=False)  # persistent CTAs 0 and 1 walk two tiles, CTA 2 none
 
 
 @pytest.mark.parametrize("case", [(("row", "col"), (128, 64, 64, 3)), (("row", "row"), (64, 128, 64, 4)),
@@ -141,25 +117,9 @@ def test_numpy_check_tilings_in_the_simulator(case):
     """Four tilings numpy-checked with the simulator's TMA (checked against the H200's own boxes,
     tests/test_tma.py): the ring's phases over 5 K tiles and several tiles per persistent CTA, the
     descriptors against the swizzled boxes, the tile walk and the epilogue; a corrupted D fails."""
-    from sim.functional.runner import run_functional
-    from sim.launch import launch_from_metadata
-    from sim.reference import check_from_metadata
-
     layouts, tiling = case
     spec = _spec(200, 136, 264, *layouts, beta=-1.0, epilogue=["bias", "gelu"])
-    ptx = TMA.emit(spec, _tiling(*tiling), {})
-    meta = read_metadata(ptx)
-    meta["grid"] = [3, 1, 1]
-    d = next(i for i, p in enumerate(meta["params"]) if p.get("role") == "D")
-    launch = launch_from_metadata(meta, np.random.default_rng(5))
-    before = launch.copy()
-    res = run_functional(parse_ptx(ptx, "wgmma_tma.ptx"), launch)
-    chk = check_from_metadata(meta, before, res.outputs)
-    assert chk is not None and chk["passed"], chk
-    bad = {**res.outputs, d: res.outputs[d].copy()}
-    bad[d].view(np.uint8)[::7] ^= 0x40
-    with np.errstate(invalid="ignore"):
-        assert not check_from_metadata(meta, before, bad)["passed"]
+    sim_check(TMA.emit(spec, _tiling(*tiling), {}), 3, 5)
 
 
 # The cycle model of the persistent TMA kernel (kernelgen/models/tma_cycles.py), through the variant's hook.
@@ -266,26 +226,11 @@ def test_tma_store_numpy_check_in_the_simulator(case):
     f32 and 16-bit D through the staging slabs, bias/relu/gelu/alpha applied before the stores; the last
     case has 5 buffers for 8 f32 slabs per consumer (the rolling buffer and wait_group.read 4). A corrupted
     D fails the check."""
-    from sim.functional.runner import run_functional
-    from sim.launch import launch_from_metadata
-    from sim.reference import check_from_metadata
-
     out, layouts, tiling, extra = case
     spec = _out_spec(200, 136, 136, out, *layouts, **extra)
     ptx = TMA.emit(spec, _tiling(*tiling), {})
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx and "st.global" not in ptx
-    meta = read_metadata(ptx)
-    meta["grid"] = [3, 1, 1]
-    d = next(i for i, p in enumerate(meta["params"]) if p.get("role") == "D")
-    launch = launch_from_metadata(meta, np.random.default_rng(7))
-    before = launch.copy()
-    res = run_functional(parse_ptx(ptx, "wgmma_tma.ptx"), launch)
-    chk = check_from_metadata(meta, before, res.outputs)
-    assert chk is not None and chk["passed"], chk
-    bad = {**res.outputs, d: res.outputs[d].copy()}
-    bad[d].view(np.uint8)[::7] ^= 0x40
-    with np.errstate(invalid="ignore"):
-        assert not check_from_metadata(meta, before, bad)["passed"]
+    sim_check(ptx, 3, 7)
 
 
 def test_tma_store_header_staging_and_protocol():
@@ -331,15 +276,7 @@ def test_tma_store_header_staging_and_protocol():
 def test_tma_store_assembles_without_spills(tiling, out, tmp_path):
     spec = _out_spec(4096, 4096, 4096, out, epilogue=["bias", "relu"])
     t = _tiling(*tiling)
-    f = tmp_path / "k.ptx"
-    f.write_text(TMA.emit(spec, t, {}))
-    r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", str(f), "-o", str(tmp_path / "k.cubin")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "0 bytes spill stores" in r.stderr and "0 bytes spill loads" in r.stderr, r.stderr
-    assert "warning" not in r.stderr.lower(), r.stderr
-    regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
-    assert regs == 168 if t.grid_m == 2 else regs <= 255
+    ptxas_clean(TMA.emit(spec, t, {}), tmp_path, t.grid_m == 2)
 
 
 def test_cycle_model_tma_store_overlap():

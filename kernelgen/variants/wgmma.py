@@ -52,6 +52,11 @@ ATOM = 1024  # 8 rows of the 128-byte swizzle pattern: the descriptors' SBO
 BLOCK = 8192  # 64 rows of 128 bytes: an MN-major tile's LBO, and the bytes of 64 rows of mn
 
 
+#: the wgmma form per A/B dtype: (K of one step, accumulator type, whether the instruction takes the imm-scale-a/b
+#: and transpose operands; the integer form takes neither and reads K-major operands only: PTX ISA, wgmma.mma_async)
+WGMMA_FORMS = {"f16": (16, "f32", True), "bf16": (16, "f32", True), "s8": (32, "s32", False)}
+
+
 def kmajor(tile: OperandTile) -> bool:
     return tile.col_dim == "k"
 
@@ -155,9 +160,11 @@ def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str],
     da, db = descs
     BN = 2 * len(acc[0])
     ms = len(acc)
+    kk_, dt, imm = WGMMA_FORMS[ab]
 
     def compute() -> None:
         tra, trb = int(not kmajor(ta)), int(not kmajor(tb))
+        tail = f", 1, 1, {tra}, {trb}" if imm else ""
         b.i("wgmma.fence.sync.aligned")
         for kk in range(k_steps):
             dbk = db
@@ -170,8 +177,8 @@ def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str],
                 if off:
                     dak = b.reg("u64")
                     b.i(f"add.s64 {dak}, {da}, {off}")
-                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ab}.{ab} {{{', '.join(acc[j])}}}, {dak}, "
-                    f"{dbk}, {pone}, 1, 1, {tra}, {trb}")
+                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k{kk_}.{dt}.{ab}.{ab} {{{', '.join(acc[j])}}}, {dak}, "
+                    f"{dbk}, {pone}{tail}")
         b.i("wgmma.commit_group.sync.aligned")
         b.i(f"wgmma.wait_group.sync.aligned {pending}")
     b.comment(f"Compute on the read stage: {k_steps} k16 steps x {ms} wgmma m64n{BN}k16, one group, "

@@ -25,6 +25,7 @@ last K block contributes its valid part only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -54,17 +55,44 @@ TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte s
 MMA_K = 32  # wgmma k32 for 8-bit floats: 32 bytes of K, as k16 of 16-bit types
 
 
-def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
+def _store_lib():
+    """wgmma_tma's TMA-store epilogue (store_slabs, _store_setup, emit_store_epilogue, store_tensormap), imported
+    here rather than in the import block, which helper "hopper" rewrites concurrently (move it up after merge)."""
+    from kernelgen.variants import wgmma_tma
+
+    return wgmma_tma
+
+
+def ring_end(spec: GemmSpec, t: Tiling) -> int:
+    """Bytes of the stage ring and its full/empty mbarriers (8 B each)."""
     ta, tb = operand_tiles(spec, t)
     return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
 
 
+def staging_offset(spec: GemmSpec, t: Tiling) -> int:
+    """Where the TMA-store staging slabs start: after the ring and its mbarriers, 1024-byte aligned (the
+    128-byte swizzle's atom)."""
+    return -(-ring_end(spec, t) // ATOM) * ATOM
+
+
+def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
+    """The ring, its mbarriers and, with the TMA-store epilogue (wgmma_tma.tma_store: beta 0, a row-major D), the
+    consumers' staging slabs (wgmma_tma.store_slabs' buffers)."""
+    slabs, nb, slab = _store_lib().store_slabs(spec, t)
+    if not slabs:
+        return ring_end(spec, t)
+    return staging_offset(spec, t) + t.grid_m * nb * slab
+
+
 def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
-    """The "tensormap" params of A (M x K) and B (N x K): one box [128, mn] of bytes per stage each."""
+    """The "tensormap" params of A (M x K) and B (N x K): one box [128, mn] of bytes per stage each; with the
+    TMA-store epilogue, D's (wgmma_tma.store_tensormap: one staging slab per box)."""
     M, N, K = spec.nominal()
-    return [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
+    maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
              "strides": [K], "box": [TILE_K, mn], "swizzle": 128, "element_strides": [1, 1]}
             for r, ext, mn in (("A", M, t.bm), ("B", N, t.bn))]
+    lib = _store_lib()
+    return maps + ([lib.store_tensormap(spec, t, name)] if lib.tma_store(spec) else [])
 
 
 def scale_params(name: str) -> list[Param]:
@@ -79,9 +107,11 @@ def _setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_bytes: 
     return su.tmap, (su.tid, su.wg), su.smem, su.sched
 
 
-def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, ktiles: str) -> tuple[list, str]:
-    """Per tile: (address, in-range predicate) of scale_a row r for each of the thread's rows, and the
-    address of scale_b[n block] (kb = 0); a K tile adds 4 * kb."""
+def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, ktiles: str,
+                halves: int) -> tuple[list, list]:
+    """Per tile: (address, in-range predicate) of scale_a row r for each of the thread's rows, and of
+    scale_b[n block] for each 128-wide N half of the tile (kb = 0; a half past N reads nothing); a K tile adds
+    4 * kb."""
     out = []
     for r in rows:
         p, idx, a = b.reg("pred"), b.reg("u32"), b.reg("u64")
@@ -95,22 +125,31 @@ def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, k
     b.i(f"mul.lo.u32 {nb}, {nb}, {ktiles}")
     b.i(f"mul.wide.u32 {ib}, {nb}, 4")
     b.i(f"add.u64 {ib}, {ib}, {P['scale_b']}")
-    return out, ib
+    sb: list[tuple[str, str | None]] = [(ib, None)]
+    for h in range(1, halves):
+        p, n0, a = b.reg("pred"), b.reg("u32"), b.reg("u64")
+        b.i(f"add.u32 {n0}, {nbase}, {h * SCALE_BLOCK}")
+        b.i(f"setp.lt.u32 {p}, {n0}, {P['N']}")
+        b.i(f"mad.wide.u32 {a}, {ktiles}, {4 * h}, {ib}")
+        sb.append((a, p))
+    return out, sb
 
 
-def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN: int, pzero: str,
+def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN: int, half: int, pzero: str,
                  pone: str) -> None:
-    """One K block: fence, TILE_K / 32 k32 steps x len(blk) m64 wgmmas into the block accumulators (the first
-    step with scale-d false: D = A.B, no zeroing), commit."""
+    """One K block of one 128-wide N half (BN = the wgmma's N, half: which N half of the tile's B): fence,
+    TILE_K / 32 k32 steps x len(blk) m64 wgmmas into the block accumulators (the first step with scale-d false:
+    D = A.B, no zeroing), commit."""
     da, db = descs
 
     def compute() -> None:
         b.i("wgmma.fence.sync.aligned")
         for kk in range(TILE_K // MMA_K):
             dbk = db
-            if kk:
+            boff = (kk * MMA_K + half * 2 * BLOCK) >> 4  # N half h starts 128 rows of 128 bytes on
+            if boff:
                 dbk = b.reg("u64")
-                b.i(f"add.s64 {dbk}, {db}, {kk * MMA_K >> 4}")
+                b.i(f"add.s64 {dbk}, {db}, {boff}")
             for j, acc in enumerate(blk):
                 off = (kk * MMA_K + j * BLOCK) >> 4
                 dak = da
@@ -120,18 +159,86 @@ def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN
                 b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.e4m3.e4m3 {{{', '.join(acc)}}}, {dak}, {dbk}, "
                     f"{pzero if kk == 0 else pone}, 1, 1")
         b.i("wgmma.commit_group.sync.aligned")
-    b.comment(f"K block: {TILE_K // MMA_K} k32 steps x {len(blk)} wgmma m64n{BN}k32 e4m3 into the block accumulators")
-    b.part(("wgmma_fp8.compute", len(blk), BN), compute)
+    b.comment(f"K block{f' (N half {half})' if half else ''}: {TILE_K // MMA_K} k32 steps x {len(blk)} wgmma "
+              f"m64n{BN}k32 e4m3 into the block accumulators")
+    b.part(("wgmma_fp8.compute", len(blk), BN, half), compute)
 
 
 def _promote(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], scales: list[str]) -> None:
-    """acc[j][i] += blk[j][i] * scales[2j + half(i)]: one FFMA per accumulator."""
+    """acc[j][i] += blk[j][i] * scales[2j + half(i)]: one FFMA per block accumulator (acc: the slice of the
+    promoted accumulators that blk's N half covers)."""
     def fmas() -> None:
         for j, (aj, bj) in enumerate(zip(acc, blk, strict=True)):
             for i, (a, x) in enumerate(zip(aj, bj, strict=True)):
                 b.i(f"fma.rn.f32 {a}, {x}, {scales[2 * j + ((i >> 1) & 1)]}, {a}")
     b.comment("Promotion: acc += blk * scale_a[row, kb] * scale_b[n block, kb] (f32 FMAs on the CUDA cores)")
-    b.part(("wgmma_fp8.promote", len(acc), len(acc[0])), fmas)
+    b.part(("wgmma_fp8.promote", len(acc), len(blk[0])), fmas)
+
+
+def halves_of(t: Tiling) -> int:
+    """128-wide N halves of a tile, each one wgmma N and one scale_b block: TILE_N 256 runs as two n128 passes
+    through one block accumulator set (a second set does not fit beside 128 promoted accumulators)."""
+    return max(1, t.bn // SCALE_BLOCK)
+
+
+def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) -> list[list[str]]:
+    """The K block's scale products, per N half: scale_a[row, kb] * scale_b[half's n block, kb] for each of the
+    thread's rows (ld.global.nc, issued while the first half's wgmmas run; rows past M and halves past N read
+    none)."""
+    koff = b.reg("u64")
+    b.i(f"mul.wide.u32 {koff}, {kt}, 4")
+    sbv = []
+    for a, p in sb_addrs:
+        v, ab = b.reg("f32"), b.reg("u64")
+        b.i(f"add.u64 {ab}, {a}, {koff}")
+        if p is None:
+            b.i(f"ld.global.nc.f32 {v}, [{ab}]")
+        else:
+            b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+            b.i(f"@{p} ld.global.nc.f32 {v}, [{ab}]")
+        sbv.append(v)
+    sav = []
+    for a, p in sa_rows:
+        v, aa = b.reg("f32"), b.reg("u64")
+        b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
+        b.i(f"add.u64 {aa}, {a}, {koff}")
+        b.i(f"@{p} ld.global.nc.f32 {v}, [{aa}]")
+        sav.append(v)
+    out = []
+    for h in range(halves):
+        prods = []
+        for v in sav:
+            if halves == 1:
+                b.i(f"mul.f32 {v}, {v}, {sbv[0]}")
+                prods.append(v)
+            else:
+                x = b.reg("f32")
+                b.i(f"mul.f32 {x}, {v}, {sbv[h]}")
+                prods.append(x)
+        out.append(prods)
+    return out
+
+
+def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
+             preds: tuple[str, str], scale_src: tuple[list, list, str], release: Callable[[], None]) -> None:
+    """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
+    scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`."""
+    WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
+    prods: list[list[str]] = []
+    for h in range(H):
+        _wgmma_block(b, blk, descs, WN, h, *preds)
+        if h == 0:
+            b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b "
+                      "of each N half")
+            prods = _scales(b, *scale_src, H)
+        if h == H - 1:
+            b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
+            b.i("wgmma.wait_group.sync.aligned 0")
+            release()
+        else:
+            b.comment(f"wait_group 0: N half {h}'s block accumulators are final (stage s is read by the next half)")
+            b.i("wgmma.wait_group.sync.aligned 0")
+        _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
 
 
 def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBuilder, list[Param]]:
@@ -140,10 +247,19 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     P = load_params(b, params)
     ta, tb = operand_tiles(spec, t)
     S, C = t.stages, t.grid_m
-    ms, BN = t.tm // 64, t.bn
+    ms, BN, H = t.tm // 64, t.bn, halves_of(t)
+    WN = BN // H  # the wgmma's N
     tmap, (tid, wg), smem, sched = _setup(b, name, t, P, (ta.stage_bytes, tb.stage_bytes))
     sa, sb, full0, empty0 = smem
     tiles_m, tiles_n, ntiles, ktiles, nct = sched
+    lib = _store_lib()
+    slabs = lib.store_slabs(spec, t)[0]
+    if slabs:
+        b.comment(f"TMA-store epilogue: the D tensor map; staging slabs from shared byte {staging_offset(spec, t)}")
+        tmap_d, sst = b.reg("u64"), b.reg("u32")
+        b.i(f"mov.b64 {tmap_d}, {name}_tmap_d")
+        b.i(f"cvta.param.u64 {tmap_d}, {tmap_d}")
+        b.i(f"add.u32 {sst}, {sa}, {staging_offset(spec, t)}")
     pz = b.reg("pred")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     consumer = b.label("consumer")
@@ -166,11 +282,12 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"shr.u32 {g}, {lane}, 2")
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    store = lib._store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap_d) if slabs else None
     pone, pzero = b.reg("pred"), b.reg("pred")
     b.i(f"mov.pred {pone}, -1")
     b.i(f"mov.pred {pzero}, 0")
     acc = [b.regs("f32", BN // 2) for _ in range(ms)]
-    blk = [b.regs("f32", BN // 2) for _ in range(ms)]
+    blk = [b.regs("f32", WN // 2) for _ in range(ms)]
     tile, s, ph, kt = b.regs("u32", 4)
     b.i(f"mov.u32 {tile}, %ctaid.x")
     b.i(f"mov.u32 {s}, 0")
@@ -192,7 +309,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
             r = b.reg("u32")
             b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
             rows.append(r)
-    sa_rows, sb_addr = _scale_rows(b, P, rows, bn0, ktiles)
+    sa_rows, sb_addrs = _scale_rows(b, P, rows, bn0, ktiles, H)
 
     def zero() -> None:
         for blk_j in acc:
@@ -208,40 +325,29 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, fb, ph, "c_full")
     da, db = emit_descriptors(b, s, (ta.stage_bytes, tb.stage_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
-    _wgmma_block(b, blk, (da, db), BN, pzero, pone)
-    b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b")
-    koff = b.reg("u64")
-    b.i(f"mul.wide.u32 {koff}, {kt}, 4")
-    sbv = b.reg("f32")
-    ab = b.reg("u64")
-    b.i(f"add.u64 {ab}, {sb_addr}, {koff}")
-    b.i(f"ld.global.nc.f32 {sbv}, [{ab}]")
-    svals = []
-    for a, p in sa_rows:
-        v, aa = b.reg("f32"), b.reg("u64")
-        b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
-        b.i(f"add.u64 {aa}, {a}, {koff}")
-        b.i(f"@{p} ld.global.nc.f32 {v}, [{aa}]")
-        svals.append(v)
-    b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
-    b.i("wgmma.wait_group.sync.aligned 0")
-    eb = b.reg("u32")
-    b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
-    b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
-    _advance_ring(b, s, ph, S)
-    for v in svals:
-        b.i(f"mul.f32 {v}, {v}, {sbv}")
-    _promote(b, acc, blk, svals)
+
+    def release() -> None:
+        eb = b.reg("u32")
+        b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
+        b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
+        _advance_ring(b, s, ph, S)
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sa_rows, sb_addrs, kt), release)
     pl = b.reg("pred")
     b.i(f"add.u32 {kt}, {kt}, 1")
     b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
     b.i(f"@{pl} bra {kloop}")
     b.region = "post"
     b.put_label(kdone)
-    emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
+    if store is None:
+        emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
+    else:
+        lib.emit_store_epilogue(b, spec, P, acc, store, (bm0, bn0), t)
     b.i(f"add.u32 {tile}, {tile}, {nct}")
     b.i(f"bra {tloop}")
     b.put_label(cend)
+    if store is not None:
+        b.comment("The staging slabs must outlive the last TMA stores' reads of them")
+        b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
     b.i("ret")
     return b, params
 
@@ -264,9 +370,11 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
         meta["extents"][f"p{len(base) + i}"] = f"{expr}*4"
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": "e4m3", "role": r, "count": n, "init": "random",
                "hidden": True} for r, n in (("A", M * K), ("B", K * N))]
-    meta["params"] = hidden + tensormaps(spec, t, name) + meta["params"]
+    maps = tensormaps(spec, t, name)
+    meta["params"] = hidden + maps + meta["params"]
     for key in ("ranges", "extents"):
-        meta[key] = {_shift(k): _shift(v) if isinstance(v, str) else v for k, v in meta[key].items()}
+        meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
+                     for k, v in meta[key].items()}
     meta["grid"] = [min(ceil_div(M, t.bm) * ceil_div(N, t.bn), PERSISTENT_CTAS), 1, 1]
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
@@ -311,18 +419,23 @@ class WgmmaFp8(WgmmaTma):
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
         out = []
         for bm, tm in ((64, 64), (128, 64), (256, 128)):
-            for bn in (64, 128):  # <= 128: one scale_b per tile and K block
-                if 2 * (tm // 64) * bn // 2 > 128:  # block + promoted accumulators per thread
+            for bn in (64, 128, 256):  # 256: two 128-wide N halves through one block accumulator set
+                if self.live_ranges(fp8_tiling(bm, bn, tm, 3))[0] > 192:  # block + promoted accumulators
                     continue
                 for stages in (3, 4, 5, 6):
                     t = fp8_tiling(bm, bn, tm, stages)
-                    if smem_bytes(spec, t) <= SHARED_LIMIT:
+                    slabs, nb, _ = _store_lib().store_slabs(spec, t)
+                    if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
         return out
 
+    def shared_bytes(self, spec: GemmSpec, t: Tiling) -> int:
+        return smem_bytes(spec, t)
+
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # the block and the promoted accumulators; addressing as wgmma plus the scale pointers
-        return 2 * (t.tm // 64) * t.bn // 2, 0, 16 + 4 * (t.tm // 64 + 1) + 6 * (t.tm // 64) + 2
+        ms, h = t.tm // 64, halves_of(t)
+        return ms * (t.bn // 2 + t.bn // h // 2), 0, 16 + 4 * (ms + h) + 6 * ms * h + 2 * h
 
     def emit(self, spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
              profile: bool = False) -> str:
@@ -333,7 +446,9 @@ class WgmmaFp8(WgmmaTma):
 
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
-        return fp8_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, 2)
+        slabs, nb, _ = _store_lib().store_slabs(spec, t)
+        return fp8_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, 2,
+                               halves_of(t), (slabs, nb) if slabs else None)
 
 
 @lru_cache(maxsize=65536)

@@ -65,6 +65,7 @@ from kernelgen.variants.wgmma import (
     ATOM,
     BLOCK,
     ROW,
+    WGMMA_FORMS,
     Wgmma,
     desc_high,
     emit_acc_epilogue,
@@ -90,8 +91,9 @@ def persistent_grid(t: Tiling, mn: tuple[int, int]) -> int:
 
 
 def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
-    """(TMA box innermost first, boxes per stage): K-major [64, mn] once, MN-major [64, 64] mn / 64 times."""
-    return ([64, mn], 1) if kmajor(tile) else ([64, 64], mn // 64)
+    """(TMA box innermost first, boxes per stage): K-major [128 bytes of K, mn] once, MN-major [64, 64] mn / 64
+    times."""
+    return ([ROW // tile.elem_shared, mn], 1) if kmajor(tile) else ([64, 64], mn // 64)
 
 
 def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
@@ -105,7 +107,8 @@ def tma_store(spec: GemmSpec) -> bool:
     epilogue to alpha/scale/bias/activation/cast), a row-major f32/f16/bf16 D whose row stride is a multiple of
     16 bytes (a tensor map's). Otherwise the accumulators go registers -> global (emit_acc_epilogue)."""
     es = DTYPE_BYTES.get(spec.dtype_out, 0)
-    return (not spec.has_c and spec.layout_c == "row" and spec.dtype_out in ("f32", "f16", "bf16")
+    return (not spec.has_c and spec.layout_c == "row" and spec.dtype_out in ("f32", "f16", "bf16", "s32")
+            and (spec.dtype_acc == "f32") == (spec.dtype_out != "s32")  # s8: exact s32 sums, or emit_epilogue's cvt
             and spec.N.align(16 // es) >= 16 // es)
 
 
@@ -344,7 +347,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     store = _store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap.get("d")) if slabs else None
     pone = b.reg("pred")
     b.i("mov.pred " + pone + ", -1")
-    acc = [b.regs("f32", BN // 2) for _ in range(ms)]
+    acc_t = WGMMA_FORMS[ab][1]
+    acc = [b.regs("f32" if acc_t == "f32" else "u32", BN // 2) for _ in range(ms)]  # s32: .b32 registers
     release, signal = empty0, ""
     if t.clustered:
         b.comment(f"Cluster of {t.cluster}: a stage is released to every producer of the cluster, once per warp (the "
@@ -371,8 +375,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     def zero() -> None:
         for blk in acc:
             for r in blk:
-                b.i(f"mov.f32 {r}, {f32_hex(0.0)}")
-    b.part(("wgmma.zero", ms, BN), zero)
+                b.i(f"mov.f32 {r}, {f32_hex(0.0)}" if acc_t == "f32" else f"mov.s32 {r}, 0")
+    b.part(("wgmma.zero", ms, BN, acc_t), zero)
     b.i(f"mov.u32 {kt}, 0")
     b.i(f"@{pz} bra {kdone}")
     b.put_label(kloop)
@@ -496,7 +500,10 @@ def _store_setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, lane: tuple[str, str,
 
 def _store_values(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], vals: list[str], cols: list[str]) -> list[str]:
     """act(alpha * acc [x scale[n]] [+ bias[n]]) of each accumulator in `vals`, column register cols[i] (its
-    n); scale and bias read only for n < N (rows and columns past M, N are clipped by the TMA store)."""
+    n); scale and bias read only for n < N (rows and columns past M, N are clipped by the TMA store). An s32 D
+    (s8 GEMM) takes the exact sums as they are."""
+    if spec.dtype_out == "s32":
+        return vals
     vec: dict[str, dict[str, str]] = {}
     for role, present in (("scale", spec.has_scale), ("bias", spec.has_bias)):
         if not present:
@@ -572,7 +579,7 @@ def emit_store_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], acc: l
                 a, off = addr[nn], blk * 64 * ROW + h * 8 * ROW
             dst = f"[{a}+{off}]" if off else f"[{a}]"
             if es == 4:
-                b.i(f"st.shared.v2.f32 {dst}, {{{v0}, {v1}}}")
+                b.i(f"st.shared.v2.{'b32' if spec.dtype_out == 's32' else 'f32'} {dst}, {{{v0}, {v1}}}")
             else:
                 pk = b.reg("u32")
                 b.i(f"cvt.rn.{spec.dtype_out}x2.f32 {pk}, {v1}, {v0}")
@@ -800,6 +807,16 @@ class WgmmaTma(Wgmma):
     profiles = False  # no --profile: `kernelgen compile --profile` without --variant takes the best other one
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
+        if spec.packed_s4:
+            return "s4 (packed two per byte) has no wgmma form here; use --variant mma (m16n8k64.s4)"
+        if spec.dtype_a == "s8" and hw.wgmma is not None:  # wgmma m64nNk32.s32.s8.s8 (issue 16)
+            if spec.dtype_b != "s8" or (spec.layout_a, spec.layout_b, spec.layout_c) not in (
+                    ("row", "col", "row"), ("row", "col", "col")):
+                return ("s8 wgmma reads K-major operands only: A row-major, B col-major (s8 both), D row or col; "
+                        "use --variant mma")
+            if spec.K.align(16) < 16:
+                return "K must be a multiple of 16 (16-byte TMA row strides of the s8 A and B); use --variant mma"
+            return None
         why = super().unavailable(spec, hw)
         if why and "multiple of 8" in why:
             return why.replace("cp.async chunks", "TMA row strides") + "; use --variant mma"
@@ -811,8 +828,9 @@ class WgmmaTma(Wgmma):
             for bn in (64, 128, 256):
                 if tm // 64 * bn // 2 > 128:
                     continue
-                for stages in (3, 4, 5, 6):
-                    t = Tiling("wgmma_tma", bm, bn, 64, tm, bn, stages, 0, 0, 8, 8, 0)
+                for stages in (3, 4, 5, 6):  # TILE_K: one 128-byte swizzle row; one wgmma step: 32 bytes of K
+                    es = DTYPE_BYTES[spec.dtype_a]
+                    t = Tiling("wgmma_tma", bm, bn, ROW // es, tm, bn, stages, 0, 0, 16 // es, 16 // es, 0, 32 // es)
                     slabs, nb, _ = store_slabs(spec, t)
                     if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
