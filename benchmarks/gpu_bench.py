@@ -46,7 +46,8 @@ def compile_kernel(M: int, N: int, K: int, dtype: str, variant: str, out: Path, 
         spec = {"M": M, "N": N, "K": K, "dtype": {"a": dtype, "b": dtype, "out": out_dtype}, "tiling": tiling}
         (out / "spec.yaml").write_text(json.dumps(spec))  # JSON is YAML
         shape = ["--op", str(out / "spec.yaml")]
-    cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", *shape, "--variant", variant, "-o", str(out)]
+    pick = [] if variant == "auto" else ["--variant", variant]  # auto: the planner's own pick over every variant
+    cmd = [sys.executable, "-m", "kernelgen", "compile", "--hw", "h200", *shape, *pick, "-o", str(out)]
     if profile:
         cmd.append("--profile")
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -89,7 +90,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--variant", default="mma", help="kernelgen variant (mma, wgmma, wgmma_tma, simt)")
+    ap.add_argument("--variant", default="mma",
+                    help="kernelgen variant (mma, wgmma, wgmma_tma, simt), or auto: the planner's pick over all")
     ap.add_argument("--shapes", help="speed shapes MxNxK,MxNxK,... (default: validation.cases.SPEED_SHAPES)")
     ap.add_argument("--dtypes", default="bf16,f16",
                     help="speed dtypes, comma-separated: f16, bf16, f32, s8 (int8) (default bf16,f16)")
@@ -121,6 +123,9 @@ def main() -> int:
                                              a.tiling, dtype if a.out_dtype == "same" else None)
                         r = run_kernel(ptx, a.repeats, check=M * N * K <= 4096**3)
                         row.update(r)
+                        plan = json.loads((ptx.parent / "plan.json").read_text())
+                        row["picked"] = plan.get("tiling")
+                        row["predicted_cycles"] = (plan.get("prediction") or {}).get("cycles")
                         row["tflops"] = 2 * M * N * K / (r["time_ms"] * 1e-3) / 1e12
                     except Exception as e:  # noqa: BLE001 - record and go on
                         row["error"] = f"{type(e).__name__}: {e}"[:400]
