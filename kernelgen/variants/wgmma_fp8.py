@@ -36,6 +36,7 @@ from kernelgen.models.schedule import CycleModel
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import SCALE_BLOCK, GemmSpec
 from kernelgen.tiling import Tiling, log2, operand_tiles
+from kernelgen.variants import wgmma_tma as tma_lib  # its TMA-store epilogue: store_slabs, emit_store_epilogue, ...
 from kernelgen.variants.wgmma import ATOM, BLOCK, ROW, desc_high, emit_acc_epilogue, emit_descriptors
 from kernelgen.variants.wgmma_tma import (
     CONSUMER_REGS,
@@ -55,14 +56,6 @@ TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte s
 MMA_K = 32  # wgmma k32 for 8-bit floats: 32 bytes of K, as k16 of 16-bit types
 
 
-def _store_lib():
-    """wgmma_tma's TMA-store epilogue (store_slabs, _store_setup, emit_store_epilogue, store_tensormap), imported
-    here rather than in the import block, which helper "hopper" rewrites concurrently (move it up after merge)."""
-    from kernelgen.variants import wgmma_tma
-
-    return wgmma_tma
-
-
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
     """Bytes of the stage ring and its full/empty mbarriers (8 B each)."""
     ta, tb = operand_tiles(spec, t)
@@ -78,7 +71,7 @@ def staging_offset(spec: GemmSpec, t: Tiling) -> int:
 def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
     """The ring, its mbarriers and, with the TMA-store epilogue (wgmma_tma.tma_store: beta 0, a row-major D), the
     consumers' staging slabs (wgmma_tma.store_slabs' buffers)."""
-    slabs, nb, slab = _store_lib().store_slabs(spec, t)
+    slabs, nb, slab = tma_lib.store_slabs(spec, t)
     if not slabs:
         return ring_end(spec, t)
     return staging_offset(spec, t) + t.grid_m * nb * slab
@@ -91,7 +84,7 @@ def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
     maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
              "strides": [K], "box": [TILE_K, mn], "swizzle": 128, "element_strides": [1, 1]}
             for r, ext, mn in (("A", M, t.bm), ("B", N, t.bn))]
-    lib = _store_lib()
+    lib = tma_lib
     return maps + ([lib.store_tensormap(spec, t, name)] if lib.tma_store(spec) else [])
 
 
@@ -252,7 +245,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     tmap, (tid, wg), smem, sched = _setup(b, name, t, P, (ta.stage_bytes, tb.stage_bytes))
     sa, sb, full0, empty0 = smem
     tiles_m, tiles_n, ntiles, ktiles, nct = sched
-    lib = _store_lib()
+    lib = tma_lib
     slabs = lib.store_slabs(spec, t)[0]
     if slabs:
         b.comment(f"TMA-store epilogue: the D tensor map; staging slabs from shared byte {staging_offset(spec, t)}")
@@ -424,7 +417,7 @@ class WgmmaFp8(WgmmaTma):
                     continue
                 for stages in (3, 4, 5, 6):
                     t = fp8_tiling(bm, bn, tm, stages)
-                    slabs, nb, _ = _store_lib().store_slabs(spec, t)
+                    slabs, nb, _ = tma_lib.store_slabs(spec, t)
                     if smem_bytes(spec, t) <= SHARED_LIMIT and (nb or not slabs):  # the staging counts too
                         out.append(t)
         return out
@@ -446,7 +439,7 @@ class WgmmaFp8(WgmmaTma):
 
     def cycle_model(self, spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], dram_cycles: float,
                     miss_rate: float) -> CycleModel | None:
-        slabs, nb, _ = _store_lib().store_slabs(spec, t)
+        slabs, nb, _ = tma_lib.store_slabs(spec, t)
         return fp8_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, _counts(spec, t), PERSISTENT_CTAS, 2,
                                halves_of(t), (slabs, nb) if slabs else None)
 
