@@ -15,7 +15,7 @@ from sim.ptx.ir import Instruction, Kernel, Operand, Program
 from sim.ptx.types import type_mods
 
 ndarray = np.ndarray
-_LANES = (32,)
+WARP_LANES = (32,)  # a warp's lanes (sim/functional/warp.py: Warp.lanes; a lock-step group has more)
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any, Any, np.ndarray, bool], None]
 
@@ -152,10 +152,10 @@ class DecodeCtx:
         st = self.store[name]
 
         def write(w: Any, v: Any, m: np.ndarray, full: bool) -> None:
-            if v.__class__ is not ndarray or v.dtype != st or v.shape != _LANES:  # else already its storage
+            if v.__class__ is not ndarray or v.dtype != st or v.shape != w.lanes:  # else already its storage
                 v = to_storage(np.asarray(v), t, st)
-                if v.shape != _LANES:
-                    v = np.full(32, v, dtype=st)
+                if v.shape != w.lanes:
+                    v = np.full(w.lanes, v, dtype=st)
             w.r[name] = v if full else np.where(m, v, w.r[name])
 
         return write
@@ -168,7 +168,7 @@ class DecodeCtx:
         b = op.base
         if b is None:
             c = np.full(32, off, dtype=np.uint64)
-            return (lambda w: c), None
+            return (lambda w: c if w.lanes is WARP_LANES else np.full(w.lanes, off, dtype=np.uint64)), None
         if b.kind == "reg":
             name = b.name
             st = self.store[name]
@@ -181,9 +181,9 @@ class DecodeCtx:
             space, base = self.sym_value(b.name, ins)
             name = b.name
             if space == "global":
-                return (lambda w: np.full(32, np.uint64(w.globals_[name]) + off, dtype=np.uint64)), "global"
+                return (lambda w: np.full(w.lanes, np.uint64(w.globals_[name]) + off, dtype=np.uint64)), "global"
             c = np.full(32, np.uint64(base) + off, dtype=np.uint64)
-            return (lambda w: c), space
+            return (lambda w: c if w.lanes is WARP_LANES else np.full(w.lanes, c[0])), space
         raise self.err(ins, f"bad address base {b}")
 
 

@@ -117,8 +117,8 @@ def _int_mul(ins, cx, t, mode, d, ra, rb, c):
         return run
 
     def run64(w, m, full):
-        av = np.broadcast_to(ra(w), (32,))
-        bv = np.broadcast_to(rb(w), (32,))
+        av = np.broadcast_to(ra(w), w.lanes)
+        bv = np.broadcast_to(rb(w), w.lanes)
         r = np.array([((int(x) * int(y)) >> 64) & 0xFFFF_FFFF_FFFF_FFFF for x, y in zip(av, bv)],
                      dtype=np.uint64).view(NP[t])
         if rc is not None:
@@ -286,13 +286,13 @@ def _pack_cvt(ins: Instruction, cx: DecodeCtx, t: str):
     from32 = _HALF[TYPES[t].elem][1]
     relu = "relu" in ins.mods
 
-    def half(x):
-        x = np.broadcast_to(np.asarray(x, np.float32), (32,))
+    def half(x, lanes):
+        x = np.broadcast_to(np.asarray(x, np.float32), lanes)
         if relu:
             x = np.where(x < 0, np.float32(0), x)
         return from32(x).astype(np.uint32)
 
-    return lambda w, m, full: wd(w, (half(ra(w)) << np.uint32(16)) | half(rb(w)), m, full)
+    return lambda w, m, full: wd(w, (half(ra(w), w.lanes) << np.uint32(16)) | half(rb(w), w.lanes), m, full)
 
 
 def _fma64(a, b, c):
@@ -343,7 +343,7 @@ def b_packed(ins: Instruction, cx: DecodeCtx, t: str):
         return back(r).astype(np.uint32)
 
     def run(w, m, full):
-        vals = [np.broadcast_to(r(w), (32,)) for r in rs]
+        vals = [np.broadcast_to(r(w), w.lanes) for r in rs]
         wd(w, lane(vals, 0) | (lane(vals, 16) << np.uint32(16)), m, full)
     return run
 
@@ -458,9 +458,9 @@ def b_bfe(ins, cx):
 
     def run(w, m, full):
         x = np.asarray(ra(w)).view(UINT[NP[t].itemsize]).astype(object)
-        pos = np.broadcast_to(np.asarray(rb(w)) & 0xFF, (32,))
-        ln = np.broadcast_to(np.asarray(rc(w)) & 0xFF, (32,))
-        xs = np.broadcast_to(x, (32,))
+        pos = np.broadcast_to(np.asarray(rb(w)) & 0xFF, w.lanes)
+        ln = np.broadcast_to(np.asarray(rc(w)) & 0xFF, w.lanes)
+        xs = np.broadcast_to(x, w.lanes)
         out = []
         for xi, p, n in zip(xs, pos, ln):
             p, n, xi = int(p), int(n), int(xi)
@@ -485,10 +485,10 @@ def b_bfi(ins, cx):
     ut = UINT[NP[t].itemsize]
 
     def run(w, m, full):
-        fv = np.broadcast_to(np.asarray(rf(w)).view(ut), (32,)).astype(object)
-        bv = np.broadcast_to(np.asarray(rb(w)).view(ut), (32,)).astype(object)
-        pos = np.broadcast_to(np.asarray(rc(w)) & 0xFF, (32,))
-        ln = np.broadcast_to(np.asarray(re_(w)) & 0xFF, (32,))
+        fv = np.broadcast_to(np.asarray(rf(w)).view(ut), w.lanes).astype(object)
+        bv = np.broadcast_to(np.asarray(rb(w)).view(ut), w.lanes).astype(object)
+        pos = np.broadcast_to(np.asarray(rc(w)) & 0xFF, w.lanes)
+        ln = np.broadcast_to(np.asarray(re_(w)) & 0xFF, w.lanes)
         out = []
         for fi, bi, p, n in zip(fv, bv, pos, ln):
             p, n = int(p), int(n)
@@ -506,11 +506,11 @@ def b_prmt(ins, cx):
         raise cx.err(ins, f"prmt mode .{mode} is not supported (only the default mode)")
 
     def run(w, m, full):
-        av = np.broadcast_to(np.asarray(ra(w)).astype(np.uint64), (32,))
-        bv = np.broadcast_to(np.asarray(rb(w)).astype(np.uint64), (32,))
-        sel = np.broadcast_to(np.asarray(rc(w)).astype(np.uint64), (32,))
+        av = np.broadcast_to(np.asarray(ra(w)).astype(np.uint64), w.lanes)
+        bv = np.broadcast_to(np.asarray(rb(w)).astype(np.uint64), w.lanes)
+        sel = np.broadcast_to(np.asarray(rc(w)).astype(np.uint64), w.lanes)
         src = (bv << np.uint64(32)) | av  # bytes 0..7
-        r = np.zeros(32, dtype=np.uint64)
+        r = np.zeros(w.lanes, dtype=np.uint64)
         for i in range(4):
             s = (sel >> np.uint64(4 * i)) & np.uint64(0xF)
             byte = (src >> ((s & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
@@ -530,7 +530,7 @@ def b_lop3(ins, cx):
 
     def run(w, m, full):
         x, y, z = np.asarray(ra(w)), np.asarray(rb(w)), np.asarray(rc(w))
-        r = np.zeros(32, dtype=np.uint32)
+        r = np.zeros(w.lanes, dtype=np.uint32)
         for i in range(8):
             if table >> i & 1:
                 r |= (x if i & 4 else ~x) & (y if i & 2 else ~y) & (z if i & 1 else ~z)
@@ -571,7 +571,6 @@ def _compare(ins, cx, t):
     return fn
 
 
-_LANES = (32,)
 _BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
@@ -590,8 +589,8 @@ def b_setp(ins, cx):
 
     def run(w, m, full):
         r = cmp(ra(w), rb(w))
-        if r.shape != _LANES:  # two scalar operands
-            r = np.broadcast_to(r, _LANES)
+        if r.shape != w.lanes:  # two scalar operands
+            r = np.broadcast_to(r, w.lanes)
         if bop is not None and rc is not None:
             c = rc(w)
             wp(w, bop(r, c), m, full)
@@ -633,7 +632,7 @@ def b_mov(ins, cx):
         ut = UINT[size]
 
         def pack(w, m, full):
-            r = np.zeros(32, dtype=ut)
+            r = np.zeros(w.lanes, dtype=ut)
             for i, rp in enumerate(rs):
                 r |= np.asarray(rp(w)).astype(ut) << ut.type(8 * each * i)
             wd(w, r, m, full)
@@ -647,7 +646,7 @@ def b_mov(ins, cx):
         ut = UINT[size]
 
         def unpack(w, m, full):
-            x = np.broadcast_to(np.asarray(ra(w)).view(ut), (32,))
+            x = np.broadcast_to(np.asarray(ra(w)).view(ut), w.lanes)
             for i, wp in enumerate(ws):
                 wp(w, ((x >> ut.type(8 * each * i)) & ut.type((1 << 8 * each) - 1)).astype(UINT[each]), m, full)
         return unpack
@@ -667,7 +666,7 @@ def _cvt_tf32(ins, cx):
     keep = np.uint32(0xFFFFE000)
 
     def run(w, m, full):
-        x = np.broadcast_to(np.asarray(ra(w), dtype=np.uint32), (32,))
+        x = np.broadcast_to(np.asarray(ra(w), dtype=np.uint32), w.lanes)
         special = (x & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
         wd(w, np.where(special, x, (x + one) & keep).astype(np.uint32), m, full)
     return run

@@ -70,7 +70,7 @@ def b_st(ins: Instruction, cx: DecodeCtx) -> Exec:
         raise cx.err(ins, f"{n}-element vector store needs {n} sources")
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        vals = np.empty((32, n), dtype=dt)
+        vals = np.empty((w.lanes[0], n), dtype=dt)
         for i, rd in enumerate(readers):
             vals[:, i] = rd(w)
         w.mem_store(space, fa(w), m, vals, dt, ins)
@@ -104,14 +104,15 @@ def b_atom(ins: Instruction, cx: DecodeCtx) -> Exec:
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         addrs = fa(w)
-        bv = np.broadcast_to(np.asarray(rb(w), dtype=dt), (32,))
-        cv = np.broadcast_to(np.asarray(rc(w), dtype=dt), (32,)) if rc is not None else bv
-        old_all = np.zeros(32, dtype=dt)
+        bv = np.broadcast_to(np.asarray(rb(w), dtype=dt), w.lanes)
+        cv = np.broadcast_to(np.asarray(rc(w), dtype=dt), w.lanes) if rc is not None else bv
+        old_all = np.zeros(w.lanes, dtype=dt)
+        every = LANES if w.lanes[0] == 32 else np.arange(w.lanes[0])
         for lane in np.flatnonzero(m):  # one lane at a time: atomics serialize
-            lm = LANES == lane
+            lm = every == lane
             old = w.mem_load(space, addrs, lm, dt, 1, ins)[lane, 0]
             new = np.asarray(fn(np.array([old], dtype=dt), bv[lane:lane + 1], cv[lane:lane + 1]), dtype=dt)
-            vals = np.zeros((32, 1), dtype=dt)
+            vals = np.zeros((w.lanes[0], 1), dtype=dt)
             vals[lane, 0] = new[0]
             w.mem_store(space, addrs, lm, vals, dt, ins, record=False)
             old_all[lane] = old
@@ -246,34 +247,35 @@ def b_cp(ins: Instruction, cx: DecodeCtx) -> Exec:
     rsrc = cx.rd(ops[3], "u32", ins) if len(ops) > 3 else None  # src-size: the bytes read, rest zero-filled
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        srcsize = np.broadcast_to(np.asarray(rsrc(w)).astype(np.int64), (32,)) if rsrc is not None else \
-            np.full(32, size, dtype=np.int64)
+        srcsize = np.broadcast_to(np.asarray(rsrc(w)).astype(np.int64), w.lanes) if rsrc is not None else \
+            np.full(w.lanes, size, dtype=np.int64)
         w.async_copy(fd(w), fs(w), m, size, srcsize, ins)
     return run
 
 
 # -- warp-level ---------------------------------------------------------------------------------
-def shfl_source(mode: str, b: Any, c: Any) -> tuple[np.ndarray, np.ndarray]:
+def shfl_source(mode: str, b: Any, c: Any, lanes: np.ndarray = LANES) -> tuple[np.ndarray, np.ndarray]:
     """shfl.sync's source lane of every lane and whether it is inside the clamp (mode up / down / bfly
     / idx; b the lane operand, c = clamp | segment mask << 8), as the PTX ISA defines it; lanes outside
-    read their own value. The PTX and SASS models both call this."""
-    bval = np.broadcast_to(np.asarray(b).astype(np.int64) & 0x1F, (32,))
-    cv = np.broadcast_to(np.asarray(c).astype(np.int64), (32,))
+    read their own value. The PTX and SASS models both call this. `lanes`: each lane's index in its
+    warp (a lock-step group's lanes are several warps')."""
+    bval = np.broadcast_to(np.asarray(b).astype(np.int64) & 0x1F, lanes.shape)
+    cv = np.broadcast_to(np.asarray(c).astype(np.int64), lanes.shape)
     cval, seg = cv & 0x1F, (cv >> 8) & 0x1F
-    maxl = (LANES & seg) | (cval & ~seg)
+    maxl = (lanes & seg) | (cval & ~seg)
     if mode == "up":
-        j = LANES - bval
+        j = lanes - bval
         ok = j >= maxl
     elif mode == "down":
-        j = LANES + bval
+        j = lanes + bval
         ok = j <= maxl
     elif mode == "bfly":
-        j = LANES ^ bval
+        j = lanes ^ bval
         ok = j <= maxl
     else:
-        j = (LANES & seg) | (bval & ~seg)
+        j = (lanes & seg) | (bval & ~seg)
         ok = j <= maxl
-    return np.where(ok, j, LANES), ok
+    return np.where(ok, j, lanes), ok
 
 
 def b_shfl(ins: Instruction, cx: DecodeCtx) -> Exec:
@@ -286,9 +288,9 @@ def b_shfl(ins: Instruction, cx: DecodeCtx) -> Exec:
         wd, wp = cx.wr(d, "b32", ins), None
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        src = np.broadcast_to(np.asarray(ra(w)), (32,))
-        j, pval = shfl_source(mode, rb(w), rc(w))
-        wd(w, src[j], m, full)
+        src = np.broadcast_to(np.asarray(ra(w)), w.lanes)
+        j, pval = shfl_source(mode, rb(w), rc(w), w.laneid)
+        wd(w, src[j + w.lane_base], m, full)
         if wp is not None:
             wp(w, pval, m, full)
     return run
@@ -318,7 +320,11 @@ def b_activemask(ins: Instruction, cx: DecodeCtx) -> Exec:
     wd = cx.wr(ins.operands[0], "b32", ins)
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
-        wd(w, np.uint32(int(np.sum(m.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
+        if w.lanes[0] == 32:
+            wd(w, np.uint32(int(np.sum(m.astype(np.uint64) << LANES.astype(np.uint64)))), m, full)
+            return
+        bits = (m.reshape(-1, 32).astype(np.uint64) << LANES.astype(np.uint64)).sum(axis=1)
+        wd(w, np.repeat(bits.astype(np.uint32), 32), m, full)  # each warp's own mask
     return run
 
 
@@ -360,6 +366,15 @@ def b_ldmatrix(ins: Instruction, cx: DecodeCtx) -> Exec:
     u16 = np.dtype(np.uint16)
 
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        nw = w.lanes[0] // 32
+        if nw > 1:  # a lock-step group: each warp's rows
+            rows = w.mem_load("shared", fa(w), np.tile(need, nw), u16, 8, ins).reshape(nw, 32, 8)
+            for j, wr in enumerate(ws):
+                mat = rows[:, 8 * j: 8 * j + 8]
+                lo = mat[:, r0, c0].astype(np.uint32)
+                hi = mat[:, r1, c1].astype(np.uint32)
+                wr(w, (lo | (hi << np.uint32(16))).ravel(), m, full)
+            return
         rows = w.mem_load("shared", fa(w), need, u16, 8, ins)  # (32, 8): row of lane i's address
         for j, wr in enumerate(ws):
             mat = rows[8 * j: 8 * j + 8]

@@ -102,7 +102,36 @@ def b_mma(ins: Instruction, cx: DecodeCtx) -> Exec:
             regs[i] = rd(w)  # a scalar (immediate) operand fills its row
         return ((regs[:, None, :] >> shifts) & emask).ravel()
 
+    def warp_elements(rds: list, w: Warp, nw: int) -> np.ndarray:
+        """elements() of each of the nw warps of a lock-step group: (warp, register, element, lane)."""
+        regs = np.empty((len(rds), w.lanes[0]), dtype=np.uint32)
+        for i, rd in enumerate(rds):
+            regs[i] = rd(w)
+        bits = (regs[:, None, :] >> shifts) & emask  # (register, element, warp x lane)
+        return bits.reshape(len(rds), per, nw, 32).transpose(2, 0, 1, 3).reshape(nw, -1)
+
+    def run_group(w: Warp, m: np.ndarray, full: bool, nw: int) -> None:
+        """run() for each warp of a lock-step group: the same arrays, one product per warp."""
+        A = np.zeros((nw, 16, k), dtype=vt)
+        B = np.zeros((nw, k, 8), dtype=vt)
+        C = np.zeros((nw, 16, 8), dtype=vt)
+        A[:, a_rows, a_cols] = to_values(warp_elements(ra, w, nw), at)
+        B[:, b_rows, b_cols] = to_values(warp_elements(rb, w, nw), bt)
+        cv = np.empty((4, w.lanes[0]), dtype=vt)
+        for i, rd in enumerate(rc):
+            cv[i] = rd(w)
+        C[:, c_rows, c_cols] = cv.reshape(4, nw, 32).transpose(1, 0, 2).reshape(nw, -1)
+        D = np.empty((nw, 16, 8), dtype=vt)
+        for i in range(nw):  # a 2-D product per warp, as run() computes it (the same summation order)
+            D[i] = A[i] @ B[i] + C[i]
+        for wr, (row, col) in zip(wd, cmap):
+            v = D[:, row, col].ravel()
+            wr(w, to_s32(v, sat) if integer else v.astype(np.float32), m, full)
+
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
+        if w.lanes[0] != 32:
+            run_group(w, m, full, w.lanes[0] // 32)
+            return
         A = np.zeros((16, k), dtype=vt)
         B = np.zeros((k, 8), dtype=vt)
         C = np.zeros((16, 8), dtype=vt)

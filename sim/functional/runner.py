@@ -352,6 +352,10 @@ class FunctionalResult:
     outputs: dict[int, np.ndarray]  # arg index -> final buffer contents (dtype of the input array)
     warp_instructions: int
     ctas: int
+    # how it ran (sim/functional/lockstep.py): "lockstep" (batches of CTAs), "lockstep per CTA" or
+    # "sequential" (warp by warp); `refused` says why the faster ways were not taken
+    mode: str = "sequential"
+    refused: list[str] = field(default_factory=list)
 
 
 def cluster_size(P: Prepared) -> int:
@@ -369,9 +373,34 @@ def read_outputs(P: Prepared, launch: Launch) -> dict[int, np.ndarray]:
 
 
 def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
-                   progress: Progress | None = None) -> FunctionalResult:
+                   progress: Progress | None = None, lockstep: bool = True) -> FunctionalResult:
+    """Run a launch functionally. The results are those of the sequential order (CTA after CTA, warp
+    after warp to each barrier); with `lockstep` the warps run in lock-step batches where that gives
+    the same results, checked as they run (sim/functional/lockstep.py), else in that order."""
     check_budget_covers(launch, max_instructions, prog.file)
-    with np.errstate(all="ignore"):
+    refused: list[str] = []
+    if lockstep:
+        from sim.functional.lockstep import Refused, batch_ctas, run_lockstep
+
+        for mode in ("lockstep", "lockstep per CTA"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                if refused:
+                    warnings.simplefilter("ignore")  # the first attempt gave prepare's warnings
+                P = prepare(prog, launch)
+                try:
+                    n = batch_ctas(P) if mode == "lockstep" else 1
+                    if mode != "lockstep" and batch_ctas(P) == 1:
+                        continue
+                    total = run_lockstep(P, n, [max_instructions, max_instructions], progress)
+                except Refused as e:
+                    refused.append(f"{mode}: {e}")
+                    if str(e).startswith("static: "):
+                        break
+                    continue
+            return FunctionalResult(read_outputs(P, launch), total, len(P.ctas), mode, refused)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        if refused:
+            warnings.simplefilter("ignore")
         P = prepare(prog, launch)
         budget = [max_instructions, max_instructions]
         total = 0
@@ -382,7 +411,7 @@ def run_functional(prog: Program, launch: Launch, max_instructions: int = DEFAUL
             budget[0] = max_instructions - total
             if progress is not None:
                 progress.update(i + n, total, None)
-        return FunctionalResult(read_outputs(P, launch), total, len(P.ctas))
+        return FunctionalResult(read_outputs(P, launch), total, len(P.ctas), "sequential", refused)
 
 
 __all__ = ["run_functional", "prepare", "decode", "PtxError", "FunctionalResult"]

@@ -21,6 +21,7 @@ from sim.functional.memory import (
     reduce_any,
 )
 from sim.functional.ops_async import MBarrier
+from sim.functional.operands import WARP_LANES
 from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
 from sim.functional.types import storage
@@ -93,6 +94,11 @@ class Launched:
 class Warp:
     rec: Executed  # the instruction executing now (set by step; its memory access is filled in as it runs)
     full: bool  # ... and whether every lane runs it
+    # the lanes the closures compute on, each lane's index in its warp and its warp's first lane:
+    # one warp here; a lock-step group (sim/functional/lockstep.py) is n warps x 32 lanes
+    lanes: tuple[int, ...] = WARP_LANES
+    laneid: np.ndarray = LANES
+    lane_base: np.ndarray | int = 0
 
     def __init__(self, L: Launched, cta: CTA, wid: int, regtypes: dict[str, str]):
         self.L = L

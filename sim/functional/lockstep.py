@@ -1,0 +1,602 @@
+"""Lock-step functional execution (issue 17): the warps that stand at the same instruction with the same
+SIMT stack run it once, as one wide warp of n x 32 numpy lanes (a `Group`), across the warps of a CTA and
+across CTAs.
+
+The reference is the sequential order of sim/functional/runner.py: CTA after CTA, and in a CTA warp
+after warp, each to its next barrier. Lock-step interleaves the warps' instructions instead, which gives
+the same registers and memory whenever no warp touches what another writes within the same stretch
+between two barriers of its CTA, and no CTA touches what another CTA of the batch writes at all. That
+is checked, not assumed: every shared and global access is logged (4-byte words, the accessing warp,
+the barrier epoch) and a batch in which two warps conflict (a write and another access of the same word
+by two warps in one epoch of a CTA, or by two CTAs) is a `Refused` run: `run_functional` then reruns the
+launch one CTA at a time in lock-step, and, should that conflict too, in the sequential order. So the
+outputs and warp-instruction counts are bit-identical to the sequential order for every kernel, racy
+ones included (a racy kernel simply pays for the runs it throws away).
+
+A group splits when its warps would leave the common path (a branch taken by some warps and not by
+others, lanes exiting in some warps only, a barrier or cp.async group operation some warps skip by
+their guard): each part then runs on with its warps' lanes. Groups waiting at the same barrier with the
+same stack merge again. Kernels this module does not model wide (mbarriers, TMA, wgmma, wmma, vote,
+redux, stmatrix, calls, local memory, clusters, %clock, named or counted barriers) run sequentially:
+`refusal` names the first instruction that keeps a kernel out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sim.errors import ExecutionError
+from sim.functional.memory import Fault, FlatMemory, _gather, _scatter, reduce_all, reduce_any
+from sim.functional.ops_alu import SEMANTICS_ALU
+from sim.functional.ops_mem import (
+    BARRIER,
+    BRANCH,
+    EXIT,
+    b_activemask,
+    b_atom,
+    b_bar,
+    b_bra,
+    b_cp,
+    b_exit,
+    b_ld,
+    b_ldmatrix,
+    b_nop,
+    b_prefetch,
+    b_shfl,
+    b_st,
+    b_trap,
+)
+from sim.functional.ops_mma import b_mma
+from sim.functional.record import Executed
+from sim.functional.types import storage
+from sim.functional.warp import CTA, LANES, Copy, Frame, Warp
+from sim.isa import async_role, barrier_role, bulk_role, is_branch
+from sim.ptx.ir import Instruction, Kernel
+
+if TYPE_CHECKING:
+    from sim.functional.runner import Prepared
+
+# the semantics builders whose closures compute on any number of lanes (w.lanes)
+WIDE = {*SEMANTICS_ALU.values(), b_ld, b_st, b_atom, b_ldmatrix, b_cp, b_prefetch, b_nop, b_bra, b_exit, b_bar,
+        b_shfl, b_activemask, b_trap, b_mma}
+# lanes of one lock-step batch: numpy's per-call cost is paid once per group instruction, its per-element
+# cost grows with the lanes; a few thousand lanes keep both small (benchmarks/sim_speed.md)
+BATCH_LANES = 4096
+SPLIT = -1  # Group.step's answer when the group split before executing (the parts execute it)
+_SHARED_DOMAIN = 0  # conflict-log domains
+_GLOBAL_DOMAIN = 1
+
+
+class Refused(Exception):
+    """This launch cannot run in lock-step with the sequential order's results; the message says why."""
+
+
+def refusal(k: Kernel, P: Prepared) -> str | None:
+    """Why kernel k (as prepared) cannot run in lock-step, or None when it can."""
+    from sim.functional.runner import SEMANTICS
+
+    if P.layout.local_size:
+        return "local memory (per-thread rows)"
+    if P.L.cluster != (1, 1, 1) or P.L.tensormaps:
+        return "clusters and tensor maps"
+    for ins in k.body:
+        if SEMANTICS[ins.opcode] not in WIDE:
+            return f"line {ins.line}: '{ins.text}' is not modelled wide"
+        if ins.info.get("space") in ("local", "shared::cluster") or bulk_role(ins):
+            return f"line {ins.line}: '{ins.text}' (local, cluster or bulk memory)"
+        role = barrier_role(ins)
+        if role == "arrive" or "cluster" in ins.mods and SEMANTICS[ins.opcode] is b_bar:
+            return f"line {ins.line}: '{ins.text}' (a barrier some threads only arrive at)"
+        if role == "cta" and (len(ins.operands) > 1 or ins.operands and ins.operands[0].kind != "imm"):
+            return f"line {ins.line}: '{ins.text}' (a counted or register-named barrier)"
+        if any(op.kind == "sreg" and op.name.startswith("%globaltimer") for op in ins.operands):
+            return f"line {ins.line}: '{ins.text}' reads the global timer"
+    return None
+
+
+def _effects(k: Kernel) -> list[bool]:
+    """Per pc: whether the instruction acts on its warp as a whole (a barrier, a cp.async group
+    operation), so that warps whose guard skips it must part from those that run it."""
+    return [barrier_role(ins) == "cta" or async_role(ins) in ("commit", "wait", "wait_all") for ins in k.body]
+
+
+class Batch:
+    """The CTAs that run together: one shared memory holding each CTA's at its own base, the
+    barrier epoch, and the log of shared and global accesses that `conflict` checks."""
+
+    def __init__(self, P: Prepared, ctas: list[CTA], effects: list[bool]):
+        self.P = P
+        self.effects = effects
+        self.ctas = ctas
+        self.bounds = ctas[0].shared  # each CTA's shared memory: its size bounds every access
+        self.stride = ctas[0].shared.data.size
+        self.shared = FlatMemory(self.stride * len(ctas), "shared")
+        self.wpc = len(ctas[0].warps)  # warps per CTA: owner // wpc is the owner's CTA in the batch
+        self.epoch = 0
+        self.log: list[tuple[int, int, np.ndarray, int, np.ndarray, bool]] = []  # domain, epoch, addrs, bytes, owners, write
+        self.wrote = [False, False]  # per domain: a write since the last check
+
+    def record(self, domain: int, addrs: np.ndarray, size: int, owners: np.ndarray, write: bool) -> None:
+        self.log.append((domain, self.epoch, addrs, size, owners, write))
+        if write:
+            self.wrote[domain] = True
+
+    def end_epoch(self) -> None:
+        """A barrier released every warp: shared accesses of the epoch are checked and dropped (shared
+        memory is per CTA, and the barrier orders a CTA's warps)."""
+        self._check_shared()
+        self.epoch += 1
+
+    def _check_shared(self) -> None:
+        shared = [e for e in self.log if e[0] == _SHARED_DOMAIN]
+        self.log = [e for e in self.log if e[0] != _SHARED_DOMAIN]
+        if self.wrote[_SHARED_DOMAIN] and _conflict(shared, self.wpc):
+            raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
+        self.wrote[_SHARED_DOMAIN] = False
+
+    def finish(self) -> None:
+        self._check_shared()
+        if self.wrote[_GLOBAL_DOMAIN] and _conflict(self.log, self.wpc):
+            raise Refused("two warps access a global word, one writing it, without a barrier between them "
+                          "(or from two CTAs of the batch)")
+
+
+def _words(entries: Sequence[tuple[int, int, np.ndarray, int, np.ndarray, bool]]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(word, owner, epoch) of every 4-byte word the entries touch."""
+    words, owners, epochs = [], [], []
+    for _, ep, addrs, size, own, _w in entries:
+        a = addrs.astype(np.int64)
+        first = a >> 2
+        last = (a + size - 1) >> 2
+        k = int((last - first).max()) + 1 if a.size else 1
+        if k == 1:
+            words.append(first)
+            owners.append(own)
+        else:
+            w = first[:, None] + np.arange(k)
+            keep = w <= last[:, None]
+            words.append(w[keep])
+            owners.append(np.broadcast_to(own[:, None], w.shape)[keep])
+        epochs.append(np.full(words[-1].size, ep, dtype=np.int64))
+    if not words:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e
+    return np.concatenate(words), np.concatenate(owners).astype(np.int64), np.concatenate(epochs)
+
+
+def _conflict(entries: Sequence[tuple[int, int, np.ndarray, int, np.ndarray, bool]], wpc: int) -> bool:
+    """Whether two warps touch one word, at least one writing it, with no barrier ordering them: in
+    the same epoch of one CTA, or from two CTAs (any epochs)."""
+    writes = [e for e in entries if e[5]]
+    if not writes:
+        return False
+    ww, wo, we = _words(writes)
+    lo, hi = int(ww.min()), int(ww.max())
+    reads = []
+    for e in entries:
+        if e[5] or not e[2].size:
+            continue
+        a = e[2].astype(np.int64)
+        near = ((a + e[3] - 1) >> 2 >= lo) & (a >> 2 <= hi)
+        if reduce_any(near):
+            reads.append((e[0], e[1], e[2][near], e[3], e[4][near], False))
+    wc = wo // wpc
+    order = np.lexsort((wo, we, wc, ww))
+    ww, wo, we, wc = ww[order], wo[order], we[order], wc[order]
+    same = ww[1:] == ww[:-1]
+    if reduce_any(same & (wo[1:] != wo[:-1]) & ((wc[1:] != wc[:-1]) | (we[1:] == we[:-1]))):
+        return True  # two writers
+    if not reads:
+        return False
+    rw, ro, re_ = _words(reads)
+    rc = ro // wpc
+    uw, first = np.unique(ww, return_index=True)
+    i = np.minimum(np.searchsorted(uw, rw), uw.size - 1)
+    hit = uw[i] == rw
+    if reduce_any(hit & (wc[first][i] != rc)):
+        return True  # a word one CTA writes and another reads
+    span = int(we.max(initial=0)) + int(re_.max(initial=0)) + 1
+    keys = (ww - lo) * span + we
+    uk, kfirst = np.unique(keys, return_index=True)
+    rk = (rw[hit] - lo) * span + re_[hit]
+    j = np.minimum(np.searchsorted(uk, rk), uk.size - 1)
+    return bool(reduce_any((uk[j] == rk) & (wo[kfirst][j] != ro[hit])))  # written by another warp this epoch
+
+
+class Group(Warp):
+    """n warps in lock-step: registers, stack masks and async copies over n x 32 lanes, warp by warp."""
+
+    members: list[Warp]
+    parts: list[Group] | None  # set when the group split: the groups that go on in its place
+    sel: np.ndarray  # a part's lanes in the group it split from
+    ibase: np.ndarray  # per warp: instructions it ran before the group formed
+
+    @classmethod
+    def of(cls, B: Batch, warps: list[Warp], owners: list[int]) -> Group:
+        g = cls.__new__(cls)
+        g._common(B, warps[0])
+        g.members = warps
+        g._shape(len(warps))
+        regtypes = B.P.regtypes
+        g.r = {name: np.zeros(g.lanes, dtype=storage(t)) for name, t in regtypes.items()}
+        g.sregs = {}
+        for name, v0 in warps[0].sregs.items():
+            vals = [w.sregs[name] for w in warps]
+            if np.ndim(v0) == 0 and all(v == v0 for v in vals):
+                g.sregs[name] = v0
+            else:
+                g.sregs[name] = np.concatenate([np.broadcast_to(v, (32,)) for v in vals])
+        g.stack = [Frame(0, np.concatenate([w.stack[0].mask for w in warps]), -1)]
+        g.ibase = np.zeros(len(warps), dtype=np.int64)
+        g.owner = np.repeat(np.asarray(owners, dtype=np.int64), 32)
+        g.sbase = (g.owner // B.wpc).astype(np.uint64) * np.uint64(B.stride)
+        return g
+
+    def _common(self, B: Batch, w: Warp) -> None:
+        self.B = B
+        self.L = w.L
+        self.cta = w.cta
+        self.globals_ = w.globals_
+        self.body = w.L.body
+        self.effects = B.effects
+        self.done = False
+        self.parts = None
+        self.cycle = None
+        self.instructions = 0  # since the group formed; each warp's count is ibase + instructions
+        self.bar_id = 0
+        self.bar_count = 0
+        self.waiting_on = None
+        self.open_group = []
+        self.groups = []
+        self.landed = 0
+
+    def _shape(self, n: int) -> None:
+        self.n = n
+        self.lanes = (32 * n,)
+        self.laneid = np.tile(LANES, n)
+        self.lane_base = np.repeat(np.arange(n) * 32, 32)
+
+    # -- splitting and merging ------------------------------------------------------------------------
+    def _take(self, idx: np.ndarray) -> Group:
+        """The warps idx (indices into members) as a group of their own."""
+        g = Group.__new__(Group)
+        g._common(self.B, self.members[int(idx[0])])
+        g.members = [self.members[int(i)] for i in idx]
+        g._shape(len(idx))
+        sel = (idx[:, None] * 32 + LANES).ravel()
+        g.r = {name: v[sel] for name, v in self.r.items()}
+        g.sregs = {name: v[sel] if isinstance(v, np.ndarray) and v.shape == self.lanes else v
+                   for name, v in self.sregs.items()}
+        g.stack = [Frame(f.pc, f.mask[sel], f.rpc) for f in self.stack]
+        g.owner, g.sbase = self.owner[sel], self.sbase[sel]
+        g.open_group = [_take_copy(c, sel) for c in self.open_group]
+        g.groups = [[_take_copy(c, sel) for c in grp] for grp in self.groups]
+        g.landed = self.landed
+        g.bar_id, g.bar_count = self.bar_id, self.bar_count
+        g.ibase = self.ibase[idx] + self.instructions
+        g.sel = sel
+        return g
+
+    def _split(self, key: np.ndarray) -> list[Group]:
+        """Parts of warps with equal key, in the order of their first warp."""
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        return [self._take(np.flatnonzero(inv == k)) for k in np.argsort(first)]
+
+    def signature(self) -> tuple:
+        return tuple((f.pc, f.rpc, bool(reduce_any(f.mask))) for f in self.stack), self.bar_id, \
+            bool(self.open_group or self.groups)
+
+    # -- execution ------------------------------------------------------------------------------------
+    def step(self, cycle: int | None = None) -> Executed:
+        raise NotImplementedError("Group.run_step")
+
+    def run_step(self) -> int | None:
+        """Execute one instruction on every warp of the group: its control code, or SPLIT (then
+        self.parts are the groups that go on, nothing executed)."""
+        top = self.stack[-1]
+        pc = top.pc
+        ins = self.body[pc]
+        m = top.mask
+        full = top.full
+        if ins.guard is not None:
+            g = self.r[ins.guard]
+            m = m & ~g if ins.guard_neg else m & g
+            full = full and bool(reduce_all(m))
+        if not full and self.effects[pc] and self.n > 1:
+            runs = m.reshape(self.n, 32).any(axis=1)
+            if not (runs.all() or not runs.any()):
+                self.parts = self._split(runs)
+                return SPLIT
+        self.rec = Executed(m)
+        self.full = full
+        self.instructions += 1
+        try:
+            ctl = ins.exec(self, m, full) if (full or reduce_any(m) or ins.info["flow"] == "branch") else None
+        except (Fault, ExecutionError, ValueError, TypeError, IndexError, OverflowError) as e:
+            raise Refused(f"line {ins.line}: {e}") from e
+        if ctl is None:
+            top.pc = pc + 1
+            if top.pc == top.rpc:
+                self._reconverge()
+            return None
+        if ctl == BRANCH:
+            self._branch(top, pc, ins, m)
+        elif ctl == EXIT:
+            self._exit(top, pc, m)
+        elif ctl == BARRIER:
+            top.pc = pc + 1
+        else:
+            raise Refused(f"line {ins.line}: control code {ctl}")
+        for g in self.parts or [self]:
+            g._reconverge()
+        return ctl
+
+    def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
+        target = ins.info["target"]
+        if top.full and ins.guard is None:
+            top.pc = target
+            return
+        nt = top.mask & ~taken
+        n = self.n
+        any_t = taken.reshape(n, 32).any(axis=1)
+        any_nt = nt.reshape(n, 32).any(axis=1)
+        code = np.where(~any_nt, 0, np.where(~any_t, 1, 2))
+        if (code == code[0]).all():
+            self._go(int(code[0]), self.stack[-1], pc, target, taken, nt)
+            return
+        self.parts = self._split(code)
+        for g in self.parts:
+            sel = g.sel
+            g._go(int(code[sel[0] // 32]), g.stack[-1], pc, target, taken[sel], nt[sel])
+
+    def _go(self, code: int, top: Frame, pc: int, target: int, taken: np.ndarray, nt: np.ndarray) -> None:
+        """Warp._branch's three outcomes: 0 every active lane jumps, 1 none does, 2 the warp diverges."""
+        if code == 0:
+            top.pc = target
+        elif code == 1:
+            top.pc = pc + 1
+        else:
+            rpc = self.L.rpcs.get(pc, -1)
+            top.pc = rpc
+            self.stack.append(Frame(pc + 1, nt, rpc))
+            self.stack.append(Frame(target, taken.copy(), rpc))
+
+    def _exit(self, top: Frame, pc: int, m: np.ndarray) -> None:
+        top.pc = pc + 1
+        keep = ~m
+        for f in self.stack:
+            f.mask = f.mask & keep
+            f.full = bool(reduce_all(f.mask))
+        live = np.array([f.mask.reshape(self.n, 32).any(axis=1) for f in self.stack])  # (frame, warp)
+        if (live == live[:, :1]).all():
+            self._pop_exited()
+            return
+        key = (live.astype(np.int64) << np.arange(len(self.stack))[:, None]).sum(axis=0)
+        self.parts = self._split(key)
+        for g in self.parts:
+            g._pop_exited()
+
+    def _pop_exited(self) -> None:
+        while self.stack and not reduce_any(self.stack[-1].mask):
+            self.stack.pop()
+        if not self.stack:
+            self.flush_async()
+            self.done = True
+
+    def clock(self, name: str) -> Any:
+        """What %clock / %clock64 read functionally: each warp's instructions so far (Warp.clock)."""
+        c = np.repeat(self.ibase + self.instructions, 32)
+        if name == "%clock":
+            return (c & 0xFFFFFFFF).astype(np.uint32)
+        return c.astype(np.uint64)
+
+    # -- memory ----------------------------------------------------------------------------------------
+    def _space_of(self, space: str, addrs: np.ndarray) -> tuple[str, np.ndarray]:
+        if space != "generic":
+            if space not in ("shared", "global", "param", "const"):
+                raise Refused(f".{space} accesses are not modelled wide")
+            return space, addrs
+        hi = addrs >> np.uint64(32)
+        if addrs.size and not reduce_all(hi == hi[0]):
+            raise Refused("generic addresses in more than one window")
+        sp, a = Warp._space_of(self, space, addrs)
+        if sp not in ("shared", "global", "param", "const"):
+            raise Refused(f"generic address in the .{sp} window")
+        return sp, a
+
+    def _shared_index(self, act: np.ndarray, nbytes: int, dt: np.dtype, sel: np.ndarray | None) -> np.ndarray:
+        """Offsets into the batch's shared memory of the lanes `sel` (all when None), bounds-checked
+        against one CTA's shared memory."""
+        off = self.B.bounds._offsets(act, nbytes, dt)
+        base = self.sbase if sel is None else self.sbase[sel]
+        return off + base if off.dtype == base.dtype else off + base.astype(off.dtype)
+
+    def mem_load(self, space: str, addrs: np.ndarray, m: np.ndarray, dt: np.dtype, n: int,
+                 ins: Instruction) -> np.ndarray:
+        rec = self.rec
+        every = m is rec.mask and self.full
+        if every:
+            act, sel = addrs, None
+        else:
+            if not reduce_any(m):
+                return np.zeros((self.lanes[0], n), dtype=dt)
+            act, sel = addrs[m], m
+        space, act = self._space_of(space, act)
+        rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * n, "read"
+        owners = self.owner if sel is None else self.owner[sel]
+        if space == "shared":
+            idx = self._shared_index(act, dt.itemsize * n, dt, sel)
+            vals = _gather(self.B.shared.view(dt), idx, dt, n)
+            self.B.record(_SHARED_DOMAIN, idx, dt.itemsize * n, owners, False)
+        else:
+            vals = self._mem(space).load(act, dt, n)
+            if space == "global":
+                self.B.record(_GLOBAL_DOMAIN, act, dt.itemsize * n, owners, False)
+        if every:
+            return vals
+        out = np.zeros((self.lanes[0], n), dtype=dt)
+        out[m] = vals
+        return out
+
+    def mem_store(self, space: str, addrs: np.ndarray, m: np.ndarray, vals: np.ndarray, dt: np.dtype,
+                  ins: Instruction, record: bool = True) -> None:
+        if not reduce_any(m):
+            return
+        act = addrs[m]
+        space, act = self._space_of(space, act)
+        nbytes = dt.itemsize * vals.shape[1]
+        if record:
+            rec = self.rec
+            rec.space, rec.addrs, rec.size, rec.direction = space, act, nbytes, "write"
+        if space == "shared":
+            idx = self._shared_index(act, nbytes, dt, m)
+            _scatter(self.B.shared.view(dt), idx, dt, vals[m])
+            self.B.record(_SHARED_DOMAIN, idx, nbytes, self.owner[m], True)
+        elif space == "global":
+            self.L.gmem.store(act, vals[m], dt)
+            self.B.record(_GLOBAL_DOMAIN, act, nbytes, self.owner[m], True)
+        else:
+            raise Refused(f"store to .{space}")
+
+    def async_copy(self, dst: np.ndarray, src: np.ndarray, m: np.ndarray, size: int,
+                   srcsize: np.ndarray, ins: Instruction) -> None:
+        if not reduce_any(m):
+            return
+        u8 = np.dtype(np.uint8)
+        data = np.zeros((self.lanes[0], size), dtype=np.uint8)
+        ss = np.clip(srcsize, 0, size)
+        nz = m & (ss > 0)
+        for nbytes in np.unique(ss[nz]):
+            sel = nz & (ss == nbytes)
+            vals = self.mem_load("global", src, sel, u8, int(nbytes), ins)
+            data[sel, : int(nbytes)] = vals[sel]
+        dsel = dst[m]
+        if reduce_any((dsel.astype(np.int64) + size > self.B.bounds.size) | (dsel % size != 0)):
+            raise Refused("cp.async destination outside shared memory or misaligned")
+        rec = self.rec
+        rec.space, rec.addrs, rec.size, rec.direction = "global", src[m], size, "read"
+        self.open_group.append((dst + self.sbase, m.copy(), data, size))
+
+    def _land(self, group: list[Copy]) -> None:
+        sh = self.B.shared.data
+        for dst, m, data, size in group:  # lanes in order: a later lane's bytes win on overlap
+            lanes = np.flatnonzero(m)
+            if not lanes.size:
+                continue
+            self.B.record(_SHARED_DOMAIN, dst[lanes], size, self.owner[lanes], True)
+            starts = dst[lanes].astype(np.int64)
+            if len(lanes) > 1 and len(np.unique(starts)) == len(starts):
+                sh[(starts[:, None] + np.arange(size)).ravel()] = data[lanes].ravel()
+                continue
+            for lane in lanes:
+                a = int(dst[lane])
+                sh[a: a + size] = data[lane]
+
+
+def _take_copy(c: Copy, sel: np.ndarray) -> Copy:
+    dst, m, data, size = c
+    return dst[sel], m[sel], data[sel], size
+
+
+def _merge(groups: list[Group]) -> list[Group]:
+    """Groups at the same place of their program with no async copies in flight become one."""
+    out: list[Group] = []
+    by: dict[Any, list[Group]] = {}
+    for g in groups:
+        sig = g.signature()
+        if sig[2]:
+            out.append(g)
+        else:
+            by.setdefault(sig, []).append(g)
+    for gs in by.values():
+        out.append(gs[0] if len(gs) == 1 else _concat(sorted(gs, key=lambda g: int(g.owner[0]))))
+    return out
+
+
+def _concat(gs: list[Group]) -> Group:
+    g = Group.__new__(Group)
+    g._common(gs[0].B, gs[0].members[0])
+    g.members = [w for x in gs for w in x.members]
+    g._shape(len(g.members))
+    g.r = {name: np.concatenate([x.r[name] for x in gs]) for name in gs[0].r}
+    g.sregs = {}
+    for name, v0 in gs[0].sregs.items():
+        vals = [x.sregs[name] for x in gs]
+        if all(not isinstance(v, np.ndarray) for v in vals) and all(v == v0 for v in vals):
+            g.sregs[name] = v0
+        else:
+            g.sregs[name] = np.concatenate([np.broadcast_to(v, x.lanes) for v, x in zip(vals, gs)])
+    g.stack = [Frame(f.pc, np.concatenate([x.stack[i].mask for x in gs]), f.rpc) for i, f in enumerate(gs[0].stack)]
+    g.owner = np.concatenate([x.owner for x in gs])
+    g.ibase = np.concatenate([x.ibase + x.instructions for x in gs])
+    g.sbase = np.concatenate([x.sbase for x in gs])
+    g.bar_id, g.bar_count = gs[0].bar_id, gs[0].bar_count
+    return g
+
+
+def run_batch(B: Batch, budget: list[int], sample: Sequence[Instruction] = ()) -> int:
+    """Run the batch's CTAs to completion in lock-step; returns warp instructions executed."""
+    warps = [(c * B.wpc + w.wid, w) for c, cta in enumerate(B.ctas) for w in cta.warps if not w.done]
+    count = 0
+    if not warps:
+        return 0
+    groups = [Group.of(B, [w for _, w in warps], [o for o, _ in warps])]
+    limit = budget[0]
+    while True:
+        waiting: list[Group] = []
+        todo = groups[::-1]
+        while todo:
+            g = todo.pop()
+            while True:
+                ctl = g.run_step()
+                if ctl != SPLIT:
+                    count += g.n
+                    if count > limit:
+                        raise Refused("past the warp-instruction budget")
+                if g.parts is not None:
+                    todo.extend(p for p in reversed(g.parts) if not p.done)
+                    break
+                if g.done:
+                    break
+                if ctl == BARRIER:
+                    waiting.append(g)
+                    break
+        if not waiting:
+            return count
+        if len({g.bar_id for g in waiting}) > 1:
+            raise Refused("warps wait at different barriers")
+        B.end_epoch()
+        groups = _merge(waiting)
+
+
+def run_lockstep(P: Prepared, ctas_per_batch: int, budget: list[int], progress: Any = None) -> int:
+    """Every CTA of the prepared launch in lock-step batches of ctas_per_batch; warp instructions."""
+    from sim.functional.runner import make_cta
+
+    why = refusal(P.L.kernel, P)
+    if why:
+        raise Refused(f"static: {why}")
+    effects = _effects(P.L.kernel)
+    total = 0
+    limit = budget[0]
+    for i in range(0, len(P.ctas), ctas_per_batch):
+        ctas = [make_cta(P, c) for c in P.ctas[i: i + ctas_per_batch]]
+        B = Batch(P, ctas, effects)
+        total += run_batch(B, budget)
+        B.finish()
+        budget[0] = limit - total
+        if progress is not None:
+            progress.update(min(i + ctas_per_batch, len(P.ctas)), total, None)
+    return total
+
+
+def batch_ctas(P: Prepared) -> int:
+    """CTAs per batch: BATCH_LANES lanes' worth, at least one."""
+    return max(1, BATCH_LANES // (32 * max(1, -(-P.L.block[0] * P.L.block[1] * P.L.block[2] // 32))))
+
+
+__all__ = ["Refused", "refusal", "run_lockstep", "batch_ctas", "Group", "Batch", "is_branch"]
