@@ -68,10 +68,17 @@ BATCH_LANES = 4096
 SPLIT = -1  # Group.step's answer when the group split before executing (the parts execute it)
 _SHARED_DOMAIN = 0  # conflict-log domains
 _GLOBAL_DOMAIN = 1
+# one logged access: domain, barrier epoch, byte addresses, bytes per lane, the lanes' warps, whether a write
+Access = tuple[int, int, np.ndarray, int, np.ndarray, bool]
 
 
 class Refused(Exception):
-    """This launch cannot run in lock-step with the sequential order's results; the message says why."""
+    """This launch cannot run in lock-step with the sequential order's results; the message says why.
+    per_cta: the reason is between CTAs only, so running one CTA at a time may pass."""
+
+    def __init__(self, message: str, per_cta: bool = False):
+        super().__init__(message)
+        self.per_cta = per_cta
 
 
 def refusal(k: Kernel, P: Prepared) -> str | None:
@@ -116,7 +123,7 @@ class Batch:
         self.shared = FlatMemory(self.stride * len(ctas), "shared")
         self.wpc = len(ctas[0].warps)  # warps per CTA: owner // wpc is the owner's CTA in the batch
         self.epoch = 0
-        self.log: list[tuple[int, int, np.ndarray, int, np.ndarray, bool]] = []  # domain, epoch, addrs, bytes, owners, write
+        self.log: list[Access] = []
         self.wrote = [False, False]  # per domain: a write since the last check
 
     def record(self, domain: int, addrs: np.ndarray, size: int, owners: np.ndarray, write: bool) -> None:
@@ -133,18 +140,22 @@ class Batch:
     def _check_shared(self) -> None:
         shared = [e for e in self.log if e[0] == _SHARED_DOMAIN]
         self.log = [e for e in self.log if e[0] != _SHARED_DOMAIN]
-        if self.wrote[_SHARED_DOMAIN] and _conflict(shared, self.wpc):
+        if self.wrote[_SHARED_DOMAIN] and _conflict(shared, self.wpc):  # CTAs' shared words never meet
             raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
         self.wrote[_SHARED_DOMAIN] = False
 
     def finish(self) -> None:
         self._check_shared()
-        if self.wrote[_GLOBAL_DOMAIN] and _conflict(self.log, self.wpc):
-            raise Refused("two warps access a global word, one writing it, without a barrier between them "
-                          "(or from two CTAs of the batch)")
+        if not self.wrote[_GLOBAL_DOMAIN]:
+            return
+        found = _conflict(self.log, self.wpc)
+        if found == "ctas":
+            raise Refused("two CTAs of the batch access a global word, one writing it", per_cta=True)
+        if found:
+            raise Refused("two warps of a CTA access a global word between two barriers, one writing it")
 
 
-def _words(entries: Sequence[tuple[int, int, np.ndarray, int, np.ndarray, bool]]
+def _words(entries: Sequence[Access]
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(word, owner, epoch) of every 4-byte word the entries touch."""
     words, owners, epochs = [], [], []
@@ -168,43 +179,49 @@ def _words(entries: Sequence[tuple[int, int, np.ndarray, int, np.ndarray, bool]]
     return np.concatenate(words), np.concatenate(owners).astype(np.int64), np.concatenate(epochs)
 
 
-def _conflict(entries: Sequence[tuple[int, int, np.ndarray, int, np.ndarray, bool]], wpc: int) -> bool:
-    """Whether two warps touch one word, at least one writing it, with no barrier ordering them: in
-    the same epoch of one CTA, or from two CTAs (any epochs)."""
+def _conflict(entries: Sequence[Access], wpc: int) -> str:
+    """Whether two warps touch one word, at least one writing it, with no barrier ordering them: "warps"
+    (in the same epoch of one CTA), else "ctas" (from two CTAs of the batch, any epochs), else ""."""
     writes = [e for e in entries if e[5]]
     if not writes:
-        return False
+        return ""
     ww, wo, we = _words(writes)
     lo, hi = int(ww.min()), int(ww.max())
+    wc = wo // wpc
+    order = np.lexsort((wo, we, wc, ww))
+    ww, wo, we, wc = ww[order], wo[order], we[order], wc[order]
+    same = ww[1:] == ww[:-1]
+    same_cta = same & (wc[1:] == wc[:-1])
+    if reduce_any(same_cta & (we[1:] == we[:-1]) & (wo[1:] != wo[:-1])):
+        return "warps"  # two writers in one epoch of a CTA
+    ctas = bool(reduce_any(same & (wc[1:] != wc[:-1])))  # two CTAs write one word
     reads = []
     for e in entries:
         if e[5] or not e[2].size:
             continue
         a = e[2].astype(np.int64)
-        near = ((a + e[3] - 1) >> 2 >= lo) & (a >> 2 <= hi)
+        near = (((a + e[3] - 1) >> 2) >= lo) & ((a >> 2) <= hi)
         if reduce_any(near):
             reads.append((e[0], e[1], e[2][near], e[3], e[4][near], False))
-    wc = wo // wpc
-    order = np.lexsort((wo, we, wc, ww))
-    ww, wo, we, wc = ww[order], wo[order], we[order], wc[order]
-    same = ww[1:] == ww[:-1]
-    if reduce_any(same & (wo[1:] != wo[:-1]) & ((wc[1:] != wc[:-1]) | (we[1:] == we[:-1]))):
-        return True  # two writers
     if not reads:
-        return False
+        return "ctas" if ctas else ""
     rw, ro, re_ = _words(reads)
     rc = ro // wpc
-    uw, first = np.unique(ww, return_index=True)
-    i = np.minimum(np.searchsorted(uw, rw), uw.size - 1)
-    hit = uw[i] == rw
-    if reduce_any(hit & (wc[first][i] != rc)):
-        return True  # a word one CTA writes and another reads
-    span = int(we.max(initial=0)) + int(re_.max(initial=0)) + 1
-    keys = (ww - lo) * span + we
+    n_cta = int(max(wc.max(), rc.max())) + 1
+    n_ep = int(max(we.max(), re_.max())) + 1
+    if (hi - lo + 1) * n_cta * n_ep >= 1 << 62:
+        return "warps"  # too wide to key: refuse rather than miss a conflict
+    keys = ((ww - lo) * n_cta + wc) * n_ep + we  # (word, CTA, epoch): one writer each (checked above)
     uk, kfirst = np.unique(keys, return_index=True)
-    rk = (rw[hit] - lo) * span + re_[hit]
+    rk = ((rw - lo) * n_cta + rc) * n_ep + re_
     j = np.minimum(np.searchsorted(uk, rk), uk.size - 1)
-    return bool(reduce_any((uk[j] == rk) & (wo[kfirst][j] != ro[hit])))  # written by another warp this epoch
+    if reduce_any((uk[j] == rk) & (wo[kfirst][j] != ro)):
+        return "warps"  # a word another warp of the CTA writes in the same epoch
+    if ctas:
+        return "ctas"
+    uw, first = np.unique(ww, return_index=True)  # each word written by one CTA (else `ctas` above)
+    i = np.minimum(np.searchsorted(uw, rw), uw.size - 1)
+    return "ctas" if reduce_any((uw[i] == rw) & (wc[first][i] != rc)) else ""
 
 
 class Group(Warp):
@@ -214,6 +231,9 @@ class Group(Warp):
     parts: list[Group] | None  # set when the group split: the groups that go on in its place
     sel: np.ndarray  # a part's lanes in the group it split from
     ibase: np.ndarray  # per warp: instructions it ran before the group formed
+    owner: np.ndarray  # per lane: its warp's index in the batch (CTA x warps per CTA + warp)
+    sbase: np.ndarray  # per lane: its CTA's first byte in the batch's shared memory
+    n: int  # warps
 
     @classmethod
     def of(cls, B: Batch, warps: list[Warp], owners: list[int]) -> Group:
@@ -225,8 +245,8 @@ class Group(Warp):
         g.r = {name: np.zeros(g.lanes, dtype=storage(t)) for name, t in regtypes.items()}
         g.sregs = {}
         for name, v0 in warps[0].sregs.items():
-            vals = [w.sregs[name] for w in warps]
-            if np.ndim(v0) == 0 and all(v == v0 for v in vals):
+            vals = [np.asarray(w.sregs[name]) for w in warps]
+            if vals[0].ndim == 0 and all(v == v0 for v in vals):
                 g.sregs[name] = v0
             else:
                 g.sregs[name] = np.concatenate([np.broadcast_to(v, (32,)) for v in vals])
@@ -303,11 +323,11 @@ class Group(Warp):
         m = top.mask
         full = top.full
         if ins.guard is not None:
-            g = self.r[ins.guard]
-            m = m & ~g if ins.guard_neg else m & g
+            p = self.r[ins.guard]
+            m = m & ~p if ins.guard_neg else m & p
             full = full and bool(reduce_all(m))
         if not full and self.effects[pc] and self.n > 1:
-            runs = m.reshape(self.n, 32).any(axis=1)
+            runs = np.asarray(m.reshape(self.n, 32).any(axis=1))
             if not (runs.all() or not runs.any()):
                 self.parts = self._split(runs)
                 return SPLIT
@@ -529,7 +549,7 @@ def _concat(gs: list[Group]) -> Group:
         if all(not isinstance(v, np.ndarray) for v in vals) and all(v == v0 for v in vals):
             g.sregs[name] = v0
         else:
-            g.sregs[name] = np.concatenate([np.broadcast_to(v, x.lanes) for v, x in zip(vals, gs)])
+            g.sregs[name] = np.concatenate([np.broadcast_to(np.asarray(v), x.lanes) for v, x in zip(vals, gs)])
     g.stack = [Frame(f.pc, np.concatenate([x.stack[i].mask for x in gs]), f.rpc) for i, f in enumerate(gs[0].stack)]
     g.owner = np.concatenate([x.owner for x in gs])
     g.ibase = np.concatenate([x.ibase + x.instructions for x in gs])

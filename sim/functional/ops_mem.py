@@ -102,14 +102,44 @@ def b_atom(ins: Instruction, cx: DecodeCtx) -> Exec:
     rc = cx.rd(rest[1], t, ins) if len(rest) > 1 else None
     wd = cx.wr(d, t, ins) if d is not None else None
 
+    def run_group(w: Warp, m: np.ndarray, addrs: np.ndarray, bv: np.ndarray, cv: np.ndarray) -> np.ndarray:
+        """The lanes of a lock-step group (sim/functional/lockstep.py) in rounds: round r updates the
+        r-th lane (in lane order) of each address at once, as the lane-by-lane loop would."""
+        lanes = np.flatnonzero(m)
+        act = addrs[lanes]
+        order = np.argsort(act, kind="stable")
+        srt = act[order]
+        first = np.concatenate(([True], srt[1:] != srt[:-1]))
+        pos = np.arange(len(srt))
+        rank = np.empty(len(srt), dtype=np.int64)
+        rank[order] = pos - np.maximum.accumulate(np.where(first, pos, 0))
+        if len(rank) and int(rank.max()) >= 32:  # many warps on one address: the group's run is refused
+            raise ValueError("atomics of more than 32 lanes on one address in one instruction")
+        old_all = np.zeros(w.lanes, dtype=dt)
+        for r in range(int(rank.max()) + 1):
+            sel = np.zeros(w.lanes, dtype=bool)
+            sel[lanes[rank == r]] = True
+            old = w.mem_load(space, addrs, sel, dt, 1, ins)[:, 0]
+            vals = np.zeros((w.lanes[0], 1), dtype=dt)
+            vals[sel, 0] = np.asarray(fn(old[sel], bv[sel], cv[sel]), dtype=dt)
+            w.mem_store(space, addrs, sel, vals, dt, ins, record=False)
+            old_all[sel] = old[sel]
+        return old_all
+
     def run(w: Warp, m: np.ndarray, full: bool) -> None:
         addrs = fa(w)
         bv = np.broadcast_to(np.asarray(rb(w), dtype=dt), w.lanes)
         cv = np.broadcast_to(np.asarray(rc(w), dtype=dt), w.lanes) if rc is not None else bv
+        if w.lanes[0] != 32:
+            old_all = run_group(w, m, addrs, bv, cv)
+            rec = w.rec
+            rec.space, rec.addrs, rec.size, rec.direction = space, addrs[m], dt.itemsize, "atomic"
+            if wd is not None:
+                wd(w, old_all, m, full)
+            return
         old_all = np.zeros(w.lanes, dtype=dt)
-        every = LANES if w.lanes[0] == 32 else np.arange(w.lanes[0])
         for lane in np.flatnonzero(m):  # one lane at a time: atomics serialize
-            lm = every == lane
+            lm = LANES == lane
             old = w.mem_load(space, addrs, lm, dt, 1, ins)[lane, 0]
             new = np.asarray(fn(np.array([old], dtype=dt), bv[lane:lane + 1], cv[lane:lane + 1]), dtype=dt)
             vals = np.zeros((w.lanes[0], 1), dtype=dt)

@@ -20,8 +20,8 @@ from sim.functional.memory import (
     reduce_all,
     reduce_any,
 )
-from sim.functional.ops_async import MBarrier
 from sim.functional.operands import WARP_LANES
+from sim.functional.ops_async import MBarrier
 from sim.functional.ops_mem import BRANCH, EXIT
 from sim.functional.record import Executed
 from sim.functional.types import storage
