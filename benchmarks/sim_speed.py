@@ -46,6 +46,8 @@ def rate(name: str, timed: bool, repeat: int) -> dict:
                "load": f"{load0:.2f} / {os.getloadavg()[0]:.2f}"}
         if timed:
             got["cycles"] = r.cycles
+        else:
+            got["execution"] = getattr(r, "mode", "sequential")  # sim/functional/lockstep.py
         if not best or got["per_s_process"] > best["per_s_process"]:
             best = got
     return best

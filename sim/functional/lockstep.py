@@ -52,7 +52,7 @@ from sim.functional.ops_mem import (
 from sim.functional.ops_mma import b_mma
 from sim.functional.record import Executed
 from sim.functional.types import storage
-from sim.functional.warp import CTA, LANES, Copy, Frame, Warp
+from sim.functional.warp import CTA, LANES, Copy, Frame, Warp, special_registers
 from sim.isa import async_role, barrier_role, bulk_role, is_branch
 from sim.ptx.ir import Instruction, Kernel
 
@@ -121,7 +121,7 @@ class Batch:
         self.bounds = ctas[0].shared  # each CTA's shared memory: its size bounds every access
         self.stride = ctas[0].shared.data.size
         self.shared = FlatMemory(self.stride * len(ctas), "shared")
-        self.wpc = len(ctas[0].warps)  # warps per CTA: owner // wpc is the owner's CTA in the batch
+        self.wpc = -(-ctas[0].nthreads // 32)  # warps per CTA: owner // wpc is the owner's CTA in the batch
         self.epoch = 0
         self.log: list[Access] = []
         self.wrote = [False, False]  # per domain: a write since the last check
@@ -227,7 +227,6 @@ def _conflict(entries: Sequence[Access], wpc: int) -> str:
 class Group(Warp):
     """n warps in lock-step: registers, stack masks and async copies over n x 32 lanes, warp by warp."""
 
-    members: list[Warp]
     parts: list[Group] | None  # set when the group split: the groups that go on in its place
     sel: np.ndarray  # a part's lanes in the group it split from
     ibase: np.ndarray  # per warp: instructions it ran before the group formed
@@ -236,32 +235,36 @@ class Group(Warp):
     n: int  # warps
 
     @classmethod
-    def of(cls, B: Batch, warps: list[Warp], owners: list[int]) -> Group:
+    def of(cls, B: Batch) -> Group:
+        """Every warp of the batch's CTAs, CTA after CTA, warp after warp."""
         g = cls.__new__(cls)
-        g._common(B, warps[0])
-        g.members = warps
-        g._shape(len(warps))
-        regtypes = B.P.regtypes
-        g.r = {name: np.zeros(g.lanes, dtype=storage(t)) for name, t in regtypes.items()}
+        g._common(B)
+        per = B.wpc * 32
+        g._shape(len(B.ctas) * B.wpc)
+        g.r = {name: np.zeros(g.lanes, dtype=storage(t)) for name, t in B.P.regtypes.items()}
+        lin = np.arange(per)
+        each = [special_registers(B.P.L, c, lin, lin // 32) for c in B.ctas]
         g.sregs = {}
-        for name, v0 in warps[0].sregs.items():
-            vals = [np.asarray(w.sregs[name]) for w in warps]
-            if vals[0].ndim == 0 and all(v == v0 for v in vals):
+        for name, v0 in each[0].items():
+            vals = [s[name] for s in each]
+            if isinstance(v0, np.ndarray):  # per lane
+                g.sregs[name] = np.concatenate(vals)
+            elif all(v == v0 for v in vals):
                 g.sregs[name] = v0
-            else:
-                g.sregs[name] = np.concatenate([np.broadcast_to(v, (32,)) for v in vals])
-        g.stack = [Frame(0, np.concatenate([w.stack[0].mask for w in warps]), -1)]
-        g.ibase = np.zeros(len(warps), dtype=np.int64)
-        g.owner = np.repeat(np.asarray(owners, dtype=np.int64), 32)
+            else:  # per CTA
+                g.sregs[name] = np.repeat(np.array(vals), per)
+        g.stack = [Frame(0, np.tile(lin < B.ctas[0].nthreads, len(B.ctas)), -1)]
+        g.ibase = np.zeros(g.n, dtype=np.int64)
+        g.owner = np.repeat(np.arange(g.n, dtype=np.int64), 32)
         g.sbase = (g.owner // B.wpc).astype(np.uint64) * np.uint64(B.stride)
         return g
 
-    def _common(self, B: Batch, w: Warp) -> None:
+    def _common(self, B: Batch) -> None:
         self.B = B
-        self.L = w.L
-        self.cta = w.cta
-        self.globals_ = w.globals_
-        self.body = w.L.body
+        self.L = B.P.L
+        self.cta = B.ctas[0]
+        self.globals_ = B.P.L.globals_
+        self.body = B.P.L.body
         self.effects = B.effects
         self.done = False
         self.parts = None
@@ -282,10 +285,9 @@ class Group(Warp):
 
     # -- splitting and merging ------------------------------------------------------------------------
     def _take(self, idx: np.ndarray) -> Group:
-        """The warps idx (indices into members) as a group of their own."""
+        """The group's warps idx (0..n-1) as a group of their own."""
         g = Group.__new__(Group)
-        g._common(self.B, self.members[int(idx[0])])
-        g.members = [self.members[int(i)] for i in idx]
+        g._common(self.B)
         g._shape(len(idx))
         sel = (idx[:, None] * 32 + LANES).ravel()
         g.r = {name: v[sel] for name, v in self.r.items()}
@@ -539,9 +541,8 @@ def _merge(groups: list[Group]) -> list[Group]:
 
 def _concat(gs: list[Group]) -> Group:
     g = Group.__new__(Group)
-    g._common(gs[0].B, gs[0].members[0])
-    g.members = [w for x in gs for w in x.members]
-    g._shape(len(g.members))
+    g._common(gs[0].B)
+    g._shape(sum(x.n for x in gs))
     g.r = {name: np.concatenate([x.r[name] for x in gs]) for name in gs[0].r}
     g.sregs = {}
     for name, v0 in gs[0].sregs.items():
@@ -558,13 +559,10 @@ def _concat(gs: list[Group]) -> Group:
     return g
 
 
-def run_batch(B: Batch, budget: list[int], sample: Sequence[Instruction] = ()) -> int:
+def run_batch(B: Batch, budget: list[int]) -> int:
     """Run the batch's CTAs to completion in lock-step; returns warp instructions executed."""
-    warps = [(c * B.wpc + w.wid, w) for c, cta in enumerate(B.ctas) for w in cta.warps if not w.done]
     count = 0
-    if not warps:
-        return 0
-    groups = [Group.of(B, [w for _, w in warps], [o for o, _ in warps])]
+    groups = [Group.of(B)]
     limit = budget[0]
     while True:
         waiting: list[Group] = []
@@ -595,7 +593,12 @@ def run_batch(B: Batch, budget: list[int], sample: Sequence[Instruction] = ()) -
 
 def run_lockstep(P: Prepared, ctas_per_batch: int, budget: list[int], progress: Any = None) -> int:
     """Every CTA of the prepared launch in lock-step batches of ctas_per_batch; warp instructions."""
-    from sim.functional.runner import make_cta
+    from sim.cluster import link as link_cluster
+
+    def make_cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:  # runner.make_cta, less its warps
+        cta = CTA(ctaid, P.L.block, P.shared_size, P.layout.local_size)
+        link_cluster([cta])
+        return cta
 
     why = refusal(P.L.kernel, P)
     if why:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -91,6 +91,37 @@ class Launched:
         self.explicit_cluster = False
 
 
+def special_registers(L: Launched, cta: CTA, lin: np.ndarray, wid: int | np.ndarray) -> dict[str, Any]:
+    """%tid, %ctaid, %laneid, ... of the threads `lin` (linear indices in the CTA: a warp's 32, or the
+    several warps of a lock-step group, sim/functional/lockstep.py) of warp `wid` (or one per lane)."""
+    bx, by, _ = cta.block
+    tx, ty, tz = lin % bx, (lin // bx) % by, lin // (bx * by)
+    lane = (lin % 32).astype(np.uint64)
+    u32 = np.uint32
+    gx, gy, gz = L.grid
+    cx, cy, cz = cta.ctaid
+    sregs = {
+        "%tid.x": tx.astype(u32), "%tid.y": ty.astype(u32), "%tid.z": tz.astype(u32),
+        "%ntid.x": u32(bx), "%ntid.y": u32(by), "%ntid.z": u32(cta.block[2]),
+        "%ctaid.x": u32(cx), "%ctaid.y": u32(cy), "%ctaid.z": u32(cz),
+        "%nctaid.x": u32(gx), "%nctaid.y": u32(gy), "%nctaid.z": u32(gz),
+        "%laneid": lane.astype(u32), "%warpid": np.asarray(wid).astype(u32) if np.ndim(wid) else u32(wid),
+        "%nwarpid": u32(64), "%smid": u32(0), "%nsmid": u32(1), "%gridid": np.uint64(0),
+        "%lanemask_eq": (np.uint64(1) << lane).astype(u32),
+        "%lanemask_lt": ((np.uint64(1) << lane) - np.uint64(1)).astype(u32),
+        "%lanemask_le": ((np.uint64(2) << lane) - np.uint64(1)).astype(u32),
+        "%lanemask_gt": (~((np.uint64(2) << lane) - np.uint64(1))).astype(u32),
+        "%lanemask_ge": (~((np.uint64(1) << lane) - np.uint64(1))).astype(u32),
+        "%dynamic_smem_size": u32(0), "%total_smem_size": u32(cta.shared.size),
+        # no shared memory is reserved for the system: the reserved window is empty
+        "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
+        "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
+        "%reserved_smem_offset_1": u32(0),
+    }
+    sregs.update(cluster_sregs(tuple(cta.ctaid), tuple(L.grid), tuple(L.cluster), L.explicit_cluster))
+    return sregs
+
+
 class Warp:
     rec: Executed  # the instruction executing now (set by step; its memory access is filled in as it runs)
     full: bool  # ... and whether every lane runs it
@@ -109,32 +140,8 @@ class Warp:
         lin = first + LANES
         valid = lin < cta.nthreads
         self.thread = lin
-        bx, by, _ = cta.block
-        tx, ty, tz = lin % bx, (lin // bx) % by, lin // (bx * by)
         self.r: dict[str, np.ndarray] = {n: np.zeros(32, dtype=storage(t)) for n, t in regtypes.items()}
-        u32 = np.uint32
-        gx, gy, gz = L.grid
-        cx, cy, cz = cta.ctaid
-        self.sregs = {
-            "%tid.x": tx.astype(u32), "%tid.y": ty.astype(u32), "%tid.z": tz.astype(u32),
-            "%ntid.x": u32(bx), "%ntid.y": u32(by), "%ntid.z": u32(cta.block[2]),
-            "%ctaid.x": u32(cx), "%ctaid.y": u32(cy), "%ctaid.z": u32(cz),
-            "%nctaid.x": u32(gx), "%nctaid.y": u32(gy), "%nctaid.z": u32(gz),
-            "%laneid": LANES.astype(u32), "%warpid": u32(wid), "%nwarpid": u32(64),
-            "%smid": u32(0), "%nsmid": u32(1), "%gridid": np.uint64(0),
-            "%lanemask_eq": (np.uint64(1) << LANES.astype(np.uint64)).astype(u32),
-            "%lanemask_lt": ((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1)).astype(u32),
-            "%lanemask_le": ((np.uint64(2) << LANES.astype(np.uint64)) - np.uint64(1)).astype(u32),
-            "%lanemask_gt": (~((np.uint64(2) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
-            "%lanemask_ge": (~((np.uint64(1) << LANES.astype(np.uint64)) - np.uint64(1))).astype(u32),
-            "%dynamic_smem_size": u32(0), "%total_smem_size": u32(cta.shared.size),
-            # no shared memory is reserved for the system: the reserved window is empty
-            "%reserved_smem_offset_begin": u32(0), "%reserved_smem_offset_end": u32(0),
-            "%reserved_smem_offset_cap": u32(0), "%reserved_smem_offset_0": u32(0),
-            "%reserved_smem_offset_1": u32(0),
-        }
-        self.sregs.update(cluster_sregs(tuple(cta.ctaid), tuple(L.grid), tuple(L.cluster),
-                                        L.explicit_cluster))
+        self.sregs = special_registers(L, cta, lin, wid)
         self.stack: list[Frame] = [Frame(0, valid.copy(), -1)] if valid.any() else []
         self.done = not self.stack
         self.instructions = 0  # warp instructions executed
