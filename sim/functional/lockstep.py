@@ -114,14 +114,17 @@ class Batch:
     """The CTAs that run together: one shared memory holding each CTA's at its own base, the
     barrier epoch, and the log of shared and global accesses that `conflict` checks."""
 
-    def __init__(self, P: Prepared, ctas: list[CTA], effects: list[bool]):
+    def __init__(self, P: Prepared, ctas: list[CTA], effects: list[bool], first: int = 0,
+                 trace: dict[tuple[int, int, int], list[list[Executed]]] | None = None):
         self.P = P
         self.effects = effects
+        self.trace = trace  # when given: each warp's records, by CTA and warp (sim/functional/replay.py)
         self.ctas = ctas
         self.bounds = ctas[0].shared  # each CTA's shared memory: its size bounds every access
         self.stride = ctas[0].shared.data.size
         self.shared = FlatMemory(self.stride * len(ctas), "shared")
-        self.wpc = -(-ctas[0].nthreads // 32)  # warps per CTA: owner // wpc is the owner's CTA in the batch
+        self.wpc = -(-ctas[0].nthreads // 32)  # warps per CTA: owner // wpc is the owner's CTA in the launch
+        self.base = first * self.wpc  # the owner of the batch's first warp
         self.epoch = 0
         self.log: list[Access] = []
         self.wrote = [False, False]  # per domain: a write since the last check
@@ -233,6 +236,7 @@ class Group(Warp):
     owner: np.ndarray  # per lane: its warp's index in the batch (CTA x warps per CTA + warp)
     sbase: np.ndarray  # per lane: its CTA's first byte in the batch's shared memory
     n: int  # warps
+    amask: np.ndarray | None  # the lanes whose addresses rec.addrs holds (None: every lane)
 
     @classmethod
     def of(cls, B: Batch) -> Group:
@@ -255,8 +259,8 @@ class Group(Warp):
                 g.sregs[name] = np.repeat(np.array(vals), per)
         g.stack = [Frame(0, np.tile(lin < B.ctas[0].nthreads, len(B.ctas)), -1)]
         g.ibase = np.zeros(g.n, dtype=np.int64)
-        g.owner = np.repeat(np.arange(g.n, dtype=np.int64), 32)
-        g.sbase = (g.owner // B.wpc).astype(np.uint64) * np.uint64(B.stride)
+        g.owner = np.repeat(np.arange(g.n, dtype=np.int64), 32) + B.base
+        g.sbase = ((g.owner - B.base) // B.wpc).astype(np.uint64) * np.uint64(B.stride)
         return g
 
     def _common(self, B: Batch) -> None:
@@ -309,7 +313,7 @@ class Group(Warp):
         return [self._take(np.flatnonzero(inv == k)) for k in np.argsort(first)]
 
     def signature(self) -> tuple:
-        return tuple((f.pc, f.rpc, bool(reduce_any(f.mask))) for f in self.stack), self.bar_id, \
+        return tuple((f.pc, f.rpc, bool(reduce_any(f.mask))) for f in self.stack), self.bar_id, self.landed, \
             bool(self.open_group or self.groups)
 
     # -- execution ------------------------------------------------------------------------------------
@@ -334,6 +338,7 @@ class Group(Warp):
                 self.parts = self._split(runs)
                 return SPLIT
         self.rec = Executed(m)
+        self.amask = None
         self.full = full
         self.instructions += 1
         try:
@@ -344,6 +349,8 @@ class Group(Warp):
             top.pc = pc + 1
             if top.pc == top.rpc:
                 self._reconverge()
+            if self.B.trace is not None:
+                self._record(m, full, ctl, ins)
             return None
         if ctl == BRANCH:
             self._branch(top, pc, ins, m)
@@ -355,7 +362,36 @@ class Group(Warp):
             raise Refused(f"line {ins.line}: control code {ctl}")
         for g in self.parts or [self]:
             g._reconverge()
+        if self.B.trace is not None:
+            self._record(m, full, ctl, ins)
         return ctl
+
+    def _record(self, m: np.ndarray, full: bool, ctl: int | None, ins: Instruction) -> None:
+        """Each warp's Executed of the step, as Warp.step would have returned it (for the timing model's
+        replay, sim/functional/replay.py)."""
+        n, rec, B = self.n, self.rec, self.B
+        nxt = np.empty(n, dtype=np.int64)
+        landed = np.empty(n, dtype=np.int64)
+        for g in self.parts or [self]:
+            idx = g.sel[::32] // 32 if g is not self else slice(None)
+            nxt[idx] = g.stack[-1].pc if g.stack else -1
+            landed[idx] = g.landed
+        runs = np.ones(n, dtype=bool) if full or is_branch(ins) else np.asarray(m.reshape(n, 32).any(axis=1))
+        addrs = rec.addrs
+        if addrs is not None:
+            counts = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
+            ends = np.cumsum(counts)
+        trace = B.trace
+        assert trace is not None
+        for j in range(n):
+            r = Executed(m[32 * j: 32 * j + 32], None, int(nxt[j]), int(landed[j]))
+            if runs[j]:
+                r.ctl = ctl
+                if addrs is not None and counts[j]:
+                    r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
+                        rec.size, rec.direction
+            o = int(self.owner[32 * j]) - B.base
+            trace[B.ctas[o // B.wpc].ctaid][o % B.wpc].append(r)
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
         target = ins.info["target"]
@@ -449,6 +485,7 @@ class Group(Warp):
             act, sel = addrs[m], m
         space, act = self._space_of(space, act)
         rec.space, rec.addrs, rec.size, rec.direction = space, act, dt.itemsize * n, "read"
+        self.amask = sel
         owners = self.owner if sel is None else self.owner[sel]
         if space == "shared":
             idx = self._shared_index(act, dt.itemsize * n, dt, sel)
@@ -474,6 +511,7 @@ class Group(Warp):
         if record:
             rec = self.rec
             rec.space, rec.addrs, rec.size, rec.direction = space, act, nbytes, "write"
+            self.amask = m
         if space == "shared":
             idx = self._shared_index(act, nbytes, dt, m)
             _scatter(self.B.shared.view(dt), idx, dt, vals[m])
@@ -501,6 +539,7 @@ class Group(Warp):
             raise Refused("cp.async destination outside shared memory or misaligned")
         rec = self.rec
         rec.space, rec.addrs, rec.size, rec.direction = "global", src[m], size, "read"
+        self.amask = m
         self.open_group.append((dst + self.sbase, m.copy(), data, size))
 
     def _land(self, group: list[Copy]) -> None:
@@ -530,7 +569,7 @@ def _merge(groups: list[Group]) -> list[Group]:
     by: dict[Any, list[Group]] = {}
     for g in groups:
         sig = g.signature()
-        if sig[2]:
+        if sig[-1]:
             out.append(g)
         else:
             by.setdefault(sig, []).append(g)
@@ -555,7 +594,7 @@ def _concat(gs: list[Group]) -> Group:
     g.owner = np.concatenate([x.owner for x in gs])
     g.ibase = np.concatenate([x.ibase + x.instructions for x in gs])
     g.sbase = np.concatenate([x.sbase for x in gs])
-    g.bar_id, g.bar_count = gs[0].bar_id, gs[0].bar_count
+    g.bar_id, g.bar_count, g.landed = gs[0].bar_id, gs[0].bar_count, gs[0].landed
     return g
 
 

@@ -134,6 +134,7 @@ def b_atom(ins: Instruction, cx: DecodeCtx) -> Exec:
             old_all = run_group(w, m, addrs, bv, cv)
             rec = w.rec
             rec.space, rec.addrs, rec.size, rec.direction = space, addrs[m], dt.itemsize, "atomic"
+            w.amask = m  # type: ignore[attr-defined]  # sim.functional.lockstep.Group
             if wd is not None:
                 wd(w, old_all, m, full)
             return

@@ -252,7 +252,7 @@ class Core:
         return bool(self.live_ctas) or self.sim.has_pending()
 
     def launch(self, ctaid: tuple[int, int, int], index: int) -> CtaT:
-        cta = make_cta(self.sim.P, ctaid)
+        cta = make_cta(self.sim.P, ctaid) if self.sim.replay is None else self.sim.replay.cta(ctaid)
         cta.defer_tx = True  # TMA loads complete their mbarrier transactions when timed (sim/timing/tma.py)
         ct = CtaT(cta, index, self.now)
         for w in cta.warps:

@@ -10,6 +10,7 @@ import numpy as np
 import simpy
 
 from sim.errors import ExecutionError, UsageError
+from sim.functional.replay import Replay, recorded
 from sim.functional.runner import (
     DEFAULT_MAX_INSTRUCTIONS,
     HOT_SAMPLE,
@@ -78,6 +79,7 @@ class Simulation:
         if sample_ctas is None and deal is None:
             check_budget_covers(launch, max_instructions, prog.file)
         self.P = prepared if prepared is not None else prepare(prog, launch)
+        self.replay: Replay | None = None  # the warps' records from a lock-step run (sim/functional/replay.py)
         k = self.P.L.kernel
         self.kernel = k
         self.statics = statics(k.body, hw, self.P.L.file)
@@ -231,8 +233,13 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
              empty L2, every first touch a DRAM access);
     progress: told of every finished CTA (sim.progress; the command line's display)."""
     with np.errstate(all="ignore"):
+        replay = None
+        if sample_ctas is None:
+            check_budget_covers(launch, max_instructions, prog.file)
+            replay = recorded(prog, launch, max_instructions)
         sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread,
-                         warm_l2)
+                         warm_l2, prepared=replay.P if replay is not None else None)
+        sim.replay = replay
         if progress is not None:
             sim.show_progress(progress)
         sim.run()
