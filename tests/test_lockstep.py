@@ -133,3 +133,35 @@ def test_recorded_fixtures_run_in_lockstep(name):
 
     prog, launch = build(*ENTRIES[name])
     assert run_functional(prog, launch).mode == "lockstep"
+
+
+def test_timing_model_replays_lockstep_records(monkeypatch):
+    """The timing model steps through the lock-step run's records instead of executing: the same
+    SimResult, outputs included, as executing in its own order."""
+    import sim.timing.engine as engine
+    from sim.functional.replay import recorded
+    from sim.hw import load_hw
+    from sim.timing import simulate
+
+    ptx = _kernel(_EXCHANGE.format(barrier="bar.sync 0;"))
+
+    def run():
+        launch = Launch("k", (1, 1, 1), (64, 1, 1), [Arg("buffer", "uint32", array=np.zeros(64, dtype=np.uint32))])
+        return parse_ptx(ptx, "k.ptx"), launch
+
+    assert recorded(*run(), 10**6) is not None
+    replayed = simulate(*run(), load_hw("h200"))
+    monkeypatch.setattr(engine, "recorded", lambda *a: None)
+    executed = simulate(*run(), load_hw("h200"))
+    assert replayed.to_json() == executed.to_json()
+    assert replayed.outputs[0].tolist() == executed.outputs[0].tolist()
+
+
+def test_no_replay_where_the_timing_order_could_differ():
+    """CTAs that meet in global memory may run side by side in the timing model: no records then."""
+    from sim.functional.replay import recorded
+
+    launch = Launch("k", (4, 1, 1), (64, 1, 1), [Arg("buffer", "uint32", array=np.zeros(1, dtype=np.uint32))])
+    assert recorded(parse_ptx(_kernel(_ACCUMULATE), "k.ptx"), launch, 10**6) is None
+    launch = Launch("k", (1, 1, 1), (64, 1, 1), [Arg("buffer", "uint32", array=np.zeros(64, dtype=np.uint32))])
+    assert recorded(parse_ptx(_kernel(_EXCHANGE.format(barrier="bar.sync 0;")), "k.ptx"), launch, 10**6) is not None

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from sim.launch import Launch
     from sim.ptx.ir import Instruction, Program
 
-# warp instructions a replay may hold (about 300 bytes each): larger launches execute in the timing model
-REPLAY_LIMIT = 4_000_000
+# warp instructions a replay may hold (about 420 bytes each: sgemm 128^3's 339,456 took 143 MB): larger
+# launches execute in the timing model as before
+REPLAY_LIMIT = 1_000_000
 
 
 class ReplayWarp:
