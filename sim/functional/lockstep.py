@@ -17,8 +17,9 @@ A group splits when its warps would leave the common path (a branch taken by som
 others, lanes exiting in some warps only, a barrier or cp.async group operation some warps skip by
 their guard): each part then runs on with its warps' lanes. Groups waiting at the same barrier with the
 same stack merge again. Kernels this module does not model wide (mbarriers, TMA, wgmma, wmma, vote,
-redux, stmatrix, calls, local memory, clusters, %clock, named or counted barriers) run sequentially:
-`refusal` names the first instruction that keeps a kernel out.
+redux, stmatrix, calls, local memory, clusters, %globaltimer, register-named or counted barriers,
+bar.arrive) run sequentially: `refusal` names the first instruction that keeps a kernel out. %clock
+reads each warp's own instruction count, as Warp.clock does.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ if TYPE_CHECKING:
 WIDE = {*SEMANTICS_ALU.values(), b_ld, b_st, b_atom, b_ldmatrix, b_cp, b_prefetch, b_nop, b_bra, b_exit, b_bar,
         b_shfl, b_activemask, b_trap, b_mma}
 # lanes of one lock-step batch: numpy's per-call cost is paid once per group instruction, its per-element
-# cost grows with the lanes; a few thousand lanes keep both small (benchmarks/sim_speed.md)
+# cost grows with the lanes. Measured 2026-12-01 (process time, load 11; warp instructions/s of sgemm 128^3,
+# mma f16 256^3, reduce6): 1,024 lanes 1.41M / 317K / 448K, 4,096 2.97M / 404K / 1.07M, 16,384 3.32M /
+# 336K / 1.12M
 BATCH_LANES = 4096
-SPLIT = -1  # Group.step's answer when the group split before executing (the parts execute it)
+SPLIT = -1  # Group.run_step's answer when the group split before executing (the parts execute it)
 _SHARED_DOMAIN = 0  # conflict-log domains
 _GLOBAL_DOMAIN = 1
 # one logged access: domain, barrier epoch, byte addresses, bytes per lane, the lanes' warps, whether a write
