@@ -165,3 +165,23 @@ def test_no_replay_where_the_timing_order_could_differ():
     assert recorded(parse_ptx(_kernel(_ACCUMULATE), "k.ptx"), launch, 10**6) is None
     launch = Launch("k", (1, 1, 1), (64, 1, 1), [Arg("buffer", "uint32", array=np.zeros(64, dtype=np.uint32))])
     assert recorded(parse_ptx(_kernel(_EXCHANGE.format(barrier="bar.sync 0;")), "k.ptx"), launch, 10**6) is not None
+
+
+# warp 0 alone meets a guarded barrier; lanes 48..63 of warp 1 and all of warp 2 exit; the rest store 3 * tid
+_PARTING = """
+    setp.lt.u32 %p1, %r0, 32;
+    @%p1 bar.sync 0;
+    setp.ge.u32 %p2, %r0, 48;
+    @%p2 ret;
+    mul.lo.u32 %r2, %r0, 3;
+    mul.wide.u32 %rd2, %r0, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+"""
+
+
+def test_warps_part_at_a_guarded_barrier_and_a_partial_exit():
+    ls, seq = _both(_kernel(_PARTING), 1, 96, 96)
+    assert ls.mode == "lockstep"
+    assert ls.outputs[0].tolist() == seq.outputs[0].tolist() == [3 * t if t < 48 else 0 for t in range(96)]
+    assert ls.warp_instructions == seq.warp_instructions
