@@ -24,12 +24,12 @@ reads each warp's own instruction count, as Warp.clock does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sim.errors import ExecutionError
+from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN, Access, conflict
 from sim.functional.memory import Fault, FlatMemory, _gather, _scatter, reduce_all, reduce_any
 from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_mem import (
@@ -69,10 +69,6 @@ WIDE = {*SEMANTICS_ALU.values(), b_ld, b_st, b_atom, b_ldmatrix, b_cp, b_prefetc
 # 336K / 1.12M
 BATCH_LANES = 4096
 SPLIT = -1  # Group.run_step's answer when the group split before executing (the parts execute it)
-_SHARED_DOMAIN = 0  # conflict-log domains
-_GLOBAL_DOMAIN = 1
-# one logged access: domain, barrier epoch, byte addresses, bytes per lane, the lanes' warps, whether a write
-Access = tuple[int, int, np.ndarray, int, np.ndarray, bool]
 
 
 class Refused(Exception):
@@ -144,90 +140,21 @@ class Batch:
         self.epoch += 1
 
     def _check_shared(self) -> None:
-        shared = [e for e in self.log if e[0] == _SHARED_DOMAIN]
-        self.log = [e for e in self.log if e[0] != _SHARED_DOMAIN]
-        if self.wrote[_SHARED_DOMAIN] and _conflict(shared, self.wpc):  # CTAs' shared words never meet
+        shared = [e for e in self.log if e[0] == SHARED_DOMAIN]
+        self.log = [e for e in self.log if e[0] != SHARED_DOMAIN]
+        if self.wrote[SHARED_DOMAIN] and conflict(shared, self.wpc):  # CTAs' shared words never meet
             raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
-        self.wrote[_SHARED_DOMAIN] = False
+        self.wrote[SHARED_DOMAIN] = False
 
     def finish(self) -> None:
         self._check_shared()
-        if not self.wrote[_GLOBAL_DOMAIN]:
+        if not self.wrote[GLOBAL_DOMAIN]:
             return
-        found = _conflict(self.log, self.wpc)
+        found = conflict(self.log, self.wpc)
         if found == "ctas":
             raise Refused("two CTAs of the batch access a global word, one writing it", per_cta=True)
         if found:
             raise Refused("two warps of a CTA access a global word between two barriers, one writing it")
-
-
-def _words(entries: Sequence[Access]
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(word, owner, epoch) of every 4-byte word the entries touch."""
-    words, owners, epochs = [], [], []
-    for _, ep, addrs, size, own, _w in entries:
-        a = addrs.astype(np.int64)
-        first = a >> 2
-        last = (a + size - 1) >> 2
-        k = int((last - first).max()) + 1 if a.size else 1
-        if k == 1:
-            words.append(first)
-            owners.append(own)
-        else:
-            w = first[:, None] + np.arange(k)
-            keep = w <= last[:, None]
-            words.append(w[keep])
-            owners.append(np.broadcast_to(own[:, None], w.shape)[keep])
-        epochs.append(np.full(words[-1].size, ep, dtype=np.int64))
-    if not words:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e, e
-    return np.concatenate(words), np.concatenate(owners).astype(np.int64), np.concatenate(epochs)
-
-
-def _conflict(entries: Sequence[Access], wpc: int) -> str:
-    """Whether two warps touch one word, at least one writing it, with no barrier ordering them: "warps"
-    (in the same epoch of one CTA), else "ctas" (from two CTAs of the batch, any epochs), else ""."""
-    writes = [e for e in entries if e[5]]
-    if not writes:
-        return ""
-    ww, wo, we = _words(writes)
-    lo, hi = int(ww.min()), int(ww.max())
-    wc = wo // wpc
-    order = np.lexsort((wo, we, wc, ww))
-    ww, wo, we, wc = ww[order], wo[order], we[order], wc[order]
-    same = ww[1:] == ww[:-1]
-    same_cta = same & (wc[1:] == wc[:-1])
-    if reduce_any(same_cta & (we[1:] == we[:-1]) & (wo[1:] != wo[:-1])):
-        return "warps"  # two writers in one epoch of a CTA
-    ctas = bool(reduce_any(same & (wc[1:] != wc[:-1])))  # two CTAs write one word
-    reads = []
-    for e in entries:
-        if e[5] or not e[2].size:
-            continue
-        a = e[2].astype(np.int64)
-        near = (((a + e[3] - 1) >> 2) >= lo) & ((a >> 2) <= hi)
-        if reduce_any(near):
-            reads.append((e[0], e[1], e[2][near], e[3], e[4][near], False))
-    if not reads:
-        return "ctas" if ctas else ""
-    rw, ro, re_ = _words(reads)
-    rc = ro // wpc
-    n_cta = int(max(wc.max(), rc.max())) + 1
-    n_ep = int(max(we.max(), re_.max())) + 1
-    if (hi - lo + 1) * n_cta * n_ep >= 1 << 62:
-        return "warps"  # too wide to key: refuse rather than miss a conflict
-    keys = ((ww - lo) * n_cta + wc) * n_ep + we  # (word, CTA, epoch): one writer each (checked above)
-    uk, kfirst = np.unique(keys, return_index=True)
-    rk = ((rw - lo) * n_cta + rc) * n_ep + re_
-    j = np.minimum(np.searchsorted(uk, rk), uk.size - 1)
-    if reduce_any((uk[j] == rk) & (wo[kfirst][j] != ro)):
-        return "warps"  # a word another warp of the CTA writes in the same epoch
-    if ctas:
-        return "ctas"
-    uw, first = np.unique(ww, return_index=True)  # each word written by one CTA (else `ctas` above)
-    i = np.minimum(np.searchsorted(uw, rw), uw.size - 1)
-    return "ctas" if reduce_any((uw[i] == rw) & (wc[first][i] != rc)) else ""
 
 
 class Group(Warp):
@@ -493,11 +420,11 @@ class Group(Warp):
         if space == "shared":
             idx = self._shared_index(act, dt.itemsize * n, dt, sel)
             vals = _gather(self.B.shared.view(dt), idx, dt, n)
-            self.B.record(_SHARED_DOMAIN, idx, dt.itemsize * n, owners, False)
+            self.B.record(SHARED_DOMAIN, idx, dt.itemsize * n, owners, False)
         else:
             vals = self._mem(space).load(act, dt, n)
             if space == "global":
-                self.B.record(_GLOBAL_DOMAIN, act, dt.itemsize * n, owners, False)
+                self.B.record(GLOBAL_DOMAIN, act, dt.itemsize * n, owners, False)
         if every:
             return vals
         out = np.zeros((self.lanes[0], n), dtype=dt)
@@ -518,10 +445,10 @@ class Group(Warp):
         if space == "shared":
             idx = self._shared_index(act, nbytes, dt, m)
             _scatter(self.B.shared.view(dt), idx, dt, vals[m])
-            self.B.record(_SHARED_DOMAIN, idx, nbytes, self.owner[m], True)
+            self.B.record(SHARED_DOMAIN, idx, nbytes, self.owner[m], True)
         elif space == "global":
             self.L.gmem.store(act, vals[m], dt)
-            self.B.record(_GLOBAL_DOMAIN, act, nbytes, self.owner[m], True)
+            self.B.record(GLOBAL_DOMAIN, act, nbytes, self.owner[m], True)
         else:
             raise Refused(f"store to .{space}")
 
@@ -551,7 +478,7 @@ class Group(Warp):
             lanes = np.flatnonzero(m)
             if not lanes.size:
                 continue
-            self.B.record(_SHARED_DOMAIN, dst[lanes], size, self.owner[lanes], True)
+            self.B.record(SHARED_DOMAIN, dst[lanes], size, self.owner[lanes], True)
             starts = dst[lanes].astype(np.int64)
             if len(lanes) > 1 and len(np.unique(starts)) == len(starts):
                 sh[(starts[:, None] + np.arange(size)).ravel()] = data[lanes].ravel()

@@ -19,17 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.cluster import link as link_cluster
-from sim.functional.lockstep import (
-    _GLOBAL_DOMAIN,
-    Access,
-    Batch,
-    Refused,
-    _conflict,
-    _effects,
-    batch_ctas,
-    refusal,
-    run_batch,
-)
+from sim.functional.conflicts import GLOBAL_DOMAIN, Access, conflict
+from sim.functional.lockstep import Batch, Refused, _effects, batch_ctas, refusal, run_batch
 from sim.functional.ops_mem import BARRIER
 from sim.functional.record import Executed
 from sim.functional.warp import CTA
@@ -112,11 +103,11 @@ def recorded(prog: Program, launch: Launch, max_instructions: int) -> Replay | N
                     traces[c.ctaid] = [[] for _ in range(B.wpc)]
                 total += run_batch(B, budget)
                 B.finish()
-                kept += [e for e in B.log if e[0] == _GLOBAL_DOMAIN]
+                kept += [e for e in B.log if e[0] == GLOBAL_DOMAIN]
                 budget[0] = min(max_instructions, REPLAY_LIMIT) - total
         except Refused:
             return None
-        if _conflict(kept, -(-P.L.block[0] * P.L.block[1] * P.L.block[2] // 32)):
+        if conflict(kept, -(-P.L.block[0] * P.L.block[1] * P.L.block[2] // 32)):
             return None  # CTAs of two batches meet: the timing model may run them side by side
     for w in caught:  # prepare's warnings, once
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
