@@ -80,3 +80,25 @@ def test_overlapping_carried_copies_race():
     text = carried_copy(10, threads=32).replace("mad.lo.u32 %r4, %r2, 112,", "mad.lo.u32 %r4, %r2, 80,")
     p = race(text, threads=32)
     assert p["status"] == "violated" and p["witness"]["access"] == p["witness"]["other_access"], p
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("os").environ.get("WORKBENCH_LONG") != "1",
+                    reason="about 150 s of Z3: WORKBENCH_LONG=1 python -m pytest -m slow")
+def test_kernelgen_tile_k_48_layout_kernel_races_proved():
+    """kernelgen's TILE_K 48 layout kernel (tests/test_layouts.py NPOT_RUNTIME_DIV: A and B tiles of 6 chunks a
+    row carried from divmod(tid, 6), a 3-stage cp.async pipeline): shared_race and async_copy were unknown
+    (every B copy's query timed out); with the division ties and the integer / bit-vector split all 7 are
+    proved (about 130 s of CPU for the race and async-copy analyses at load 9)."""
+    from sim.hw import load_hw
+    from validation.formal.properties import NAMES
+    from validation.layout_check import emit_case, layout_spec
+
+    variant, dtype, shape, layouts = ("mma", "f16", (32, 100, 96), ("blocked-16x16", "striped-8", "row"))
+    tiling = ("TILE_K in [48, 48]", "TILE_N in [96, 96]", "TILE_M in [32, 32]")
+    text, _ = emit_case(layout_spec(variant, dtype, shape, layouts, tiling), load_hw("h200"), variant, "planner")
+    args = SimpleNamespace(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None,
+                           timeout=1200.0, query_timeout_ms=30_000)
+    rep = verify_text(text, "npot.ptx", args)
+    st = {p["name"]: p["status"] for p in rep["properties"]}
+    assert st == {n: "proved" for n in NAMES}, [(p["name"], p["detail"]) for p in rep["properties"]]
