@@ -205,9 +205,9 @@ def test_planner_prediction_and_cycle_model_terms():
                     reason="about 25 s of Z3 or more: WORKBENCH_LONG=1 python -m pytest -m slow")
 def test_formal_properties_proved():
     """200 x 136 x 272 at its header launch (8 CTAs of one 64 x 64 tile each, 3 K blocks through 3 stages), a
-    column-major D (the registers -> global epilogue, chosen when the verifier did not model the TMA-store epilogue's
-    named barriers; it does now, docs/verify.md): every property proved, the scale loads' bounds among them (~25 s process time,
-    80 s loaded).
+    column-major D (the registers -> global epilogue, chosen when the verifier did not model the TMA-store
+    epilogue's named barriers; it does now, docs/verify.md): every property proved, the scale loads' bounds among
+    them (~25 s process time, 80 s loaded).
     Verifier limit 600 s: at load 12 on this 2-core machine it ran past 120 s (bounds: 55 s of Z3)."""
     from types import SimpleNamespace
 

@@ -35,12 +35,12 @@ ROWS = 8192  # 1 MiB of 128-byte rows: L2-resident after the warm-up launch
 def main() -> int:
     import argparse
 
-    import pycuda.autoinit  # noqa: F401
-    import pycuda.driver as cuda
-
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wide", action="store_true", help="1 KiB boxes, 1/8/16/32 producers (tma_issue_wide.json)")
     wide = ap.parse_args().wide
+
+    import pycuda.autoinit  # noqa: F401
+    import pycuda.driver as cuda
     out_dir = Path(os.environ.get("OUT", "/tmp"))
     dev = cuda.Device(0)
     ptx = PTX.read_bytes()
