@@ -72,9 +72,18 @@ class Core:
     fill_bytes_per_cycle: float | None = None
     # bytes per cycle of global stores one core drains towards the L2; None: not limited
     store_bytes_per_cycle: float | None = None
+    # distinct l2.line-byte lines of global stores one core drains per cycle (a warp store to 32 lines costs
+    # 32 of them whatever its bytes); None: not limited. Read by SASS timing, with store_bytes_per_cycle
+    store_lines_per_cycle: float | None = None
     # distinct addresses of global atomics / reductions one core sends towards the L2 per cycle (each is
     # its own read-modify-write there; one warp instruction takes as many cycles as it has); None: not limited
     atomic_addresses_per_cycle: float | None = None
+    # cycles between the first issue of successive schedulers (sub-partitions) of a core at the start of a
+    # launch whose code no SM has run yet (SASS mode); None: all start at once
+    cold_code_stagger: int | None = None
+    # cycles from the last arrival of a cluster's warps at barrier.cluster.arrive to the release of their
+    # barrier.cluster.wait (an SM-to-SM round); None: the sync pipe's latency, as a CTA barrier
+    cluster_barrier_latency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,9 @@ class Cache:
     # extra cycles when a core reads a line whose home is the other partition and of which its own
     # partition holds no copy yet (the read leaves one there)
     far_latency: int = 0
+    # GB/s the crossbar between the two partitions carries, all cores together: the bytes of reads that pay
+    # far_latency go through it (sim/timing/crossbar.py); None: not limited
+    far_bandwidth_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,20 @@ class Tma:
 
 
 @dataclass(frozen=True)
+class Constant:
+    """The core's indexed constant cache (what LDC and PTX's ld.param / ld.const read; immediate c[bank][offset]
+    operands take a path of their own and never wait), empty at every launch: the first read of a line by a
+    core costs `miss_latency` (kernel parameters, bank 0) or `user_miss_latency` (other banks: __constant__
+    data), a read of a line in flight waits for that fill, later reads hit (sim/timing/constant.py)."""
+
+    line: int  # bytes one miss fills (aligned)
+    miss_latency: int  # cycles from the first read of a parameter line (bank 0) to its data
+    user_miss_latency: int  # the same for the other banks (__constant__ data, not placed near the SM at launch)
+    ldc_latency: int  # cycles from an LDC to its result on a hit (SASS mode)
+    param_base: int  # byte offset of the first kernel parameter in constant bank 0
+
+
+@dataclass(frozen=True)
 class Limits:
     threads_per_block: int
     regs_per_thread: int
@@ -218,6 +244,7 @@ class HwConfig:
     arch: str | None = None  # a real NVIDIA architecture (sm_90a): ptxas can assemble for it; None for a model
     wgmma: Wgmma | None = None  # warpgroup MMA; None: the hardware has none (a wgmma kernel stops)
     tma: Tma | None = None  # TMA unit per core; None: the hardware has none (a timed TMA kernel stops)
+    constant: Constant | None = None  # constant caches cold at each launch; None: every constant read hits
     path: str = ""  # file it was loaded from
 
     def pipe_for(self, pipe_class: str) -> Pipe:
@@ -288,6 +315,7 @@ _POWER_OF_TWO: dict[str, set[str]] = {
     "SharedMemory": {"banks", "bank_width"},
     "Cache": {"line", "sector", "fill"},
     "GlobalMemory": {"banks", "burst"},
+    "Constant": {"line"},
 }
 
 

@@ -124,9 +124,11 @@ ISSUE_LINE = CASES[0].ptx.parents[1] / "tma" / "tma_issue_line.ptx"
 ])
 def test_tma_issue_backpressure_timeline(queue, warps, warp_issue, want):
     """tma.queue: lane 0 of each warp issues three 1-D bulk loads reading %clock around them
-    (tests/fixtures/tma/tma_issue_line.ptx) on an h200 whose TMA unit takes 100 cycles per copy."""
+    (tests/fixtures/tma/tma_issue_line.ptx) on an h200 whose TMA unit takes 100 cycles per copy (its constant
+    cache warm: the parameters' cold line would delay the first copy's address, docs/const-cold.md)."""
     hw = load_hw("h200")
-    hw = dataclasses.replace(hw, tma=dataclasses.replace(hw.tma, issue=100, queue=queue, warp_issue=warp_issue))
+    hw = dataclasses.replace(hw, constant=None,
+                             tma=dataclasses.replace(hw.tma, issue=100, queue=queue, warp_issue=warp_issue))
     launch = Launch("tma_issue_line", (1, 1, 1), (32 * warps, 1, 1),
                     [Arg("buffer", "u32", array=np.arange(64, dtype=np.uint32)),
                      Arg("buffer", "u32", array=np.zeros(4 * warps, np.uint32))], 0)

@@ -50,12 +50,12 @@ from sim.timing.engine import occupancy
 from sim.timing.memory import CoreMemory, DeviceMemory
 from sim.timing.tma import TmaEngine
 
-_DEPBAR = re.compile(r"SB(\d)\s*,\s*(\d+)")
+_DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-fA-F]+|\d+)")  # nvdisasm prints the count in hex: SB0, 0x1
 
 #: SASS opcodes the timing loop treats specially, by role (one table; everything else by its pipe)
 ROLES = {"DEPBAR": "depbar", "LDGSTS": "ldgsts", "LDGDEPBAR": "ldgdepbar", "LDS": "shared", "LDSM": "shared",
          "STS": "shared", "SHFL": "shared", "ATOMS": "shared", "HGMMA": "gmma", "QGMMA": "gmma", "IGMMA": "gmma",
-         "WARPGROUP": "warpgroup"}
+         "WARPGROUP": "warpgroup", "LDC": "ldc"}
 
 
 MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
@@ -100,7 +100,7 @@ class DrainPort:
         self.rate = rate
         self.free = 0.0  # when the port takes the next unit
 
-    def take(self, t: int, units: int) -> int:
+    def take(self, t: int, units: float) -> int:
         """The cycle the port takes an instruction issued at t that carries ``units``."""
         if not self.rate:
             return t
@@ -147,11 +147,12 @@ class _CoreT:
         self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
         self.macs_free: dict[int, int] = {}  # tensor unit -> cycle its queued GMMA MACs are done
         self.tma = TmaEngine(hw.tma, self.mem) if hw.tma is not None else None  # the SM's TMA unit
+        self.sched_start: list[int] | None = None  # cycle each scheduler issues its first instruction (cold code)
 
 
 class SassTiming:
     def __init__(self, L: Launched, hw: HwConfig, ctas: list[tuple[int, int, int]], per_core: int,
-                 max_instructions: int, ctas_total: int, trace: bool = False):
+                 max_instructions: int, ctas_total: int, trace: bool = False, cores: int | None = None):
         self.L, self.hw = L, hw
         self.trace: list[dict[str, Any]] | None = [] if trace else None
         self.units: dict[str, int] = {}  # unit name -> its trace track
@@ -160,7 +161,7 @@ class SassTiming:
         self.per_core = per_core
         self.budget = max_instructions
         self.dev = DeviceMemory(hw, hw.cores_used(ctas_total))  # DRAM and L2 shared as by the whole grid
-        self.cores = [_CoreT(hw, self.dev) for _ in range(hw.cores_used(len(ctas)))]
+        self.cores = [_CoreT(hw, self.dev) for _ in range(cores or hw.cores_used(len(ctas)))]
         self.spans: dict[int, int] = {}
         self.stalls = dict.fromkeys(STALL_REASONS, 0)
         self.bar_latency = hw.pipe_for("sync").latency  # source: h200.yaml pipes sync latency
@@ -169,15 +170,21 @@ class SassTiming:
         self.t = 0
         self.ctas_total = ctas_total
         self.bulk = BulkTiming(self)  # TMA copies, their landings, mbarrier sleeps (sim/sass/timing_tma.py)
+        self.const_ops: dict[int, tuple[tuple[int, int], ...]] = {}  # pc -> its constant operands (_consts)
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
         while self.todo and len(c.ctas) < (self.per_core if most is None else most):
             n, ctaid = self.todo.pop(0)
             cta = Cta(self.L, n, ctaid)
             c.ctas.append((cta, self.t))
+            if c.sched_start is None:  # the launch's code reaches the sub-partitions one after another
+                stagger = self.hw.core.cold_code_stagger or 0
+                c.sched_start = [self.t + i * stagger for i in range(len(c.scheds))]
             for w in cta.warps:
                 s = w.wid % len(c.scheds)
-                c.scheds[s].append(_WarpT(w, self.cores.index(c), s))
+                wt = _WarpT(w, self.cores.index(c), s)
+                wt.ready = c.sched_start[s]
+                c.scheds[s].append(wt)
 
     def _eligible(self, wt: _WarpT) -> str:
         """'' when the warp can issue now, else the stall reason."""
@@ -201,7 +208,7 @@ class SassTiming:
             return "pipe_busy"
         if ROLES.get(ins.opcode) == "depbar":
             m = _DEPBAR.search(ins.text)
-            keep = int(m.group(2)) if m else 0
+            keep = int(m.group(2), 0) if m else 0
             if any(d > t for d in wt.groups[:max(0, len(wt.groups) - keep)]):
                 return "memory"
         if ROLES.get(ins.opcode) == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
@@ -221,6 +228,7 @@ class SassTiming:
                                  "section to time warpgroup MMA by (docs/hwconfig.md)", self.L.file, ins.ptx_line)
         self.L.clock = t
         epoch = self.L.mbar_epoch
+        pc = g.pc
         self.M.step(w, g)
         rec = w.rec
         ctl = ins.control
@@ -233,8 +241,11 @@ class SassTiming:
             if rec.direction == "atomic":
                 taken, port = c.atomics.take(t, len(np.unique(rec.addrs))), "atomic"
             elif rec.direction == "write":
-                taken, port = c.stores.take(t, len(rec.addrs) * rec.size), "store"
+                taken, port = c.stores.take(t, self._store_units(c, rec)), "store"
         done = self._gmma(c, s, wt, ins) if role == "gmma" else taken + self._latency(c, taken, ins, rec)
+        if role == "ldc" and c.mem.const is not None:  # LDC: the indexed constant cache (docs/const-cold.md)
+            done = max(t + c.mem.const.ldc_latency,
+                       max((c.mem.const.read(t, b, [o]) for b, o in self._consts(pc, ins)), default=0))
         self._occupy(c, s, ins)
         if role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):  # the groups it waited for are done
             wt.wg_groups = [d for d in wt.wg_groups if d > t]
@@ -284,6 +295,27 @@ class SassTiming:
         if ROLES.get(ins.opcode) == "shared":
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
         return self.hw.pipe_for(_pipe(ins) or "alu").latency
+
+    def _store_units(self, c: _CoreT, rec: SassExecuted) -> float:
+        """What a global store costs the core's store port, in bytes at its rate: its bytes, or, when more,
+        its distinct lines at core.store_lines_per_cycle (docs/micro-store.md: a warp store to 8 lines of
+        16 B drains at both limits at once, 4 B to each of 32 lines at the line limit)."""
+        assert rec.addrs is not None
+        nbytes = float(len(rec.addrs) * rec.size)
+        lpc = self.hw.core.store_lines_per_cycle
+        if not lpc or not c.stores.rate:
+            return nbytes
+        lines = len(np.unique(rec.addrs.astype(np.int64) // self.hw.l2.line))
+        return max(nbytes, lines * c.stores.rate / lpc)
+
+    def _consts(self, pc: int, ins: SassInstruction) -> tuple[tuple[int, int], ...]:
+        """(bank, offset) of the instruction's c[bank][offset] operands (a register-indexed one by its
+        immediate offset: the index is not known before issue)."""
+        got = self.const_ops.get(pc)
+        if got is None:
+            got = self.const_ops[pc] = tuple((int(op.bank or 0), int(op.value or 0))
+                                             for op in ins.operands if op.kind == "const")
+        return got
 
     def _gmma(self, c: _CoreT, s: int, wt: _WarpT, ins: SassInstruction) -> int:
         """A warp's share of a warpgroup MMA, as PTX mode times wgmma.mma_async (sim/timing/static.py):
@@ -381,7 +413,7 @@ class SassTiming:
         role = ROLES.get(ins.opcode)
         if role == "depbar":
             m = _DEPBAR.search(ins.text)
-            groups, keep = wt.groups, int(m.group(2)) if m else 0
+            groups, keep = wt.groups, int(m.group(2), 0) if m else 0
         elif role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
             groups, keep = wt.wg_groups, int(ins.operands[-1].value or 0) if ins.operands else 0
         else:
@@ -407,11 +439,25 @@ class SassTiming:
         return max(1, nxt - self.t)
 
 
+def sampled(hw: HwConfig, ctas: list, sample: int | None, per_core: int) -> tuple[list, int | None]:
+    """The CTAs a sampled run simulates: those the whole grid deals to its first cores (CTA i to core
+    i % cores_used, as the H200 spreads a grid: docs/placement.md), enough cores for `sample` CTAs at
+    `per_core` resident each, so that a sampled core shares its L2, crossbar and DRAM paths with as many
+    CTAs as in the full launch (all CTAs when `sample` is None or covers the grid); and that many cores
+    (None: as many as the CTAs spread over)."""
+    if not sample or sample >= len(ctas):
+        return ctas, None
+    cores = hw.cores_used(len(ctas))
+    k = max(1, min(cores, -(-sample // max(1, per_core))))
+    return [c for i, c in enumerate(ctas) if i % cores < k], k
+
+
 def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx>",
                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None, *,
                   warm_l2: bool = False, trace: bool = False) -> SimResult:
     """Time ``launch`` on the SASS ptxas writes for ``hw.arch``; outputs equal run_sass_functional's.
-    sample_ctas: run only the first N CTAs in launch order (outputs are then partial); warm_l2: the buffer
+    sample_ctas: run only the CTAs the grid deals to its first ceil(N / resident CTAs per core) cores (outputs are
+    then partial; sampled()); warm_l2: the buffer
     arguments start in the L2 as after their host-to-device copies (sim.timing.memory.warm_l2, as PTX mode);
     trace: keep Chrome trace events (SimResult.trace, sim.timing.write_trace)."""
     from sim.ptx.parser import parse_ptx
@@ -438,8 +484,8 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"
-        T = SassTiming(L, hw, list(P.ctas)[:sample_ctas], occ["ctas_per_core"], max_instructions, len(P.ctas),
-                       trace)
+        run, cores = sampled(hw, list(P.ctas), sample_ctas, occ["ctas_per_core"])
+        T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores)
         if warm_l2:
             memory.warm_l2(T.dev, hw, P.buffers, launch)
         T.run()

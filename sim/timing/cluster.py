@@ -8,8 +8,9 @@ CTA finishes, and the next cluster of the grid starts there. The hardware frees 
 cluster wherever its GPC has n free slots; waiting for the whole cluster is the simplification.
 
 Cross-CTA events. ``barrier.cluster.arrive`` (and a warp's exit, which counts as arrived) rechecks the
-cluster barrier of every CTA of the cluster at that cycle; a release costs the sync pipe's latency, as a
-CTA barrier does (an assumption: the cross-SM barrier latency is not measured). A remote mbarrier arrive
+cluster barrier of every CTA of the cluster at that cycle; a release costs core.cluster_barrier_latency
+(measured on the H200: an arrive + wait round of a 2-CTA cluster, docs/clusters.md), or the sync pipe's
+latency as a CTA barrier where the hwconfig does not give it. A remote mbarrier arrive
 wakes the waiters of the CTA it lands in, the sync pipe's latency later. A multicast TMA load is one copy
 through the issuing core's TMA unit and L2 path (one L2 read) whose bytes land in every destination CTA
 at the same completion cycle (sim/timing/tma.py). Loads, stores and atomics on another CTA's shared
@@ -26,12 +27,22 @@ import simpy
 
 from sim.cluster import ClusterHooks, link
 from sim.errors import UsageError
+from sim.functional.ops_mem import CLUSTER_BAR_ID
 from sim.timing.tma import wake_mbarrier_waiters
 
 if TYPE_CHECKING:
     from sim.functional.warp import CTA, Warp
+    from sim.hw import HwConfig
     from sim.timing.core import Core, CtaT
     from sim.timing.engine import Simulation
+
+
+def release_latency(hw: HwConfig, w: Warp) -> int:
+    """Cycles from a barrier's last arrival to the release of warp w: core.cluster_barrier_latency for
+    barrier.cluster.wait (an SM-to-SM round) when the hwconfig gives it, else the sync pipe's latency."""
+    if w.bar_id == CLUSTER_BAR_ID and hw.core.cluster_barrier_latency is not None:
+        return hw.core.cluster_barrier_latency
+    return hw.pipe_for("sync").latency
 
 
 class TimingHooks(ClusterHooks):
@@ -105,4 +116,4 @@ def _later(sim: Simulation, group: int, items: list[tuple[int, tuple[int, int, i
     launch_cluster(sim, group, items)
 
 
-__all__ = ["TimingHooks", "cluster_cores", "cta_done", "first_wave", "launch_cluster"]
+__all__ = ["TimingHooks", "cluster_cores", "cta_done", "first_wave", "launch_cluster", "release_latency"]

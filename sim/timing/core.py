@@ -19,6 +19,7 @@ from sim.errors import ExecutionError
 from sim.functional.runner import barrier_ready, make_cta
 from sim.functional.warp import CTA, Warp
 from sim.hw import HwConfig
+from sim.timing.cluster import release_latency
 from sim.timing.memory import CoreMemory
 from sim.timing.tma import tma_engine
 from sim.timing.units import PipeUnit
@@ -283,11 +284,11 @@ class Core:
         if not rel:
             return
         last = max(ct.arrivals.pop(id(w), t) for w in rel)
-        at = max(last, t) + self.hw.pipe_for("sync").latency
         ids = {id(w) for w in rel}
         ct.waiting = [w for w in ct.waiting if id(w) not in ids]
         for wt in ct.warps:
             if id(wt.w) in ids:
+                at = max(last, t) + release_latency(self.hw, wt.w)
                 wt.fetch_at = at
                 wt.dirty = True
                 wt.sched.wake(at)

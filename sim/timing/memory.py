@@ -9,7 +9,9 @@ bank queueing).
 Misses in flight are tracked per line (the caches' miss-status registers): a request that finds its
 sectors allocated but not yet filled waits for the fill instead of hitting early. The L2 is sectored
 (a miss fetches only the missing l2.sector-byte sectors) and write-back: stores mark their sectors
-dirty, and evicting a dirty line writes them to DRAM. Read data reaches a core at its share of
+dirty, and evicting a dirty line writes them to DRAM. The L1 is sectored too: a read that misses some of
+its sectors fetches only those from the L2 (CUDA C++ Best Practices Guide: 128-byte lines of 32-byte
+sectors). Read data reaches a core at its share of
 l2.bandwidth_gbps (L2Port: a read that finds the path busy queues). A store invalidates the line in
 this core's L1 (write-through, no write-allocate).
 
@@ -17,9 +19,12 @@ A miss fetches l2.fill bytes (the aligned block around the missing sectors). An 
 l2.partition_bits is split in two: a line lives in the partition its address hashes to (home, where
 warm_l2's uploaded lines are), a core is attached to one (core index parity, in the order the cores
 are built). A read of a line whose home is the other partition, where the core's own partition holds
-no copy yet, costs l2.far_latency more and leaves a copy there; a DRAM miss costs dram.latency
+no copy yet, costs l2.far_latency more and leaves a copy there (a read by another core of that partition
+before the copy has arrived waits for it, as a miss in flight is waited for); a DRAM miss costs dram.latency
 - far_latency/2 near, + far_latency/2 far (dram.latency stays the mean of a half-and-half mix). A
-store keeps only the writer's partition's copy. (docs/first-touch.md)
+store keeps only the writer's partition's copy. An atomic is performed in the line's home partition:
+from a core attached to the other one it pays l2.far_latency every time and leaves no copy.
+(docs/first-touch.md)
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ from sim.functional.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from sim.functional.record import Direction
 from sim.hw import HwConfig
 from sim.launch import Launch
+from sim.timing.constant import ConstantCache
+from sim.timing.crossbar import CrossbarPort
 from sim.timing.units import Dram, L2Port, SetAssocCache, SharedBanks
+
+PARAM_BANK, USER_BANK = 0, 3  # constant banks of kernel parameters and of __constant__ data (ptxas sm_90a SASS)
 
 
 def generic_space(addrs: np.ndarray) -> tuple[str, np.ndarray]:
@@ -60,6 +69,7 @@ class DeviceMemory:
         self.partition_mask = sum(1 << b for b in c.partition_bits)  # 0: not partitioned
         self.far_latency = c.far_latency if self.partition_mask else 0
         self.copies: dict[int, int] = {}  # line -> 1 + the partition holding a copy away from its home
+        self.copy_at: dict[int, int] = {}  # line -> cycle the far read that makes that copy delivers it
         self.cores_made = 0  # CoreMemory objects built so far: the next one's index
 
     def home(self, line: int) -> int:
@@ -95,6 +105,8 @@ class CoreMemory:
         self.tma_port = L2Port(hw, dev.sharing_cores, hw.tma.bytes_per_cycle) if hw.tma is not None else None
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.partition = dev.cores_made & 1  # the L2 partition this core is attached to
+        self.const = ConstantCache(hw.constant) if hw.constant is not None else None  # cold: a new launch
+        self.xbar = CrossbarPort(hw, dev.sharing_cores)  # far reads cross between the L2 partitions
         dev.cores_made += 1
 
     def _far(self, line: int) -> bool:
@@ -140,20 +152,29 @@ class CoreMemory:
         l2c = self.hw.l2
         l1line = -1
         if use_l1 and self.l1 is not None:
-            l1line = line * l2c.line // self.l1.c.line
-            if self.l1.access(l1line):
+            l1line, l1mask = self._l1_sectors(line, mask)
+            missing_l1 = self.l1.lookup(l1line, l1mask)
+            if not missing_l1:
                 return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
-        t = port.take(t, bin(mask).count("1") * l2c.sector)
+            mask &= self._l2_sectors(line, l1line, missing_l1)  # the L1 fetches only what it misses (sectored)
+        nbytes = bin(mask).count("1") * l2c.sector
+        t = port.take(t, nbytes)
         missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
         far = self._far(line)
+        if far:  # its bytes come across the partition crossbar
+            t = self.xbar.take(t, nbytes)
         if not missing:
             other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
             if other is not None:
                 self.dev.l2_fill[line] = pending = max(pending, other[0].request(t, line * l2c.line, other[1])[0])
             # merged into the miss in flight, if any; across the partitions the first time
             lat = max(t + l2c.hit_latency + (self.dev.far_latency if far else 0), pending)
+            if far:  # the copy this read leaves in the core's partition exists when its data arrives
+                self.dev.copy_at[line] = lat
+            elif self.dev.copy_at and self.dev.home(line) != self.partition:
+                lat = max(lat, self.dev.copy_at.get(line, 0))  # the copy another core's far read brings
         else:
             done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
             if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses
@@ -164,6 +185,36 @@ class CoreMemory:
         if l1line >= 0:
             self.l1_fill[l1line] = lat
         return lat
+
+    def _l1_sectors(self, line: int, mask: int) -> tuple[int, int]:
+        """(L1 line, its sector mask) of the sectors `mask` of L2 line `line` (the L1's line and sector
+        sizes may differ from the L2's)."""
+        l1, l2c = self.l1, self.hw.l2
+        assert l1 is not None
+        base = line * l2c.line
+        l1line = base // l1.c.line
+        off = base - l1line * l1.c.line
+        m = 0
+        for i in range(l2c.line // l2c.sector):
+            if mask >> i & 1:
+                lo = off + i * l2c.sector
+                for b in range(lo // l1.c.sector, (lo + l2c.sector - 1) // l1.c.sector + 1):
+                    m |= 1 << b
+        return l1line, m & l1.full
+
+    def _l2_sectors(self, line: int, l1line: int, l1mask: int) -> int:
+        """The sectors of L2 line `line` that cover the L1 sectors `l1mask` of L1 line `l1line`."""
+        l1, l2c = self.l1, self.hw.l2
+        assert l1 is not None
+        spl = l2c.line // l2c.sector
+        m = 0
+        for i in range(l1.c.line // l1.c.sector):
+            if l1mask >> i & 1:
+                lo = l1line * l1.c.line + i * l1.c.sector - line * l2c.line
+                for b in range(lo // l2c.sector, (lo + l1.c.sector - 1) // l2c.sector + 1):
+                    if 0 <= b < spl:
+                        m |= 1 << b
+        return m
 
     def _write(self, t: int, line: int, mask: int, atomic: bool) -> int:
         """Write-through to the L2 (allocated there, the written sectors dirty), no L1 allocate; the
@@ -177,17 +228,24 @@ class CoreMemory:
         missing = self.l2.lookup(line, mask, fetch=atomic)
         self._write_back(t, self.l2.victim)
         self.dev.dirty[line] = self.dev.dirty.get(line, 0) | mask
+        far = bool(self.dev.far_latency) and self.dev.home(line) != self.partition
         if self.dev.far_latency:  # other partitions' copies are stale now
-            if self.dev.home(line) != self.partition:
+            self.dev.copy_at.pop(line, None)
+            if far and not atomic:
                 self.dev.copies[line] = 1 + self.partition
-            else:
+            else:  # an atomic is performed in the line's home partition: only the home copy stays
                 self.dev.copies.pop(line, None)
         if not atomic:
             return t + self.lsu_latency
+        # the read-modify-write happens in the home partition: a core attached to the other one pays the
+        # crossbar hop (l2.far_latency) on every atomic, as its first read of a far line does
+        hop = self.dev.far_latency if far else 0
         pending = self.dev.l2_fill.get(line, 0)
         if not missing:
-            return max(t + l2c.hit_latency, pending)
+            return max(t + l2c.hit_latency + hop, pending)
         done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+        if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses, as for reads
+            done += self.dev.far_latency // 2 if far else -(self.dev.far_latency // 2)
         self.dev.l2_fill[line] = lat = max(done, pending)
         return lat
 
@@ -197,6 +255,7 @@ class CoreMemory:
             return
         self.dev.l2_fill.pop(victim, None)
         self.dev.copies.pop(victim, None)
+        self.dev.copy_at.pop(victim, None)
         dirty = self.dev.dirty.pop(victim, 0)
         if dirty:
             self.dram.request(t, victim * self.hw.l2.line, bin(dirty).count("1") * self.hw.l2.sector)
@@ -214,4 +273,10 @@ class CoreMemory:
         if space in ("global", "local"):
             use_l1 = cache_op not in ("cg", "cs", "cv") and space != "local" or space == "local"
             return self.global_access(t, addrs, size, direction != "read", use_l1, direction == "atomic"), 0
-        return t + self.lsu_latency, 0  # .param / .const: constant cache, treated as a hit
+        if self.const is not None and space in ("param", "const"):  # constant caches, cold at each launch
+            c = self.hw.constant
+            assert c is not None
+            offs = addrs + np.uint64(c.param_base) if space == "param" else addrs
+            bank = PARAM_BANK if space == "param" else USER_BANK
+            return max(t + self.lsu_latency, self.const.read(t, bank, np.unique(offs).tolist())), 0
+        return t + self.lsu_latency, 0  # .param / .const without hw.constant: a hit

@@ -1,0 +1,42 @@
+"""The indexed constant cache of one core, empty at every launch (docs/const-cold.md).
+
+A kernel reads its parameters (constant bank 0) and __constant__ data (bank 3) through the SM's constant
+caches. Measured on the H200 (benchmarks/data/const_cold_2026-12-01.json): an LDC of a parameter line no LDC
+of this launch has read costs about 100 cycles, later ones about 30 (hits); the line is 64 B; the immediate
+operands (ULDC, c[bank][offset] in an ALU instruction) take a cache of their own, which an LDC miss does not
+find filled and which the kernel's first instructions find ready. __constant__ data costs 313 on the launch
+after the one that cached it (benchmarks/data/first_touch_2026-12-01.json): the parameters are placed near
+the SM at launch, the rest comes from the L2. A read of a line whose fill is in flight waits for that fill
+(one miss per line and core); the cache lives as long as the core's simulation of one launch.
+
+PTX mode asks it for ld.param / ld.const (sim/timing/memory.py), SASS mode for LDC (sim/sass/timing.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sim.hw import Constant
+
+
+class ConstantCache:
+    def __init__(self, c: Constant):
+        self.line = c.line
+        self.miss_latency = c.miss_latency
+        self.user_miss_latency = c.user_miss_latency
+        self.ldc_latency = c.ldc_latency
+        self.fill: dict[tuple[int, int], int] = {}  # (bank, line) -> cycle its data is there
+
+    def read(self, t: int, bank: int, offsets: Iterable[int]) -> int:
+        """The cycle the bytes at `offsets` of constant bank `bank`, read at cycle t, are there (t on a
+        hit); a line not yet asked for starts its fill at t."""
+        ready = t
+        for ln in {int(o) // self.line for o in offsets}:
+            at = self.fill.setdefault((bank, ln), t + (self.miss_latency if bank == 0 else self.user_miss_latency))
+            ready = max(ready, at)
+        return ready
+
+    def peek(self, bank: int, offsets: Iterable[int]) -> int:
+        """The cycle the lines of `offsets` are there, without asking for any (0: every line is there or
+        none was asked for)."""
+        return max((self.fill.get((bank, int(o) // self.line), 0) for o in offsets), default=0)
