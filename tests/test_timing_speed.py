@@ -40,15 +40,16 @@ def test_sgemm_64_pinned():
     (docs/timing.md) and residency from ptxas' 32 registers: 5,714 -> 7,734 cycles, every CTA alike; then
     the core's own L2 port (core.fill_bytes_per_cycle, docs/micro-fill.md): 7,741; then (2026-12-01) the
     L2's near/far partitions and 64 B fills (docs/first-touch.md): 7,834, CTAs no longer alike (7,462 to
-    7,834 by how many of their lines are homed in the other partition)."""
+    7,834 by how many of their lines are homed in the other partition); then the sectored L1, the cold constant
+    line, far copies in flight and the partition crossbar (docs/const-cold.md): 8,974 (8,602 to 8,974)."""
     prog, L = _sgemm(64)
     r = simulate(prog, L, load_hw("h200"))
-    assert (r.cycles, r.warp_instructions) == (7834, 45952)
+    assert (r.cycles, r.warp_instructions) == (8974, 45952)
     assert r.busy == {"fma": 8448, "alu": 29696, "fp64": 0, "sfu": 0, "tensor": 0, "lsu": 39424, "branch": 1920,
-                      "sync": 1024, "shared": 17408, "dram": 34603}
-    assert sum(r.stalls.values()) == 450576
-    assert r.cycles_per_cta == [7462, 7834, 7462, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7834, 7648, 7834,
-                                7648, 7834]
+                      "sync": 1024, "shared": 17408, "dram": 41523}
+    assert sum(r.stalls.values()) == 523536
+    assert r.cycles_per_cta == [8602, 8974, 8602, 8974, 8974, 8974, 8974, 8974, 8974, 8974, 8974, 8974, 8788, 8974,
+                                8788, 8974]
 
 
 _CHILD = """
