@@ -30,16 +30,12 @@ _WGMMA_SMALL = ("wgmma on one K tile (measured 2026-12-01: predicted 3,631 vs si
                 "+90%): the planner's wgmma terms charge more than the simulated one-tile kernel costs")
 _WGMMA_FEW = ("wgmma on two K tiles of a 4-stage ring (measured 2026-12-01: predicted 4,002 vs simulated 2,533 "
               "cycles, +58%): the planner's pipeline fill and wgmma terms charge more than the short kernel costs")
-_COLD_CONST = ("the constant caches start every launch empty (docs/const-cold.md, measured on the H200): in PTX "
-               "mode the kernel's first ld.param waits constant.miss_latency (313) inside the span, e.g. simulated "
-               "1,613 vs predicted 1,345 (16^3 mma, 2026-12-01); not in the planner")
+_FIRST_TOUCH = ("the L2's 64 B fills and near/far partitions (docs/first-touch.md, measured on the H200): "
+                "simulated 2,073 vs predicted 2,334 cycles (2026-12-01, 2,052 before the constant-cache model); "
+                "not in the planner's miss model")
 _L1_SECTORS = ("the L1 is sectored (docs/const-cold.md): each K tile's 16 B of a row misses the L1 again, "
                "simulated 5,607 vs predicted 3,305 (2026-12-01); not in the planner's miss model")
 KNOWN_MISSES = {
-    ("h200", (16, 16, 16), "mma", "f16"): _COLD_CONST,
-    ("h200", (16, 16, 16), "mma", "bf16"): _COLD_CONST,
-    ("h200", (33, 17, 40), "mma", "f16"): _COLD_CONST,
-    ("h200", (33, 17, 40), "mma", "bf16"): _COLD_CONST,
     ("h200", (33, 17, 40), "simt", "f16"): _L1_SECTORS,
     ("h200", (33, 17, 40), "simt", "bf16"): _L1_SECTORS,
     ("h200", (128, 64, 96), "wgmma", "f16"): _WGMMA_FEW,
@@ -49,6 +45,7 @@ KNOWN_MISSES = {
     ("h200", (33, 17, 40), "wgmma", "f16"): _WGMMA_SMALL,
     ("h200", (33, 17, 40), "wgmma", "bf16"): _WGMMA_SMALL,
     ("h200", (33, 17, 40), "simt", "f32"): _SPREAD,
+    ("h200", (16, 16, 16), "simt", "f32"): _FIRST_TOUCH,
     ("h200", (16, 16, 16), "simt", "f16"): _SECTORS,
     ("h200", (16, 16, 16), "simt", "bf16"): _SECTORS,
     ("npu7nm.yaml", (33, 17, 40), "simt", "f32"): _SECTORS,
