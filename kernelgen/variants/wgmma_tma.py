@@ -36,6 +36,12 @@ fit, at least one); before a buffer is rewritten its thread 0 waits with cp.asyn
 (0 once per tile when every slab has a buffer, else buffers - 1 per slab on a rolling buffer). beta != 0 (C is
 read) and a column-major D keep the registers -> global epilogue of wgmma.py (emit_acc_epilogue).
 Shared layout: A stages, B stages, staging (consumer-major), full[S], empty[S].
+
+Clusters (Tiling.cluster_m / cluster_n = 2; opt-in, docs/wgmma-tma.md section 6): the two CTAs of a cluster take
+neighbouring tiles of one cluster tile and share an operand (B along M, A along N); each loads part %cluster_ctarank
+of every box of it and multicasts it (ctaMask 0b11); empty[s] counts one arrival per consumer warp of the cluster
+(lane r of each warp arrives on rank r's barrier through mapa); a cluster barrier follows the mbarrier init and the
+producer waits for every stage's last release before it exits.
 """
 
 from __future__ import annotations
