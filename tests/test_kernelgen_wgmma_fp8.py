@@ -248,7 +248,7 @@ def test_cycle_model_against_the_h200():
 def test_cycle_model_against_the_h200_round2():
     """Predicted / measured time of the round-2 H200 run (benchmarks/data/fp8_check_2026-12-01_r2.json, TILE_N 256 and
     the TMA-store epilogue, docs/wgmma-fp8.md): 128x256 s3 0.80-0.86, s4 0.88-0.96, 128x128 s3 0.97-0.98 with the
-    TMA stores draining at the L2 write share; 0.79-0.83, 0.85-0.89, 0.96-0.98 with the hopper branch's measured
+    TMA stores draining at the L2 write share; 0.79-0.83, 0.85-0.89, 0.96-0.98 with the measured
     drain (tma.store_bandwidth_gbps). Bounds each (both models inside) so a model change shows up here; nothing is
     fitted to them. The planner's pick (s3) runs within 5% of the measured best (s4)."""
     import json

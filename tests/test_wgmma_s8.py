@@ -97,8 +97,8 @@ def test_tilings_in_the_simulator(case):
 def test_against_the_h200():
     """The H200 run of 2026-12-01 (benchmarks/data/s8_check_2026-12-01.json): 8/8 checks exact, wgmma_tma s8 at
     1.93x / 1.78x torch._int_mm (4096^3 / 8192^3) and 2.5-2.7x the mma s8 kernel; predicted / measured 1.23 / 1.14
-    with the s32 staging drain at the st.global L2 write share (docs/kernelgen.md), 1.10 / 1.12 with the hopper
-    branch's measured TMA-store drain (tma.store_bandwidth_gbps). Bounds the ratios (both models inside) so a
+    with the s32 staging drain at the st.global L2 write share (docs/kernelgen.md), 1.10 / 1.12 with the
+    measured TMA-store drain (tma.store_bandwidth_gbps). Bounds the ratios (both models inside) so a
     model change shows up here."""
     import json
     from pathlib import Path
