@@ -341,24 +341,8 @@ class Group(Warp):
             sel = g.sel
             g._go(int(code[sel[0] // 32]), g.stack[-1], pc, target, taken[sel], nt[sel])
 
-    def _go(self, code: int, top: Frame, pc: int, target: int, taken: np.ndarray, nt: np.ndarray) -> None:
-        """Warp._branch's three outcomes: 0 every active lane jumps, 1 none does, 2 the warp diverges."""
-        if code == 0:
-            top.pc = target
-        elif code == 1:
-            top.pc = pc + 1
-        else:
-            rpc = self.L.rpcs.get(pc, -1)
-            top.pc = rpc
-            self.stack.append(Frame(pc + 1, nt, rpc))
-            self.stack.append(Frame(target, taken.copy(), rpc))
-
     def _exit(self, top: Frame, pc: int, m: np.ndarray) -> None:
-        top.pc = pc + 1
-        keep = ~m
-        for f in self.stack:
-            f.mask = f.mask & keep
-            f.full = bool(reduce_all(f.mask))
+        self._mask_out(top, pc, m)
         live = np.array([f.mask.reshape(self.n, 32).any(axis=1) for f in self.stack])  # (frame, warp)
         if (live == live[:, :1]).all():
             self._pop_exited()
@@ -367,13 +351,6 @@ class Group(Warp):
         self.parts = self._split(key)
         for g in self.parts:
             g._pop_exited()
-
-    def _pop_exited(self) -> None:
-        while self.stack and not reduce_any(self.stack[-1].mask):
-            self.stack.pop()
-        if not self.stack:
-            self.flush_async()
-            self.done = True
 
     def clock(self, name: str) -> Any:
         """What %clock / %clock64 read functionally: each warp's instructions so far (Warp.clock)."""

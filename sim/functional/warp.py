@@ -209,11 +209,14 @@ class Warp:
             top.pc = target
             return
         nt = top.mask & ~taken
-        any_t = bool(reduce_any(taken))
-        any_nt = bool(reduce_any(nt))
-        if not any_nt:
+        self._go(0 if not reduce_any(nt) else 1 if not reduce_any(taken) else 2, top, pc, target, taken, nt)
+
+    def _go(self, code: int, top: Frame, pc: int, target: int, taken: np.ndarray, nt: np.ndarray) -> None:
+        """A branch's three outcomes: 0 every active lane jumps, 1 none does, 2 the warp diverges (the
+        lock-step Group decides the code per warp and calls this too)."""
+        if code == 0:
             top.pc = target
-        elif not any_t:
+        elif code == 1:
             top.pc = pc + 1
         else:
             rpc = self.L.rpcs.get(pc, -1)
@@ -221,12 +224,19 @@ class Warp:
             self.stack.append(Frame(pc + 1, nt, rpc))
             self.stack.append(Frame(target, taken.copy(), rpc))
 
-    def _exit(self, top: Frame, pc: int, m: np.ndarray) -> None:
+    def _mask_out(self, top: Frame, pc: int, m: np.ndarray) -> None:
+        """exit: the lanes of m leave every frame of the stack."""
         top.pc = pc + 1
         keep = ~m
         for f in self.stack:
             f.mask = f.mask & keep
             f.full = bool(reduce_all(f.mask))
+
+    def _exit(self, top: Frame, pc: int, m: np.ndarray) -> None:
+        self._mask_out(top, pc, m)
+        self._pop_exited()
+
+    def _pop_exited(self) -> None:
         while self.stack and not reduce_any(self.stack[-1].mask):
             self.stack.pop()
         if not self.stack:
