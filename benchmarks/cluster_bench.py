@@ -43,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.gpucommon import event_times, median_ms  # noqa: E402
 from kernelgen.planner import plan, prediction_dict  # noqa: E402
 from kernelgen.spec import parse_spec  # noqa: E402
 from kernelgen.variants import get  # noqa: E402
@@ -126,19 +127,7 @@ class Runner:
                                    meta["dynamic_shared"], targs, cluster)  # type: ignore[arg-type]
 
     def time_ms(self, call, repeats: int) -> float:
-        torch = self.torch
-        for _ in range(3):
-            call()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeats):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            call()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-        return float(np.median(times))
+        return median_ms(call, repeats)
 
 
 def check(torch, D, A, Bt, ref, out: str, rng: np.random.Generator, host: tuple | None = None) -> dict:
@@ -225,16 +214,7 @@ def cold_warm(torch, runner: Runner, M: int, N: int, K: int, repeats: int) -> di
     call = runner.launcher(k, {"A": A, "B": Bt, "D": D})
     warm = runner.time_ms(call, repeats)
     scratch = torch.empty(512 << 20, device="cuda", dtype=torch.uint8)
-    times = []
-    for r in range(repeats):
-        scratch.fill_(r & 0xFF)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        call()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    cold = float(np.median(times))
+    cold = float(np.median(event_times(call, repeats, before=lambda r: scratch.fill_(r & 0xFF))))
     t = k["t"]
     per = -(-(-(-M // t.bm) * -(-N // t.bn)) // k["meta"]["grid"][0]) * -(-K // t.bk)  # K tiles per CTA
     return {"M": M, "N": N, "K": K, "tiling": k["tiling"], "grid": k["meta"]["grid"][0], "warm_ms": warm,

@@ -87,21 +87,32 @@ def run_kernel(ptx: Path, repeats: int, check: bool) -> dict[str, Any]:
             "phase_cycles": m.extra.get("profile_phase_cycles")}
 
 
-def median_ms(op: Callable[[], object], repeats: int) -> float:
-    """Median CUDA-event time of `op` (a torch call) over `repeats` runs after 3 warm-ups."""
+def event_times(op: Callable[[], object], repeats: int, before: Callable[[int], object] | None = None,
+                after: Callable[[int], object] | None = None) -> list[float]:
+    """CUDA-event milliseconds of `repeats` runs of `op`, each waited for; `before(r)` runs ahead of run r's
+    start event (e.g. a cache flush), `after(r)` once run r finished (e.g. reading the kernel's clock64 slots)."""
     import torch
 
-    for _ in range(3):
-        op()
     times = []
-    for _ in range(repeats):
+    for r in range(repeats):
+        if before is not None:
+            before(r)
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         op()
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
-    return float(np.median(times))
+        if after is not None:
+            after(r)
+    return times
+
+
+def median_ms(op: Callable[[], object], repeats: int) -> float:
+    """Median CUDA-event time of `op` (a torch call) over `repeats` runs after 3 warm-ups."""
+    for _ in range(3):
+        op()
+    return float(np.median(event_times(op, repeats)))
 
 
 def timed_case(row: dict, make_ptx: Callable[[], Path], repeats: int, check: bool, timeout: int, clock_mhz: float,

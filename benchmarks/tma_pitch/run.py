@@ -31,6 +31,7 @@ REPEATS = 5
 
 
 def run(torch) -> list[dict]:
+    from benchmarks.gpucommon import event_times
     from validation.tensormap import encode_tiled, prepare_cuda_python
 
     ptx = PTX.read_bytes()
@@ -47,17 +48,10 @@ def run(torch) -> list[dict]:
                 call = prepare_cuda_python(ptx, "tma_pitch", (grid, 1, 1), (32, 1, 1), 8 * BOX,
                                            [("tmap", tmap), ("u64", int(out.data_ptr())), ("u32", n),
                                             ("u32", depth), ("u32", ktiles)])
-                times, cycles = [], []
-                for r in range(REPEATS + 1):
-                    scratch.fill_(r)
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    call()
-                    e.record()
-                    torch.cuda.synchronize()
-                    if r:  # the first launch loads the module
-                        times.append(s.elapsed_time(e))
-                        cycles.append(float(np.median(out.cpu().numpy())))
+                cycles: list[float] = []
+                times = event_times(call, REPEATS + 1, before=scratch.fill_,
+                                    after=lambda r, c=cycles, o=out: c.append(float(np.median(o.cpu().numpy()))))
+                times, cycles = times[1:], cycles[1:]  # the first launch loads the module
                 ms, cyc = float(np.median(times)), max(1.0, float(np.median(cycles)))
                 nbytes = n * BOX
                 rows.append({"tensor": label, "K": K, "grid": grid, "depth": depth, "boxes_per_cta": n,

@@ -28,6 +28,7 @@ ROWS, STORES, REPEATS = 128, 256, 10
 
 
 def run(torch) -> list[dict]:
+    from benchmarks.gpucommon import event_times
     from validation.tensormap import encode_tiled, prepare_cuda_python
 
     ptx = PTX.read_bytes()
@@ -42,15 +43,9 @@ def run(torch) -> list[dict]:
                                         ("u32", cols // 32)])
             call()
             torch.cuda.synchronize()
-            times, cycles = [], []
-            for _ in range(REPEATS):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                call()
-                e.record()
-                torch.cuda.synchronize()
-                times.append(s.elapsed_time(e))
-                cycles.append(float(np.median(out.cpu().numpy())))
+            cycles: list[float] = []
+            times = event_times(call, REPEATS,
+                                after=lambda r, c=cycles, o=out: c.append(float(np.median(o.cpu().numpy()))))
             ms, cyc = float(np.median(times)), max(1.0, float(np.median(cycles)))
             nbytes = STORES * 16384
             rows.append({"tensor": label, "columns": cols, "grid": grid, "stores_per_cta": STORES,
