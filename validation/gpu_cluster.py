@@ -188,13 +188,10 @@ def device_name() -> str:
     return bytes(name).split(b"\0")[0].decode()
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="JSON file to write")
-    ap.add_argument("--no-gpu", action="store_true", help="simulator and numpy only")
-    ap.add_argument("--case", action="append", default=[], help="run only these cases")
-    args = ap.parse_args(argv)
-    gpu = not args.no_gpu
+def start_result(no_gpu: bool) -> tuple[dict[str, Any], bool]:
+    """The result JSON's head (date, device, no cases yet) and whether the GPU runs: a device that cannot be
+    opened is recorded as device_error and the cases run on the simulator and numpy only."""
+    gpu = not no_gpu
     result: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                               "device": "none", "cases": []}
     if gpu:
@@ -203,6 +200,16 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001
             result["device_error"] = f"{type(e).__name__}: {e}"
             gpu = False
+    return result, gpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--no-gpu", action="store_true", help="simulator and numpy only")
+    ap.add_argument("--case", action="append", default=[], help="run only these cases")
+    args = ap.parse_args(argv)
+    result, gpu = start_result(args.no_gpu)
     with tempfile.TemporaryDirectory() as tmp:
         for case in CASES:
             if args.case and case.name not in args.case:

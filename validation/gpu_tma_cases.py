@@ -13,7 +13,6 @@ im2col case it also says which reading of the im2col traversal the GPU's bytes m
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from validation import tma_cases
-from validation.gpu_cluster import compile_cubin, device_name, run_case, run_gpu
+from validation.gpu_cluster import compile_cubin, run_case, run_gpu, start_result
 
 
 def im2col_variants(case: tma_cases.TmaCase, gpu_out: np.ndarray) -> dict[str, int]:
@@ -71,15 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--no-gpu", action="store_true", help="simulator and numpy only")
     args = ap.parse_args(argv)
-    gpu = not args.no_gpu
-    result: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                              "device": "none", "cases": []}
-    if gpu:
-        try:
-            result["device"] = device_name()
-        except Exception as e:  # noqa: BLE001
-            result["device_error"] = f"{type(e).__name__}: {e}"
-            gpu = False
+    result, gpu = start_result(args.no_gpu)
     arrays: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case in tma_cases.CASES:
