@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ExecutionError, UsageError
+from sim.errors import ExecutionError
 from sim.functional.memory import PARAM_WINDOW, Fault, FlatMemory, reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
+from sim.sass.exec_cluster import SASS_CLUSTER_CTL, SASS_CLUSTER_OPS, cga_release, cluster_bank, link
 from sim.sass.exec_ctl import SASS_CTL
 from sim.sass.exec_float import SASS_FLOAT
 from sim.sass.exec_gmma import SASS_GMMA
@@ -46,8 +47,9 @@ SHARED_RESERVED = 0x400
 STACK_TOP = 0x10000
 
 # the SASS opcode table of the functional model: opcode -> builder (control builders move the group)
-OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM, **SASS_GMMA, **SASS_TMA}
-CONTROL = SASS_CTL
+OPS: dict[str, Callable[[Ctx], Any]] = {**SASS_INT, **SASS_FLOAT, **SASS_MEM, **SASS_GMMA, **SASS_TMA,
+                                        **SASS_CLUSTER_OPS}
+CONTROL = {**SASS_CTL, **SASS_CLUSTER_CTL}
 
 
 @dataclass
@@ -177,15 +179,20 @@ def _release(cta: Cta) -> bool:
 
 
 def run_cta(M: Machine, cta: Cta, budget: int) -> None:
-    """Each warp runs until it waits (a barrier, or an mbarrier wait that found its phase incomplete:
-    Warp.yielded), round after round. A round in which nothing but such waits ran and no mbarrier
-    changed, twice in a row, is a deadlock."""
+    run_ctas(M, [cta], budget)
+
+
+def run_ctas(M: Machine, ctas: list[Cta], budget: int) -> None:
+    """Run one CTA, or the CTAs of one cluster together: each warp runs until it waits (a barrier, the
+    cluster barrier, or an mbarrier wait that found its phase incomplete: Warp.yielded), round after round.
+    A round in which nothing but such waits ran and no mbarrier changed, twice in a row, is a deadlock."""
     idle = 0
+    warps = [w for cta in ctas for w in cta.warps]
     while True:
         progressed = False
         epoch = M.L.mbar_epoch
         spun = False
-        for w in cta.warps:
+        for w in warps:
             g = M.runnable(w)
             while g is not None:
                 M.step(w, g)
@@ -198,14 +205,14 @@ def run_cta(M: Machine, cta: Cta, budget: int) -> None:
             if M.count > budget:
                 raise ExecutionError(f"more than {budget} warp instructions: an endless loop? "
                                      "raise the limit with --max-instructions", M.L.file)
-        if all(w.done for w in cta.warps):
+        if all(w.done for w in warps):
             return
-        released = _release(cta)
+        released = any([_release(cta) for cta in ctas]) | bool(cga_release(ctas))
         idle = idle + 1 if spun and not released and M.L.mbar_epoch == epoch else 0
         if not released and (not progressed or idle > 2):
-            w = next(w for w in cta.warps if not w.done)
+            w = next(w for w in warps if not w.done)
             ins = M.L.code[w.groups[0].pc]
-            raise ExecutionError(f"deadlock in CTA {cta.ctaid}: warp {w.wid} waits at SASS "
+            raise ExecutionError(f"deadlock in CTA {w.cta.ctaid}: warp {w.wid} waits at SASS "
                                  f"'{ins.text}' (0x{ins.pc:04x}) and nothing else can run", M.L.file, ins.ptx_line)
 
 
@@ -222,10 +229,12 @@ def param_layout(k: Any) -> list[tuple[int, int, int]]:
     return out
 
 
-def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: Any = None) -> FlatMemory:
-    """Constant bank 0: the launch shape, the stack top, c[0x0][0x198] the generic address of the parameter
-    bank's start (what cvta.param of a parameter adds its bank offset to: PARAM_WINDOW, as PTX mode's
-    cvta.param), and the parameters at ptxas' offsets (param_layout; PTX offsets when ``kernel`` is None)."""
+def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: Any = None,
+                  cluster: tuple[int, int, int] = (1, 1, 1)) -> FlatMemory:
+    """Constant bank 0: the launch shape, the stack top, the cluster words (sim/sass/exec_cluster.py),
+    c[0x0][0x198] the generic address of the parameter bank's start (what cvta.param of a parameter adds its
+    bank offset to: PARAM_WINDOW, as PTX mode's cvta.param), and the parameters at ptxas' offsets
+    (param_layout; PTX offsets when ``kernel`` is None)."""
     layout = param_layout(kernel) if kernel is not None else [(0, PARAM_BASE, param_size)]
     end = max((b + n for _, b, n in layout), default=PARAM_BASE)
     cb = FlatMemory(max(end, PARAM_BASE + 8) + 16, "constant bank 0")
@@ -233,9 +242,35 @@ def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: A
     cb.data[0:24] = words.view(np.uint8)
     cb.data[0x28:0x2C] = np.array([STACK_TOP], dtype=np.uint32).view(np.uint8)
     cb.data[0x198:0x1A0] = np.array([PARAM_WINDOW], dtype=np.uint64).view(np.uint8)
+    cluster_bank(cb, launch.grid, cluster)
     for off, b, n in layout:
         cb.data[b:b + n] = params.data[off:off + n]
     return cb
+
+
+def launched(P: Any, prog: Any, launch: Launch, kernel: Any, res: Any, file: str) -> Launched:
+    """The launch state SASS mode shares between its warps (functional and timed): constant bank 0 with the
+    parameters and cluster words, the shared window, the tensor maps and the cluster shape."""
+    k = prog.kernel(launch.kernel)
+    param_size = max((p.offset + p.size for p in k.params), default=0)
+    shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)
+    L = Launched(kernel, P.L.gmem, constant_bank(launch, P.L.params, param_size, k, P.L.cluster),
+                 launch.grid, launch.block, shared, file)
+    L.tensormaps = P.L.tensormaps
+    L.cluster = P.L.cluster
+    return L
+
+
+def cluster_ctas(L: Launched) -> int:
+    sx, sy, sz = L.cluster
+    return sx * sy * sz
+
+
+def make_cluster(L: Launched, ctas: list[tuple[int, tuple[int, int, int]]]) -> list[Cta]:
+    """The CTAs (launch index, ctaid) of one cluster, in rank order, linked (sim/sass/exec_cluster.py)."""
+    out = [Cta(L, n, ctaid) for n, ctaid in ctas]
+    link(out, L.cluster)
+    return out
 
 
 def run_sass_functional(ptx_text: str, launch: Launch, arch: str = DEFAULT_ARCH, file: str = "<ptx>",
@@ -252,16 +287,9 @@ def run_sass_functional(ptx_text: str, launch: Launch, arch: str = DEFAULT_ARCH,
     res = resources(ptx_text, arch, file).get(launch.kernel)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
-        if P.L.cluster != (1, 1, 1):  # SR_CgaCtaId reads rank 0; no DSMEM between the CTAs
-            raise UsageError(f"SASS mode runs clusters of one CTA only, this launch has clusters of "
-                             f"{','.join(map(str, P.L.cluster))}: run it with --isa ptx", file)
-        k = prog.kernel(launch.kernel)
-        param_size = max((p.offset + p.size for p in k.params), default=0)
-        shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)
-        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size, k),
-                     launch.grid, launch.block, shared, file)
-        L.tensormaps = P.L.tensormaps
+        L = launched(P, prog, launch, kernels[launch.kernel], res, file)
         M = Machine(L, on_record)
-        for n, ctaid in enumerate(P.ctas):
-            run_cta(M, Cta(L, n, ctaid), max_instructions)
+        n = cluster_ctas(L)
+        for i in range(0, len(P.ctas), n):  # a cluster's CTAs run together, rank by rank (sim.cluster)
+            run_ctas(M, make_cluster(L, list(enumerate(P.ctas))[i: i + n]), max_instructions)
         return SassResult(read_outputs(P, launch), M.count, len(P.ctas), launch.kernel)

@@ -407,6 +407,24 @@ def b_popc(cx: Ctx) -> Exec:
     return run
 
 
+def b_flo(cx: Ctx) -> Exec:
+    """FLO.U32 Rd, Ra: the bit position of Ra's most significant 1 (0xffffffff when Ra is 0); .SH: 31 minus it
+    (the shift that brings it to bit 31). The signed form (.S32 without .U32) is not modelled."""
+    mods = cx.mods({"U32", "SH"})
+    if "U32" not in mods:
+        raise cx.err("FLO without .U32 (the signed form) is not modelled")
+    d, a = cx.ins.operands[:2]
+    ra, wd = cx.u32(a), cx.w32(d)
+    sh = "SH" in mods
+
+    def run(w: Warp, m: np.ndarray) -> None:
+        x = np.atleast_1d(np.asarray(ra(w)).astype(np.uint64))
+        pos = np.where(x == 0, -1, np.floor(np.log2(np.maximum(x, 1).astype(np.float64))).astype(np.int64))
+        out = np.where(x == 0, -1, 31 - pos) if sh else pos
+        wd(w, (out & 0xFFFFFFFF).astype(U32), m)
+    return run
+
+
 def b_sgxt(cx: Ctx) -> Exec:
     """SGXT[.U32] Rd, Ra, Rb|imm: keep the low Rb bits of Ra (0..32), zero- (.U32) or sign-extended."""
     mods = cx.mods({"U32", "W"})
@@ -435,5 +453,5 @@ SASS_INT: dict[str, Callable[[Ctx], Exec]] = {
     "SHF": b_shf, "USHF": b_shf, "SEL": b_sel, "USEL": b_sel, "FSEL": partial(b_sel, floats=True),
     "ISETP": b_isetp, "UISETP": b_isetp, "MOV": b_mov, "UMOV": b_mov, "LDC": b_ldc, "ULDC": b_ldc,
     "S2R": b_s2r, "S2UR": b_s2r, "CS2R": b_cs2r, "R2UR": b_r2ur, "IABS": b_iabs, "VIMNMX": b_imnmx,
-    "IMNMX": b_imnmx, "PRMT": b_prmt, "UPRMT": b_prmt, "POPC": b_popc, "NOP": b_nop, "SGXT": b_sgxt, "USGXT": b_sgxt,
+    "IMNMX": b_imnmx, "PRMT": b_prmt, "UPRMT": b_prmt, "POPC": b_popc, "UPOPC": b_popc, "FLO": b_flo, "UFLO": b_flo, "NOP": b_nop, "SGXT": b_sgxt, "USGXT": b_sgxt,
 }

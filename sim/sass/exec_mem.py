@@ -16,6 +16,7 @@ import numpy as np
 
 from sim.functional.memory import Fault
 from sim.functional.ops_mem import shfl_source
+from sim.sass.exec_cluster import GenericView, generic_record, own_offsets
 from sim.sass.exec_int import Exec
 from sim.sass.exec_operands import U32, U64, Ctx, Reader
 from sim.sass.exec_state import LANES, Warp
@@ -57,17 +58,32 @@ def address(cx: Ctx, op: Operand, wide: bool) -> Callable[[Warp], np.ndarray]:
 
 def _access(w: Warp, space: str, addrs: np.ndarray, m: np.ndarray, size: int, direction: str) -> np.ndarray:
     act = addrs[m]
+    if space == "shared":  # the own CTA's window (a cluster's shared addresses carry the rank byte)
+        act = _own(w, act, m)
     rec = w.rec
     if rec is not None:
         rec.space, rec.addrs, rec.size, rec.direction = space, act, size, direction
+        if space == "generic":  # timed in the window the addresses fall in (sim/sass/exec_cluster.py)
+            rec.space, rec.addrs = generic_record(w, act)
     return act
 
 
 def _mem(w: Warp, space: str) -> Any:
+    if space == "generic":
+        return GenericView(w)
     return w.L.gmem if space == "global" else w.cta.shared
 
 
+def _own(w: Warp, act: np.ndarray, m: np.ndarray) -> np.ndarray:
+    try:
+        return own_offsets(w, act)
+    except Fault as f:
+        raise Fault(int(np.flatnonzero(m)[f.lane]), f.addr, f.message) from None
+
+
 def _load(w: Warp, space: str, act: np.ndarray, m: np.ndarray, dt: np.dtype, n: int) -> np.ndarray:
+    if space == "shared":
+        act = _own(w, act, m)
     try:
         return _mem(w, space).load(act, dt, n)
     except Fault as f:
@@ -75,6 +91,8 @@ def _load(w: Warp, space: str, act: np.ndarray, m: np.ndarray, dt: np.dtype, n: 
 
 
 def _store(w: Warp, space: str, act: np.ndarray, m: np.ndarray, vals: np.ndarray, dt: np.dtype) -> None:
+    if space == "shared":
+        act = _own(w, act, m)
     try:
         _mem(w, space).store(act, vals, dt)
     except Fault as f:
@@ -91,7 +109,7 @@ def b_ld(cx: Ctx, space: str) -> Exec:
     cx.mods(set(_SIZES) | _CACHE)
     dt, n = _shape(cx)
     d, a = cx.ins.operands[:2]
-    fa = address(cx, a, space == "global")
+    fa = address(cx, a, space != "shared")
     ws = cx.wn(d, n)
     ext = np.int32 if dt.kind == "i" else np.uint32
 
@@ -108,7 +126,7 @@ def b_st(cx: Ctx, space: str) -> Exec:
     cx.mods(set(_SIZES) | _CACHE)
     dt, n = _shape(cx)
     a, s = cx.ins.operands[:2]
-    fa = address(cx, a, space == "global")
+    fa = address(cx, a, space != "shared")
     rs = cx.rn(s, n)
 
     def run(w: Warp, m: np.ndarray) -> None:
@@ -174,7 +192,7 @@ def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
         d, a, rest = None, ops[0], ops[1:]
     else:
         d, a, rest = ops[0], ops[1], ops[2:]
-    fa = address(cx, a, space == "global")
+    fa = address(cx, a, space != "shared")
     popc = "POPC" in mods
     read = cx.u64 if wide else cx.raw
     rb = (lambda w: U32(1)) if popc else read(rest[0])
@@ -269,4 +287,6 @@ SASS_MEM: dict[str, Callable[[Ctx], Exec]] = {
     "STS": partial(b_st, space="shared"), "LDGSTS": b_ldgsts, "ATOMS": partial(b_atom, space="shared"),
     "ATOMG": partial(b_atom, space="global"), "REDG": partial(b_atom, space="global", red=True),
     "LDSM": b_ldsm, "SHFL": b_shfl, "VOTE": b_vote, "VOTEU": b_vote, "MEMBAR": b_membar,
+    "LD": partial(b_ld, space="generic"), "ST": partial(b_st, space="generic"),
+    "ATOM": partial(b_atom, space="generic"),
 }

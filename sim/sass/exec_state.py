@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.functional.memory import FlatMemory, GlobalMemory
+from sim.functional.memory import SHARED_WINDOW, FlatMemory, GlobalMemory
 from sim.sass.listing import SassInstruction, SassKernel
 from sim.sass.tools import SassError
 
@@ -75,6 +75,7 @@ class Launched:
         self.tensormaps: list = []  # the launch's tensor maps by handle index (sim/tensormap.py, exec_tma.py)
         self.defer_tx = False  # copies complete their mbarrier transactions when timed (sim/sass/timing.py)
         self.mbar_epoch = 0  # counts mbarrier changes: the functional runner's progress test
+        self.cluster: tuple[int, int, int] = (1, 1, 1)  # the launch's cluster shape (sim/cluster.py)
 
     def err(self, ins: SassInstruction, what: str) -> SassError:
         where = f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}'"
@@ -92,6 +93,14 @@ class Cta:
         self.warps = [Warp(L, self, w) for w in range((self.nthreads + 31) // 32)]
         self.mbars: dict = {}  # shared offset -> sim.functional.ops_async.MBarrier (sim/sass/exec_tma.py)
         self.arrived: dict[int, int] = {}  # barrier id -> threads that arrived with BAR.ARV (not waiting)
+        self.rank = 0  # SR_CgaCtaId: the CTA's rank in its cluster (sim.cluster.rank_of)
+        self.peers: list[Cta] = [self]  # the CTAs of its cluster by rank (itself included; sim/sass/exec.py)
+
+    def peer(self, rank: int) -> Cta:
+        """The CTA of its cluster a shared window address's rank byte (bits 24..31) names."""
+        if rank >= len(self.peers):
+            raise KeyError(rank)
+        return self.peers[rank]
 
 
 class Warp:
@@ -116,6 +125,7 @@ class Warp:
         self.bar_count = 0
         self.rec: SassExecuted | None = None  # the instruction executing now (memory ops fill in the access)
         self.yielded = False  # an mbarrier wait found its phase incomplete (sim/sass/exec_tma.py)
+        self.cga = 0  # UCGABAR_ARV arrivals of this warp (barrier.cluster.arrive; sim/sass/exec_cluster.py)
 
     def special(self, name: str) -> np.ndarray:
         """An S2R / S2UR / CS2R source (SR_TID.X, SR_CTAID.Y, SR_LANEID, SR_CLOCKLO, ...) as uint32 lanes."""
@@ -132,8 +142,12 @@ class Warp:
             return np.full(32, self.L.clock & 0xFFFFFFFF, dtype=u)
         if name in ("SR_CLOCKHI", "SR_GLOBALTIMERHI"):
             return np.full(32, self.L.clock >> 32, dtype=u)
-        if name in ("SRZ", "SR_CgaCtaId"):  # one CTA per cluster: its rank is 0
+        if name == "SRZ":
             return np.zeros(32, dtype=u)
+        if name == "SR_CgaCtaId":  # the CTA's rank in its cluster (%cluster_ctarank)
+            return np.full(32, self.cta.rank, dtype=u)
+        if name == "SR_SWINHI":  # the high word of the generic shared window (sim/sass/exec_cluster.py)
+            return np.full(32, SHARED_WINDOW >> 32, dtype=u)
         if name == "SR_VIRTUALSMID" or name == "SR_SMID":
             return np.zeros(32, dtype=u)
         if name == "SR_EQMASK":

@@ -15,6 +15,7 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
     ELECT P1, URZ, PT                             elect.sync: P1 in the lowest active lane of the mask
     UTMALDG.2D [UR4], [UR12]                      tensor load: UR4 shared destination, UR5 its mbarrier,
                                                   UR6.. the coordinates; UR12:UR13 the tensor map's address
+    UTMALDG.2D.MULTICAST [UR12], [UR10], UR4      multicast: UR4 bits 16..31 the ctaMask
     UTMALDG.4D.IM2COL [UR8], [UR18], UR4          im2col: UR4 the offsets, 16 / (rank - 2) bits each, w first
     UTMASTG.3D [UR8], [UR6]                       tensor store: UR8 the shared source, UR9.. coordinates
     UTMAREDG.3D.ADD [UR8], [UR6]                  cp.reduce.async.bulk.tensor (the map's element type)
@@ -25,8 +26,9 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
     UTMACMDFLUSH,                                 fence's invalidate), bulk commit_group,
     CCTL.IVALL, YIELD                             cache invalidate, yield hint
 
-A shared address is the CTA window's (0x400 reserved, SR_CgaCtaId << 24 above; one CTA per cluster, so
-rank 0). The tensor map's address is either a generic one (c[0x0][0x198] holds the generic address of
+A shared address is the CTA window's (0x400 reserved, SR_CgaCtaId << 24 above): an mbarrier operation, a
+UBLKCP.S.S / UBLKRED.S.S destination reach the cluster CTA its rank byte names, a UTMALDG.MULTICAST every CTA
+of its ctaMask (sim/sass/exec_cluster.py). The tensor map's address is either a generic one (c[0x0][0x198] holds the generic address of
 the parameter bank's start, sim.sass.exec.constant_bank) or a parameter-bank offset; its 128 bytes are the
 launch's handle (sim/tensormap.py). Copies land at issue functionally; their mbarrier transactions too
 unless ``Launched.defer_tx`` (SASS timing completes them when the TMA unit says, sim/sass/timing.py).
@@ -45,6 +47,7 @@ from sim.functional.memory import PARAM_WINDOW, WINDOW_SIZE, Fault
 from sim.functional.ops_async import MBarrier
 from sim.functional.ops_bulk import reduce_bytes
 from sim.functional.ops_tma import BulkCopy
+from sim.sass.exec_cluster import OFFSET_BITS, target
 from sim.sass.exec_mem import address
 from sim.sass.exec_operands import Ctx, reg_index
 from sim.sass.exec_state import RZ, Cta, Warp
@@ -52,7 +55,6 @@ from sim.tensormap import HANDLE_SIZE, TensorMap, decode_handle, swizzled
 
 Exec = Callable[[Warp, np.ndarray], None]
 U8 = np.dtype(np.uint8)
-OFFSET_BITS = 0xFFFFFF  # a shared window address: offset below bit 24, the CTA's rank above
 PARAM_BASE = 0x210  # where the kernel parameters start in constant bank 0 (sim/sass/exec.py)
 # SYNCS.ARRIVE.TRANS64's arrival / transaction field -> (arrivals, tx sign): count "R" = the register
 _ARRIVE: dict[str, tuple[int | str, int]] = {"": (1, 1), "A0TR": (0, 1), "A0TX": (0, -1), "A1T0": (1, 0),
@@ -70,10 +72,13 @@ def _ur(cx: Ctx, i: int) -> int:
     return reg_index(regs[0])
 
 
-def _mbar(w: Warp, off: int, what: str) -> MBarrier:
-    mb = w.cta.mbars.get(off)
+def _mbar(w: Warp, addr: int, what: str) -> MBarrier:
+    """The mbarrier at a shared window address (of the cluster CTA its rank byte names)."""
+    cta, off = target(w, addr)
+    mb = cta.mbars.get(off)
     if mb is None:
-        raise Fault(0, off, f"{what}: no initialised mbarrier at shared offset {off:#x} (mbarrier.init first)")
+        where = f"shared offset {off:#x}" + (f" of CTA rank {cta.rank}" if cta is not w.cta else "")
+        raise Fault(0, off, f"{what}: no initialised mbarrier at {where} (mbarrier.init first)")
     return mb
 
 
@@ -105,7 +110,8 @@ def b_syncs(cx: Ctx) -> Exec:
 
         def inval(w: Warp, m: np.ndarray) -> None:
             for a in np.unique(fa(w)[m]):
-                w.cta.mbars.pop(int(a) & OFFSET_BITS, None)
+                cta, off = target(w, int(a))
+                cta.mbars.pop(off, None)
             _signal(w)
         return inval
     raise cx.err(f"SYNCS.{'.'.join(mods)} is not modelled (EXCH.64, ARRIVE.TRANS64, PHASECHK.TRANS64, CCTL.IV)")
@@ -122,10 +128,11 @@ def _exch(cx: Ctx) -> Exec:
     def init(w: Warp, m: np.ndarray) -> None:
         lo = int(np.asarray(rv(w)).flat[0])
         count = 0x100000 - ((lo >> 1) & 0xFFFFF)
-        for off in np.unique(fa(w)[m] & OFFSET_BITS):
-            if int(off) % 8:
-                raise Fault(int(np.argmax(m)), int(off), "mbarrier.init: the mbarrier is not 8-byte aligned")
-            w.cta.mbars[int(off)] = MBarrier(count, count)
+        for a in np.unique(fa(w)[m]):
+            cta, off = target(w, int(a))
+            if off % 8:
+                raise Fault(int(np.argmax(m)), off, "mbarrier.init: the mbarrier is not 8-byte aligned")
+            cta.mbars[off] = MBarrier(count, count)
         _signal(w)
     return init
 
@@ -143,7 +150,7 @@ def _arrive(cx: Ctx, mods: list[str]) -> Exec:
     wd = cx.w64(d) if d.kind == "reg" and reg_index(d.regs[0]) != RZ else None
 
     def arrive(w: Warp, m: np.ndarray) -> None:
-        offs = fa(w) & OFFSET_BITS
+        offs = fa(w)
         vals = np.broadcast_to(np.asarray(rv(w)).astype(np.int64), (32,))
         state = np.zeros(32, dtype=np.uint64)
         for lane in np.flatnonzero(m):
@@ -168,7 +175,7 @@ def _phasechk(cx: Ctx) -> Exec:
     rv = cx.raw(v)
 
     def check(w: Warp, m: np.ndarray) -> None:
-        offs = fa(w) & OFFSET_BITS
+        offs = fa(w)
         par = (np.broadcast_to(np.asarray(rv(w)), (32,)).astype(np.uint32) >> np.uint32(31)) & np.uint32(1)
         out = np.zeros(32, dtype=bool)
         for lane in np.flatnonzero(m):
@@ -219,9 +226,9 @@ def _record(w: Warp, cp: BulkCopy) -> None:
         rec.bulk = [*(rec.bulk or []), cp]
 
 
-def _landed(w: Warp, mbar: int, nbytes: int) -> None:
+def _landed(w: Warp, cta: Cta, mbar: int, nbytes: int) -> None:
     if not w.L.defer_tx:
-        complete(w.cta, mbar, nbytes)
+        complete(cta, mbar, nbytes)
         _signal(w)
 
 
@@ -246,8 +253,13 @@ def b_utmaldg(cx: Ctx) -> Exec:
 
     def load(w: Warp, m: np.ndarray) -> None:
         ur = w.UR
-        if "MULTICAST" in mods and int(ur[x]) & 0xFFFF != 1:
-            raise Fault(0, int(ur[x]), "multicast to other CTAs: SASS mode runs clusters of one CTA only")
+        dests = [w.cta]
+        if "MULTICAST" in mods:  # the ctaMask (bits 16..31: ptxas writes UPRMT URc, URZ, 0x5410, URmask): the
+            mask = int(ur[x]) >> 16  # box lands in every CTA of the cluster it names
+            if mask >> len(w.cta.peers):
+                raise Fault(0, mask, f"multicast ctaMask {mask:#x} names a CTA outside the cluster of "
+                            f"{len(w.cta.peers)} CTAs")
+            dests = [c for c in w.cta.peers if mask >> c.rank & 1]
         tm = tensor_map(w, int(ur[b]) | int(ur[b + 1]) << 32)
         coords = tuple(int(np.uint32(ur[a + 2 + i]).view(np.int32)) for i in range(rank))
         offs = tuple((int(ur[x]) >> (bits * i)) & ((1 << bits) - 1) for i in range(rank - 2)) if im2col else None
@@ -263,10 +275,12 @@ def b_utmaldg(cx: Ctx) -> Exec:
         ga = addrs[inside].astype(np.uint64)
         if ga.size:
             box[inside] = w.L.gmem.load(ga, U8, es)
-        w.cta.shared.store(where.astype(np.int64), box.reshape(-1, 1), U8)
-        _mbar(w, mbar, "UTMALDG")
-        _record(w, BulkCopy(True, ga, es, nbytes, mbar))
-        _landed(w, mbar, nbytes)
+        for cta in dests:
+            cta.shared.store(where.astype(np.int64), box.reshape(-1, 1), U8)
+            _mbar(w, mbar | cta.rank << 24, "UTMALDG")
+        _record(w, BulkCopy(True, ga, es, nbytes, mbar, tuple(dests)))  # type: ignore[arg-type]
+        for cta in dests:
+            _landed(w, cta, mbar, nbytes)
     return load
 
 
@@ -323,19 +337,22 @@ def b_ublk(cx: Ctx, red: bool = False) -> Exec:
         ur = w.UR
         size = 16 * (int(ur[n]) & 0xFFFF)
         src = int(ur[b]) | int(ur[b + 1]) << 32 if from_global else int(ur[b]) & OFFSET_BITS
-        if to_shared:
-            dst = int(ur[a])
-            if dst >> 24:
-                raise Fault(0, dst, "a copy into another CTA's shared memory: SASS mode runs clusters of one CTA only")
-            mbar = int(ur[a + 1]) & OFFSET_BITS
-            _mbar(w, mbar, cx.ins.opcode)
+        if to_shared:  # into the cluster CTA the destination's rank byte names, completing on its mbarrier
+            cta, dst = target(w, int(ur[a]))
+            mcta, mbar = target(w, int(ur[a + 1]))
+            if mcta is not cta:
+                raise Fault(0, int(ur[a + 1]), "a bulk copy's mbarrier is not in its destination CTA")
+            _mbar(w, int(ur[a + 1]), cx.ins.opcode)
+            if dst + size > cta.shared.size:
+                raise Fault(0, dst, f"bulk copy of {size} bytes past the end of shared memory ({cta.shared.size})")
             pieces = np.uint64(src) + np.arange(0, size, 16, dtype=np.uint64)
             data = w.L.gmem.load(pieces, U8, 16).ravel() if from_global else w.cta.shared.data[src: src + size].copy()
             if rop is not None:
-                data = reduce_bytes(rop[0], rop[1], w.cta.shared.data[dst: dst + size].copy(), data)
-            w.cta.shared.data[dst: dst + size] = data
-            _record(w, BulkCopy(True, pieces if from_global else np.zeros(0, np.uint64), 16, size, mbar))
-            _landed(w, mbar, size)
+                data = reduce_bytes(rop[0], rop[1], cta.shared.data[dst: dst + size].copy(), data)
+            cta.shared.data[dst: dst + size] = data
+            _record(w, BulkCopy(True, pieces if from_global else np.zeros(0, np.uint64), 16, size, mbar,
+                                (cta,)))  # type: ignore[arg-type]
+            _landed(w, cta, mbar, size)
             return
         gdst = int(ur[a]) | int(ur[a + 1]) << 32
         pieces = np.uint64(gdst) + np.arange(0, size, 16, dtype=np.uint64)
