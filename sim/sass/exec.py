@@ -230,7 +230,7 @@ def param_layout(k: Any) -> list[tuple[int, int, int]]:
 
 
 def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: Any = None,
-                  cluster: tuple[int, int, int] = (1, 1, 1)) -> FlatMemory:
+                  cluster: tuple[int, int, int] = (1, 1, 1), explicit: bool = False) -> FlatMemory:
     """Constant bank 0: the launch shape, the stack top, the cluster words (sim/sass/exec_cluster.py),
     c[0x0][0x198] the generic address of the parameter bank's start (what cvta.param of a parameter adds its
     bank offset to: PARAM_WINDOW, as PTX mode's cvta.param), and the parameters at ptxas' offsets
@@ -242,7 +242,7 @@ def constant_bank(launch: Launch, params: FlatMemory, param_size: int, kernel: A
     cb.data[0:24] = words.view(np.uint8)
     cb.data[0x28:0x2C] = np.array([STACK_TOP], dtype=np.uint32).view(np.uint8)
     cb.data[0x198:0x1A0] = np.array([PARAM_WINDOW], dtype=np.uint64).view(np.uint8)
-    cluster_bank(cb, launch.grid, cluster)
+    cluster_bank(cb, launch.grid, cluster, explicit)
     for off, b, n in layout:
         cb.data[b:b + n] = params.data[off:off + n]
     return cb
@@ -254,7 +254,8 @@ def launched(P: Any, prog: Any, launch: Launch, kernel: Any, res: Any, file: str
     k = prog.kernel(launch.kernel)
     param_size = max((p.offset + p.size for p in k.params), default=0)
     shared = SHARED_RESERVED + P.shared_size + (res.smem_static if res else 0)
-    L = Launched(kernel, P.L.gmem, constant_bank(launch, P.L.params, param_size, k, P.L.cluster),
+    L = Launched(kernel, P.L.gmem, constant_bank(launch, P.L.params, param_size, k, P.L.cluster,
+                                                  P.L.explicit_cluster),
                  launch.grid, launch.block, shared, file)
     L.tensormaps = P.L.tensormaps
     L.cluster = P.L.cluster

@@ -6,6 +6,8 @@ nvdisasm listings of tests/fixtures/cluster/*.ptx (bulk_peer, tma_multicast, dsm
     ULEA UR17, UR6, UR14, 0x18              a shared address: offset | rank << 24 (every LDS/STS/SYNCS/UTMA*)
     UPRMT UR4, UR7, 0x654, UR4              mapa: the rank byte (bits 24..31) replaced by the target rank
     ULDC UR16, c[0x0][0x188]                %cluster_nctarank
+    LDC c[0x0][0x140]                       %is_explicit_cluster: barrier.cluster is UCGABAR_ARV / _WAIT where it
+                                            is 1, BAR.SYNC 0x0 (a cluster of one CTA) where it is 0
     LDC c[0x0][0x144/0x148/0x14c]           %cluster_nctaid.x/y/z
     ULDC c[0x0][0x150/0x154/0x158]          1 / %cluster_nctaid.x/y/z as f32: %clusterid = F2I.TRUNC(ctaid * it),
                                             %cluster_ctaid = ctaid - clusterid * nctaid
@@ -42,6 +44,7 @@ from sim.sass.exec_state import Cta, Group, Warp
 OFFSET_BITS = 0xFFFFFF  # a shared window address: the offset below bit 24, the CTA's rank above
 SWIN_HI = SHARED_WINDOW >> 32  # SR_SWINHI
 # constant bank 0 (source: the dsmem_ring listing, see the docstring): (offset, what)
+EXPLICIT_BANK = 0x140  # %is_explicit_cluster (cluster_latency's listing: LDC R4, c[0x0][0x140]; ISETP.EQ P2, R4, 1)
 NCTAID_BANK = 0x144  # %cluster_nctaid.x/y/z
 RECIP_BANK = 0x150  # f32 1 / %cluster_nctaid.x/y/z
 NCLUSTER_BANK = 0x15C  # %nclusterid.x/y/z
@@ -50,13 +53,14 @@ NCTARANK_BANK = 0x188  # %cluster_nctarank
 CtlExec = Callable[[Warp, Group, np.ndarray], None]
 
 
-def cluster_bank(cb: FlatMemory, grid: tuple[int, int, int], shape: tuple[int, int, int]) -> None:
+def cluster_bank(cb: FlatMemory, grid: tuple[int, int, int], shape: tuple[int, int, int], explicit: bool) -> None:
     """Write the cluster words of constant bank 0 (for every launch: a launch without clusters is one of
     (1, 1, 1), whose words ptxas reads too when a kernel names %cluster_*)."""
     u32 = np.uint32
     words = {NCTAID_BANK: np.array(shape, dtype=u32),
              NCLUSTER_BANK: np.array([g // s for g, s in zip(grid, shape)], dtype=u32),
-             NCTARANK_BANK: np.array([shape[0] * shape[1] * shape[2]], dtype=u32)}
+             NCTARANK_BANK: np.array([shape[0] * shape[1] * shape[2]], dtype=u32),
+             EXPLICIT_BANK: np.array([int(explicit)], dtype=u32)}
     rec = np.array([1.0 / s for s in shape], dtype=np.float32)
     rec = np.where(rec.astype(np.float64) * np.array(shape) < 1.0, np.nextafter(rec, np.float32(2)), rec)
     words[RECIP_BANK] = rec.astype(np.float32).view(u32)

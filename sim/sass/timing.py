@@ -33,16 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ExecutionError, UsageError
+from sim.errors import ExecutionError
 from sim.functional.memory import reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.result import STALL_REASONS, SimResult
-from sim.sass.exec import SHARED_RESERVED, Machine, _release, constant_bank
+from sim.sass.exec import Machine, _release, cluster_ctas, launched
 from sim.sass.exec_gmma import gmma_group_end, gmma_work
 from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
 from sim.sass.listing import SassInstruction, disassemble
+from sim.sass.timing_cluster import ClusterTiming
 from sim.sass.timing_tma import BulkTiming
 from sim.sass.tools import resources
 from sim.timing import memory
@@ -161,7 +162,12 @@ class SassTiming:
         self.per_core = per_core
         self.budget = max_instructions
         self.dev = DeviceMemory(hw, hw.cores_used(ctas_total))  # DRAM and L2 shared as by the whole grid
-        self.cores = [_CoreT(hw, self.dev) for _ in range(cores or hw.cores_used(len(ctas)))]
+        ncores = cores or hw.cores_used(len(ctas))
+        n = cluster_ctas(L)
+        if n > 1:
+            ncores = ClusterTiming.cores(hw, n, ncores, L.file)
+        self.cores = [_CoreT(hw, self.dev) for _ in range(ncores)]
+        self.clusters = ClusterTiming(self) if n > 1 else None  # sim/sass/timing_cluster.py
         self.spans: dict[int, int] = {}
         self.stalls = dict.fromkeys(STALL_REASONS, 0)
         self.bar_latency = hw.pipe_for("sync").latency  # source: h200.yaml pipes sync latency
@@ -173,18 +179,24 @@ class SassTiming:
         self.const_ops: dict[int, tuple[tuple[int, int], ...]] = {}  # pc -> its constant operands (_consts)
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
+        if self.clusters is not None:  # whole clusters on groups of cores (sim/sass/timing_cluster.py)
+            self.clusters.start(most)
+            return
         while self.todo and len(c.ctas) < (self.per_core if most is None else most):
             n, ctaid = self.todo.pop(0)
-            cta = Cta(self.L, n, ctaid)
-            c.ctas.append((cta, self.t))
-            if c.sched_start is None:  # the launch's code reaches the sub-partitions one after another
-                stagger = self.hw.core.cold_code_stagger or 0
-                c.sched_start = [self.t + i * stagger for i in range(len(c.scheds))]
-            for w in cta.warps:
-                s = w.wid % len(c.scheds)
-                wt = _WarpT(w, self.cores.index(c), s)
-                wt.ready = c.sched_start[s]
-                c.scheds[s].append(wt)
+            self.place(c, Cta(self.L, n, ctaid))
+
+    def place(self, c: _CoreT, cta: Cta) -> None:
+        """Start ``cta`` on core ``c`` now: its warps join the core's schedulers."""
+        c.ctas.append((cta, self.t))
+        if c.sched_start is None:  # the launch's code reaches the sub-partitions one after another
+            stagger = self.hw.core.cold_code_stagger or 0
+            c.sched_start = [self.t + i * stagger for i in range(len(c.scheds))]
+        for w in cta.warps:
+            s = w.wid % len(c.scheds)
+            wt = _WarpT(w, self.cores.index(c), s)
+            wt.ready = c.sched_start[s]
+            c.scheds[s].append(wt)
 
     def _eligible(self, wt: _WarpT) -> str:
         """'' when the warp can issue now, else the stall reason."""
@@ -397,6 +409,8 @@ class SassTiming:
                     else:
                         idle.append(reason)
                 self._release_bars(c)
+                if self.clusters is not None:
+                    self.clusters.release()
                 self._retire(c)
             if not issued:
                 self.bulk.check_stuck()
@@ -471,20 +485,13 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
     res = resources(ptx_text, hw.arch, file).get(launch.kernel)
     with np.errstate(all="ignore"):
         P = prepare(prog, launch)
-        if P.L.cluster != (1, 1, 1):  # SR_CgaCtaId reads rank 0; no DSMEM between the CTAs
-            raise UsageError(f"SASS mode runs clusters of one CTA only, this launch has clusters of "
-                             f"{','.join(map(str, P.L.cluster))}: run it with --isa ptx", file)
-        k = prog.kernel(launch.kernel)
-        param_size = max((p.offset + p.size for p in k.params), default=0)
         smem = P.shared_size + (res.smem_static if res else 0)
-        L = Launched(kernels[launch.kernel], P.L.gmem, constant_bank(launch, P.L.params, param_size, k),
-                     launch.grid, launch.block, SHARED_RESERVED + smem, file)
-        L.tensormaps = P.L.tensormaps
+        L = launched(P, prog, launch, kernels[launch.kernel], res, file)
         L.defer_tx = hw.tma is not None  # TMA loads complete their mbarrier transactions when timed
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"
-        run, cores = sampled(hw, list(P.ctas), sample_ctas, occ["ctas_per_core"])
+        run, cores = sampled(hw, list(P.ctas), sample_ctas if cluster_ctas(L) == 1 else None, occ["ctas_per_core"])
         T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores)
         if warm_l2:
             memory.warm_l2(T.dev, hw, P.buffers, launch)

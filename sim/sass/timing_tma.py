@@ -8,7 +8,10 @@
   left them pending); stores join the warp's open bulk group, which UTMACMDFLUSH closes and
   DEPBAR.LE SB0, N waits for (as LDGDEPBAR groups);
 - a SYNCS.PHASECHK that found its phase incomplete puts its warp to sleep (stall reason "mbarrier") until an
-  mbarrier of its CTA changes (a landing, or another warp's SYNCS); the warp then polls again."""
+  mbarrier of its CTA changes (a landing, or another warp's SYNCS); the warp then polls again;
+- in a cluster (sim/sass/timing_cluster.py) a multicast load lands in every CTA of its ctaMask at its completion,
+  a CTA-to-CTA copy (UBLKCP.S.S, UBLKRED.S.S) shared.remote_extra cycles after it (the SM-to-SM trip, as PTX
+  mode), and a SYNCS wakes the sleepers of every CTA of its cluster."""
 
 from __future__ import annotations
 
@@ -43,9 +46,11 @@ class BulkTiming:
         for cp in copies:
             done, release = c.tma.copy(T.t, cp)
             taken = max(taken, release)
-            if cp.load:
-                heapq.heappush(self.landings, (done, self.seq, wt.w.cta, cp.mbar, cp.nbytes))
-                self.seq += 1
+            if cp.load:  # a multicast lands in every CTA of its ctaMask; a CTA-to-CTA copy crosses the SM-to-SM
+                for cta in cp.dests or (wt.w.cta,):  # network (DSMEM) after its bytes streamed
+                    at = done + (T.hw.shared.remote_extra if not cp.addrs.size and cta is not wt.w.cta else 0)
+                    heapq.heappush(self.landings, (at, self.seq, cta, cp.mbar, cp.nbytes))
+                    self.seq += 1
             elif done > wt.bulk_open:
                 wt.bulk_open = done
         return taken
@@ -60,8 +65,9 @@ class BulkTiming:
         if ins.opcode in BULK_COMMIT:
             wt.groups.append(wt.bulk_open)
             wt.bulk_open = 0
-        if self.T.L.mbar_epoch != epoch:
-            self._wake(w.cta, self.T.t + 1)
+        if self.T.L.mbar_epoch != epoch:  # every CTA of the cluster: a SYNCS may name a peer's mbarrier
+            for cta in w.cta.peers:
+                self._wake(cta, self.T.t + 1)
 
     def land(self, t: int) -> None:
         """Complete the transactions of the copies that landed by cycle t and wake their CTAs' sleepers."""
