@@ -103,13 +103,6 @@ def test_sass_tma_phase_cycles_match_the_h200(box_rows, depth):
 
 
 @needs_tools
-def test_sass_mode_refuses_clusters_in_one_line():
-    case = next(c for c in CLUSTER_CASES if c.kernel == "tma_multicast")
-    with pytest.raises(UsageError, match="clusters of one CTA only"):
-        run_sass_functional(case.ptx.read_text(), case.launch(), file=str(case.ptx))
-
-
-@needs_tools
 @pytest.mark.slow
 def test_sass_wgmma_tma_kernel_equals_ptx_mode():
     """A kernelgen wgmma_tma kernel (TMA loads into a 3-stage ring, warp-specialised producer, named barriers,

@@ -192,6 +192,7 @@ def run_ctas(M: Machine, ctas: list[Cta], budget: int) -> None:
         progressed = False
         epoch = M.L.mbar_epoch
         spun = False
+        spinner: Warp | None = None  # the first warp whose mbarrier wait failed this round (named by a deadlock)
         for w in warps:
             g = M.runnable(w)
             while g is not None:
@@ -199,6 +200,7 @@ def run_ctas(M: Machine, ctas: list[Cta], budget: int) -> None:
                 progressed = True
                 if w.yielded:
                     w.yielded = spun = True
+                    spinner = spinner or w
                     break
                 g = M.runnable(w)
             w.yielded = False
@@ -210,7 +212,7 @@ def run_ctas(M: Machine, ctas: list[Cta], budget: int) -> None:
         released = any([_release(cta) for cta in ctas]) | bool(cga_release(ctas))
         idle = idle + 1 if spun and not released and M.L.mbar_epoch == epoch else 0
         if not released and (not progressed or idle > 2):
-            w = next(w for w in warps if not w.done)
+            w = spinner or next(w for w in warps if not w.done)
             ins = M.L.code[w.groups[0].pc]
             raise ExecutionError(f"deadlock in CTA {w.cta.ctaid}: warp {w.wid} waits at SASS "
                                  f"'{ins.text}' (0x{ins.pc:04x}) and nothing else can run", M.L.file, ins.ptx_line)
