@@ -18,7 +18,7 @@ from sim.functional.ops_wgmma import SWIZZLE, Desc, swizzle, tile_addresses
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
 from validation.formal.program import BDONE, BGC, DONE, MWA, MWE, MWP, MWS, PF, PFG, TXA, TXB, TXL, TXN, WDONE, WGC
-from validation.formal.state import Access, MbarEvent, RegTouch, State, WgmmaRec
+from validation.formal.state import DSMEM, Access, MbarEvent, RegTouch, State, WgmmaRec
 
 _ES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
 
@@ -162,7 +162,10 @@ class AsyncOpsMixin(ExecutorBase):
         if addr is None:
             self.unsupported.append((ins.line, f"mbarrier without an address operand: {ins.full}"))
             return
-        bar, _ = self.address(st, addr, 32)
+        bar, btags = self.address(st, addr, 32)
+        if DSMEM in btags:  # another CTA's mbarrier (mapa): its offset, the CTA apart (cluster symmetry)
+            last = ops[-1] if ops[-1].kind in ("imm", "reg") else None
+            bar, _ = self.cluster_split(ins, bar, self.access_pc(st, ins), [self.val(st, last, 32)] if last else [])
         role = isa.mbarrier_op(ins)
         if role == "wait":
             self.mbar_wait_lines.add(ins.line)
@@ -209,12 +212,15 @@ class AsyncOpsMixin(ExecutorBase):
             # CTAs' parts too: a one-CTA view cannot balance them (unknown rather than a false violation)
             self.unsupported.append((ins.line, f"{ins.full}: a multicast copy (the cluster's other CTAs' parts of the "
                                                "stage and their mbarrier bytes are not modelled)"))
+            self.untracked_copies.append(ins.line)
             return
         if "tensor" in ins.mods and len(ops) >= 3 and ops[1].kind == "addr" and ops[1].base is not None:
             maps = [t[5:] for t in self.tags_of(st, ops[1].base) if t.startswith("tmap:")]
             if len(maps) != 1:
-                self.unsupported.append((ins.line, f"{ins.full}: cannot tell which tensor map it reads (give "
-                                                   "the map's box and dtype in the @workbench header)"))
+                self.unsupported.append((ins.line, f"{ins.full}: cannot tell which tensor map it reads, so not how "
+                                                   "many bytes it brings (give the map's box and dtype in the "
+                                                   "@workbench header)"))
+                self.untracked_copies.append(ins.line)
                 return
             n = z3.BitVecVal(self.ctx.tensormaps[maps[0]], 32)
             self.record(st, ins, "shared", "bulk", ops[0], n)
@@ -222,15 +228,24 @@ class AsyncOpsMixin(ExecutorBase):
         elif "tensor" not in ins.mods and len(ops) >= 4 and ops[2].kind in ("imm", "reg"):
             n = self.val(st, ops[2], 32)
             self.record(st, ins, "shared", "bulk", ops[0], n)
-            self.record(st, ins, "global", "read", ops[1], z3.ZeroExt(32, n))
+            # the source: global memory, or (the CTA-to-CTA form, shared::cluster <- shared::cta) this CTA's
+            # shared memory, read by the async proxy
+            if isa.bulk_role(ins) == "shared_copy":
+                self.record(st, ins, "shared", "read", ops[1], n)
+            else:
+                self.record(st, ins, "global", "read", ops[1], z3.ZeroExt(32, n))
             mbar = ops[3]
         else:
             self.unsupported.append((ins.line, f"{ins.full} (only cp.async.bulk(.tensor) global -> shared "
                                                "with an mbarrier is modelled)"))
+            self.untracked_copies.append(ins.line)
             return
         dst = next((a for a in reversed(self.accesses) if a.index == ins.index and a.kind == "bulk"), None)
-        bar, _ = self.address(st, mbar, 32)
-        self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst)
+        bar, btags = self.address(st, mbar, 32)
+        bcta = None
+        if DSMEM in btags:  # the destination CTA's mbarrier (mapa): its offset, the CTA apart (cluster symmetry)
+            bar, bcta = self.cluster_split(ins, bar, self.access_pc(st, ins), [n])
+        self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst, cta=bcta)
         self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
 
     def do_bulk_store(self, st: State, ins: Instruction) -> None:

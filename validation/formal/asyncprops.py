@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import z3
+from z3.z3util import get_vars
 
 from sim import isa
 from sim.ptx.ir import Instruction
@@ -277,10 +278,93 @@ def mbarrier_discipline(v: Verifier, r: PropResult) -> None:
     if not ex.mbar_events or all(e.kind == "exit" for e in ex.mbar_events):
         r.detail = "no mbarrier transactions"
         return
-    for check in (_tx_balance, _consumer_waits, _producer_waits, _waits_complete):
+    if (ex.remote or any(e.cta is not None for e in ex.mbar_events)) and not cluster_symmetry(v, r):
+        return
+    checks = [_tx_balance, _consumer_waits, _producer_waits, _waits_complete]
+    if ex.untracked_copies:  # a copy whose bytes are unknown (an unknown tensor map): no balance to check (its
+        checks.remove(_tx_balance)  # unknown reason is above); the other rules do not count bytes
+    for check in checks:
         check(v, r)
         if r.status == "violated":
             return
+
+
+def cluster_symmetry(v: Verifier, r: PropResult) -> bool:
+    """Copies and arrivals on another CTA's mbarrier or shared memory (a mapa address: cp.async.bulk
+    .shared::cluster.shared::cta, mbarrier.arrive.shared::cluster) are checked as if they landed in the issuing
+    CTA (their offset, the rank byte apart: cluster_split), which is what the cluster's CTAs do among them
+    when (1) each such event names a CTA of the cluster (rank < the cluster size; else violated), and for any
+    two CTAs of one cluster, the same thread (same %tid, parameters and loop iteration; %ctaid, loaded data and
+    every other symbol its own): (2) executes the event in both or in neither, with the same offset and bytes,
+    and (3) names different CTAs (the rank map is a permutation: every CTA receives exactly one CTA's copy).
+    Then the thread that expects bytes on (or waits on) barrier X of its CTA receives what the same thread of
+    the sending CTA sends, which is what it sends itself: the per-thread rules of the mbarrier property hold
+    for the cluster. Otherwise the property is unknown, with the reason (False)."""
+    ctx = v.ctx
+    if ctx.cluster is None:
+        line, text, *_ = v.ex.remote[0]
+        r.unknown(line, f"'{text}' names another CTA's shared memory, but the cluster shape is unknown (give "
+                        ".reqnctapercluster or the header's \"cluster\")")
+        return False
+    shape = [z3.BitVecVal(c, 32) for c in ctx.cluster]
+    n = ctx.cluster[0] * ctx.cluster[1] * ctx.cluster[2]
+    rank = _rank(ctx.ctaid, shape)
+    shared = {str(t) for t in ctx.tid} | {str(p) for p in ctx.param_syms.values()} | \
+        {str(x) for x in (*ctx.ntid, *ctx.nctaid) if not z3.is_bv_value(x)}
+    zero = z3.BitVecVal(0, 32)
+    for e in v.ex.mbar_events:  # a copy completes on an mbarrier of the CTA it writes to (PTX ISA, cp.async.bulk)
+        if e.kind != "copy" or e.dst is None or (e.cta is None and e.dst.cta is None):
+            continue
+        dcta = e.dst.cta if e.dst.cta is not None else zero
+        bcta = e.cta if e.cta is not None else zero
+        r.checks += 1
+        res, m = v.check(e.pc, z3.If(dcta == 0, rank, dcta - 1) != z3.If(bcta == 0, rank, bcta - 1))
+        if res == z3.sat and m is not None:
+            wit = v.witness(m, destination_rank=z3.If(dcta == 0, rank, dcta - 1),
+                            barrier_rank=z3.If(bcta == 0, rank, bcta - 1), access=e.text)
+            r.violated(e.line, wit, f"the bulk copy '{e.text}' writes the shared memory of CTA rank "
+                                    f"{wit['destination_rank']} but completes on an mbarrier of CTA rank "
+                                    f"{wit['barrier_rank']}: the receiver's wait does not cover its bytes")
+            return False
+    for line, text, pc, hi, deps in v.ex.remote:
+        target = z3.If(hi == 0, rank, hi - 1)  # rank byte 0: the issuing CTA itself
+        r.checks += 1
+        res, m = v.check(pc, z3.Not(z3.ULT(target, n)))
+        if res == z3.sat and m is not None:
+            wit = v.witness(m, rank=target, cluster_size=n, access=text)
+            r.violated(line, wit, f"'{text}' names CTA rank {wit['rank']} of a cluster of {n} CTAs")
+            return False
+        # the other CTA: every symbol but the thread's (tid, parameters, loop iterations) renamed
+        names = {x for e in (pc, target, *deps) for x in get_vars(e)}
+        sub = [(x, z3.Const(f"{x}'", x.sort())) for x in sorted(names, key=str)
+               if str(x) not in shared and not str(x).startswith("k@")]
+        sub += [(c, z3.BitVec(f"{c}'", 32)) for c in ctx.ctaid if all(not c.eq(a) for a, _ in sub)]
+        two = [z3.substitute(e, *sub) if sub else e for e in (pc, target, *deps)]
+        # a division's quotient and remainder are defined by their tie (a path condition): the other CTA's too
+        ties = [z3.substitute(tie, *sub) for a, q, rr, tie in v.ex.divisions.values()
+                if any(q.eq(x) or rr.eq(x) for x in names)]
+        c2 = [b for a, b in sub if any(a.eq(c) for c in ctx.ctaid)]
+        same_cluster = z3.And([z3.UDiv(a, c) == z3.UDiv(b, c) for a, b, c in zip(ctx.ctaid, c2, shape)]
+                              + [z3.ULT(b, mm) for b, mm in zip(c2, ctx.nctaid)]
+                              + [z3.Or([a != b for a, b in zip(ctx.ctaid, c2)])])
+        queries = [("executes it in one CTA and not in another", [pc, z3.Not(two[0])]),
+                   ("gives it another offset or byte count in another CTA",
+                    [pc, two[0], z3.Or([a != b for a, b in zip(deps, two[2:])] or [z3.BoolVal(False)])]),
+                   ("sends it to the same CTA from two CTAs", [pc, two[0], target == two[1]])]
+        for why, hyps in queries:
+            r.checks += 1
+            res, _ = v.check(same_cluster, *ties, *hyps)
+            if res != z3.unsat:
+                why = why if res == z3.sat else f"the solver gave up on whether the thread {why}"
+                r.unknown(line, f"'{text}' names another CTA's shared memory and the same thread {why}: which "
+                                "copies and arrivals reach a CTA's mbarrier is not modelled there")
+                return False
+    return True
+
+
+def _rank(ctaid: list, shape: list) -> z3.BitVecRef:
+    x, y, zz = (z3.URem(ctaid[i], shape[i]) for i in range(3))
+    return x + shape[0] * (y + shape[1] * zz)
 
 
 def _tx_balance(v: Verifier, r: PropResult) -> None:

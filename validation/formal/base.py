@@ -50,6 +50,10 @@ class ExecutorBase:
         self.mbar_wait_lines: set[int] = set()
         self.bulk_stores: list[Access] = []  # shared reads of cp.async.bulk stores (also in accesses)
         self.mbar_other: list[tuple[int, str]] = []  # (line, text) mbarrier operations not modelled
+        # events on a shared::cluster address (another CTA's mbarrier / shared memory through mapa): (line, text,
+        # path condition, the address's rank byte, the CTA-independent parts: offset, bytes); see asyncprops
+        self.remote: list[tuple[int, str, z3.BoolRef, z3.BitVecRef, list]] = []
+        self.untracked_copies: list[int] = []  # lines of bulk copies into shared memory whose bytes are unknown
         self.solver_timeout_ms = 2000
 
     if TYPE_CHECKING:

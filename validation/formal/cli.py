@@ -17,6 +17,7 @@ from sim.errors import UsageError
 from sim.launch import parse_dim3, read_metadata
 from sim.ptx.parser import parse_ptx
 from sim.ptx.types import TYPES
+from sim.tensormap import ints
 from validation.formal.context import Context
 from validation.formal.guard import run_bounded
 from validation.formal.properties import NAMES, PropResult, Verifier
@@ -35,6 +36,10 @@ def add_arguments(p) -> None:
                         "parameters (+ - * // %% min max, integers), e.g. p0=p3*p5*4")
     p.add_argument("--dynamic-shared", type=int, default=None, metavar="BYTES",
                    help="bytes of dynamic shared memory (extern .shared arrays)")
+    p.add_argument("--tensormap", action="append", default=[], metavar="NAME=dtype=T,box=AxB",
+                   help="a tensor-map parameter's element type and box (or im2col channels=C,pixels=P): the bytes "
+                        "one TMA load through it brings (the header's tensormap params give the same); the "
+                        "simulator's --tensormap form is accepted (its other fields are not needed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="overall time limit in seconds")
 
@@ -165,6 +170,7 @@ def build_context(text: str, file: str, args) -> Context:
         ranges[_param_name(k, key.strip(), "--param")] = parse_range(val.strip(), f"--param {spec}")
     dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
     tmaps = tensormap_box_bytes(meta)
+    tmaps.update(cli_tensormaps(getattr(args, "tensormap", []) or [], k))
     req = k.directives.get("reqnctapercluster") if isinstance(k.directives, dict) else None
     dims = [int(v) for v in meta["cluster"]] if meta.get("cluster") else [int(v) for v in req] if req else []
     cluster = (dims + [1, 1, 1])[0], (dims + [1, 1, 1])[1], (dims + [1, 1, 1])[2]
@@ -207,6 +213,35 @@ def tensormap_box_bytes(meta: dict) -> dict[str, int]:
             out[p["name"]] = TYPES[p["dtype"]].size * int(i2c.get("channels", 0)) * int(i2c.get("pixels", 0))
         elif p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
             out[p["name"]] = TYPES[p["dtype"]].size * math.prod(int(b) for b in p["box"])
+    return out
+
+
+def cli_tensormaps(specs: list[str], k) -> dict[str, int]:
+    """``--tensormap NAME=dtype=T,box=AxB`` (or ``channels=C,pixels=P`` for im2col) -> {PTX parameter name: box
+    bytes}, as tensormap_box_bytes reads the header."""
+    out = {}
+    for spec in specs:
+        name, _, body = spec.partition("=")
+        fix = "write NAME=dtype=T,box=AxB (or NAME=dtype=T,channels=C,pixels=P for an im2col map)"
+        try:
+            f = {}
+            for part in body.split(","):
+                key, eq, val = part.partition("=")
+                if not eq:
+                    raise ValueError(f"'{part}' is not KEY=VALUE")
+                f[key.strip()] = val.strip()
+            pname = _param_name(k, name.strip(), "--tensormap")
+            dtype = f["dtype"]
+            if dtype not in TYPES:
+                raise ValueError(f"unknown dtype {dtype!r}")
+            if "channels" in f:
+                out[pname] = TYPES[dtype].size * int(f["channels"], 0) * int(f["pixels"], 0)
+            else:
+                out[pname] = TYPES[dtype].size * math.prod(ints(f["box"], "box"))
+        except KeyError as e:
+            raise UsageError(f"--tensormap {spec}: '{e.args[0]}=' is missing; {fix}") from None
+        except ValueError as e:
+            raise UsageError(f"--tensormap {spec}: {e}; {fix}") from None
     return out
 
 

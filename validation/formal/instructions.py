@@ -14,7 +14,7 @@ from sim import isa
 from sim.ptx.ir import Instruction, Operand
 from validation.formal.base import ExecutorBase
 from validation.formal.program import is_bulk_load, is_bulk_store
-from validation.formal.state import TYPE_INFO, State, type_mods
+from validation.formal.state import DSMEM, TYPE_INFO, State, type_mods
 
 
 class InstructionsMixin(ExecutorBase):
@@ -84,7 +84,7 @@ class InstructionsMixin(ExecutorBase):
             r = None if "sat" in ins.mods or "cc" in ins.mods else arith(_Args(self, st, ins, srcs, w, signed))
             if r is None:
                 r = self.fresh(ins.opcode, self.width_of_reg(dst.name))
-            self.write(st, ins, dst, r, allt)
+            self.write(st, ins, dst, r, allt | TAGS_ADDED.get(ins.opcode, frozenset()))
             return
         # anything else that writes registers: a fresh value per destination
         for o in ops[:1]:
@@ -267,7 +267,21 @@ def _abs(x: _Args) -> Any:
 
 
 # Integer semantics over bit-vectors, keyed by opcode (a None result: not modelled, a fresh value)
+def _mapa(x: _Args) -> Any:
+    """mapa.shared::cluster.u32 d, a, r: a's offset (bits 0..23) with r + 1 in the rank byte (bits 24..31; 0 is
+    the executing CTA's own window, as sim/cluster.py's DSMEM addresses), so a shared::cluster access or mbarrier
+    operation can tell the offset (its footprint, its barrier) from the CTA it names (asyncops.cluster_split).
+    The generic form (.u64) is a fresh value."""
+    if x.w != 32:
+        return None
+    return (x(0) & 0xFFFFFF) | ((x(1) + 1) << 24)
+
+
+# tags an instruction adds to its result's: a mapa result is a shared::cluster (DSMEM) address
+TAGS_ADDED: dict[str, frozenset] = {"mapa": frozenset({DSMEM})}
+
 SEMANTICS_INT: dict[str, Callable[[_Args], Any]] = {
+    "mapa": _mapa,
     "add": lambda x: x(0) + x(1),
     "sub": lambda x: x(0) - x(1),
     "mul": _mul(False),

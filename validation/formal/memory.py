@@ -24,7 +24,7 @@ from validation.formal.program import (
     WVIS,
     barrier_operands,
 )
-from validation.formal.state import TYPE_INFO, Access, NamedBarrier, State, type_mods
+from validation.formal.state import DSMEM, TYPE_INFO, Access, NamedBarrier, State, type_mods
 
 WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
 # (M, N, K) of the wmma shapes; source: PTX ISA 8.x, "Matrix Shape" of the warp-level wmma instructions
@@ -55,7 +55,7 @@ class MemoryMixin(ExecutorBase):
     def record(self, st, ins, space, kind, addr_op, nbytes, extra_pc=None, offset=None):
         if not self.recording:
             return
-        tags0 = self.tags_of(st, addr_op)
+        tags0 = self.tags_of(st, addr_op) - {DSMEM}
         if space == "generic":
             if tags0 and all(t.startswith("shared:") for t in tags0):
                 space = "shared"
@@ -72,8 +72,22 @@ class MemoryMixin(ExecutorBase):
             pc = z3.And(pc, extra_pc)
         width = nbytes if isinstance(nbytes, z3.ExprRef) else z3.BitVecVal(nbytes, aw)
         width = self.fit(width, aw)
-        self.accesses.append(Access(ins.index, ins.line, ins.text, space, kind, addr, width, pc, tags,
-                                    self.sync_snapshot(st), self.S.block_of[ins.index]))
+        cta = None
+        if space == "shared" and DSMEM in tags:  # another CTA's shared memory: the offset, and the CTA apart
+            addr, cta = self.cluster_split(ins, addr, pc, [width])
+        self.accesses.append(Access(ins.index, ins.line, ins.text, space, kind, addr, width, pc, tags - {DSMEM},
+                                    self.sync_snapshot(st), self.S.block_of[ins.index], cta=cta))
+
+    def cluster_split(self, ins: Instruction, addr: z3.BitVecRef, pc: z3.BoolRef,
+                      deps: list) -> tuple[z3.BitVecRef, z3.BitVecRef]:
+        """(offset, rank byte) of a 32-bit shared::cluster address made by mapa (instructions._mapa); the event
+        is remembered for the cluster-symmetry check (asyncprops.cluster_symmetry) with the parts of it that
+        must be the same in every CTA (its path condition, offset and ``deps``)."""
+        off = addr & 0xFFFFFF
+        hi = z3.LShR(addr, 24)
+        if self.recording:
+            self.remote.append((ins.line, ins.text, pc, hi, [off, *deps]))
+        return off, hi
 
     def do_memory(self, st: State, ins: Instruction) -> None:
         ops = ins.operands
@@ -161,6 +175,8 @@ class MemoryMixin(ExecutorBase):
         if kind == "named":
             self.named_barrier(st, ins)
             return
+        if kind == "cluster_arrive" and self.arrive_then_wait(ins):
+            return  # barrier.cluster.arrive; barrier.cluster.wait: the pair is one barrier, at the wait
         if kind != "full":
             self.unsupported.append((ins.line, f"{ins.full} (only CTA barriers are modelled)"))
             return
@@ -174,6 +190,15 @@ class MemoryMixin(ExecutorBase):
         self.write_pseudo(st, ins, VIS, done)
         self.write_pseudo(st, ins, WVIS, wdone)
         self.write_pseudo(st, ins, BVIS, bdone)
+
+    def arrive_then_wait(self, ins: Instruction) -> bool:
+        """An unguarded barrier.cluster.arrive whose next instruction is an unguarded barrier.cluster.wait: no
+        access of the thread lies between them, so the pair orders what every CTA barrier orders (and more:
+        the cluster's other CTAs, whose shared memory the verifier does not pair) and is modelled at the wait."""
+        body = self.k.body
+        nxt = body[ins.index + 1] if ins.index + 1 < len(body) else None
+        return (ins.guard is None and nxt is not None and nxt.guard is None and "cluster" in nxt.mods
+                and self.S.barrier_kind(nxt) == "full")
 
     def named_barrier(self, st: State, ins: Instruction) -> None:
         """A barrier of a subset of the CTA's threads: %%bn counts this thread's arrivals, %%bns is %%bn

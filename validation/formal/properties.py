@@ -301,6 +301,8 @@ class Verifier:
                 continue
             r.checks += 1
             goal = z3.Or([c for c, *_ in conds])
+            if a.cta is not None and self.ctx.cluster is not None:  # a mapa address: a CTA of the cluster too
+                goal = z3.And(goal, z3.ULE(a.cta, self.ctx.cluster[0] * self.ctx.cluster[1] * self.ctx.cluster[2]))
             if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
                 continue  # products of two variables: integers first, the bit-vector solver rarely copes
             res, m = self.check(a.pc, z3.Not(goal))

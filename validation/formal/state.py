@@ -16,6 +16,9 @@ _LETTER = {"bits": "b", "uint": "u", "int": "s", "float": "f", "packed": "f", "p
 TYPE_INFO: dict[str, tuple[int, str]] = {name: (t.bits, _LETTER[t.kind]) for name, t in TYPES.items()}
 
 
+DSMEM = "dsmem"  # the tag of a shared::cluster address made by mapa (its rank byte names a CTA of the cluster)
+
+
 def hname(e: z3.ExprRef) -> str:
     return e.decl().name()
 
@@ -48,6 +51,7 @@ class Access:
     sync: dict[str, z3.ExprRef]  # pseudo-register values at the access
     block: int = 0
     collective: bool = False  # a warp's wmma.load/store: one element of the tile, whichever (see memory.py)
+    cta: z3.BitVecRef | None = None  # a shared::cluster (mapa) address's rank byte: 0 own CTA, r + 1 rank r
 
 
 @dataclass
@@ -123,6 +127,7 @@ class MbarEvent:
     nbytes: z3.BitVecRef | None = None
     dst: Access | None = None
     parity: z3.BitVecRef | None = None
+    cta: z3.BitVecRef | None = None  # a copy's mbarrier on another CTA (mapa): its rank byte (Access.cta)
 
 
 @dataclass
