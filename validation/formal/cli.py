@@ -36,6 +36,8 @@ def add_arguments(p) -> None:
                         "parameters (+ - * // %% min max, integers), e.g. p0=p3*p5*4")
     p.add_argument("--dynamic-shared", type=int, default=None, metavar="BYTES",
                    help="bytes of dynamic shared memory (extern .shared arrays)")
+    p.add_argument("--cluster", default=None, metavar="X,Y,Z",
+                   help="thread block cluster shape (default: the header's \"cluster\" / .reqnctapercluster)")
     p.add_argument("--tensormap", action="append", default=[], metavar="NAME=dtype=T,box=AxB",
                    help="a tensor-map parameter's element type and box (or im2col channels=C,pixels=P): the bytes "
                         "one TMA load through it brings (the header's tensormap params give the same); the "
@@ -173,6 +175,8 @@ def build_context(text: str, file: str, args) -> Context:
     tmaps.update(cli_tensormaps(getattr(args, "tensormap", []) or [], k))
     req = k.directives.get("reqnctapercluster") if isinstance(k.directives, dict) else None
     dims = [int(v) for v in meta["cluster"]] if meta.get("cluster") else [int(v) for v in req] if req else []
+    if getattr(args, "cluster", None):
+        dims = list(parse_dim3(args.cluster, "--cluster"))
     cluster = (dims + [1, 1, 1])[0], (dims + [1, 1, 1])[1], (dims + [1, 1, 1])[2]
     cluster_shape = cluster if dims else None
     ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn, tensormaps=tmaps,

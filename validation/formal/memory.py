@@ -56,6 +56,8 @@ class MemoryMixin(ExecutorBase):
         if not self.recording:
             return
         tags0 = self.tags_of(st, addr_op) - {DSMEM}
+        if space == "shared::cluster":  # a 32-bit shared window address; a mapa one names another CTA (DSMEM tag)
+            space = "shared"
         if space == "generic":
             if tags0 and all(t.startswith("shared:") for t in tags0):
                 space = "shared"

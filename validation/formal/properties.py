@@ -301,6 +301,10 @@ class Verifier:
                 continue
             r.checks += 1
             goal = z3.Or([c for c, *_ in conds])
+            if a.cta is not None and self.ctx.cluster is None:
+                r.unknown(a.line, f"'{a.text}' accesses another CTA's shared memory (mapa) and the cluster shape is "
+                                  "unknown: give --cluster X,Y,Z (or .reqnctapercluster, the header's \"cluster\")")
+                continue
             if a.cta is not None and self.ctx.cluster is not None:  # a mapa address: a CTA of the cluster too
                 goal = z3.And(goal, z3.ULE(a.cta, self.ctx.cluster[0] * self.ctx.cluster[1] * self.ctx.cluster[2]))
             if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
@@ -377,6 +381,9 @@ class Verifier:
         for a in acc:
             if a.space == "unknown":
                 r.unknown(a.line, f"cannot tell whether '{a.text}' addresses shared memory")
+            elif a.cta is not None:  # ld/st/atom.shared::cluster on a mapa address
+                r.unknown(a.line, f"'{a.text}' accesses another CTA's shared memory (mapa): races with that CTA's "
+                                  "threads are not checked (the two-thread model pairs threads of one CTA)")
         acc = [a for a in acc if a.space == "shared"]
         renamed: dict[int, tuple] = {}
 
