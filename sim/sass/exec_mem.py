@@ -282,11 +282,38 @@ def b_membar(cx: Ctx) -> Exec:
     return lambda w, m: None
 
 
+def b_stsm(cx: Ctx) -> Exec:
+    """STSM.16.M88.N / .MT88.N [a], Rs: stmatrix of N 8x8 b16 matrices, LDSM's inverse: lanes 8j..8j+7 give
+    matrix j's row addresses; lane l holds row l/4, columns 2(l%4), 2(l%4)+1 of matrix j in register Rs+j
+    (low half first; transposed with .MT88)."""
+    mods = cx.mods({"16", "M88", "MT88", "1", "2", "4"})
+    nmat = next(int(x) for x in ("1", "2", "4") if x in mods)
+    trans = "MT88" in mods
+    a, d = cx.ins.operands[:2]
+    fa, rs = address(cx, a, False), cx.rn(d, nmat)
+    need = LANES < 8 * nmat
+    t, g = LANES % 4, LANES // 4
+    (r0, c0), (r1, c1) = ((2 * t, g), (2 * t + 1, g)) if trans else ((g, 2 * t), (g, 2 * t + 1))
+    u16 = np.dtype(np.uint16)
+
+    def run(w: Warp, m: np.ndarray) -> None:
+        act = _access(w, "shared", fa(w), need, 16, "write")
+        rows = np.zeros((32, 8), dtype=u16)
+        for j, rd in enumerate(rs):
+            v = np.broadcast_to(np.asarray(rd(w)).astype(U32), (32,))
+            mat = np.zeros((8, 8), dtype=u16)
+            mat[r0, c0] = (v & U32(0xFFFF)).astype(u16)
+            mat[r1, c1] = (v >> U32(16)).astype(u16)
+            rows[8 * j:8 * j + 8] = mat
+        _store(w, "shared", act, need, rows[need], u16)
+    return run
+
+
 SASS_MEM: dict[str, Callable[[Ctx], Exec]] = {
     "LDG": partial(b_ld, space="global"), "LDS": partial(b_ld, space="shared"), "STG": partial(b_st, space="global"),
     "STS": partial(b_st, space="shared"), "LDGSTS": b_ldgsts, "ATOMS": partial(b_atom, space="shared"),
     "ATOMG": partial(b_atom, space="global"), "REDG": partial(b_atom, space="global", red=True),
-    "LDSM": b_ldsm, "SHFL": b_shfl, "VOTE": b_vote, "VOTEU": b_vote, "MEMBAR": b_membar,
+    "LDSM": b_ldsm, "STSM": b_stsm, "SHFL": b_shfl, "VOTE": b_vote, "VOTEU": b_vote, "MEMBAR": b_membar,
     "LD": partial(b_ld, space="generic"), "ST": partial(b_st, space="generic"),
     "ATOM": partial(b_atom, space="generic"),
 }
