@@ -31,7 +31,8 @@ def test_triton_layernorm_stsm_equals_ptx_mode():
 
     def launch() -> Launch:
         args = [Arg("buffer", "f16", array=x.ravel().copy()), Arg("buffer", "f16", array=w.copy()),
-                Arg("buffer", "f16", array=b.copy()), Arg("buffer", "f16", array=np.full(rows * cols, np.nan, np.float16)),
+                Arg("buffer", "f16", array=b.copy()),
+                Arg("buffer", "f16", array=np.full(rows * cols, np.nan, np.float16)),
                 Arg("scalar", "u32", value=cols), Arg("scalar", "u32", value=cols), Arg("scalar", "f32", value=1e-5),
                 *(Arg("buffer", "u8", array=np.zeros(64, dtype=np.uint8)) for _ in range(2))]
         return Launch("layernorm_kernel", (rows, 1, 1), tuple(meta["block"]), args, meta["shared"])

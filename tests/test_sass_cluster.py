@@ -34,7 +34,8 @@ QUICK = ("bulk_peer_2", "multicast_2", "ring_2", "rounds_2")  # one per kernel i
 
 
 @needs_tools
-@pytest.mark.parametrize("name", [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow) for n in sorted(BY_NAME)])
+@pytest.mark.parametrize("name", [n if n in QUICK else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(BY_NAME)])
 def test_sass_cluster_fixture_equals_numpy_and_ptx_mode(name):
     case = BY_NAME[name]
     text = case.ptx.read_text()

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.errors import UsageError
 from sim.functional.runner import run_functional
 from sim.hw import load_hw
 from sim.launch import Arg, Launch, launch_from_metadata, read_metadata
@@ -21,7 +20,6 @@ from sim.sass.timing import simulate_sass
 from sim.tensormap import TensorMapSpec
 from tests.test_sass_exec import needs_tools
 from tests.test_tma import BOX, PROBE, PROBE_CASES, TILE, tile_launch
-from validation.cluster_cases import CASES as CLUSTER_CASES
 from validation.tma_cases import CASES
 
 ROOT = Path(__file__).resolve().parents[1]

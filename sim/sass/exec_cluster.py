@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from sim.cluster import rank_of
-from sim.functional.memory import SHARED_WINDOW, FlatMemory, Fault
+from sim.functional.memory import SHARED_WINDOW, Fault, FlatMemory
 from sim.sass.exec_operands import Ctx
 from sim.sass.exec_state import Cta, Group, Warp
 

@@ -453,5 +453,6 @@ SASS_INT: dict[str, Callable[[Ctx], Exec]] = {
     "SHF": b_shf, "USHF": b_shf, "SEL": b_sel, "USEL": b_sel, "FSEL": partial(b_sel, floats=True),
     "ISETP": b_isetp, "UISETP": b_isetp, "MOV": b_mov, "UMOV": b_mov, "LDC": b_ldc, "ULDC": b_ldc,
     "S2R": b_s2r, "S2UR": b_s2r, "CS2R": b_cs2r, "R2UR": b_r2ur, "IABS": b_iabs, "VIMNMX": b_imnmx,
-    "IMNMX": b_imnmx, "PRMT": b_prmt, "UPRMT": b_prmt, "POPC": b_popc, "UPOPC": b_popc, "FLO": b_flo, "UFLO": b_flo, "NOP": b_nop, "SGXT": b_sgxt, "USGXT": b_sgxt,
+    "IMNMX": b_imnmx, "PRMT": b_prmt, "UPRMT": b_prmt, "POPC": b_popc, "UPOPC": b_popc, "FLO": b_flo, "UFLO": b_flo,
+    "NOP": b_nop, "SGXT": b_sgxt, "USGXT": b_sgxt,
 }

@@ -28,9 +28,9 @@ wgmma_tma kernels and a probe of every mbarrier form (docs/sass.md, "TMA and mba
 
 A shared address is the CTA window's (0x400 reserved, SR_CgaCtaId << 24 above): an mbarrier operation, a
 UBLKCP.S.S / UBLKRED.S.S destination reach the cluster CTA its rank byte names, a UTMALDG.MULTICAST every CTA
-of its ctaMask (sim/sass/exec_cluster.py). The tensor map's address is either a generic one (c[0x0][0x198] holds the generic address of
-the parameter bank's start, sim.sass.exec.constant_bank) or a parameter-bank offset; its 128 bytes are the
-launch's handle (sim/tensormap.py). Copies land at issue functionally; their mbarrier transactions too
+of its ctaMask (sim/sass/exec_cluster.py). The tensor map's address is either a generic one (c[0x0][0x198] holds
+the generic address of the parameter bank's start, sim.sass.exec.constant_bank) or a parameter-bank offset; its 128
+bytes are the launch's handle (sim/tensormap.py). Copies land at issue functionally; their mbarrier transactions too
 unless ``Launched.defer_tx`` (SASS timing completes them when the TMA unit says, sim/sass/timing.py).
 A PHASECHK whose phase is incomplete sets ``Warp.yielded`` so that the functional runner runs the other
 warps (sim/sass/exec.py)."""

@@ -55,11 +55,13 @@ _DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-fA-F]+|\d+)")  # nvdisasm prints th
 
 #: SASS opcodes the timing loop treats specially, by role (one table; everything else by its pipe)
 ROLES = {"DEPBAR": "depbar", "LDGSTS": "ldgsts", "LDGDEPBAR": "ldgdepbar", "LDS": "shared", "LDSM": "shared",
-         "STS": "shared", "STSM": "shared", "SHFL": "shared", "ATOMS": "shared", "HGMMA": "gmma", "QGMMA": "gmma", "IGMMA": "gmma",
+         "STS": "shared", "STSM": "shared", "SHFL": "shared", "ATOMS": "shared", "HGMMA": "gmma", "QGMMA": "gmma",
+         "IGMMA": "gmma",
          "WARPGROUP": "warpgroup", "LDC": "ldc"}
 
 
-MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL", "STL")
+MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL",
+          "STL")
 UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2R", "DEPBAR", "LDGDEPBAR", "CALL",
            "RET", "MOV", "LDC", "WARPGROUP", "FENCE")
 

@@ -47,7 +47,8 @@ class BulkTiming:
             done, release = c.tma.copy(T.t, cp)
             taken = max(taken, release)
             if cp.load:  # a multicast lands in every CTA of its ctaMask; a CTA-to-CTA copy crosses the SM-to-SM
-                for cta in cp.dests or (wt.w.cta,):  # network (DSMEM) after its bytes streamed
+                dests: tuple[Any, ...] = cp.dests or (wt.w.cta,)
+                for cta in dests:  # network (DSMEM) after its bytes streamed
                     at = done + (T.hw.shared.remote_extra if not cp.addrs.size and cta is not wt.w.cta else 0)
                     heapq.heappush(self.landings, (at, self.seq, cta, cp.mbar, cp.nbytes))
                     self.seq += 1
