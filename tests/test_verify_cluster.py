@@ -88,3 +88,21 @@ def test_tma_load_with_the_map_on_the_command_line_and_wrong_bytes():
           "tensormap": ["p1=dtype=bf16,box=64x8"]}  # expect_tx announces two boxes, one comes
     bad = _verify(TILE.read_text(), TILE, "2,1,1", "128,1,1", **kw)["mbarrier"]
     assert bad["status"] == "violated" and bad["witness"]["bytes_missing"] == 1024
+
+
+def test_timeout_counts_from_the_process_start():
+    """--timeout bounds the run from the interpreter's start (guard.process_age): a run whose budget went into
+    the start answers unknown at once, naming the limit (on a loaded machine the start and imports took 2-4 s, which
+    put the wall time more than 5 s past --timeout)."""
+    import time
+
+    from validation.formal.guard import process_age
+
+    assert 0.0 < process_age() < 24 * 3600
+    args = SimpleNamespace(kernel=None, grid="2,1,1", block="128,1,1", param=["p2=1024", "p3=64", "p4=8"], extent=[],
+                           dynamic_shared=2048, timeout=1.0, tensormap=["p1=dtype=bf16,box=64x8"])
+    t0 = time.monotonic()
+    rep = verify_text(TILE.read_text(), str(TILE), args, started=time.monotonic() - 5.0)
+    assert time.monotonic() - t0 < 3.0
+    assert [p["status"] for p in rep["properties"]] == ["unknown"] * 7
+    assert any("time limit" in p["detail"] for p in rep["properties"])

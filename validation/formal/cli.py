@@ -19,7 +19,7 @@ from sim.ptx.parser import parse_ptx
 from sim.ptx.types import TYPES
 from sim.tensormap import ints
 from validation.formal.context import Context
-from validation.formal.guard import run_bounded
+from validation.formal.guard import process_age, run_bounded
 from validation.formal.properties import NAMES, PropResult, Verifier
 from validation.formal.state import TYPE_INFO
 
@@ -249,10 +249,11 @@ def cli_tensormaps(specs: list[str], k) -> dict[str, int]:
     return out
 
 
-def verify_text(text: str, file: str, args) -> dict:
-    """Verify one kernel; the whole run (symbolic execution and every check) is bounded by
-    ``args.timeout`` (+ guard.GRACE_S): what is not decided by then is ``unknown`` with the reason."""
-    t0 = time.monotonic()
+def verify_text(text: str, file: str, args, started: float | None = None) -> dict:
+    """Verify one kernel; the whole run (symbolic execution and every check; from ``started``, a time.monotonic()
+    reading: the command line passes the process's start) is bounded by ``args.timeout`` (+ guard.GRACE_S): what is
+    not decided by then is ``unknown`` with the reason."""
+    t0 = time.monotonic() if started is None else started
     ctx = build_context(text, file, args)
     left = max(0.0, args.timeout - (time.monotonic() - t0))
     v = Verifier(ctx, timeout_s=left, query_timeout_ms=getattr(args, "query_timeout_ms", 4000))
@@ -288,7 +289,7 @@ def cli_main(args) -> int:
     except UnicodeDecodeError as e:
         raise UsageError(f"not a UTF-8 text file (byte {e.object[e.start]:#04x} at offset {e.start}): expected PTX",
                          str(path)) from None
-    report = verify_text(text, str(path), args)
+    report = verify_text(text, str(path), args, started=time.monotonic() - process_age())
     assert [p["name"] for p in report["properties"]] == list(NAMES)
     if args.json:
         print(json.dumps(report))
