@@ -131,6 +131,27 @@ def _diff(case: Case, got: dict[int, np.ndarray], want: dict[int, np.ndarray]) -
             for i, w in want.items()}
 
 
+def sass_entry(case: Case) -> dict[str, Any]:
+    """The case's outputs in SASS mode (ptxas + nvdisasm, sim/sass) against numpy, functional and timed (and
+    cluster_latency's readings from the timed SASS run)."""
+    from sim.hw import load_hw
+    from sim.sass.exec import run_sass_functional
+    from sim.sass.timing import simulate_sass
+
+    try:
+        want = case.expected(case.launch())
+        text = case.ptx.read_text()
+        f = run_sass_functional(text, case.launch(), file=str(case.ptx))
+        t = simulate_sass(text, case.launch(), load_hw("h200"), str(case.ptx))
+        out: dict[str, Any] = {"sim_sass_vs_numpy": _diff(case, f.outputs, want),
+                               "sim_sass_timed_vs_numpy": _diff(case, t.outputs, want), "sim_sass_cycles": t.cycles}
+        if case.measured(t.outputs) is not None:
+            out["sim_sass_measured"] = case.measured(t.outputs)
+        return out
+    except Exception as e:  # noqa: BLE001 - recorded per case (e.g. no nvdisasm on this machine)
+        return {"sim_sass_error": f"{type(e).__name__}: {e}"}
+
+
 def run_case(case: Case, tmp: Path, gpu: bool) -> dict[str, Any]:
     from sim.functional.runner import run_functional
     from sim.hw import load_hw
@@ -215,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.case and case.name not in args.case:
                 continue
             entry = run_case(case, Path(tmp), gpu)
+            entry.update(sass_entry(case))
             result["cases"].append(entry)
             print(json.dumps({k: v for k, v in entry.items() if k not in ("gpu_us_all", "sim_cycles_per_cta",
                                                                          "gpu_traceback")}), flush=True)

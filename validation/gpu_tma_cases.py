@@ -17,12 +17,11 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from validation import tma_cases
-from validation.gpu_cluster import compile_cubin, run_case, run_gpu, start_result
+from validation.gpu_cluster import compile_cubin, run_case, run_gpu, sass_entry, start_result
 
 
 def im2col_variants(case: tma_cases.TmaCase, gpu_out: np.ndarray) -> dict[str, int]:
@@ -45,26 +44,6 @@ def im2col_variants(case: tma_cases.TmaCase, gpu_out: np.ndarray) -> dict[str, i
     return out
 
 
-def sass_entry(case: tma_cases.TmaCase) -> dict[str, Any]:
-    """The case's outputs in SASS mode (ptxas + nvdisasm, sim/sass) against numpy, functional and timed."""
-    from sim.hw import load_hw
-    from sim.sass.exec import run_sass_functional
-    from sim.sass.timing import simulate_sass
-
-    try:
-        want = case.expected(case.launch())
-        text = case.ptx.read_text()
-        f = run_sass_functional(text, case.launch(), file=str(case.ptx))
-        t = simulate_sass(text, case.launch(), load_hw("h200"), str(case.ptx))
-        return {"sim_sass_vs_numpy": {str(i): int(np.sum(f.outputs[i].view(np.uint32) != w.view(np.uint32)))
-                                      for i, w in want.items()},
-                "sim_sass_timed_vs_numpy": {str(i): int(np.sum(t.outputs[i].view(np.uint32) != w.view(np.uint32)))
-                                            for i, w in want.items()},
-                "sim_sass_cycles": t.cycles}
-    except Exception as e:  # noqa: BLE001 - recorded per case (e.g. no nvdisasm on this machine)
-        return {"sim_sass_error": f"{type(e).__name__}: {e}"}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON file to write")
@@ -75,8 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for case in tma_cases.CASES:
             entry = run_case(case, Path(tmp), gpu)
-            if case.cluster == (1, 1, 1):  # SASS mode runs clusters of one CTA only
-                entry.update(sass_entry(case))
+            entry.update(sass_entry(case))
             if gpu and "gpu_error" not in entry:
                 try:
                     cubin, _ = compile_cubin(case.ptx, Path(tmp))
