@@ -411,9 +411,9 @@ class SassTiming:
                     else:
                         idle.append(reason)
                 self._release_bars(c)
-                if self.clusters is not None:
-                    self.clusters.release()
                 self._retire(c)
+            if self.clusters is not None:  # UCGABAR waits whose cluster arrived (sim/sass/timing_cluster.py)
+                self.clusters.release()
             if not issued:
                 self.bulk.check_stuck()
             dt = 1 if issued else self._skip()
