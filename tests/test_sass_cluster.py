@@ -139,3 +139,12 @@ def test_sass_cluster_ctas_start_together_on_distinct_cores():
     assert all(cores[i] % 2 == i % 2 for i in range(8))  # rank r on core r of its group
     assert first[0][0] == first[1][0] == first[2][0] == first[3][0]
     assert first[4][0] == first[5][0] > first[0][0] and first[6][0] == first[7][0] > first[0][0]
+
+
+@needs_tools
+def test_sass_sampling_refuses_cluster_launches():
+    from sim.errors import UsageError
+
+    case = BY_NAME["ring_2"]
+    with pytest.raises(UsageError, match="does not sample cluster launches"):
+        simulate_sass(case.ptx.read_text(), case.launch(), load_hw("h200"), str(case.ptx), sample_ctas=2)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import ExecutionError
+from sim.errors import ExecutionError, UsageError
 from sim.functional.memory import reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.hw import HwConfig
@@ -493,7 +493,9 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         bx, by, bz = launch.block
         occ = occupancy(hw, bx * by * bz, res.regs if res else hw.registers.per_thread, smem)
         occ["regs_source"] = "ptxas" if res else "hw maximum"
-        run, cores = sampled(hw, list(P.ctas), sample_ctas if cluster_ctas(L) == 1 else None, occ["ctas_per_core"])
+        if cluster_ctas(L) > 1 and sample_ctas is not None:  # as PTX mode (sim/timing/engine.py)
+            raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid", file)
+        run, cores = sampled(hw, list(P.ctas), sample_ctas, occ["ctas_per_core"])
         T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores)
         if warm_l2:
             memory.warm_l2(T.dev, hw, P.buffers, launch)
