@@ -52,11 +52,22 @@ def _same_outputs(ex: Plan, bd: Plan) -> None:
     for rows in (rows_ex, rows_bd):  # every candidate once
         assert len(rows) == ex.candidates and len({r["key"] for r in rows}) == ex.candidates
     timed = {e.tiling: e for e in ex.survivors}
+    for e in bd.survivors:  # every candidate the bounded search timed: the exhaustive figures, bit for bit
+        assert repr(e) == repr(timed[e.tiling])
+    # the schedule layer's hard constraints (alu_utilization, cycles, ...): the bounded search rejects a subset
+    # of the exhaustive search's rejections, with the same values; the others it left untimed
+    rej_ex = {(r.tiling, r.constraint): r.metric for r in ex.rejected if r.layer == "schedule"}
+    rej_bd = [r for r in bd.rejected if r.layer == "schedule"]
+    assert all(rej_ex[(r.tiling, r.constraint)] == r.metric for r in rej_bd)
+    rejected = {t for t, _ in rej_ex}
     for b in bd.bounded:  # each untimed one: its bound holds and its dominator beats it
+        assert b.by.score < b.bound
+        if b.tiling in rejected:
+            continue
         e = timed[b.tiling]
-        assert b.bound <= e.cycles and b.by.score < b.bound
+        assert b.bound <= e.cycles
         assert b.by.registers.per_thread <= e.registers.per_thread and b.by.movement.smem_bytes <= e.movement.smem_bytes
-    assert len(bd.survivors) + len(bd.bounded) == len(ex.survivors)
+    assert len(bd.survivors) + len(bd.bounded) + len(rej_bd) == len(ex.survivors) + len(rej_ex)
 
 
 def _subset(spec: GemmSpec, hw: HwConfig, every: int) -> list[Tiling]:
@@ -77,6 +88,32 @@ def test_bound_below_cycles_and_same_outputs_on_a_sample(hwname: str, shape: str
     bd = plan(spec, hw, only=only, exhaustive=False)
     _same_outputs(ex, bd)
     assert bd.bounded, "nothing bounded out: the test does not exercise the bound"
+
+
+def _seed(shape: str = "4096x4096x4096", dgemm: bool = True) -> tuple[GemmSpec, HwConfig]:
+    """The seed's gemm.dgemm (hard alu_utilization >= 0.85, non-power-of-two tiles, blocked layouts) or a
+    plain f16 GEMM, on the seed's hardware.yaml (examples/seeds, seed 000's schema)."""
+    from pathlib import Path
+
+    from kernelgen.cli import load_any_spec
+
+    root = Path(__file__).resolve().parent.parent / "examples/seeds"
+    op = str(root / "gemm.dgemm") if dgemm else None
+    spec, hw, _ = load_any_spec(str(root / "hardware.yaml"), op, None if dgemm else shape, "f16", "f16", None,
+                                shape if dgemm else None)
+    return spec, hw
+
+
+def test_bound_below_cycles_and_same_outputs_on_the_seed_spec_sample() -> None:
+    """As above for the seed spec on the seed hardware (every 5 x EVERY-th tiling): its hard alu_utilization
+    rejects timed candidates, which never prune (they are not survivors)."""
+    spec, hw = _seed()
+    only = _subset(spec, hw, 5 * EVERY)
+    ex = plan(spec, hw, only=only)
+    _check_bounds(ex)
+    bd = plan(spec, hw, only=only, exhaustive=False)
+    _same_outputs(ex, bd)
+    assert "schedule" in bd.pruned
 
 
 def test_staircase_finds_a_dominator_exactly_when_one_exists() -> None:
@@ -135,6 +172,17 @@ def test_bounded_search_equals_exhaustive(hwname: str, shape: str, dtype: str) -
     """Whole candidate spaces: every timed candidate's bound <= its cycles, and the bounded search's
     choice, frontier, top 10 and Pareto rows are the exhaustive search's (~3 s a case)."""
     spec, hw = shorthand(shape, dtype), load_hw(hwname)
+    ex = plan(spec, hw)
+    _check_bounds(ex)
+    _same_outputs(ex, plan(spec, hw, exhaustive=False))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dgemm", [True, False])
+def test_bounded_search_equals_exhaustive_on_the_seed_hardware(dgemm: bool) -> None:
+    """The seed's gemm.dgemm at 4096^3 (7,724 candidates, ~10 s) and a plain f16 4096^3 GEMM on the seed's
+    hardware.yaml: every timed candidate's bound <= its cycles, the same outputs bounded and exhaustive."""
+    spec, hw = _seed(dgemm=dgemm)
     ex = plan(spec, hw)
     _check_bounds(ex)
     _same_outputs(ex, plan(spec, hw, exhaustive=False))

@@ -7,7 +7,7 @@ for every candidate of several shapes, dtypes and hwconfigs."""
 from __future__ import annotations
 
 from kernelgen.counting import Counts
-from kernelgen.models.movement import _copy_banks, compute_banks
+from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
 from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
@@ -41,17 +41,58 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     its arithmetic is not the model's, so rounding may differ."""
     if not uses_shared_model(t.variant):
         return 0.0
+    memo = _parts_memo(hw)
+    key = (spec, shape, tile_key(t))
+    pt = memo.get(key)
+    if pt is None:
+        pt = memo[key] = _parts(spec, t, hw, shape)
+    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core = pt
+    T = t.threads
+    pipes = _pipes(hw)
+    S = hw.core.schedulers  # [core.schedulers]
+    R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
+    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
+        1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
+    ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
+    terms = [d * ceil(warps, max(1, min(pipes[name].count, S))) for name, d in demand]  # [pipes[].count]
+    terms.append(n_all * ceil(warps, S) / hw.core.issue_width)  # [core.issue_width]
+    terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
+    terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
+    drain = _drain(spec, t, hw, share, cores)
+    fixed = hw.branch.frontend_depth + 2 * pipes["lsu"].latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    if R:
+        launch = rounds * (fixed + ktiles * max(terms) + drain)
+    else:
+        launch = rounds * fixed + on_core * (ktiles * max(terms) + drain)
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+Parts = tuple[tuple[tuple[str, float], ...], float, int, int, int, int, int, int]
+_PARTS: dict[int, tuple[HwConfig, dict[tuple[object, ...], Parts]]] = {}
+
+
+def _parts_memo(hw: HwConfig) -> dict[tuple[object, ...], Parts]:
+    """_parts results for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
+    hit = _PARTS.get(id(hw))
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
+        hit = _PARTS[id(hw)] = (hw, {})
+    return hit[1]
+
+
+def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Parts:
+    """analytic_bound's figures that read neither the stages nor the residency, shared by the tilings of one
+    movement.tile_key: per-warp demand by pipe name, instructions and shared passes per K tile, the operand
+    tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core."""
     M, N, K = shape
     v = get(t.variant)
     pipes = _pipes(hw)
     ws, T = hw.warp_size, t.threads
     W = -(-T // ws)
-    S = hw.core.schedulers  # [core.schedulers]
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
     on_core = -(-ctas // cores)
-    R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
     lsu = pipes["lsu"]
     tiles = operand_tiles(spec, t)
     copies = [x.chunks // T for x in tiles]
@@ -85,19 +126,4 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     n_all += loads + sum(copies)
     ein = DTYPE_BYTES[spec.dtype_a]
     tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
-    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
-    passes = comp_passes + copy_passes
-    warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
-        1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
-    ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
-    terms = [d * ceil(warps, max(1, min(pipes[name].count, S))) for name, d in demand.items()]  # [pipes[].count]
-    terms.append(n_all * ceil(warps, S) / hw.core.issue_width)  # [core.issue_width]
-    terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
-    terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
-    drain = _drain(spec, t, hw, share, cores)
-    fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
-    if R:
-        launch = rounds * (fixed + ktiles * max(terms) + drain)
-    else:
-        launch = rounds * fixed + on_core * (ktiles * max(terms) + drain)
-    return max(launch, dram_cycles) * (1.0 - 1e-9)
+    return tuple(demand.items()), n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core

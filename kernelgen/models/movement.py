@@ -69,6 +69,50 @@ def _shifted_site(kind: str, width: int, addrs: tuple[int, ...], banks: int, bw:
 
 @lru_cache(maxsize=65536)
 def _copy_banks(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
+    """(score, passes, accesses) of warp 0's copies of one K tile into shared, summed over its copies:
+    site_score of each copy's addresses, all copies at once with numpy (_copy_banks_np) where that gives
+    the same figures exactly, else copy by copy (_copy_banks_py)."""
+    lanes = min(32, threads)
+    w = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
+    phase = min(lanes, 8 if w >= 16 else (16 if w == 8 else 32))
+    if not tile.linear_copies(threads) and banks & (banks - 1) == 0 and lanes % phase == 0:
+        return _copy_banks_np(tile, threads, banks, width)
+    return _copy_banks_py(tile, threads, banks, width)
+
+
+def _copy_banks_np(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
+    """_copy_banks over every copy and phase at once: copy i of lane l stores chunk e = l + i x threads
+    (tiling.chunk_coords) at tile.shared_offset; per phase, the distinct words (a broadcast is one access),
+    their count per bank c, score sum (c - mean)^2 = sum c^2 - words^2 / banks, passes max c. With
+    [shared.banks] a power of two every term is a multiple of 1 / banks, so the float sums are exact
+    and equal site_score's in any order (tests/test_plan_speed.py compares both on whole spaces)."""
+    import numpy as np
+
+    n = tile.chunks // threads
+    lanes = min(32, threads)
+    w = tile.vec * tile.elem_shared if not tile.f32 else tile.elem_shared
+    phase = min(lanes, 8 if w >= 16 else (16 if w == 8 else 32))
+    span = max(1, w // width)
+    e = np.arange(lanes)[None, :] + (np.arange(n) * threads)[:, None]
+    row, col = e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec
+    if tile.f32:  # stored [k][mn] (OperandTile.shared_offset)
+        k, mn = (col, row) if tile.col_dim == "k" else (row, col)
+        addr = (k * (tile.mn_extent + tile.pad) + mn) * tile.elem_shared
+    else:
+        addr = (row * (tile.cols + tile.pad) + col) * tile.elem_shared
+    words = ((addr // width)[:, :, None] + np.arange(span)).reshape(n * (lanes // phase), phase * span)
+    words.sort(axis=1)
+    first = np.ones(words.shape, dtype=bool)
+    first[:, 1:] = words[:, 1:] != words[:, :-1]
+    rows = words.shape[0]
+    ids = (np.arange(rows)[:, None] * banks + words % banks)[first]
+    counts = np.bincount(ids, minlength=rows * banks).reshape(rows, banks)
+    distinct = first.sum(axis=1)
+    score = float(((counts * counts).sum(axis=1) - distinct * distinct / banks).sum())
+    return score, int(counts.max(axis=1).sum()), rows
+
+
+def _copy_banks_py(tile: OperandTile, threads: int, banks: int, width: int) -> tuple[float, int, int]:
     """Copy i of every lane is copy 0 shifted by a compile-time offset (tiling.chunk_coords is
     linear), so only the offset modulo banks*width matters: one score per residue."""
     n = tile.chunks // threads
@@ -120,14 +164,50 @@ def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float
     return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
 
 
-def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
+def tile_key(t: Tiling) -> tuple[object, ...]:
+    """The fields of ``t`` the data-movement model reads besides its stages (the shared bytes and the
+    DRAM re-reads' L2 fit) and the K steps per trip (``unroll_k``, which it never reads): tilings that
+    differ only in those share ``_per_tile`` (tests/test_plan_speed.py compares every tiling of several
+    specs and hwconfigs with its own uncached model)."""
+    return (t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.pad_a, t.pad_b, t.vec_a, t.vec_b, t.mma_k, t.cluster_m,
+            t.cluster_n)
+
+
+@dataclass(frozen=True)
+class _PerTile:
+    """movement()'s figures that do not depend on the stages (see tile_key)."""
+    stage_bytes: int  # both operands' shared bytes of one stage
+    per_cta: int
+    total: int
+    unique: int
+    footprint: int
+    dram: float  # DRAM bytes before the wave rule (which reads the stages)
+    wave_rows: int  # the wave rule's block rows and columns (0: the footprint fits the L2)
+    wave_cols: int
+    waves: int
+    burst: float
+    score: float
+    passes: int
+    accesses: int
+    sh_read: int
+    reg_bytes: int
+
+
+_PER_TILE: dict[int, tuple[HwConfig, dict[tuple[object, ...], _PerTile]]] = {}
+
+
+def _per_tile_memo(hw: HwConfig) -> dict[tuple[object, ...], _PerTile]:
+    """_per_tile results for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
+    hit = _PER_TILE.get(id(hw))
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
+        hit = _PER_TILE[id(hw)] = (hw, {})
+    return hit[1]
+
+
+def _per_tile(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> _PerTile:
     M, N, K = shape
     ein, eout = DTYPE_BYTES[spec.dtype_a], DTYPE_BYTES[spec.dtype_out]
     a, b = operand_tiles(spec, t)
-    smem = t.stages * (a.stage_bytes + b.stage_bytes)
-    own = getattr(get(t.variant), "shared_bytes", None)  # a variant with more than its stages (wgmma_tma)
-    if own is not None:
-        smem = own(spec, t)
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     out_bytes = t.bm * t.bn * eout * (2 if spec.has_c else 1)
@@ -136,6 +216,7 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     unique = (M * K + K * N) * ein + M * N * eout * (2 if spec.has_c else 1)
     footprint = (M * K + K * N) * ein
     dram = unique + (total - unique) * (1.0 - min(1.0, hw.l2.size / max(1, footprint)))  # [l2.size]
+    rows = cols = waves = 0
     if footprint > hw.l2.size:
         # A wave of W CTAs (launch order, x along N fastest) advances over K roughly in step, so the
         # operand slices its CTAs share are read from DRAM once per wave: its distinct block rows of A
@@ -145,12 +226,7 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         W = max(1, min(ctas, hw.core.count))
         rows = min(gy, -(-W // gx) + (1 if W % gx else 0))
         cols = min(gx, W)
-        live = (rows * t.bm + cols * t.bn) * t.bk * ein * t.stages
-        if live <= hw.l2.size:
-            waves = -(-ctas // W)
-            dram = min(dram, max(unique, waves * (rows * t.bm + cols * t.bn) * K * ein + unique - footprint))
-    l2_hit = 1.0 - dram / total if total else 0.0
-    supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
+        waves = -(-ctas // W)
     # burst efficiency of the global tile rows: contiguous run per row of each operand tile
     effs = []
     ext = {"m": M, "n": N, "k": K}
@@ -163,8 +239,30 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         else:
             effs.append(_layout_burst(layout, tile.row_dim, tile.col_dim, tile.rows, tile.cols,
                                       ext[tile.row_dim], ext[tile.col_dim], ein, hw.dram.burst))
-    burst = min(effs)
     score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
     sh_read, reg_bytes = get(t.variant).shared_traffic(t, ktiles, ein)
-    return Movement(smem, per_cta, total, int(dram), l2_hit, sh_read, reg_bytes, dram / supply, burst,
-                    score, passes, acc)
+    return _PerTile(a.stage_bytes + b.stage_bytes, per_cta, total, unique, footprint, dram, rows, cols, waves,
+                    min(effs), score, passes, acc, sh_read, reg_bytes)
+
+
+def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
+    memo = _per_tile_memo(hw)
+    key = (spec, shape, tile_key(t))
+    pt = memo.get(key)
+    if pt is None:
+        pt = memo[key] = _per_tile(spec, t, hw, shape)
+    smem = t.stages * pt.stage_bytes
+    own = getattr(get(t.variant), "shared_bytes", None)  # a variant with more than its stages (wgmma_tma)
+    if own is not None:
+        smem = own(spec, t)
+    dram = pt.dram
+    if pt.wave_rows:
+        ein = DTYPE_BYTES[spec.dtype_a]
+        live = (pt.wave_rows * t.bm + pt.wave_cols * t.bn) * t.bk * ein * t.stages
+        if live <= hw.l2.size:
+            dram = min(dram, max(pt.unique, pt.waves * (pt.wave_rows * t.bm + pt.wave_cols * t.bn) * shape[2] * ein
+                                 + pt.unique - pt.footprint))
+    l2_hit = 1.0 - dram / pt.total if pt.total else 0.0
+    supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
+    return Movement(smem, pt.per_cta, pt.total, int(dram), l2_hit, pt.sh_read, pt.reg_bytes, dram / supply, pt.burst,
+                    pt.score, pt.passes, pt.accesses)

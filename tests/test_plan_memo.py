@@ -1,0 +1,130 @@
+"""The planner's per-tile memos give every tiling what its own uncached model gives: the data-movement
+model's figures shared by the tilings of one movement.tile_key (all but the stages and unroll_k), the
+analytic bound's stage-free parts (models/bound.py _parts) and the copies' bank score computed with numpy
+(movement._copy_banks_np) against site_score copy by copy (_copy_banks_py). Both hwconfigs and the seed's
+hardware.yaml with the seed's gemm.dgemm (non-power-of-two tiles, blocked layouts: copies that are not
+linear)."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import kernelgen.models.bound as bound
+import kernelgen.models.movement as mv
+from kernelgen.cli import load_any_spec
+from kernelgen.models.registers import estimate
+from kernelgen.planner import enumerate_tilings
+from kernelgen.spec import GemmSpec, parse_spec, shorthand
+from kernelgen.tiling import Tiling, operand_tiles
+from kernelgen.variants import get, names
+from sim.hw import HwConfig, load_hw
+
+SEEDS = Path(__file__).resolve().parent.parent / "examples/seeds"
+
+
+def _seed() -> tuple[GemmSpec, HwConfig]:
+    spec, hw, _ = load_any_spec(str(SEEDS / "hardware.yaml"), str(SEEDS / "gemm.dgemm"), None, "f16", "f16", None,
+                                "4096x4096x4096")
+    return spec, hw
+
+
+@cache
+def _cases() -> list[tuple[str, GemmSpec, HwConfig]]:
+    col_a = parse_spec({"M": 1024, "N": 768, "K": 512, "beta": 1.0, "layout": {"a": "col", "b": "row", "c": "row"}})
+    return [("h200 f16", shorthand("4096x4096x4096"), load_hw("h200")),
+            ("npu7nm bf16", shorthand("1000x520x264", "bf16"), load_hw("npu7nm")),
+            ("h200 col-A f32", parse_spec({"M": 512, "N": 384, "K": 1000, "dtype": "f32"}), load_hw("h200")),
+            ("npu7nm col-A beta", col_a, load_hw("npu7nm")), ("seed", *_seed())]
+
+
+def _tilings(case: int, every: int) -> list[Tiling]:
+    """Every tiling of each tile key of every `every`-th tile key (all their stages and unrolls)."""
+    ts = _space(case)
+    keys = sorted({mv.tile_key(t) for t in ts}, key=repr)[::every]
+    chosen = set(keys)
+    return [t for t in ts if mv.tile_key(t) in chosen]
+
+
+def _fresh_movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> mv.Movement:
+    mv._PER_TILE.clear()
+    return mv.movement(spec, t, hw, shape)
+
+
+def _check_memos(case: int, every: int) -> None:
+    name, spec, hw = _cases()[case]
+    shape = spec.nominal()
+    ts = _tilings(case, every)
+    mv._PER_TILE.clear()
+    bound._PARTS.clear()
+    shared = [mv.movement(spec, t, hw, shape) for t in ts]
+    regs = [estimate(spec, t, hw.limits.regs_per_thread).per_thread for t in ts]
+    args = [(spec, t, hw, shape, m.smem_bytes, m.dram_cycles, 1.0 - m.l2_hit_rate, r)
+            for t, m, r in zip(ts, shared, regs)]
+    b_shared = [bound.analytic_bound(*a) for a in args]
+    for t, m, a, b in zip(ts, shared, args, b_shared):
+        assert m == _fresh_movement(spec, t, hw, shape), (name, t.key())
+        bound._PARTS.clear()
+        assert b == bound.analytic_bound(*a), (name, t.key())
+    assert len({t.stages for t in ts}) > 1 or case == 2  # (case 2: f32, SIMT only: one stage)
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_movement_and_bound_memos_equal_the_uncached_models(case: int) -> None:
+    """movement() and analytic_bound() with their memos shared by the tilings of a tile key (stages and
+    unroll_k apart) equal the same models with the memos emptied before each tiling (every 60th tile key
+    of each case: all its tilings; tests/test_plan_bound.py checks the bound against the cycles)."""
+    _check_memos(case, 60)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", range(5))
+def test_movement_and_bound_memos_on_whole_spaces(case: int) -> None:
+    """The same over every tile key (~2-5 s a case)."""
+    _check_memos(case, 1)
+
+
+@cache
+def _space(case: int) -> list[Tiling]:
+    _, spec, hw = _cases()[case]
+    return [t for v in names() if not get(v).unavailable(spec, hw) for t in enumerate_tilings(spec, v)]
+
+
+def _tiles(case: int) -> list[tuple[object, int]]:
+    spec = _cases()[case][1]
+    out = {(x, t.threads) for t in _space(case) for x in operand_tiles(spec, t)}
+    return sorted(out, key=repr)
+
+
+def _check_copy_banks(case: int, every: int) -> None:
+    tiles = _tiles(case)
+    nonlinear = [(x, T) for x, T in tiles if not x.linear_copies(T)]  # type: ignore[attr-defined]
+    linear = [(x, T) for x, T in tiles if x.linear_copies(T)]  # type: ignore[attr-defined]
+    checked = 0
+    for x, T in nonlinear[::every] + linear[::4 * every]:
+        for banks, width in ((32, 4), (16, 4), (64, 4), (32, 8)):
+            lanes = min(32, T)
+            w = x.vec * x.elem_shared if not x.f32 else x.elem_shared  # type: ignore[attr-defined]
+            if lanes % min(lanes, 8 if w >= 16 else (16 if w == 8 else 32)):
+                continue
+            assert mv._copy_banks_np(x, T, banks, width) == mv._copy_banks_py(x, T, banks, width), (x, T)  # type: ignore[arg-type]
+            checked += 1
+    assert checked >= 8
+    if case == 4:
+        assert nonlinear, "the seed spec has copies that are not linear: the numpy path is exercised"
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_copy_banks_numpy_equals_site_scores(case: int) -> None:
+    """_copy_banks_np gives site_score's (score, passes, accesses) summed copy by copy, exactly, for the
+    copies that are not linear (where _copy_banks uses it) and the linear ones, with [shared.banks] 16,
+    32 and 64 and 4- or 8-byte banks (every 16th tile that is not linear, every 64th linear one)."""
+    _check_copy_banks(case, 16)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", range(5))
+def test_copy_banks_numpy_on_every_tile(case: int) -> None:
+    _check_copy_banks(case, 1)
