@@ -13,7 +13,7 @@ in both trees, alternating run by run so that both see the same load. The machin
 1-minute load average at the start and the end of every row is printed next to it; process time is
 the figure less disturbed by other load (it still grows on a loaded machine: shared caches and cores).
 
-    python3 benchmarks/plan_speed.py [--before DIR] [--runs 5] [--hw h200] [--compile-only]
+    python3 benchmarks/plan_speed.py [--before DIR] [--runs 5] [--hw h200] [--hw seed] [--compile-only]
     # writes the top of benchmarks/plan_speed.md (the sections from "## Profile" on are kept)
 """
 
@@ -37,10 +37,17 @@ SHAPES = ("1024x1024x1024", "4096x4096x4096", "8192x8192x8192")
 COMPILE_SHAPES = ("4096x4096x4096", "8192x8192x8192")
 HWS = ("h200", "npu7nm")
 _COLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from kernelgen.planner import plan; "
-         "from kernelgen.spec import shorthand; from sim.hw import load_hw; hw = load_hw(sys.argv[2]); "
+         "from kernelgen.cli import load_any_spec; "
+         "seed = sys.argv[2] == 'seed'; "
+         "spec, hw, _ = load_any_spec('examples/seeds/hardware.yaml' if seed else sys.argv[2], "
+         "'examples/seeds/gemm.dgemm' if seed else None, None if seed else sys.argv[3], 'f16', 'f32', None, "
+         "sys.argv[3] if seed else None); "
          "kw = {'exhaustive': False} if sys.argv[4] == 'bounded' else {}; "
-         "w, t = time.perf_counter(), time.process_time(); p = plan(shorthand(sys.argv[3]), hw, **kw); "
+         "w, t = time.perf_counter(), time.process_time(); p = plan(spec, hw, **kw); "
          "print(time.perf_counter() - w, time.process_time() - t, p.seconds, len(p.survivors), p.best.tiling.key())")
+# "seed" as a hw name: the seed's gemm.dgemm on its hardware.yaml (examples/seeds, issue 15), compiled with
+# `deepgemm compile --hardware examples/seeds/hardware.yaml --op examples/seeds/gemm.dgemm --shape S --output DIR`
+SEED_SHAPES = ("4096x4096x4096",)
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -64,8 +71,10 @@ def cold_compile(tree: Path, hwname: str, shape: str) -> tuple[list[float], int,
     with tempfile.TemporaryDirectory() as out:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         w = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--gemm", shape, "--hw", hwname, "-o", out],
-                       capture_output=True, text=True, check=True, env=_env(tree), cwd=tree)
+        cmd = ([sys.executable, "-m", "validation.deepgemm", "compile", "--hardware", "examples/seeds/hardware.yaml",
+                "--op", "examples/seeds/gemm.dgemm", "--shape", shape, "--output", out] if hwname == "seed" else
+               [sys.executable, "-m", "kernelgen", "compile", "--gemm", shape, "--hw", hwname, "-o", out])
+        subprocess.run(cmd, capture_output=True, text=True, check=True, env=_env(tree), cwd=tree)
         wall = time.perf_counter() - w
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         plan = json.loads((Path(out) / "plan.json").read_text())
@@ -93,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--before", type=Path, help="a checkout of the code before the change, measured alongside")
     ap.add_argument("--runs", type=int, default=5, help="fresh processes per figure (median)")
-    ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)})")
+    ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)}; 'seed': the "
+                    "seed's gemm.dgemm on its hardware.yaml, compiled with deepgemm)")
     ap.add_argument("--compile-only", action="store_true", help="only the `kernelgen compile` rows")
     args = ap.parse_args(argv)
     before: list[Path] = [args.before.resolve()] if args.before else []
@@ -103,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         ("after", cold_compile, ROOT)]
     plans, compiles = [], []
     for hwname in args.hw or HWS:
-        for shape in () if args.compile_only else SHAPES:
+        for shape in () if args.compile_only else SEED_SHAPES if hwname == "seed" else SHAPES:
             load = os.getloadavg()[0]
             got = medians([(fn, tree) for _, fn, tree in plan_cols], hwname, shape, args.runs)
             loads = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
@@ -111,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 plans.append(f"| {hwname} | {shape} | {name} | {cands:,} | {fig[0]:.2f} | {fig[1]:.2f} | "
                              f"{fig[2]:.2f} | {loads} | {key} |")
                 print(plans[-1], flush=True)
-        for shape in COMPILE_SHAPES:
+        for shape in SEED_SHAPES if hwname == "seed" else COMPILE_SHAPES:
             load = os.getloadavg()[0]
             got = medians([(fn, tree) for _, fn, tree in compile_cols], hwname, shape, args.runs)
             loads = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
