@@ -1,6 +1,7 @@
 """The planner's per-tile memos give every tiling what its own uncached model gives: the data-movement
 model's figures shared by the tilings of one movement.tile_key (all but the stages and unroll_k), the
-analytic bound's stage-free parts (models/bound.py _parts) and the copies' bank score computed with numpy
+analytic bound's stage-free parts (models/bound.py _parts), the ALU scheduling layer's work per pipe
+(models/schedule.py _work) and the copies' bank score computed with numpy
 (movement._copy_banks_np) against site_score copy by copy (_copy_banks_py). Both hwconfigs and the seed's
 hardware.yaml with the seed's gemm.dgemm (non-power-of-two tiles, blocked layouts: copies that are not
 linear)."""
@@ -14,8 +15,10 @@ import pytest
 
 import kernelgen.models.bound as bound
 import kernelgen.models.movement as mv
+import kernelgen.models.schedule as sch
 from kernelgen.cli import load_any_spec
 from kernelgen.models.registers import estimate
+from kernelgen.models.schedule import schedule
 from kernelgen.planner import enumerate_tilings
 from kernelgen.spec import GemmSpec, parse_spec, shorthand
 from kernelgen.tiling import Tiling, operand_tiles
@@ -64,17 +67,20 @@ def _check_memos(case: int, every: int) -> None:
     args = [(spec, t, hw, shape, m.smem_bytes, m.dram_cycles, 1.0 - m.l2_hit_rate, r)
             for t, m, r in zip(ts, shared, regs)]
     b_shared = [bound.analytic_bound(*a) for a in args]
-    for t, m, a, b in zip(ts, shared, args, b_shared):
+    s_shared = [schedule(spec, t, hw, shape, r, m.smem_bytes) for t, m, r in zip(ts, shared, regs)]
+    for t, m, a, b, sc, r in zip(ts, shared, args, b_shared, s_shared, regs):
         assert m == _fresh_movement(spec, t, hw, shape), (name, t.key())
         bound._PARTS.clear()
         assert b == bound.analytic_bound(*a), (name, t.key())
+        sch._WORK.clear()
+        assert sc == schedule(spec, t, hw, shape, r, m.smem_bytes), (name, t.key())
     assert len({t.stages for t in ts}) > 1 or case == 2  # (case 2: f32, SIMT only: one stage)
 
 
 @pytest.mark.parametrize("case", range(5))
 def test_movement_and_bound_memos_equal_the_uncached_models(case: int) -> None:
-    """movement() and analytic_bound() with their memos shared by the tilings of a tile key (stages and
-    unroll_k apart) equal the same models with the memos emptied before each tiling (every 60th tile key
+    """movement(), analytic_bound() and schedule() with their memos shared by the tilings of a tile key (stages
+    and unroll_k apart) equal the same models with the memos emptied before each tiling (every 60th tile key
     of each case: all its tilings; tests/test_plan_bound.py checks the bound against the cycles)."""
     _check_memos(case, 60)
 

@@ -111,8 +111,34 @@ def tensor_occupancy(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> floa
     return wgmma_unit_cycles(spec, t, hw) / max(1, c.iter.get("tensor", 0))
 
 
+_WORK: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[dict[str, int], int, str]]]] = {}
+
+
 def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], regs: int,
              smem: int) -> Schedule:
+    from kernelgen.models.movement import tile_key
+
+    hit = _WORK.get(id(hw))
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
+        hit = _WORK[id(hw)] = (hw, {})
+    key = (spec, shape, tile_key(t))  # the work reads neither the stages nor unroll_k (tests/test_plan_memo.py)
+    got = hit[1].get(key)
+    if got is None:
+        got = hit[1][key] = _work(spec, t, hw, shape)
+    work, min_cycles, bound = got
+    M, N, K = shape
+    T = t.threads
+    lim = hw.resident_limits(T, regs, smem)
+    by = min(lim, key=lambda k: lim[k])
+    per_core = lim[by]
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
+    occ = per_core * T / hw.core.max_threads
+    return Schedule(dict(work), min_cycles, bound, per_core, by, occ, waves, ctas)
+
+
+def _work(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[dict[str, int], int, str]:
+    """schedule()'s lane-operations per pipe, the busiest pipe's cycles per CTA and its name."""
     M, N, K = shape
     ktiles = -(-K // t.bk)
     classes = work_per_cta(spec, t, ktiles, hw)
@@ -133,14 +159,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
         work[p.name] = work.get(p.name, 0) + classes["wgmma"]
         cyc[p.name] = cyc.get(p.name, 0.0) + classes["wgmma"] / (hw.wgmma.macs(spec.dtype_a) * p.count)
     bound = max(cyc, key=lambda k: cyc[k])
-    T = t.threads
-    lim = hw.resident_limits(T, regs, smem)
-    by = min(lim, key=lambda k: lim[k])
-    per_core = lim[by]
-    ctas = -(-M // t.bm) * -(-N // t.bn)
-    waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
-    occ = per_core * T / hw.core.max_threads
-    return Schedule(work, int(cyc[bound]), bound, per_core, by, occ, waves, ctas)
+    return work, int(cyc[bound]), bound
 
 
 # ------------------------------------------------------------------------------------------------
