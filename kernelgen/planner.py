@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelgen.constraints import evaluate, first_violated
-from kernelgen.models.bound import analytic_bound, uses_shared_model
+from kernelgen.models.bound import analytic_bound, fill_bound, uses_shared_model
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import (
@@ -353,10 +353,12 @@ class _Staircase:
 
 def _counted_first(t: Tiling) -> bool:
     """Bound t with the counts before timing it? Where the shared model's latency terms are dear: the
-    copies-then-barrier path (no async copies) walks the L1 lines and chains every copy; for a cp.async
-    pipeline the bound costs about half the timing and prunes too few to pay (npu7nm 8192^3: 1,828 ->
-    1,509 timed, no faster; benchmarks/plan_speed.md)."""
-    return uses_shared_model(t.variant) and not get(t.variant).async_copies
+    copies-then-barrier path (no async copies) walks the L1 lines and chains every copy (counted_bound);
+    an mma cp.async pipeline takes models/bound.py's fill_bound, a few terms from its counts (counted_bound
+    costs about half its timing there and prunes too few to pay: npu7nm 8192^3 1,828 -> 1,509 timed, no
+    faster; benchmarks/plan_speed.md)."""
+    v = get(t.variant)
+    return uses_shared_model(t.variant) and (not v.async_copies or v.compute_class == "tensor")
 
 
 def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: list[Staged], timed: Any,
@@ -369,8 +371,9 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     then score(c) >= cycles(c) >= B > score(e), so e ranks before c and dominates it, c is not on the
     Pareto frontier (cycles x registers x shared memory), and whatever c would dominate e dominates too:
     the frontier, its order and the choice are the exhaustive search's. Two bounds, the cheaper first:
-    models/bound.py's analytic_bound (no instruction counted), then where it pays (_counted_first)
-    schedule.counted_bound (the emitted counts, the model's terms but its latency ones; max of both).
+    models/bound.py's analytic_bound (no instruction counted), then where it pays (_counted_first) one
+    from the emitted counts: schedule.counted_bound for SIMT (the model's terms but its latency ones),
+    bound.fill_bound for mma (the K-tile fill and the tensor work of all resident warps); max of both.
     Candidates are visited by rising bound (one heap; a key pushed is never below the key popped): a
     timed survivor joins the staircase of dominators when the heap passes its score, so every dominator
     has a score below the bound it prunes by. tests/test_plan_bound.py checks both bounds <= cycles and
@@ -395,8 +398,8 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
             untimed.append(Bounded(t, mv, rg, s, int(key), by))
             continue
         if taken == 1:
-            b = counted_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate,
-                              rg.per_thread)
+            second = counted_bound if not get(t.variant).async_copies else fill_bound
+            b = second(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
             if math.floor(b) > key:
                 heapq.heappush(heap, (float(math.floor(b)), 0, i, 2))
                 continue

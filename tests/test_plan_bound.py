@@ -1,5 +1,5 @@
 """The planner's branch and bound (plan(exhaustive=False), the default of `kernelgen compile`): its lower
-bounds (kernelgen/models/bound.py analytic_bound, models/schedule.py counted_bound) are never above the
+bounds (kernelgen/models/bound.py analytic_bound and fill_bound, models/schedule.py counted_bound) are never above the
 predicted cycles, and the bounded search gives
 the exhaustive search's choice, Pareto frontier (with every timed figure), analysis.md top 10 and
 Pareto rows of candidates.csv, while candidates.csv lists every candidate once."""
@@ -14,7 +14,7 @@ import random
 import pytest
 
 from kernelgen.analysis import candidate_lines
-from kernelgen.models.bound import analytic_bound, uses_shared_model
+from kernelgen.models.bound import analytic_bound, fill_bound, uses_shared_model
 from kernelgen.models.schedule import counted_bound
 from kernelgen.planner import Plan, _Staircase, enumerate_tilings, plan
 from kernelgen.report import candidates_csv, plan_json
@@ -36,6 +36,7 @@ def _check_bounds(p: Plan) -> None:
         assert math.floor(analytic_bound(*args)) <= e.cycles, e.tiling.key()
         if uses_shared_model(e.tiling.variant):
             assert math.floor(counted_bound(*args)) <= e.cycles, e.tiling.key()
+            assert math.floor(fill_bound(*args)) <= e.cycles, e.tiling.key()
 
 
 def _same_outputs(ex: Plan, bd: Plan) -> None:

@@ -1,5 +1,6 @@
 """A lower bound of the shared cycle model's predicted cycles (models/schedule.py) that needs no emitted
-instruction count, for the planner's branch and bound (kernelgen/planner.py ``_bounded``): a candidate
+instruction count (analytic_bound), and one for mma pipelines from a few of the model's terms over its
+counts (fill_bound), for the planner's branch and bound (kernelgen/planner.py ``_bounded``): a candidate
 whose bound is above the score of a timed candidate that uses no more registers and no more shared memory
 cannot be on the Pareto frontier, so it is never timed. tests/test_plan_bound.py checks bound <= cycles
 for every candidate of several shapes, dtypes and hwconfigs."""
@@ -7,6 +8,7 @@ for every candidate of several shapes, dtypes and hwconfigs."""
 from __future__ import annotations
 
 from kernelgen.counting import Counts
+from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
 from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -127,3 +129,43 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     ein = DTYPE_BYTES[spec.dtype_a]
     tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
     return tuple(demand.items()), n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core
+
+
+def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+               dram_cycles: float, miss_rate: float, regs: int) -> float:
+    """A lower bound of the shared model's cycles for an mma cp.async pipeline (0 for other variants) from
+    its emitted counts, cheaper than counted_bound: the launch with each K tile at least the model's fill
+    and tail (``base >= fill / R + resources(tail)``): the barrier ([pipes[sync].latency] + 1), one k step's
+    ldmatrix on the LSU, [shared.latency] and the next tile's copy address arithmetic of the warps sharing
+    an ALU (head_alu, [core.policy] lrr), spread over the R resident CTAs, then the tensor pipe's work of
+    all R x W warps (the tail keeps every mma); the prologue and epilogue at least their fixed latencies
+    and the store drain. Replays and queueing (>= 0) are left out. R as the model sets it: the predicted
+    registers where [arch] is set, else the PTX-declared ones (counts.ptx_regs). The bound mirrors those
+    terms of models/schedule.py: tests/test_plan_bound.py checks it <= cycles over whole spaces, and the
+    planner checks every candidate it times."""
+    v = get(t.variant)
+    if not (v.async_copies and v.compute_class == "tensor" and uses_shared_model(t.variant)):
+        return 0.0
+    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
+    M, N, K = shape
+    pipes = _pipes(hw)
+    ws, T = hw.warp_size, t.threads
+    W = -(-T // ws)
+    S = hw.core.schedulers  # [core.schedulers]
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    cores = hw.cores_used(ctas)  # [core.count]
+    on_core = -(-ctas // cores)
+    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
+    rounds = -(-on_core // R)
+    lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
+    rf = v.rf_extra(spec, t, hw, c)
+    occ_lsu = _occ(lsu, ws) + rf.get("lsu", 0)
+    occ_alu = _occ(alu, ws) + rf.get("alu", 0)
+    occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)
+    share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1  # [core.policy]
+    fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + c.head_alu * occ_alu * share
+    tail = c.iter.get("tensor", 0) * occ_t * -(-(R * W) // max(1, min(tens.count, S)))  # [pipes[tensor].count]
+    fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
