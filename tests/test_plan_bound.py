@@ -41,6 +41,7 @@ def _check_bounds(p: Plan) -> None:
 
 def _same_outputs(ex: Plan, bd: Plan) -> None:
     """The bounded plan bd chooses, ranks and reports what the exhaustive plan ex does."""
+    assert not bd.exhaustive and ex.exhaustive, "the bounded search fell back to the exhaustive one"
     assert bd.best.tiling == ex.best.tiling and repr(bd.best) == repr(ex.best)
     assert [repr(e) for e in bd.survivors if e.pareto] == [repr(e) for e in ex.survivors if e.pareto]
     assert candidate_lines(bd) == candidate_lines(ex)
@@ -115,6 +116,21 @@ def test_bound_below_cycles_and_same_outputs_on_the_seed_spec_sample() -> None:
     bd = plan(spec, hw, only=only, exhaustive=False)
     _same_outputs(ex, bd)
     assert "schedule" in bd.pruned
+
+
+def test_a_bound_above_the_cycles_falls_back_to_the_exhaustive_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bound above a timed candidate's cycles (a model term the bounds mirror changed) is caught when that
+    candidate is timed: plan() then searches exhaustively (search.exhaustive true) and its log says why."""
+    import kernelgen.planner as planner
+
+    spec, hw = shorthand("256x128x64"), load_hw("npu7nm")
+    only = _subset(spec, hw, 4 * EVERY)
+    monkeypatch.setattr(planner, "analytic_bound", lambda *a: 1e15)
+    p = plan(spec, hw, only=only, exhaustive=False)
+    assert p.exhaustive and not p.bounded and p.log[0].startswith("branch and bound refused, searched exhaustively")
+    monkeypatch.undo()
+    ex = plan(spec, hw, only=only)
+    assert [repr(e) for e in p.survivors] == [repr(e) for e in ex.survivors]
 
 
 def test_staircase_finds_a_dominator_exactly_when_one_exists() -> None:
