@@ -1,0 +1,54 @@
+"""SASS-mode fidelity probe on the H200 (issue 11): FP32/FMA-heavy/ALU pipe sharing of IMAD, LOP3 and FFMA,
+the immediate-constant path at the entry of a freshly loaded kernel, and whether two constant (LDC) misses
+overlap. Builds probe_dev.cu to a cubin and probe_host.cu (driver API) with nvcc, runs once.
+
+    (device, repo root) PYTHONPATH=$PWD python3 benchmarks/sass_probe/run.py --out $OUT
+
+Writes OUT/sass_probe.json (the program's JSON, nvidia-smi clocks, wall time, and the SASS that ran from
+nvdisasm/cuobjdump) and prints one line per case. Well under a minute; needs nvcc, the driver and libcuda.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    cubin, exe = Path("/tmp/sass_probe.cubin"), Path("/tmp/sass_probe_host")
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O2", str(HERE / "probe_dev.cu"), "-o", str(cubin)], check=True)
+    subprocess.run(["nvcc", "-O2", str(HERE / "probe_host.cu"), "-o", str(exe), "-lcuda"], check=True)
+    dis = shutil.which("cuobjdump") or shutil.which("nvdisasm")
+    sass = subprocess.run([dis, "-sass" if dis.endswith("cuobjdump") else "-c", str(cubin)],
+                          capture_output=True, text=True).stdout if dis else ""
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
+                          "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    p = subprocess.run([str(exe), str(cubin)], capture_output=True, text=True, timeout=200)
+    if p.returncode != 0:
+        (out / "sass_probe_raw.txt").write_text(p.stdout + "\n--- stderr\n" + p.stderr)
+        print(p.stderr[-2000:], file=sys.stderr)
+        return 1
+    res = json.loads(p.stdout)
+    res.update({"nvidia_smi": smi, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "wall_s": round(time.time() - t0, 1), "stderr": p.stderr, "sass": sass})
+    (out / "sass_probe.json").write_text(json.dumps(res, indent=1))
+    for c in res["cases"]:
+        keys = ("case", "threads", "two", "ctas", "rep", "launch", "cycles_per_warp_inst_per_subpartition",
+                "stage_median", "median")
+        print(" ".join(f"{k}={c[k]}" for k in keys if k in c))
+    print(f"{res['wall_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
