@@ -121,3 +121,26 @@ extern "C" __global__ void ldc2(int one, int two, Params p, long long* T, unsign
     }
     out[blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
+
+// Store drain of fully coalesced global stores (docs/micro-store.md measured only the mma-epilogue pattern,
+// 16-32 B per line): T[cta * 2 + {0, 1}] = thread 0's clock at a barrier before the first store and at one after
+// the last; each warp stores `iters` times 128 B (f32, one line per warp store) or 512 B (float4, four lines)
+extern "C" __global__ void st_f32(float* out, int iters, long long* T) {
+    __syncthreads();
+    const long long t0 = clk();
+    float* p = out + (size_t)blockIdx.x * iters * blockDim.x + threadIdx.x;
+    for (int i = 0; i < iters; ++i) p[(size_t)i * blockDim.x] = (float)i;
+    __syncthreads();
+    const long long t1 = clk();
+    if (threadIdx.x == 0) { T[blockIdx.x * 2] = t0; T[blockIdx.x * 2 + 1] = t1; }
+}
+
+extern "C" __global__ void st_v4(float4* out, int iters, long long* T) {
+    __syncthreads();
+    const long long t0 = clk();
+    float4* p = out + (size_t)blockIdx.x * iters * blockDim.x + threadIdx.x;
+    for (int i = 0; i < iters; ++i) p[(size_t)i * blockDim.x] = make_float4(i, i, i, i);
+    __syncthreads();
+    const long long t1 = clk();
+    if (threadIdx.x == 0) { T[blockIdx.x * 2] = t0; T[blockIdx.x * 2 + 1] = t1; }
+}

@@ -13,7 +13,7 @@
     fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); exit(1); } } while (0)
 
 static std::vector<char> image;
-static CUdeviceptr d_in, d_out, d_T;
+static CUdeviceptr d_in, d_out, d_T, d_store;
 static bool first = true;
 
 static void sep() { printf(first ? "\n" : ",\n"); first = false; }
@@ -121,6 +121,28 @@ static void run_ldc2(int ctas) {
     }
 }
 
+// st_*: `ctas` CTAs of 256 threads, each warp `iters` stores; bytes per cycle per SM (thread 0's span)
+static void run_store(const char* name, int ctas, int iters, int bytes_per_thread) {
+    for (int rep = 0; rep < 3; ++rep) {
+        CUmodule m = load();
+        CUfunction f; CK(cuModuleGetFunction(&f, m, name));
+        for (int launch = 1; launch <= 2; ++launch) {
+            void* args[] = {&d_store, &iters, &d_T};
+            CK(cuLaunchKernel(f, ctas, 1, 1, 256, 1, 1, 0, 0, args, nullptr));
+            CK(cuCtxSynchronize());
+            std::vector<long long> T = readT((size_t)ctas * 2), d;
+            for (int c = 0; c < ctas; ++c) d.push_back(T[2 * c + 1] - T[2 * c]);
+            std::sort(d.begin(), d.end());
+            double bytes = 256.0 * iters * bytes_per_thread;
+            sep();
+            printf("{\"case\": \"%s\", \"ctas\": %d, \"iters\": %d, \"rep\": %d, \"launch\": %d, \"median\": %lld, "
+                   "\"bytes_per_cycle_per_cta\": %.2f}", name, ctas, iters, rep, launch, d[d.size() / 2],
+                   bytes / (double)d[d.size() / 2]);
+        }
+        CK(cuModuleUnload(m));
+    }
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) { fprintf(stderr, "usage: probe_host probe.cubin\n"); return 2; }
     FILE* fp = fopen(argv[1], "rb");
@@ -137,6 +159,7 @@ int main(int argc, char** argv) {
     CK(cuMemcpyHtoD(d_in, hin, sizeof hin));
     CK(cuMemAlloc(&d_out, (size_t)sms * 1024 * 4));
     CK(cuMemAlloc(&d_T, (size_t)sms * 32 * 8 * 8));
+    CK(cuMemAlloc(&d_store, (size_t)sms * 256 * 64 * 16));
     printf("{\"device\": \"%s\", \"sms\": %d, \"cases\": [", name, sms);
     const char* pipes[] = {"pipe_imad", "pipe_lop", "pipe_imad_lop", "pipe_ffma", "pipe_ffma_imad", "pipe_ffma_lop"};
     for (const char* p : pipes) {
@@ -147,6 +170,10 @@ int main(int argc, char** argv) {
     run_idc(sms);
     run_ldc2(1);
     run_ldc2(sms);
+    run_store("st_f32", 1, 64, 4);
+    run_store("st_v4", 1, 64, 16);
+    run_store("st_f32", sms, 64, 4);
+    run_store("st_v4", sms, 64, 16);
     printf("\n]}\n");
     return 0;
 }

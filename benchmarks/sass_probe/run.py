@@ -1,6 +1,7 @@
 """SASS-mode fidelity probe on the H200 (issue 11): FP32/FMA-heavy/ALU pipe sharing of IMAD, LOP3 and FFMA,
-the immediate-constant path at the entry of a freshly loaded kernel, and whether two constant (LDC) misses
-overlap. Builds probe_dev.cu to a cubin and probe_host.cu (driver API) with nvcc, runs once.
+the immediate-constant path at the entry of a freshly loaded kernel, whether two constant (LDC) misses
+overlap, and the drain rate of fully coalesced global stores. Builds probe_dev.cu to a cubin and probe_host.cu
+(driver API) with nvcc, runs once.
 
     (device, repo root) PYTHONPATH=$PWD python3 benchmarks/sass_probe/run.py --out $OUT
 
@@ -44,7 +45,7 @@ def main() -> int:
     (out / "sass_probe.json").write_text(json.dumps(res, indent=1))
     for c in res["cases"]:
         keys = ("case", "threads", "two", "ctas", "rep", "launch", "cycles_per_warp_inst_per_subpartition",
-                "stage_median", "median")
+                "stage_median", "median", "bytes_per_cycle_per_cta")
         print(" ".join(f"{k}={c[k]}" for k in keys if k in c))
     print(f"{res['wall_s']} s")
     return 0
