@@ -144,3 +144,29 @@ extern "C" __global__ void st_v4(float4* out, int iters, long long* T) {
     const long long t1 = clk();
     if (threadIdx.x == 0) { T[blockIdx.x * 2] = t0; T[blockIdx.x * 2 + 1] = t1; }
 }
+
+// S2R latency (the simulator gives S2R the ALU's 4 cycles): T[(cta * warps + warp) * 4 + k], lane 0's clock
+// around S2R SR_TID.X -> STS, S2R SR_LANEID -> IMAD -> STS, two S2R (TID.Y, TID.Z) -> IADD3 -> STS; ptxas keeps
+// the asm volatile reads between the clock reads (checked with nvdisasm, ptxas 13.0)
+extern "C" __global__ void s2r_lat(long long* T, unsigned* out) {
+    __shared__ volatile unsigned s;
+    const long long t0 = clk();
+    unsigned v;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v) :: "memory");
+    s = v;
+    const long long t1 = clk();
+    unsigned w;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(w) :: "memory");
+    s = w + v;
+    const long long t2 = clk();
+    unsigned x, y;
+    asm volatile("mov.u32 %0, %%tid.y;" : "=r"(x) :: "memory");
+    asm volatile("mov.u32 %0, %%tid.z;" : "=r"(y) :: "memory");
+    s = x + y + w;
+    const long long t3 = clk();
+    if ((v & 31) == 0) {
+        long long* o = T + (blockIdx.x * (blockDim.x / 32) + v / 32) * 4;
+        o[0] = t0; o[1] = t1; o[2] = t2; o[3] = t3;
+    }
+    out[blockIdx.x * blockDim.x + v] = x;
+}

@@ -121,6 +121,31 @@ static void run_ldc2(int ctas) {
     }
 }
 
+// s2r_lat: 1 CTA of 128 threads; per stage the median over the warps
+static void run_s2r() {
+    const int warps = 4;
+    for (int rep = 0; rep < 3; ++rep) {
+        CUmodule m = load();
+        CUfunction f; CK(cuModuleGetFunction(&f, m, "s2r_lat"));
+        for (int launch = 1; launch <= 2; ++launch) {
+            void* args[] = {&d_T, &d_out};
+            CK(cuLaunchKernel(f, 1, 1, 1, 32 * warps, 1, 1, 0, 0, args, nullptr));
+            CK(cuCtxSynchronize());
+            std::vector<long long> T = readT(warps * 4);
+            sep();
+            printf("{\"case\": \"s2r\", \"rep\": %d, \"launch\": %d, \"stage_median\": [", rep, launch);
+            for (int k = 0; k < 3; ++k) {
+                std::vector<long long> v;
+                for (int w = 0; w < warps; ++w) v.push_back(T[w * 4 + k + 1] - T[w * 4 + k]);
+                std::sort(v.begin(), v.end());
+                printf("%s%lld", k ? ", " : "", v[v.size() / 2]);
+            }
+            printf("], \"what\": [\"S2R TID.X + STS\", \"S2R LANEID + IMAD + STS\", \"2 S2R + IADD3 + STS\"]}");
+        }
+        CK(cuModuleUnload(m));
+    }
+}
+
 // st_*: `ctas` CTAs of 256 threads, each warp `iters` stores; bytes per cycle per SM (thread 0's span)
 static void run_store(const char* name, int ctas, int iters, int bytes_per_thread) {
     for (int rep = 0; rep < 3; ++rep) {
@@ -170,6 +195,7 @@ int main(int argc, char** argv) {
     run_idc(sms);
     run_ldc2(1);
     run_ldc2(sms);
+    run_s2r();
     run_store("st_f32", 1, 64, 4);
     run_store("st_v4", 1, 64, 16);
     run_store("st_f32", sms, 64, 4);

@@ -1,7 +1,7 @@
 """SASS-mode fidelity probe on the H200 (issue 11): FP32/FMA-heavy/ALU pipe sharing of IMAD, LOP3 and FFMA,
 the immediate-constant path at the entry of a freshly loaded kernel, whether two constant (LDC) misses
-overlap, and the drain rate of fully coalesced global stores. Builds probe_dev.cu to a cubin and probe_host.cu
-(driver API) with nvcc, runs once.
+overlap, S2R latency, and the drain rate of fully coalesced global stores. Builds probe_dev.cu to a cubin and
+probe_host.cu (driver API) with nvcc, runs once.
 
     (device, repo root) PYTHONPATH=$PWD python3 benchmarks/sass_probe/run.py --out $OUT
 
