@@ -46,6 +46,10 @@ class Pipe:
     # ALU-pipe warp instructions per mma.m16n8k64.s4 where the tensor unit has no s4 form and ptxas emulates it
     # (two s8 m16n8k32 on sign-extended nibbles after unpacking them); None: s4 is native. Optional
     s4_unpack_alu: int | None = None
+    # of `lanes`, those of the FMA-heavy half (NVIDIA GA10x/GH100: the FP32 pipe is an FMA-heavy and an FMA-lite
+    # half); SASS timing issues integer multiply-adds (IMAD, IMUL, IDP) to the heavy half only and FP32 ops to
+    # either; None: one unit of `lanes`. Optional
+    heavy_lanes: int | None = None
 
     def tensor_ops(self, macs: int, atype: str) -> int:
         """Lane-operations at `lanes` per cycle that an mma of `macs` MACs with A type `atype` costs:
@@ -84,6 +88,9 @@ class Core:
     # cycles from the last arrival of a cluster's warps at barrier.cluster.arrive to the release of their
     # barrier.cluster.wait (an SM-to-SM round); None: the sync pipe's latency, as a CTA barrier
     cluster_barrier_latency: int | None = None
+    # SASS mode: cycles from an S2R (a special register: thread/CTA ids, lane id, ...) to its result, which its
+    # consumers wait for through its write barrier; None: the ALU pipe's latency
+    s2r_latency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +224,13 @@ class Constant:
     user_miss_latency: int  # the same for the other banks (__constant__ data, not placed near the SM at launch)
     ldc_latency: int  # cycles from an LDC to its result on a hit (SASS mode)
     param_base: int  # byte offset of the first kernel parameter in constant bank 0
+    # SASS mode: the immediate-constant cache (IMC) that c[bank][offset] operands (ULDC, ALU operands) read: a warp
+    # whose instruction names a line not there stalls at it (Nsight Compute's imc_miss) until the line's fill,
+    # `imm_miss_latency` after the first such read of the launch; `imm_line` bytes per line; bank-0 offsets in
+    # `imm_ready` are there when the launch starts. None: immediate operands never wait. Optional
+    imm_line: int | None = None
+    imm_miss_latency: int | None = None
+    imm_ready: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -641,6 +655,10 @@ def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
             line, p = at("size")
             raise ctx.fail(line, p, f"must be a multiple of line * assoc ({obj.line} * {obj.assoc})",
                            obj.size, "change size, line or assoc so that the sets come out whole")
+    if isinstance(obj, Pipe) and obj.heavy_lanes is not None and obj.heavy_lanes >= obj.lanes:
+        line, p = at("heavy_lanes")
+        raise ctx.fail(line, p, f"must be less than lanes ({obj.lanes})", obj.heavy_lanes,
+                       "give the FMA-heavy half's lanes, or leave the key out for one unit")
     if isinstance(obj, HwConfig):
         owner: dict[str, int] = {}
         names: dict[str, int] = {}

@@ -325,3 +325,41 @@ def test_sass_cold_code_reaches_the_schedulers_in_turn():
     got = firsts(one)
     assert got[:4] == [0, s, 2 * s, 3 * s] and all(0 < b - a <= 4 for a, b in zip(got[:4], got[4:]))
     assert firsts(dataclasses.replace(one, core=dataclasses.replace(one.core, cold_code_stagger=None)))[:4] == [0] * 4
+
+
+def _imad_lop(n: int) -> str:
+    """One warp: n independent mad.lo.u32 (IMAD) interleaved with n independent xor.b32 (LOP3), each stored."""
+    body = "".join(f"mad.lo.u32 %r{10 + k}, %r1, %r2, {k + 3};\nxor.b32 %r{40 + k}, %r2, %r{70 + k};\n"
+                   for k in range(n))
+    movs = "".join(f"add.u32 %r{70 + k}, %r1, {k * 977 + 5};\n" for k in range(n))
+    stores = "".join(f"st.global.u32 [%rd2+{8 * k}], %r{10 + k};\nst.global.u32 [%rd2+{8 * k + 4}], %r{40 + k};\n"
+                     for k in range(n))
+    return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 k_param_0)\n{\n"
+            ".reg .b32 %r<100>;\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [k_param_0];\n"
+            "cvta.to.global.u64 %rd2, %rd1;\nmov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\n"
+            + movs + body + stores + "ret;\n}\n")
+
+
+@pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
+def test_sass_imad_takes_the_fma_heavy_half_beside_the_alu():
+    """pipes[fma].heavy_lanes (NVIDIA: GH100's IMAD issue to the FMA-heavy half of the FP32 pipe, LOP3 to the
+    ALU): IMADs of one warp issue 32 / heavy_lanes cycles apart on the fma pipe while LOP3s go to the alu pipe
+    in between; without the field every IMAD is an ALU instruction and takes the alu pipe 2 cycles like LOP3."""
+    from sim.sass.timing import HEAVY, simulate_sass
+
+    hw = load_hw("h200.yaml")
+    assert hw.pipe_for("fma").heavy_lanes == 16
+    text = _imad_lop(8)
+
+    def issue(h):
+        launch = Launch("k", (1, 1, 1), (32, 1, 1), [Arg("buffer", "u32", array=np.zeros(64, dtype=np.uint32))])
+        r = simulate_sass(text, launch, h, trace=True)
+        ev = sorted((e["ts"], e["name"]) for e in r.trace or [] if e.get("ph") == "X" and e["tid"] < 100000)
+        return [(t, n.split()[0].split(".")[0]) for t, n in ev if n.split()[0].split(".")[0] in ("IMAD", "LOP3")]
+
+    new = issue(hw)
+    imads = [t for t, op in new if op in HEAVY]
+    assert len(imads) >= 8 and all(b - a >= 2 for a, b in zip(imads, imads[1:]))
+    old = issue(dataclasses.replace(hw, pipes=tuple(dataclasses.replace(p, heavy_lanes=None) for p in hw.pipes)))
+    span = [max(t for t, _ in x) - min(t for t, _ in x) for x in (new, old)]
+    assert span[0] < span[1]  # the two pipes overlap

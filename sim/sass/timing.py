@@ -57,7 +57,7 @@ _DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-fA-F]+|\d+)")  # nvdisasm prints th
 ROLES = {"DEPBAR": "depbar", "LDGSTS": "ldgsts", "LDGDEPBAR": "ldgdepbar", "LDS": "shared", "LDSM": "shared",
          "STS": "shared", "STSM": "shared", "SHFL": "shared", "ATOMS": "shared", "HGMMA": "gmma", "QGMMA": "gmma",
          "IGMMA": "gmma",
-         "WARPGROUP": "warpgroup", "LDC": "ldc"}
+         "WARPGROUP": "warpgroup", "LDC": "ldc", "S2R": "s2r"}
 
 
 MEMORY = ("LDG", "STG", "LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS", "ATOMG", "REDG", "SHFL", "LD", "ST", "LDL",
@@ -66,9 +66,21 @@ UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2
            "RET", "MOV", "LDC", "WARPGROUP", "FENCE")
 
 
-def _pipe(ins: SassInstruction) -> str | None:
+#: integer multiply-adds issue to the FMA-heavy half of the FP32 pipe, not to the ALU; FP16x2 ops to both halves
+#: at once. source: NVIDIA (Greg Smith) on the developer forum,
+#: https://forums.developer.nvidia.com/t/separate-cuda-core-pipeline-for-fp16-and-fp32/302018/7 ("On GA10x:
+#: FMAheavy pipe handles IMAD, IDP, and FP32 operations. FMAlite pipe handles FP32. FP16x2 operations are
+#: dual-issued to both FMAheavy and FMAlite pipe. On GH100: same as GA10x for FMA pipes and FP16x2"); read
+#: when the hwconfig's fma pipe gives pipes[].heavy_lanes, else integer multiply-adds stay on the ALU
+HEAVY = ("IMAD", "IMUL", "IDP")
+PAIRED = ("HADD2", "HMUL2", "HFMA2")
+ANY, HEAVY_ONLY, BOTH = 0, 1, 2  # which half of a split fma pipe an instruction takes (Pipe.heavy_lanes)
+
+
+def _pipe(ins: SassInstruction, split: bool = False) -> str | None:
     """The pipe class (sim.hw.PIPE_CLASSES) an instruction occupies; None for memory instructions (their
-    units are the memory system's) and for control and uniform-datapath ones, which take no unit here."""
+    units are the memory system's) and for control and uniform-datapath ones, which take no unit here.
+    split: the fma pipe has an FMA-heavy half (Pipe.heavy_lanes), which takes the integer multiply-adds."""
     op = ins.opcode
     if op in MEMORY:  # charged by the memory system's own units (SharedBanks ports, L2Port, DRAM banks)
         return None
@@ -80,6 +92,8 @@ def _pipe(ins: SassInstruction) -> str | None:
         return "sfu"
     if op in ("DADD", "DMUL", "DFMA", "DSETP"):
         return "fp64"
+    if op in HEAVY:
+        return "fma" if split else "alu"
     if op.startswith("F") or op.startswith("H"):
         return "fma"
     return "alu"
@@ -179,6 +193,11 @@ class SassTiming:
         self.ctas_total = ctas_total
         self.bulk = BulkTiming(self)  # TMA copies, their landings, mbarrier sleeps (sim/sass/timing_tma.py)
         self.const_ops: dict[int, tuple[tuple[int, int], ...]] = {}  # pc -> its constant operands (_consts)
+        self.imc = bool(hw.constant is not None and hw.constant.imm_line)  # immediate-constant cache modelled
+        fma = hw.pipe_for("fma")
+        self.split = bool(fma.heavy_lanes)  # the fma pipe is an FMA-heavy and an FMA-lite half (source: HEAVY)
+        self.halves = (fma.heavy_lanes or fma.lanes, fma.lanes - (fma.heavy_lanes or 0))  # lanes: heavy, lite
+        self.pipes: dict[int, tuple[str | None, int]] = {}  # id(instruction) -> (pipe class, ANY/HEAVY_ONLY/BOTH)
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
         if self.clusters is not None:  # whole clusters on groups of cores (sim/sass/timing_cluster.py)
@@ -217,8 +236,15 @@ class SassTiming:
             if wt.sb[s] > t:
                 return "scoreboard"
         ins = self.L.code[g.pc]
-        p = _pipe(ins)
-        if p is not None and self.cores[wt.core].pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) > t:
+        if self.imc:  # an immediate operand's line not in the immediate-constant cache: stall here (imc_miss)
+            consts = self._consts(g.pc, ins) if ROLES.get(ins.opcode) != "ldc" else ()
+            if consts:
+                at = self.cores[wt.core].mem.const.imm_read(t, consts)  # type: ignore[union-attr]
+                if at > t:
+                    wt.ready = at
+                    return "memory"
+        p, half = self._pipe_of(ins)
+        if p is not None and self._free(self.cores[wt.core], wt.sched, p, half) > t:
             return "pipe_busy"
         if ROLES.get(ins.opcode) == "depbar":
             m = _DEPBAR.search(ins.text)
@@ -269,7 +295,7 @@ class SassTiming:
             wt.groups.append(wt.pending_ldgsts)
             wt.pending_ldgsts = 0
         if self.trace is not None:
-            self._trace(wt, ins, port or _pipe(ins) or ROLES.get(ins.opcode) or "issue", taken, done)
+            self._trace(wt, ins, port or self._pipe_of(ins)[0] or ROLES.get(ins.opcode) or "issue", taken, done)
         if ctl.write_barrier is not None:
             wt.sb[ctl.write_barrier] = max(wt.sb[ctl.write_barrier], done)
         if ctl.read_barrier is not None:
@@ -308,7 +334,9 @@ class SassTiming:
             return ready - t
         if ROLES.get(ins.opcode) == "shared":
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
-        return self.hw.pipe_for(_pipe(ins) or "alu").latency
+        if ROLES.get(ins.opcode) == "s2r" and self.hw.core.s2r_latency:
+            return self.hw.core.s2r_latency  # source: core.s2r_latency
+        return self.hw.pipe_for(self._pipe_of(ins)[0] or "alu").latency
 
     def _store_units(self, c: _CoreT, rec: SassExecuted) -> float:
         """What a global store costs the core's store port, in bytes at its rate: its bytes, or, when more,
@@ -353,7 +381,7 @@ class SassTiming:
         """The pipe unit takes its next warp instruction after warp_size / lanes cycles (HMMA: its MACs /
         lanes; a GMMA: wgmma.issue cycles, its MACs run from the unit's queue), times the pipe's interval;
         source: pipes[].lanes, .interval, .count and wgmma.issue of the hwconfig."""
-        p = _pipe(ins)
+        p, half = self._pipe_of(ins)
         if p is None:
             return
         pipe = self.hw.pipe_for(p)
@@ -363,7 +391,41 @@ class SassTiming:
             return
         work = _macs(ins) if p == "tensor" else self.hw.warp_size
         key = (p, s % pipe.count)
+        if p == "fma" and self.split:  # the FMA-heavy half is key, the FMA-lite half ("fma.lite", unit)
+            lite = ("fma.lite", key[1])
+            if half == BOTH:
+                end = max(self.t, c.pipe_free.get(key, 0), c.pipe_free.get(lite, 0)) + \
+                    max(1, -(-work // pipe.lanes)) * pipe.interval
+                c.pipe_free[key] = c.pipe_free[lite] = end
+                return
+            if half == ANY and c.pipe_free.get(lite, 0) <= max(self.t, c.pipe_free.get(key, 0)):
+                key, lanes = lite, self.halves[1]  # FP32 prefers the lite half and leaves the heavy one free
+            else:
+                lanes = self.halves[0]
+            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // lanes)) * pipe.interval
+            return
         c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
+
+    def _pipe_of(self, ins: SassInstruction) -> tuple[str | None, int]:
+        """(pipe class, ANY / HEAVY_ONLY / BOTH: the halves of a split fma pipe it may take), per instruction."""
+        got = self.pipes.get(id(ins))
+        if got is None:
+            p = _pipe(ins, self.split)
+            half = ANY
+            if p == "fma" and self.split:
+                half = HEAVY_ONLY if ins.opcode in HEAVY else BOTH if ins.opcode in PAIRED else ANY
+            got = self.pipes[id(ins)] = (p, half)
+        return got
+
+    def _free(self, c: _CoreT, s: int, p: str, half: int) -> int:
+        """The cycle a unit of pipe class p on scheduler s's side can take the instruction (split fma pipe: the
+        heavy half, either half, or both)."""
+        unit = s % self.hw.pipe_for(p).count
+        busy = c.pipe_free.get((p, unit), 0)
+        if p != "fma" or not self.split or half == HEAVY_ONLY:
+            return busy
+        lite = c.pipe_free.get(("fma.lite", unit), 0)
+        return max(busy, lite) if half == BOTH else min(busy, lite)
 
     def _release_bars(self, c: _CoreT) -> None:
         for cta, _ in c.ctas:
@@ -447,8 +509,8 @@ class SassTiming:
                     if g is None:
                         continue
                     ins = self.L.code[g.pc]
-                    p = _pipe(ins)
-                    busy = c.pipe_free.get((p, wt.sched % self.hw.pipe_for(p).count), 0) if p else 0
+                    p, half = self._pipe_of(ins)
+                    busy = self._free(c, wt.sched, p, half) if p else 0
                     cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits), self._group_wait(wt, ins)])
                     if cand > self.t:
                         nxt = min(nxt, cand)

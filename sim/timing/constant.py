@@ -26,6 +26,10 @@ class ConstantCache:
         self.user_miss_latency = c.user_miss_latency
         self.ldc_latency = c.ldc_latency
         self.fill: dict[tuple[int, int], int] = {}  # (bank, line) -> cycle its data is there
+        # the immediate-constant cache (SASS mode), when the hwconfig describes it: (bank, line) -> cycle
+        self.imm_line = c.imm_line or 0
+        self.imm_miss = c.imm_miss_latency or 0
+        self.imm: dict[tuple[int, int], int] = {(0, o // self.imm_line): 0 for o in c.imm_ready} if c.imm_line else {}
 
     def read(self, t: int, bank: int, offsets: Iterable[int]) -> int:
         """The cycle the bytes at `offsets` of constant bank `bank`, read at cycle t, are there (t on a
@@ -40,3 +44,14 @@ class ConstantCache:
         """The cycle the lines of `offsets` are there, without asking for any (0: every line is there or
         none was asked for)."""
         return max((self.fill.get((bank, int(o) // self.line), 0) for o in offsets), default=0)
+
+    def imm_read(self, t: int, consts: Iterable[tuple[int, int]]) -> int:
+        """The cycle the immediate operands `consts` ((bank, offset) pairs) of an instruction issuing at t are
+        in the immediate-constant cache (t when there; a line not yet asked for starts its fill at t)."""
+        ready = t
+        if not self.imm_line:
+            return t
+        for bank, off in consts:
+            at = self.imm.setdefault((bank, off // self.imm_line), t + self.imm_miss)
+            ready = max(ready, at)
+        return ready
