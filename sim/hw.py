@@ -215,7 +215,7 @@ class Tma:
 @dataclass(frozen=True)
 class Constant:
     """The core's indexed constant cache (what LDC and PTX's ld.param / ld.const read; immediate c[bank][offset]
-    operands take a path of their own and never wait), empty at every launch: the first read of a line by a
+    operands take a cache of their own, the imm_* fields below), empty at every launch: the first read of a line by a
     core costs `miss_latency` (kernel parameters, bank 0) or `user_miss_latency` (other banks: __constant__
     data), a read of a line in flight waits for that fill, later reads hit (sim/timing/constant.py)."""
 

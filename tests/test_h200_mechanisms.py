@@ -89,7 +89,8 @@ def test_cluster_barrier_releases_after_its_own_latency():
 def test_sass_ldc_waits_for_a_cold_line_and_immediates_do_not():
     """SASS mode, one warp: the kernel's first instruction, LDC R1, c[0x0][0x28], issues at once and its
     result comes constant.miss_latency later (the line is cold at launch); ULDC.64 c[0x0][0x208] (an immediate
-    operand) issues right after it; the LDC of the parameter (line 0x200) misses too. Without hw.constant an
+    operand of the line constant.imm_ready has there at launch) issues right after it; the LDC of the parameter
+    (line 0x200) misses too. Without hw.constant an
     LDC takes the alu pipe's latency."""
     from sim.sass.timing import simulate_sass
 
@@ -363,3 +364,39 @@ def test_sass_imad_takes_the_fma_heavy_half_beside_the_alu():
     old = issue(dataclasses.replace(hw, pipes=tuple(dataclasses.replace(p, heavy_lanes=None) for p in hw.pipes)))
     span = [max(t for t, _ in x) - min(t for t, _ in x) for x in (new, old)]
     assert span[0] < span[1]  # the two pipes overlap
+
+
+def test_immediate_constant_lines_miss_once():
+    c = ConstantCache(dataclasses.replace(CC, imm_line=32, imm_miss_latency=86, imm_ready=(512,)))
+    assert c.imm_read(5, [(0, 0x208)]) == 5  # the descriptor's line is there at launch
+    assert c.imm_read(5, [(0, 0x238)]) == 91 and c.imm_read(40, [(0, 0x220)]) == 91  # cold, then in flight
+    assert c.imm_read(100, [(0, 0x23c), (0, 0x208)]) == 100 and c.imm_read(100, [(3, 0x238)]) == 186
+    assert ConstantCache(CC).imm_read(7, [(0, 0x400)]) == 7  # no imm_line: immediates never wait
+
+
+@pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
+def test_sass_immediate_operand_waits_for_its_line():
+    """The sixth parameter (c[0x0][0x238], a line not there at launch) reaches its IMADs through ULDC: the warp
+    stalls at the ULDC constant.imm_miss_latency cycles (Nsight Compute's imc_miss), the ULDC.64 of the
+    descriptor's line (ready at launch) does not; without constant.imm_line no immediate waits."""
+    from sim.sass.timing import simulate_sass
+
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 k_param_0, "
+            ".param .u64 k_param_1, .param .u64 k_param_2, .param .u64 k_param_3, .param .u64 k_param_4, "
+            ".param .u32 k_param_5)\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [k_param_0];\n"
+            "cvta.to.global.u64 %rd2, %rd1;\nmov.u32 %r1, %tid.x;\nld.param.u32 %r2, [k_param_5];\n"
+            "mul.lo.u32 %r3, %r1, %r2;\nmul.lo.u32 %r5, %r3, %r2;\nst.global.u32 [%rd2], %r5;\nret;\n}\n")
+    hw = load_hw("h200.yaml")
+    assert hw.constant is not None and hw.constant.imm_miss_latency == 86
+
+    def issue(h):
+        launch = Launch("k", (1, 1, 1), (32, 1, 1), [Arg("buffer", "u32", array=np.zeros(4, dtype=np.uint32))]
+                        + [Arg("scalar", "u64", value=0)] * 4 + [Arg("scalar", "u32", value=7)])
+        r = simulate_sass(text, launch, h, trace=True)
+        ev = [(e["name"], e["ts"]) for e in r.trace or [] if e.get("ph") == "X" and e["tid"] < 100000]
+        before = max(t for n, t in ev if n.startswith("LDC.64"))
+        return next(t for n, t in ev if n.startswith("ULDC UR4, c[0x0][0x238]")) - before, \
+            next(t for n, t in ev if n.startswith("ULDC.64")) - next(t for n, t in ev if n.startswith("IMAD R5"))
+
+    assert issue(hw) == (87, 1)  # the LDC.64 issues, the ULDC waits for its line
+    assert issue(dataclasses.replace(hw, constant=dataclasses.replace(hw.constant, imm_line=None))) == (1, 1)

@@ -10,6 +10,10 @@ the SM at launch, the rest comes from the L2. A read of a line whose fill is in 
 (one miss per line and core); the cache lives as long as the core's simulation of one launch.
 
 PTX mode asks it for ld.param / ld.const (sim/timing/memory.py), SASS mode for LDC (sim/sass/timing.py).
+SASS mode also asks `imm_read` for the immediate operands (ULDC, c[bank][offset] in an ALU instruction) when
+the hwconfig describes the immediate-constant cache (constant.imm_line): 32 B lines, a miss costs ~86 cycles
+(const_cold's imm case), the warp stalls at the instruction until the line is there (Nsight Compute's
+imc_miss stall), the descriptor's line c[0x0][0x200..0x21f] is there at launch.
 """
 
 from __future__ import annotations
