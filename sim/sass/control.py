@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 NO_BARRIER = 7
@@ -41,9 +42,9 @@ class Control:
         53 silicon-suite kernels all 469 instructions with a stall of 12-15 have the bit clear."""
         return not self.yield_flag
 
-    @property
+    @cached_property
     def waits(self) -> tuple[int, ...]:
-        """The slots this instruction waits on, ascending."""
+        """The slots this instruction waits on, ascending (computed once per Control)."""
         return tuple(i for i in range(SLOTS) if self.wait_mask >> i & 1)
 
     def encode(self) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sim.sass.control import Control, decode
 from sim.sass.tools import DEFAULT_ARCH, SassError, compile_ptx
@@ -86,8 +87,9 @@ class SassInstruction:
         """Opcode with its modifiers: ``LDSM.16.M88.4``."""
         return ".".join((self.opcode, *self.modifiers))
 
-    @property
+    @cached_property
     def control(self) -> Control:
+        """The decoded control code (decoded once per instruction: the timing loop reads it every cycle)."""
         return decode(self.hi)
 
     @property

@@ -452,28 +452,31 @@ class SassTiming:
             issued = False
             idle: list[str] = []  # why each scheduler without an issue this cycle had none
             for c in self.cores:
+                here = False  # an issue on this core: only then can a barrier complete or a CTA end
                 for s, sched in enumerate(c.scheds):
                     if not sched:
                         continue
                     n = len(sched)
                     k = c.last[s] % n
-                    order = [k] + [(k + 1 + i) % n for i in range(n - 1)]
                     reason = "no_eligible"
-                    for j in order:
+                    for i in range(n):
+                        j = (k + i) % n
                         r = self._eligible(sched[j])
                         if r == "":
                             prev = sched[j]
                             self._issue(c, s, prev)
                             ctl_yield = self.L.code[prev.w.rec.index].control.yields if prev.w.rec else False
                             c.last[s] = j + 1 if ctl_yield else j
-                            issued = True
+                            here = True
                             break
                         if r != "done":
                             reason = r
                     else:
                         idle.append(reason)
-                self._release_bars(c)
-                self._retire(c)
+                if here:  # (the functional state _release and _retire read changes only by an issue)
+                    issued = True
+                    self._release_bars(c)
+                    self._retire(c)
             if self.clusters is not None:  # UCGABAR waits whose cluster arrived (sim/sass/timing_cluster.py)
                 self.clusters.release()
             if not issued:
