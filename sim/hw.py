@@ -79,6 +79,9 @@ class Core:
     # distinct l2.line-byte lines of global stores one core drains per cycle (a warp store to 32 lines costs
     # 32 of them whatever its bytes); None: not limited. Read by SASS timing, with store_bytes_per_cycle
     store_lines_per_cycle: float | None = None
+    # bytes per cycle one core drains of global stores that write whole l2.line-byte lines (a warp store's
+    # lanes covering every byte of a line); None: such lines drain as partial ones. Read by SASS timing only
+    full_line_store_bytes_per_cycle: float | None = None
     # distinct addresses of global atomics / reductions one core sends towards the L2 per cycle (each is
     # its own read-modify-write there; one warp instruction takes as many cycles as it has); None: not limited
     atomic_addresses_per_cycle: float | None = None
@@ -134,6 +137,9 @@ class Cache:
     bandwidth_gbps: float | None = None
     # GB/s of stores this level absorbs from all cores together; None: not limited
     write_bandwidth_gbps: float | None = None
+    # the same for stores of whole lines (core.full_line_store_bytes_per_cycle), all cores together; None:
+    # not limited beyond the per-core rate. Read by SASS timing only
+    full_line_write_bandwidth_gbps: float | None = None
     # bytes one miss fetches (an aligned block of whole sectors); None: only the missing sectors
     fill: int | None = None
     # a cache split into two partitions: the address bits whose parity picks a line's home partition;

@@ -223,26 +223,28 @@ def _stores(stride: int) -> str:
 
 @pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
 def test_sass_scattered_stores_drain_by_lines():
-    """One warp, four STG.E: coalesced (128 B in one line) each takes the store port 128 / store_bytes_per_cycle
-    cycles after the one before; scattered (4 B in each of 32 lines) 32 / store_lines_per_cycle cycles."""
+    """One warp, four STG.E: a store writing one whole line (lane i at 4 i) takes the store port 128 /
+    full_line_store_bytes_per_cycle cycles after the one before (benchmarks/sass_probe st_f32); half of each of two
+    lines (8 i) 128 / store_bytes_per_cycle; 4 B in each of 32 lines (128 i) 32 / store_lines_per_cycle cycles.
+    Without core.full_line_store_bytes_per_cycle a whole line drains as a partial one."""
     from sim.sass.timing import simulate_sass
 
     hw = load_hw("h200.yaml")
     c = hw.core
-    assert c.store_bytes_per_cycle and c.store_lines_per_cycle
+    assert c.store_bytes_per_cycle and c.store_lines_per_cycle and c.full_line_store_bytes_per_cycle == 32
 
-    def taken(stride: int) -> list[int]:
+    def gaps(stride: int, h=hw) -> list[int]:
         launch = Launch("k", (1, 1, 1), (32, 1, 1), [Arg("buffer", "u32", array=np.zeros(8192, dtype=np.uint32))])
-        r = simulate_sass(_stores(stride), launch, hw, trace=True)
-        return sorted(e["ts"] for e in r.trace or [] if e.get("ph") == "X" and e["tid"] >= 100000
-                      and e["name"].startswith("STG"))
-
-    def gaps(ts: list[int]) -> list[int]:
+        r = simulate_sass(_stores(stride), launch, h, trace=True)
+        ts = sorted(e["ts"] for e in r.trace or [] if e.get("ph") == "X" and e["tid"] >= 100000
+                    and e["name"].startswith("STG"))
         return [b - a for a, b in zip(ts, ts[1:])]
 
-    port = 128 / c.store_bytes_per_cycle
-    assert all(abs(g - port) <= 1 for g in gaps(taken(4)))
-    assert gaps(taken(128)) == [round(32 / c.store_lines_per_cycle)] * 3
+    assert gaps(4) == [round(128 / c.full_line_store_bytes_per_cycle)] * 3
+    assert all(abs(g - 128 / c.store_bytes_per_cycle) <= 1 for g in gaps(8))
+    assert gaps(128) == [round(32 / c.store_lines_per_cycle)] * 3
+    old = dataclasses.replace(hw, core=dataclasses.replace(c, full_line_store_bytes_per_cycle=None))
+    assert all(abs(g - 128 / c.store_bytes_per_cycle) <= 1 for g in gaps(4, old))
 
 
 L1READS = """ld.global.u32 %r2, [%rd2];
@@ -400,3 +402,26 @@ def test_sass_immediate_operand_waits_for_its_line():
 
     assert issue(hw) == (87, 1)  # the LDC.64 issues, the ULDC waits for its line
     assert issue(dataclasses.replace(hw, constant=dataclasses.replace(hw.constant, imm_line=None))) == (1, 1)
+
+
+@pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
+def test_sass_s2r_result_after_its_latency():
+    """S2R SR_TID.X's consumer issues core.s2r_latency cycles after it (benchmarks/sass_probe s2r case); without
+    the field the alu pipe's latency, so the consumer issues as soon as the instructions before it have."""
+    from sim.sass.timing import simulate_sass
+
+    text = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 k_param_0)\n{\n" \
+           ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [k_param_0];\ncvta.to.global.u64 %rd2, %rd1;\n" \
+           "mov.u32 %r1, %tid.x;\nmul.lo.u32 %r2, %r1, %r1;\nst.global.u32 [%rd2], %r2;\nret;\n}\n"
+    hw = load_hw("h200.yaml")
+    assert hw.core.s2r_latency == 26
+
+    def gap(h) -> int:
+        launch = Launch("k", (1, 1, 1), (32, 1, 1), [Arg("buffer", "u32", array=np.zeros(4, dtype=np.uint32))])
+        r = simulate_sass(text, launch, h, trace=True)
+        ev = [(e["name"], e["ts"]) for e in r.trace or [] if e.get("ph") == "X" and e["tid"] < 100000]
+        s2r = next(t for n, t in ev if n.startswith("S2R"))
+        return next(t for n, t in ev if n.startswith("IMAD R")) - s2r
+
+    assert gap(hw) == 26
+    assert gap(dataclasses.replace(hw, core=dataclasses.replace(hw.core, s2r_latency=None))) < 26  # program order

@@ -135,6 +135,18 @@ def store_rate(hw: HwConfig, sharing_cores: int) -> float | None:
     return min(rates) if rates else None
 
 
+def full_line_rate(hw: HwConfig, sharing_cores: int) -> float | None:
+    """Bytes per cycle one core drains of stores that write whole lines: core.full_line_store_bytes_per_cycle,
+    or its share of l2.full_line_write_bandwidth_gbps over the busy cores when that is less (None: whole lines
+    drain as partial ones)."""
+    if not hw.core.full_line_store_bytes_per_cycle:
+        return None
+    rates = [hw.core.full_line_store_bytes_per_cycle]
+    if hw.l2.full_line_write_bandwidth_gbps:
+        rates.append(hw.l2.full_line_write_bandwidth_gbps * 1e3 / hw.clock_mhz / max(1, sharing_cores))
+    return min(rates)
+
+
 class _WarpT:
     __slots__ = ("w", "core", "sched", "ready", "sb", "groups", "pending_ldgsts", "wg_open", "wg_groups",
                  "bulk_open", "mbar_sleep")
@@ -158,6 +170,7 @@ class _CoreT:
         self.mem = CoreMemory(hw, dev)
         self.atomics = DrainPort(hw.core.atomic_addresses_per_cycle)
         self.stores = DrainPort(store_rate(hw, dev.sharing_cores or 1))
+        self.full_lines = full_line_rate(hw, dev.sharing_cores or 1)  # B/cycle of whole-line stores
         self.ctas: list[tuple[Cta, int]] = []  # resident (CTA, start cycle)
         self.scheds: list[list[_WarpT]] = [[] for _ in range(hw.core.schedulers)]
         self.last = [0] * hw.core.schedulers
@@ -341,14 +354,29 @@ class SassTiming:
     def _store_units(self, c: _CoreT, rec: SassExecuted) -> float:
         """What a global store costs the core's store port, in bytes at its rate: its bytes, or, when more,
         its distinct lines at core.store_lines_per_cycle (docs/micro-store.md: a warp store to 8 lines of
-        16 B drains at both limits at once, 4 B to each of 32 lines at the line limit)."""
+        16 B drains at both limits at once, 4 B to each of 32 lines at the line limit). Lines the store writes
+        whole drain at core.full_line_store_bytes_per_cycle instead (benchmarks/sass_probe st_f32 / st_v4:
+        ~32 B/cycle where 16-32 B per line drain at 8)."""
         assert rec.addrs is not None
         nbytes = float(len(rec.addrs) * rec.size)
         lpc = self.hw.core.store_lines_per_cycle
-        if not lpc or not c.stores.rate:
+        if not c.stores.rate or (not lpc and not c.full_lines):
             return nbytes
-        lines = len(np.unique(rec.addrs.astype(np.int64) // self.hw.l2.line))
-        return max(nbytes, lines * c.stores.rate / lpc)
+        a = rec.addrs.astype(np.int64)
+        line = self.hw.l2.line
+        nlines = len(np.unique(a // line))
+        full = 0
+        if c.full_lines and rec.size * len(a) >= line:  # lines whose every byte this store writes
+            byte = np.unique((a[:, None] + np.arange(rec.size, dtype=np.int64)[None, :]).ravel())
+            _, per_line = np.unique(byte // line, return_counts=True)
+            full = int(np.count_nonzero(per_line == line))
+        part = nlines - full
+        part_bytes = nbytes - full * line
+        cycles = max(part_bytes / c.stores.rate, part / lpc if lpc else 0.0)
+        if full:
+            assert c.full_lines is not None
+            cycles += full * line / c.full_lines
+        return cycles * c.stores.rate
 
     def _consts(self, pc: int, ins: SassInstruction) -> tuple[tuple[int, int], ...]:
         """(bank, offset) of the instruction's c[bank][offset] operands (a register-indexed one by its
