@@ -171,10 +171,11 @@ def test_global_reductions_pass_the_atomic_port_one_address_a_cycle(same, addres
 
 @needs_tools
 def test_global_stores_drain_at_the_store_rate():
-    """A 32-lane f32 STG carries 128 bytes: at core.store_bytes_per_cycle 8 (no L2 write limit) the store
-    port takes the next one 16 cycles later."""
+    """A 32-lane f32 STG carries 128 bytes: at core.store_bytes_per_cycle 8 (no L2 write limit, whole lines
+    not drained faster) the store port takes the next one 16 cycles later."""
     hw = load_hw("h200.yaml")
-    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, store_bytes_per_cycle=8.0),
+    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, store_bytes_per_cycle=8.0,
+                                                          full_line_store_bytes_per_cycle=None),
                              l2=dataclasses.replace(hw.l2, write_bandwidth_gbps=None))
     start = np.zeros(256, dtype=np.uint32)
     log, units, out = _drain_events(RED.replace("{a}", "%rd3"), hw, start)
