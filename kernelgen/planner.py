@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelgen.constraints import evaluate, first_violated
-from kernelgen.models.bound import analytic_bound, fill_bound, uses_shared_model
+from kernelgen.models.bound import analytic_bound, busy_bound, fill_bound, uses_shared_model, utilization_bound
 from kernelgen.models.movement import Movement, movement
 from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import (
@@ -64,8 +64,9 @@ class Evaluated:
 class Rejection:
     layer: str
     constraint: str  # e.g. "registers_per_thread <= 255"
-    metric: float  # the candidate's value of the metric
+    metric: float  # the candidate's value of the metric (on_bound: an upper bound of it)
     tiling: Tiling
+    on_bound: bool = False  # rejected untimed: an upper bound of the metric already violates the constraint
 
 
 @dataclass
@@ -170,10 +171,11 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     hard = [c for c in spec.constraints if c.hard]
     soft = [c for c in spec.constraints if not c.hard]
 
-    def reject(layer: str, constraint: str, metric: float, t: Tiling) -> None:
-        pruned.setdefault(layer, {}).setdefault(constraint, 0)
-        pruned[layer][constraint] += 1
-        rejections.append(Rejection(layer, constraint, metric, t))
+    def reject(layer: str, constraint: str, metric: float, t: Tiling, on_bound: bool = False) -> None:
+        why = constraint + (ON_BOUND if on_bound else "")
+        pruned.setdefault(layer, {}).setdefault(why, 0)
+        pruned[layer][why] += 1
+        rejections.append(Rejection(layer, constraint, metric, t, on_bound))
 
     # layer 0: spec tiling ranges
     ranged: list[Tiling] = []
@@ -242,12 +244,21 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         y = sync_plan(t, hw, ktiles, per_tile, mv.l2_hit_rate, s.ctas_per_core)
         staged.append((t, mv, rg, s, y))
 
+    # hard constraints ">=" over observables that fall as the cycles rise: the bounded search rejects on their
+    # upper bounds (over_bound) and checks the busy bound against the counts of every candidate it times
+    upper = [] if exhaustive else [c for c in hard if c.op == ">=" and c.key in UPPER_KEYS]
+
     def timed(t: Tiling, mv: Movement, rg: RegisterEstimate, s: Schedule, y: SyncPlan) -> Evaluated | None:
         """The candidate with its prediction and utilization, or None if a hard constraint rejects it."""
         ktiles = -(-K // t.bk)
         cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
         ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
         busy = pipe_busy(spec, t, hw, ktiles, s.ctas, cm.terms.get("extra_passes", 0.0))
+        if upper:  # the count-free busy bound that rejections on an upper bound rely on, never silently
+            over = next((n for n, b in (busy_bound(spec, t, hw, shape) or {}).items() if b < busy[n]), None)
+            if over is not None:
+                raise BoundAbove(f"{t.key()}: pipe {over} busy {busy[over]:g} above its bound (models/bound.py "
+                                 "busy_bound)")
         ev.utilization = {p.name: min(1.0, busy.get(p.name, 0.0) / max(1.0, ev.cycles * p.count * cm.cores_used))
                           for p in hw.pipes}
         ev.utilization["dram"] = min(1.0, mv.dram_cycles / max(1, ev.cycles))
@@ -264,7 +275,18 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             return None
         return ev
 
+    def over_bound(t: Tiling, mv: Movement, cycles_lb: float, counted: bool) -> bool:
+        """Reject t untimed (True) where an upper bound of a hard constraint's observable, from a lower bound
+        of its cycles, already violates it (_upper_metric); the bounded search only."""
+        for c in upper:
+            v = _upper_metric(spec, t, hw, shape, mv, cycles_lb, c.key, counted)
+            if v is not None and _violates(c, v):
+                reject("schedule", c.text(), v, t, on_bound=True)
+                return True
+        return False
+
     bounded: list[Bounded] = []
+    extra_log: list[str] = []
     if exhaustive:
         nxt: list[Evaluated] = []
         for cand in staged:
@@ -291,23 +313,33 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             else:
                 free.append(cand)
         try:
-            alive, bounded, n_rejected = _bounded(spec, hw, shape, free, timed, soft)
+            alive, bounded, n_rejected = _bounded(spec, hw, shape, free, timed, soft, over_bound)
         except BoundAbove as above:  # a bound above a model's cycles: no pruning can be trusted, time them all
             p = plan(spec, hw, variant, verbose, only, exhaustive=True)
             p.log.insert(0, f"branch and bound refused, searched exhaustively: {above} (a cycle-model term that "
                             "models/bound.py mirrors has changed: tests/test_plan_bound.py fails too)")
+            return p
+        if not alive and any(r.on_bound for r in rejections):  # nothing timed checked the busy bound: confirm
+            p = plan(spec, hw, variant, verbose, only, exhaustive=True)
+            p.log.insert(0, "every candidate rejected or rejected on an upper bound: searched exhaustively to confirm")
             return p
         layers_log.append(("schedule", len(fitted), len(free) + len(staged) - len(free) - n_rejected))
         layers_log.append(("sync", len(staged) - n_rejected, len(free) - n_rejected))
         layers_log.append(("bound", len(free) - n_rejected, len(alive)))
         if bounded:
             pruned.setdefault("bound", {})[BOUND_REASON] = len(bounded)
+        n_upper = sum(1 for r in rejections if r.on_bound)
+        if n_upper:
+            extra_log.append(f"schedule: {n_upper} candidates rejected untimed on an upper bound of their "
+                             f"{' / '.join(sorted({r.constraint for r in rejections if r.on_bound}))} observable "
+                             "(busy cycles / a lower bound of the cycles: csv value <=X)")
 
     log = []
     for layer, before, after in layers_log:
         why = "; ".join(f"{n} by {k}" for k, n in pruned.get(layer, {}).items())
         log.append(f"layer {layer}: {before} -> {after} candidates" + (f" ({before - after} removed: {why})"
                                                                         if before != after else ""))
+    log += extra_log
     if not alive:
         raise UsageError(_infeasible(rejections, layers_log))
 
@@ -326,6 +358,36 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     secs = time.perf_counter() - t0
     log.append(f"chose {best.tiling.key()}: {best.cycles} cycles predicted, {len(front)} on the Pareto frontier")
     return Plan(spec, hw, shape, best, pts, pruned, total, secs, log, rejections, bounded, exhaustive)
+
+
+ON_BOUND = " (on an upper bound, untimed)"
+# hard constraints ">=" over observables that fall as the cycles rise: an upper bound from a cycles lower bound
+UPPER_KEYS = ("alu_utilization", "tensor_utilization", "bandwidth_demand_gbps")
+
+
+def _upper_metric(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], mv: Movement,
+                  cycles_lb: float, key: str, counted: bool = False) -> float | None:
+    """An upper bound of _metric(ev, key) for the candidate t of any timing with cycles >= cycles_lb, or None
+    where there is none: utilization from bound.utilization_bound (the pipes' busy cycles over the cycles'
+    lower bound; the keys as ``timed`` fills ev.utilization: a pipe named like the class, else the pipe that
+    serves it), bandwidth demand from the DRAM bytes over it."""
+    if key == "bandwidth_demand_gbps":
+        return mv.dram_bytes * hw.clock_mhz * 1e6 / max(1.0, cycles_lb) / 1e9
+    names = {p.name for p in hw.pipes}
+    classes = ("tensor", "fma") if key == "alu_utilization" else ("tensor",)
+    pick: list[str] = []
+    for cls in classes:
+        try:
+            pick.append(cls if cls in names else hw.pipe_for(cls).name)
+        except KeyError:
+            pass
+    if not pick:
+        return 0.0
+    try:
+        u = utilization_bound(spec, t, hw, shape, cycles_lb, tuple(pick), counted)
+    except KeyError:
+        return None
+    return max(u.values())
 
 
 BOUND_REASON = "cycles lower bound > the score of a timed survivor with no more registers and shared memory"
@@ -373,7 +435,7 @@ def _counted_first(t: Tiling) -> bool:
 
 
 def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: list[Staged], timed: Any,
-             soft: list[Constraint]) -> tuple[list[Evaluated], list[Bounded], int]:
+             soft: list[Constraint], over_bound: Any = None) -> tuple[list[Evaluated], list[Bounded], int]:
     """Branch and bound over the candidates that passed every layer but the timing: (the timed survivors
     in the order given, the candidates left untimed, the timed ones a hard constraint rejected).
 
@@ -408,6 +470,10 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
         if by is not None:
             untimed.append(Bounded(t, mv, rg, s, int(key), by))
             continue
+        # a hard constraint fails on its bound: busy from the counts once the second bound has built them
+        if over_bound is not None and key > 0 and over_bound(t, mv, key, taken == 2 and _counted_first(t)):
+            rejected += 1
+            continue
         if taken == 1:
             second = counted_bound if not get(t.variant).async_copies else fill_bound
             b = second(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
@@ -436,7 +502,8 @@ def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) ->
         counts.setdefault(r.constraint, []).append(r)
     binding = max(counts, key=lambda k: len(counts[k]))
     lower_is_better = not any(s in binding for s in (">=", "occupancy", "utilization"))
-    near = (min if lower_is_better else max)(counts[binding], key=lambda r: r.metric)
+    exact = [r for r in counts[binding] if not r.on_bound] or counts[binding]  # on_bound: metric is a bound
+    near = (min if lower_is_better else max)(exact, key=lambda r: r.metric)
     what = {"tiling": "value", "movement": "bytes", "registers": "registers"}.get(last, "value")
     if binding.startswith("bank_conflict_score"):
         what = "(bank-conflict score)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 from kernelgen.analysis import (
@@ -69,7 +70,8 @@ def candidates_csv(p: Plan) -> str:
     """Every candidate, one row each: the Pareto frontier first (ranked; status "pareto"), then the other
     timed survivors (ranked; "timed"), the candidates the bounded search left untimed (by bound;
     "untimed: cycles >= B > score S of KEY", cycles and score empty), the layers' rejections (in order;
-    "rejected: LAYER: CONSTRAINT (value)", only the tiling's columns)."""
+    "rejected: LAYER: CONSTRAINT (value)", only the tiling's columns; the bounded search's rejections on an
+    upper bound of the value: "rejected on its upper bound, untimed: LAYER: CONSTRAINT (<=bound)")."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_FIELDS)
@@ -90,8 +92,12 @@ def candidates_csv(p: Plan) -> str:
             b.movement.bank_conflict_score, b.schedule.bound_pipe, 0,
             f"untimed: cycles >= {b.bound} > score {round(b.by.score, 1):g} of {b.by.tiling.key()}"])
     for r in p.rejected:
-        w.writerow(tiling(r.tiling) + ["", "", "", "", "", "", "", 0, f"rejected: {r.layer}: {r.constraint} "
-                                                                       f"({r.metric:g})"])
+        if r.on_bound:  # an upper bound of the value (rounded up), the candidate never timed
+            up = math.ceil(r.metric * 1e4) / 1e4
+            status = f"rejected on its upper bound, untimed: {r.layer}: {r.constraint} (<={up:g})"
+        else:
+            status = f"rejected: {r.layer}: {r.constraint} ({r.metric:g})"
+        w.writerow(tiling(r.tiling) + ["", "", "", "", "", "", "", 0, status])
     return buf.getvalue()
 
 

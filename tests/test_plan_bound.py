@@ -57,11 +57,17 @@ def _same_outputs(ex: Plan, bd: Plan) -> None:
     for e in bd.survivors:  # every candidate the bounded search timed: the exhaustive figures, bit for bit
         assert repr(e) == repr(timed[e.tiling])
     # the schedule layer's hard constraints (alu_utilization, cycles, ...): the bounded search rejects a subset
-    # of the exhaustive search's rejections, with the same values; the others it left untimed
+    # of the exhaustive search's rejections, with the same values (on_bound: an upper bound of the value, the
+    # constraint's exact value violates it too); the others it left untimed
     rej_ex = {(r.tiling, r.constraint): r.metric for r in ex.rejected if r.layer == "schedule"}
     rej_bd = [r for r in bd.rejected if r.layer == "schedule"]
-    assert all(rej_ex[(r.tiling, r.constraint)] == r.metric for r in rej_bd)
+    assert all(rej_ex[(r.tiling, r.constraint)] == r.metric for r in rej_bd if not r.on_bound)
     rejected = {t for t, _ in rej_ex}
+    for r in rej_bd:
+        if r.on_bound:
+            assert r.tiling in rejected, r.tiling.key()
+            if (r.tiling, r.constraint) in rej_ex:
+                assert rej_ex[(r.tiling, r.constraint)] <= r.metric * (1 + 1e-12), r.tiling.key()
     for b in bd.bounded:  # each untimed one: its bound holds and its dominator beats it
         assert b.by.score < b.bound
         if b.tiling in rejected:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
-from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, wgmma_unit_cycles
+from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, pipe_busy, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -169,3 +169,68 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
     launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+# Instructions of a MAC-only pipe's classes (fma, tensor) that the prologue and epilogue may issue per
+# accumulator a thread holds, and per warp besides: the epilogue's per-element f32 arithmetic (alpha's mul,
+# beta's fma, scale, bias, activation, converts) is at most a few; 16 leaves room, and the planner checks
+# the bound against the counts of every candidate it times (BoundAbove).
+EPILOGUE_PER_ACC = 16
+EPILOGUE_PER_WARP = 64
+
+
+def busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> dict[str, float] | None:
+    """Upper bounds of schedule.pipe_busy's busy cycles of the pipes that serve only the multiply-add classes
+    (fma, tensor), before any instruction is counted, for an fma or mma variant of the shared model (else
+    None): the K loop issues exactly the MACs (bm bn bk over [warp_size] per FMA, over mma_macs per mma,
+    at the occupancy pipe_busy charges) and nothing else of those classes; the prologue and epilogue no mma
+    and at most EPILOGUE_PER_ACC fma-class instructions per accumulator of a thread (bm bn / threads) +
+    EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py."""
+    v = get(t.variant)
+    if v.compute_class not in ("fma", "tensor") or not uses_shared_model(t.variant):
+        return None
+    _, N, K = shape
+    pipes = _pipes(hw)
+    ws, T = hw.warp_size, t.threads
+    W = -(-T // ws)
+    ctas = -(-shape[0] // t.bm) * -(-N // t.bn)
+    ktiles = -(-K // t.bk)
+    cp = pipes[v.compute_class]
+    per_instr = t.mma_macs if v.compute_class == "tensor" else ws
+    occ_c = _occ(cp, cp.tensor_ops(t.mma_macs, spec.dtype_a) if v.compute_class == "tensor" else ws)
+    out: dict[str, float] = {}
+    for p in hw.pipes:
+        if not set(p.classes) <= {"fma", "tensor"}:
+            continue
+        busy = 0.0
+        if "fma" in p.classes:
+            busy += (EPILOGUE_PER_ACC * -(-(t.bm * t.bn) // T) + EPILOGUE_PER_WARP) * _occ(p, ws)
+        if p.name == cp.name:
+            busy += ktiles * (t.bm * t.bn * t.bk / (W * per_instr)) * occ_c
+        out[p.name] = busy * W * ctas
+    return out
+
+
+def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], cycles_lb: float,
+                      pipe_names: tuple[str, ...], counted: bool = False) -> dict[str, float]:
+    """Upper bounds of the utilization the planner computes for a timed candidate of the shared model
+    (kernelgen/planner.py ``timed``: min(1, busy / max(1, cycles x [pipes[].count] x cores used))) of the
+    pipes named, from a lower bound of its cycles: the busy cycles of a pipe other than the LSU do not
+    depend on the timing (schedule.pipe_busy: every emitted instruction times its occupancy; only the
+    LSU adds the model's shared-memory replays), and utilization falls as cycles rise, so cycles >=
+    cycles_lb gives utilization <= busy / max(1, cycles_lb x count x cores); busy from the counts where
+    ``counted`` (they are built already) or busy_bound does not cover the pipes, else from busy_bound.
+    Raises KeyError for the LSU (its busy reads the model's replays) and for a variant outside the shared
+    model (its cores differ)."""
+    if not uses_shared_model(t.variant):
+        raise KeyError(t.variant)
+    M, N, _ = shape
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    cores = hw.cores_used(ctas)  # [core.count]
+    pipes = {p.name: p for p in hw.pipes}
+    if any(pipes[n].name == _pipes(hw)["lsu"].name for n in pipe_names):
+        raise KeyError("lsu")
+    busy = {} if counted else busy_bound(spec, t, hw, shape) or {}
+    if not all(n in busy for n in pipe_names):  # counted, or a pipe that serves other classes too
+        busy = pipe_busy(spec, t, hw, -(-shape[2] // t.bk), ctas, 0.0)
+    return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * pipes[n].count * cores)) for n in pipe_names}
