@@ -330,9 +330,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             pruned.setdefault("bound", {})[BOUND_REASON] = len(bounded)
         n_upper = sum(1 for r in rejections if r.on_bound)
         if n_upper:
-            extra_log.append(f"schedule: {n_upper} candidates rejected untimed on an upper bound of their "
-                             f"{' / '.join(sorted({r.constraint for r in rejections if r.on_bound}))} observable "
-                             "(busy cycles / a lower bound of the cycles: csv value <=X)")
+            texts = ", ".join(sorted({r.constraint for r in rejections if r.on_bound}))
+            extra_log.append(f"schedule: {n_upper} candidates rejected untimed: at their lower bound of the cycles "
+                             f"(busy cycles or DRAM bytes over it: an upper bound) they already violate {texts} "
+                             "(candidates.csv: <=bound)")
 
     log = []
     for layer, before, after in layers_log:
