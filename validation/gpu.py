@@ -122,7 +122,7 @@ def _per_cta_cycles(arr: np.ndarray, slots: int | None) -> list[int]:
     per CTA is last - first; with one slot (or unknown) the raw values are returned."""
     vals = np.asarray(arr).view(np.uint64) if arr.dtype.itemsize == 8 else np.asarray(arr).astype(np.uint64)
     if slots and slots >= 2 and vals.size % slots == 0:
-        v = vals.reshape(-1, slots).astype(np.int64)
+        v = _written(vals.reshape(-1, slots).astype(np.int64))
         return [int(x) for x in (v[:, -1] - v[:, 0])]
     return [int(x) for x in vals]
 
@@ -133,8 +133,14 @@ def _phase_means(arr: np.ndarray, slots: int | None) -> list[float]:
     vals = np.asarray(arr).view(np.uint64) if arr.dtype.itemsize == 8 else np.asarray(arr).astype(np.uint64)
     if not slots or slots < 3 or vals.size % slots:
         return []
-    v = vals.reshape(-1, slots).astype(np.int64)
-    return [float(x) for x in np.diff(v, axis=1).mean(axis=0)]
+    v = _written(vals.reshape(-1, slots).astype(np.int64))
+    return [float(x) for x in np.diff(v, axis=1).mean(axis=0)] if len(v) else []
+
+
+def _written(v: np.ndarray) -> np.ndarray:
+    """The records a CTA wrote: a persistent kernel (wgmma_tma --profile) has one per CTA of its grid, fewer than
+    the buffer's (sized for one per tile, zero-initialised), so the all-zero records are no CTA's."""
+    return v[(v != 0).any(axis=1)]
 
 
 # --------------------------------------------------------------------------------------------

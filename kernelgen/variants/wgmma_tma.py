@@ -53,9 +53,11 @@ from typing import Any
 
 from kernelgen.counting import Counts, tally
 from kernelgen.emit_common import (
+    PROFILE_SLOTS,
     Param,
     ceil_div,
     emit_activation,
+    emit_profile_start,
     header_json,
     kernel_params,
     load_params,
@@ -86,6 +88,7 @@ GROUP_M = 8  # tile rows per group of the persistent tile order
 SHARED_LIMIT = 227 * 1024  # sm_90 dynamic shared memory per CTA (opt-in maximum)
 CLUSTERS = ((2, 1), (1, 2))  # (cluster_m, cluster_n) searched besides no cluster
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumer warpgroups (384 threads x 168)
+PROFILE_BARRIER = 3  # named barrier of the consumers at the end of a --profile kernel (1 + c: the TMA-store epilogue)
 
 
 def persistent_grid(t: Tiling, mn: tuple[int, int]) -> int:
@@ -94,6 +97,15 @@ def persistent_grid(t: Tiling, mn: tuple[int, int]) -> int:
     M, N = mn
     cluster_tiles = ceil_div(M, t.bm * t.cluster_m) * ceil_div(N, t.bn * t.cluster_n)
     return min(cluster_tiles, PERSISTENT_CTAS // t.cluster) * t.cluster
+
+
+def profile_tiles(t: Tiling, mn: tuple[int, int]) -> list[int]:
+    """Tiles each persistent CTA walks (its --profile record's tile count): CTA i takes tiles i, i + grid, ...
+    (cluster tiles, by cluster, with a cluster)."""
+    M, N = mn
+    tiles = ceil_div(M, t.bm * t.cluster_m) * ceil_div(N, t.bn * t.cluster_n)
+    walkers = persistent_grid(t, mn) // t.cluster
+    return [ceil_div(tiles - i // t.cluster, walkers) for i in range(persistent_grid(t, mn))]
 
 
 def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
@@ -309,9 +321,48 @@ def _wait(b: PtxBuilder, bar: str, phase: str, stem: str) -> None:
     b.i(f"@!{p} bra {lab}")
 
 
-def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBuilder, list[Param]]:
+@dataclass
+class Profile:
+    """--profile of a persistent CTA: the clock64 read at CTA start (every thread), the writer (thread 0 of
+    consumer warpgroup 0) and its record's address, PROFILE_SLOTS u64 at [%ctaid.x * PROFILE_SLOTS]."""
+
+    start: str
+    writer: str
+    addr: str
+
+
+def _profile_slot(b: PtxBuilder, prof: Profile | None, slot: int, what: str) -> None:
+    if prof is None:
+        return
+    b.comment(f"Profile slot {slot}: clock64 {what}")
+    r = b.reg("u64")
+    b.i(f"mov.u64 {r}, %clock64")
+    b.i(f"@{prof.writer} st.global.u64 [{prof.addr}+{8 * slot}], {r}")
+
+
+def _profile_setup(b: PtxBuilder, P: dict[str, str], start: str, tid: str) -> Profile:
+    """One record of PROFILE_SLOTS clock64 values per persistent CTA, written by thread 128 (consumer 0's first):
+    0 CTA start, 1 the consumers' start of the tile walk (after setup and setmaxnreg), 2 after the last tile's K
+    loop (its wait_group 0), 3 after the last epilogue's TMA stores completed (or its st.global) and both
+    consumers' barrier: the CTA's end. The CTA's tile count is the schedule's, ceil((tiles - ctaid) / grid)
+    (the header's "profile": "tiles_per_cta")."""
+    b.comment(f"Profile (--profile): thread 128 writes {PROFILE_SLOTS} u64 clock64 values per persistent CTA at "
+              f"[ctaid.x * {PROFILE_SLOTS} + slot]")
+    w, x = b.reg("pred"), b.reg("u32")
+    b.i(f"setp.eq.u32 {w}, {tid}, 128")
+    b.i(f"mov.u32 {x}, %ctaid.x")
+    off, a = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {off}, {x}, {8 * PROFILE_SLOTS}")
+    b.i(f"add.u64 {a}, {P['profile']}, {off}")
+    b.i(f"@{w} st.global.u64 [{a}], {start}")
+    return Profile(start, w, a)
+
+
+def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
+           profile: bool = False) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
-    params = [p for p in kernel_params(spec, name) if p.role not in ("A", "B")]
+    start = emit_profile_start(b) if profile else None
+    params = [p for p in kernel_params(spec, name, profile) if p.role not in ("A", "B")]
     P = load_params(b, params)
     ta, tb = operand_tiles(spec, t)
     S, C, ab = t.stages, t.grid_m, spec.dtype_a
@@ -351,6 +402,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
     store = _store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap.get("d")) if slabs else None
+    prof = _profile_setup(b, P, start, tid) if start is not None else None
+    _profile_slot(b, prof, 1, "as the consumers start their tile walk")
     pone = b.reg("pred")
     b.i("mov.pred " + pone + ", -1")
     acc_t = WGMMA_FORMS[ab][1]
@@ -412,6 +465,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mad.lo.u32 {eb2}, {ps}, 8, {release}")
     b.i(f"{'@' + signal + ' ' if signal else ''}{arrive_op(t)} _, [{eb2}]")
     b.put_label(kdone)
+    _profile_slot(b, prof, 2, "after this tile's K loop (the last tile's value stays)")
     if store is None:
         emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
     else:
@@ -420,8 +474,15 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"bra {tloop}")
     b.put_label(cend)
     if store is not None:
+        if prof is not None:
+            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
+            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
         b.comment("The staging slabs must outlive the last TMA stores' reads of them")
         b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
+    if prof is not None:
+        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
+        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
+        _profile_slot(b, prof, 3, "at CTA end")
     b.i("ret")
     return b, params
 
@@ -759,11 +820,8 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
          profile: bool = False) -> str:
-    if profile:
-        raise ValueError("wgmma_tma.py: --profile is not supported (persistent CTAs have no single K loop to "
-                         "time); profile with --variant wgmma")
     name = name or f"{spec.name}_wgmma_tma"
-    b, params = _build(spec, t, name, False)
+    b, params = _build(spec, t, name, False, profile)
     store = tma_store(spec)
     meta = tma_metadata(spec, t, name, params, prediction, store)
     title = (f"Warp-specialised persistent GEMM {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
@@ -800,6 +858,9 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
         meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
                      for k, v in meta[key].items()}
     meta["grid"] = [persistent_grid(t, (M, N)), 1, 1]
+    if "profile" in meta:  # one record per persistent CTA; the header's param index counts the hidden buffers and maps
+        meta["profile"] = {**meta["profile"], "param": meta["profile"]["param"] + len(hidden) + len(maps),
+                           "records": meta["grid"][0], "tiles_per_cta": profile_tiles(t, (M, N))}
     if t.clustered:
         meta["cluster"] = [t.cluster, 1, 1]
     meta["block"] = [t.threads + 128, 1, 1]
@@ -810,7 +871,7 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 class WgmmaTma(Wgmma):
     name = "wgmma_tma"
     opt_in = False
-    profiles = False  # no --profile: `kernelgen compile --profile` without --variant takes the best other one
+    profiles = True  # --profile: one clock64 record per persistent CTA (_profile_setup)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.packed_s4:
