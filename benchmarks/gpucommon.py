@@ -68,15 +68,28 @@ def gpu_case(row: dict, make_ptx: Callable[[], Path], timeout: int) -> dict:
     return row
 
 
-def run_kernel(ptx: Path, repeats: int, check: bool) -> dict[str, Any]:
-    """One checked run (the header's check, if asked), a warm-up, `repeats` timed runs of a kernelgen PTX."""
+def run_kernel(ptx: Path, repeats: int, check: bool, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One checked run (the header's check, if asked), a warm-up, `repeats` timed runs of a kernelgen PTX.
+    `inputs` (a dict, empty at first): the random A, B, C arrays by role, drawn by the first call and reused by
+    the later ones (kernels of one GEMM: drawing 8192^3's operands takes seconds)."""
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
     from validation.gpu_tma import without_tensormaps
 
     text = ptx.read_text()
     meta = read_metadata(text) or {}
-    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))  # maps: at launch
+    reuse = ("A", "B", "C")
+    m = without_tensormaps(meta)  # maps: at launch
+    if inputs:
+        m = {**m, "params": [{**p, "init": "zeros"} if p.get("role") in inputs else p for p in m["params"]]}
+    launch = launch_from_metadata(m, np.random.default_rng(1))
+    if inputs is not None:
+        for a in launch.args:
+            if a.role in reuse and a.kind == "buffer":
+                if a.role in inputs and inputs[a.role].shape == a.array.shape:
+                    a.array = inputs[a.role]
+                else:
+                    inputs[a.role] = a.array
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
                    profile_slots=prof.get("slots"))

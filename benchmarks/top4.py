@@ -150,6 +150,7 @@ def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budg
     for sdir in sdirs:
         dtype, out_dtype, shape = parse_case(sdir.name)
         M, N, K = shape
+        inputs: dict = {}  # the case's random A and B (and C), drawn once for its four kernels
         for kdir in sorted(p for p in sdir.iterdir() if p.is_dir()):
             meta = json.loads((kdir / "meta.json").read_text())
             row = dict(meta)
@@ -159,7 +160,7 @@ def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budg
                 continue
             try:
                 ptx = kdir / "kernel.ptx"
-                r = run_kernel(ptx, repeats, check=M * N * K <= check_limit)
+                r = run_kernel(ptx, repeats, check=M * N * K <= check_limit, inputs=inputs)
                 cta = r.pop("per_cta_cycles") or []
                 prof = (read_metadata(ptx.read_text()) or {}).get("profile") or {}
                 row.update(r)
