@@ -1,0 +1,90 @@
+"""--profile of the persistent wgmma_tma kernel (kernelgen/variants/wgmma_tma.py: one clock64 record per
+persistent CTA, written by thread 128) and its trace (per K step: the producer's issue, the consumer's full wait,
+the previous stage's release; benchmarks/tma_trace.py), run in the simulator; the GPU runner's reading of the
+records (validation/gpu.py: records no CTA wrote are dropped) and top4.py's per-CTA figure for a persistent grid."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kernelgen.emit_common import PROFILE_SLOTS
+from kernelgen.spec import parse_spec
+from kernelgen.tiling import Tiling
+from kernelgen.variants import wgmma_tma
+from tests.kernel_checks import sim_check
+from validation.gpu import _per_cta_cycles, _phase_means
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _spec():
+    return parse_spec({"M": 136, "N": 72, "K": 136, "dtype": "bf16", "layout": {"a": "row", "b": "col"}})
+
+
+T = Tiling("wgmma_tma", 64, 64, 64, 64, 64, 3, 0, 0, 8, 8, 0)  # 3 x 2 tiles of 3 K tiles, a ring of 3
+
+
+def test_profile_one_record_per_persistent_cta():
+    """The header: the profile param (its index counts the hidden A/B and the maps), one record per CTA of the
+    persistent grid and each CTA's tile count; in the simulator over 2 CTAs (3 tiles each) the D check passes,
+    each CTA's 4 slots rise (start, tile walk, last K loop, end) and the records of CTAs 2-5 of the buffer (sized
+    for a CTA per tile) stay zero, which the GPU runner drops."""
+    ptx = wgmma_tma.emit(_spec(), T, {}, profile=True)
+    meta, _, out, _ = sim_check(ptx, 2, 1, corrupt=False)
+    prof = meta["profile"]
+    assert meta["params"][prof["param"]]["role"] == "profile"
+    assert prof["slots"] == PROFILE_SLOTS and prof["records"] == 6 and prof["tiles_per_cta"] == [1] * 6
+    assert wgmma_tma.profile_tiles(T, (136, 72)) == [1] * 6
+    assert wgmma_tma.profile_tiles(T, (64 * 107, 192)) == [3] * 57 + [2] * 75  # 321 tiles over 132 CTAs
+    rec = out[prof["param"]].view(np.uint64).reshape(-1, PROFILE_SLOTS).astype(np.int64)
+    assert (rec[2:] == 0).all() and (rec[:2] > 0).all()
+    assert (np.diff(rec[:2], axis=1) > 0).all()
+    spans = _per_cta_cycles(out[prof["param"]], PROFILE_SLOTS)
+    assert spans == [int(x) for x in rec[:2, 3] - rec[:2, 0]]
+    assert abs(sum(_phase_means(out[prof["param"]], PROFILE_SLOTS)) - np.mean(spans)) < 1e-6
+    # the profile-free kernel has none of it
+    from sim.launch import read_metadata
+
+    assert "profile" not in read_metadata(wgmma_tma.emit(_spec(), T, {}))
+
+
+def test_trace_steps_and_analysis():
+    """trace=N: the buffer grows by 3 u64 per K step and CTA after the records (the header's count and extent);
+    in the simulator every CTA records its 9 K steps (3 tiles x 3 K tiles, counted across tiles), nothing past
+    them, and tma_trace.analyse reads the buffer."""
+    ptx = wgmma_tma.emit(_spec(), T, {}, trace=12)
+    meta, _, out, _ = sim_check(ptx, 2, 1, corrupt=False)
+    prof = meta["profile"]
+    assert prof["trace"] == {"steps": 12, "slots": ["issue", "full", "release_prev"]}
+    n = 6 * (PROFILE_SLOTS + 3 * 12)
+    assert meta["params"][prof["param"]]["count"] == n
+    buf = out[prof["param"]].view(np.uint64).astype(np.int64)
+    tr = buf[2 * PROFILE_SLOTS:2 * PROFILE_SLOTS + 2 * 3 * 12].reshape(2, 12, 3)
+    assert (tr[:, :9] > 0).all() and (tr[:, 9:] == 0).all()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import tma_trace
+
+    got = tma_trace.analyse(buf, 2, 3, 12)
+    assert got["steps"] == 9 and got["ctas"] == 2 and len(got["cta0"]["full"]) == 9
+
+
+def test_top4_per_cta_over_the_busiest_ctas():
+    """top4.py: a persistent kernel's measured per-CTA cycles are the mean over the CTAs that walk the most tiles
+    (the slowest CTA the model predicts), with all CTAs' mean beside it; without tile counts the plain mean."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import top4
+
+    row: dict = {}
+    top4.per_cta_measured(row, [400, 300, 410, 290], [4, 3, 4, 3])
+    assert row["measured_cycles_per_cta"] == 405 and row["measured_cycles_per_cta_all"] == 350
+    assert (row["measured_tiles_per_cta"], row["measured_ctas_at_top"]) == (4, 2)
+    row = {}
+    top4.per_cta_measured(row, [400, 300], None)
+    assert row["measured_cycles_per_cta"] == 350
+    assert top4.parse_case("bf16_bf16_64x4096x7168") == ("bf16", "bf16", (64, 4096, 7168))
+    assert top4.parse_case("1024x1024x1024") == ("f16", "f32", (1024, 1024, 1024))
+    assert [c[:2] for c in top4.cases("bench")[:2]] == [("bf16", "bf16"), ("f16", "f16")]
+    assert len(top4.cases("bench")) == 24 and top4.cases("bench")[0][2][0] <= 128
