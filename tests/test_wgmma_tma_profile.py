@@ -5,16 +5,18 @@ records (validation/gpu.py: records no CTA wrote are dropped) and top4.py's per-
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from kernelgen.emit_common import PROFILE_SLOTS
 from kernelgen.spec import parse_spec
 from kernelgen.tiling import Tiling
 from kernelgen.variants import wgmma_tma
-from tests.kernel_checks import sim_check
+from tests.kernel_checks import ptxas_clean, sim_check
 from validation.gpu import _per_cta_cycles, _phase_means
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,3 +90,13 @@ def test_top4_per_cta_over_the_busiest_ctas():
     assert top4.parse_case("1024x1024x1024") == ("f16", "f32", (1024, 1024, 1024))
     assert [c[:2] for c in top4.cases("bench")[:2]] == [("bf16", "bf16"), ("f16", "f16")]
     assert len(top4.cases("bench")) == 24 and top4.cases("bench")[0][2][0] <= 128
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+def test_profile_and_trace_assemble_without_spills(tmp_path):
+    """Two consumers (setmaxnreg 40/232 needs exactly 168 registers at entry) with the profile record and with the
+    trace: ptxas -arch=sm_90a, no spills, no warnings."""
+    spec = parse_spec({"M": 4096, "N": 4096, "K": 4096, "dtype": {"a": "bf16", "b": "bf16", "out": "bf16"}})
+    t = Tiling("wgmma_tma", 256, 128, 64, 128, 128, 3, 0, 0, 8, 8, 0)
+    ptxas_clean(wgmma_tma.emit(spec, t, {}, profile=True), tmp_path, True)
+    ptxas_clean(wgmma_tma.emit(spec, t, {}, trace=256), tmp_path, True)
