@@ -93,8 +93,13 @@ def run_kernel(ptx: Path, repeats: int, check: bool, inputs: dict[str, Any] | No
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
                    profile_slots=prof.get("slots"))
+    timer = None  # a persistent kernel's %globaltimer at each CTA's start and end (wgmma_tma --profile): its ns
+    roles = [a.role for a in launch.args]
+    if "timer" in roles and roles.index("timer") in m.outputs:
+        tm = np.asarray(m.outputs[roles.index("timer")]).view(np.uint64).astype(np.int64).reshape(-1, 2)
+        timer = [int(x) for x in tm[:, 1] - tm[:, 0]]
     return {"time_ms": m.wall_ms_median, "time_ms_batched": m.extra.get("time_ms_batched"),
-            "check": m.check, "per_cta_cycles": m.per_cta_cycles,
+            "check": m.check, "per_cta_cycles": m.per_cta_cycles, "per_cta_ns": timer,
             "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
             "device": m.device, "registers": m.extra.get("num_regs"),
             "phase_cycles": m.extra.get("profile_phase_cycles")}

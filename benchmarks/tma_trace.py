@@ -68,15 +68,22 @@ def emit_case(c: tuple[int, ...]) -> tuple[str, dict]:
     return wgmma_tma.emit(spec, t, pred, trace=STEPS), {"tiling": t.key(), "model": model}
 
 
-def analyse(buf: np.ndarray, grid: int, stages: int, steps: int = STEPS) -> dict:
+def analyse(buf: np.ndarray, grid: int, stages: int, steps: int = STEPS, timer: np.ndarray | None = None) -> dict:
     """The trace's medians (see the module docstring) from the profile buffer of one launch, over the CTAs that
-    recorded the most K steps."""
+    recorded the most K steps; with the timer buffer (%globaltimer ns at each CTA's start and end) the SM clock
+    the cycles ran at (clock64 span / timer span, median over the CTAs)."""
     v = np.asarray(buf).view(np.uint64).astype(np.int64)
     rec = v[:grid * 4].reshape(grid, 4)
+    clock = None
+    if timer is not None:
+        tm = np.asarray(timer).view(np.uint64).astype(np.int64)[:2 * grid].reshape(grid, 2)
+        ok = (tm[:, 1] > tm[:, 0]) & (rec[:, 3] > rec[:, 0])
+        if ok.any():
+            clock = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tm[ok, 1] - tm[ok, 0]) * 1e3))
     tr = v[grid * 4:grid * 4 + grid * 3 * steps].reshape(grid, steps, 3)
     counts = (tr[:, :, 1] != 0).sum(axis=1)
     tr, rec = tr[counts == counts.max()], rec[counts == counts.max()]
-    out: dict = {"span": float(np.median(rec[:, 3] - rec[:, 0])),
+    out: dict = {"span": float(np.median(rec[:, 3] - rec[:, 0])), "clock_mhz": clock,
                  "span_max": int((rec[:, 3] - rec[:, 0]).max()),
                  "phases": [float(x) for x in np.median(np.diff(rec, axis=1), axis=0)]}
     n = int((tr[0, :, 1] != 0).sum())  # steps recorded (K steps of the CTA, at most STEPS)
@@ -128,10 +135,11 @@ def main() -> int:
             meta = read_metadata(text) or {}
             launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))
             grid = meta["grid"][0]
+            roles = [a.role for a in launch.args]
+            i, j = roles.index("profile"), roles.index("timer")  # launch.args: no tensor maps (the header has them)
             for mode, flush in (("upload", 0), ("flushed", FLUSH)):
                 m = run_on_gpu(text, launch, warmup=3, repeats=10, check=None, flush_l2_bytes=flush)
-                i = meta["profile"]["param"]
-                row[mode] = {"time_ms": m.wall_ms_median, **analyse(m.outputs[i], grid, c[6])}
+                row[mode] = {"time_ms": m.wall_ms_median, **analyse(m.outputs[i], grid, c[6], timer=m.outputs[j])}
                 row["device"] = m.device
         except Exception as e:  # noqa: BLE001 - record and go on
             row["error"] = f"{type(e).__name__}: {e}"[:400]

@@ -120,7 +120,27 @@ def _phases(ev, shape: tuple[int, ...]) -> dict:
     return {"predicted_phases": [round(cm.pre_cycles), round(ktiles * cm.iter_cycles), round(cm.post_cycles)]}
 
 
-def per_cta_measured(row: dict, cta: list[int], tiles: list[int] | None) -> None:
+def at_clock(row: dict, clock_mhz: float) -> int | None:
+    """The row's kernel (same tiling key) predicted per CTA with the SM at `clock_mhz` (h200.yaml's clock_mhz
+    replaced): the model's bandwidths are bytes per second, its latencies and per-SM rates cycles, so the cycles
+    a bandwidth-bound phase takes follow the clock the run had (clock64 / %globaltimer)."""
+    from kernelgen.planner import plan
+    from kernelgen.spec import shorthand
+    from kernelgen.variants import MODULES, get
+    from sim.hw import load_hw
+
+    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz))
+    spec = shorthand("x".join(map(str, row["shape"])), row.get("dtype", "f16"), row.get("out_dtype", "f32"))
+    variant = max((v for v in MODULES if row["tiling"].startswith(v + "_")), key=len, default=None)
+    if variant is None:
+        return None
+    ts = [t for t in get(variant).tilings(spec) if t.key() == row["tiling"]]
+    if not ts:
+        return None
+    return plan(spec, hw, variant, only=ts).best.cycles_per_cta
+
+
+def per_cta_measured(row: dict, cta: list[int], tiles: list[int] | None, ns: list[int] | None = None) -> None:
     """measured_cycles_per_cta into `row`: the mean clock64 span over the CTAs, or (a persistent kernel, whose
     header gives each CTA's tile count) over the CTAs that walk the most tiles; with their count and the mean of
     all CTAs beside it."""
@@ -134,6 +154,10 @@ def per_cta_measured(row: dict, cta: list[int], tiles: list[int] | None) -> None
         row.update(measured_tiles_per_cta=top, measured_ctas_at_top=len(sel),
                    measured_cycles_per_cta_all=float(np.mean(cta)),
                    measured_cycles_per_cta_min=int(min(sel)))
+        if ns and len(ns) == len(cta):  # the SM clock: clock64 span / %globaltimer span of each busiest CTA
+            mhz = [c / t * 1e3 for c, t, n in zip(cta, ns, tiles) if n == top and t > 0]
+            if mhz:
+                row["measured_clock_mhz"] = float(np.median(mhz))
     row.update(measured_cycles_per_cta=float(np.mean(sel)), measured_cycles_per_cta_max=int(max(sel)))
 
 
@@ -162,18 +186,27 @@ def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budg
                 ptx = kdir / "kernel.ptx"
                 r = run_kernel(ptx, repeats, check=M * N * K <= check_limit, inputs=inputs)
                 cta = r.pop("per_cta_cycles") or []
+                ns = r.pop("per_cta_ns", None)
                 prof = (read_metadata(ptx.read_text()) or {}).get("profile") or {}
                 row.update(r)
-                per_cta_measured(row, cta, prof.get("tiles_per_cta"))
+                per_cta_measured(row, cta, prof.get("tiles_per_cta"), ns)
+                row["per_cta_ns"] = ns
                 row["per_cta_cycles"] = cta
             except Exception as e:  # noqa: BLE001 - record and go on
                 row["error"] = f"{type(e).__name__}: {e}"[:400]
             rows.append(row)
-            print(json.dumps({k: v for k, v in row.items() if k not in ("prediction", "per_cta_cycles")})[:400],
+            print(json.dumps({k: v for k, v in row.items() if k not in ("prediction", "per_cta_cycles", "per_cta_ns")})
+                  [:400],
                   flush=True)
         rows.append({"shape": list(shape), "dtype": dtype,
                      "cublas_tflops": cublas_tflops(M, N, K, dtype, repeats)
                      if not (budget and time.time() - t0 > budget) else None})
+    for row in rows:  # the prediction at the clock the run had (cheap: one tiling each)
+        if row.get("measured_clock_mhz"):
+            try:
+                row["predicted_at_clock"] = at_clock(row, row["measured_clock_mhz"])
+            except Exception as e:  # noqa: BLE001 - informative only
+                row["predicted_at_clock_error"] = f"{type(e).__name__}: {e}"[:200]
     res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
            "load_average": os.getloadavg()[0], "repeats": repeats, "seconds": time.time() - t0, "rows": rows}
     out.mkdir(parents=True, exist_ok=True)
@@ -193,8 +226,12 @@ def summary(rows: list[dict]) -> str:
             lines.append(f"{name}: pick not timed")
             continue
         best = min(r["time_ms"] for r in grp)
-        ratio = [f"{r['predicted_cycles_per_cta'] / r['measured_cycles_per_cta']:.2f}"
-                 if r.get("measured_cycles_per_cta") else "-" for r in grp]
+        ratio = []
+        for r in grp:
+            mc = r.get("measured_cycles_per_cta")
+            at = (f" ({r['predicted_at_clock'] / mc:.2f} at {r['measured_clock_mhz']:.0f} MHz)"
+                  if mc and r.get("predicted_at_clock") else "")
+            ratio.append(f"{r['predicted_cycles_per_cta'] / mc:.2f}{at}" if mc else "-")
         held = "holds" if grp[0]["time_ms"] <= 1.05 * best else "MISSES"
         lines.append(f"{name}: pick {held} ({grp[0]['time_ms'] / best:.3f} x best); pred/meas per CTA by rank "
                      f"{', '.join(ratio)}")

@@ -47,6 +47,11 @@ def test_profile_one_record_per_persistent_cta():
     spans = _per_cta_cycles(out[prof["param"]], PROFILE_SLOTS)
     assert spans == [int(x) for x in rec[:2, 3] - rec[:2, 0]]
     assert abs(sum(_phase_means(out[prof["param"]], PROFILE_SLOTS)) - np.mean(spans)) < 1e-6
+    # %globaltimer at each CTA's start and end (the SM clock the cycles ran at), the last param
+    tm = prof["timer"]["param"]
+    assert tm == len(meta["params"]) - 1 and meta["params"][tm]["role"] == "timer" and meta["params"][tm]["count"] == 12
+    ns = out[tm].view(np.uint64).reshape(-1, 2).astype(np.int64)
+    assert (ns[:2, 1] > ns[:2, 0]).all() and (ns[2:] == 0).all()
     # the profile-free kernel has none of it
     from sim.launch import read_metadata
 
@@ -69,8 +74,9 @@ def test_trace_steps_and_analysis():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import tma_trace
 
-    got = tma_trace.analyse(buf, 2, 3, 12)
+    got = tma_trace.analyse(buf, 2, 3, 12, timer=out[prof["timer"]["param"]])
     assert got["steps"] == 9 and got["ctas"] == 2 and len(got["cta0"]["full"]) == 9
+    assert got["clock_mhz"] and got["clock_mhz"] > 0  # the simulator's timer is its clock: 1000 "MHz"
 
 
 def test_top4_per_cta_over_the_busiest_ctas():
@@ -83,6 +89,9 @@ def test_top4_per_cta_over_the_busiest_ctas():
     top4.per_cta_measured(row, [400, 300, 410, 290], [4, 3, 4, 3])
     assert row["measured_cycles_per_cta"] == 405 and row["measured_cycles_per_cta_all"] == 350
     assert (row["measured_tiles_per_cta"], row["measured_ctas_at_top"]) == (4, 2)
+    row = {}
+    top4.per_cta_measured(row, [400, 300, 410, 290], [4, 3, 4, 3], [250, 200, 270, 190])
+    assert row["measured_clock_mhz"] == np.median([1600, 410 / 270 * 1e3])
     row = {}
     top4.per_cta_measured(row, [400, 300], None)
     assert row["measured_cycles_per_cta"] == 350

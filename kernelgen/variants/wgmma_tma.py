@@ -332,6 +332,7 @@ class Profile:
     addr: str
     trace: str = ""
     steps: int = 0
+    timer: str = ""
 
 
 TRACE_SLOTS = ("issue", "full", "release_prev")  # per K step g: the producer's issue, full[g] seen, stage g-1 released
@@ -370,7 +371,7 @@ def _profile_slot(b: PtxBuilder, prof: Profile | None, slot: int, what: str) -> 
     b.i(f"@{prof.writer} st.global.u64 [{prof.addr}+{8 * slot}], {r}")
 
 
-def _profile_setup(b: PtxBuilder, P: dict[str, str], start: str, tid: str, steps: int = 0) -> Profile:
+def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid: str, steps: int = 0) -> Profile:
     """One record of PROFILE_SLOTS clock64 values per persistent CTA, written by thread 128 (consumer 0's first):
     0 CTA start, 1 the consumers' start of the tile walk (after setup and setmaxnreg), 2 after the last tile's K
     loop (its wait_group 0), 3 after the last epilogue's TMA stores completed (or its st.global) and both
@@ -384,15 +385,27 @@ def _profile_setup(b: PtxBuilder, P: dict[str, str], start: str, tid: str, steps
     off, a = b.reg("u64"), b.reg("u64")
     b.i(f"mul.wide.u32 {off}, {x}, {8 * PROFILE_SLOTS}")
     b.i(f"add.u64 {a}, {P['profile']}, {off}")
-    b.i(f"@{w} st.global.u64 [{a}], {start}")
-    return Profile(start, w, a, _trace_base(b, P, steps) if steps else "", steps)
+    b.i(f"@{w} st.global.u64 [{a}], {start[0]}")
+    b.comment("Profile: %globaltimer (ns) at CTA start and end into the timer buffer, [ctaid.x * 2 + i]: the SM clock "
+              "the cycles ran at")
+    toff, ta = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {toff}, {x}, 16")
+    b.i(f"add.u64 {ta}, {P['timer']}, {toff}")
+    b.i(f"@{w} st.global.u64 [{ta}], {start[1]}")
+    return Profile(start[0], w, a, _trace_base(b, P, steps) if steps else "", steps, ta)
 
 
 def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
            trace: int = 0) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
-    start = emit_profile_start(b) if profile or trace else None
+    start = None
+    if profile or trace:
+        gt = b.reg("u64")
+        start = (emit_profile_start(b), gt)
+        b.i(f"mov.u64 {gt}, %globaltimer")
     params = [p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
+    if start is not None:
+        params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
     P = load_params(b, params)
     ta, tb = operand_tiles(spec, t)
     S, C, ab = t.stages, t.grid_m, spec.dtype_a
@@ -524,6 +537,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
         b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
         _profile_slot(b, prof, 3, "at CTA end")
+        gt2 = b.reg("u64")
+        b.i(f"mov.u64 {gt2}, %globaltimer")
+        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
     b.i("ret")
     return b, params
 
@@ -901,7 +917,8 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
     """emit_common.metadata for the passed params, then: A and B as hidden buffers and the tensor maps (A, B,
     and D with store, the TMA-store epilogue's) first in the list (PTX param i of ranges/extents shifts by
     the maps), the persistent grid, the producer warpgroup in the block and the dynamic shared bytes."""
-    meta = metadata(spec, t, name, params, prediction)
+    timer = [p for p in params if p.role == "timer"]
+    meta = metadata(spec, t, name, [p for p in params if p.role != "timer"], prediction)
     M, N, K = spec.nominal()
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
                "hidden": True} for r, dt, n in (("A", spec.dtype_a, M * K), ("B", spec.dtype_b, K * N))]
@@ -911,9 +928,14 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
         meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
                      for k, v in meta[key].items()}
     meta["grid"] = [persistent_grid(t, (M, N)), 1, 1]
+    if timer:  # the last PTX param: two %globaltimer values (ns) per persistent CTA
+        meta["params"].append({"name": timer[0].ptx_name, "kind": "buffer", "dtype": "u64", "role": "timer",
+                               "count": 2 * meta["grid"][0], "init": "zeros"})
+        meta["extents"][f"p{len(params) - 1 + len(maps)}"] = str(16 * meta["grid"][0])
     if "profile" in meta:  # one record per persistent CTA; the header's param index counts the hidden buffers and maps
         meta["profile"] = {**meta["profile"], "param": meta["profile"]["param"] + len(hidden) + len(maps),
-                           "records": meta["grid"][0], "tiles_per_cta": profile_tiles(t, (M, N))}
+                           "records": meta["grid"][0], "tiles_per_cta": profile_tiles(t, (M, N)),
+                           "timer": {"param": len(meta["params"]) - 1, "per_cta": ["start_ns", "end_ns"]}}
         if trace:  # the buffer: the records, then every CTA's trace (the nominal grid's)
             i = meta["profile"]["param"]
             n = meta["grid"][0] * (PROFILE_SLOTS + len(TRACE_SLOTS) * trace)
