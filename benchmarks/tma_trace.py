@@ -19,7 +19,9 @@ Derived per CTA and step (steady state: steps S .. n - 2, S = stages), medians o
 - in_flight = trip / interval: stages loading at once (the ring offers S - 1 while one is held).
 
 Each case runs twice: as top4.py does (one launch right after the inputs' upload: `upload`), and after a 256 MiB
-scratch write that evicts the inputs from the L2 (`flushed`); each run's median of 10 timed launches beside it.
+scratch write that evicts the inputs from the L2 (`flushed`); each run's median of 10 timed launches beside it, and
+the last of the upload run's launches (`last`: back to back, the clock settled). Every record carries the SM clock
+(clock64 span / %globaltimer span per CTA, median).
 """
 
 from __future__ import annotations
@@ -138,8 +140,12 @@ def main() -> int:
             roles = [a.role for a in launch.args]
             i, j = roles.index("profile"), roles.index("timer")  # launch.args: no tensor maps (the header has them)
             for mode, flush in (("upload", 0), ("flushed", FLUSH)):
-                m = run_on_gpu(text, launch, warmup=3, repeats=10, check=None, flush_l2_bytes=flush)
+                m = run_on_gpu(text, launch, warmup=3, repeats=10, check=None, flush_l2_bytes=flush,
+                               read_after=("profile", "timer") if not flush else ())
                 row[mode] = {"time_ms": m.wall_ms_median, **analyse(m.outputs[i], grid, c[6], timer=m.outputs[j])}
+                after = m.extra.get("after") or {}
+                if i in after and j in after:  # the last of the timed launches: warm L2, the clock settled
+                    row["last"] = {"time_ms": m.wall_ms_median, **analyse(after[i], grid, c[6], timer=after[j])}
                 row["device"] = m.device
         except Exception as e:  # noqa: BLE001 - record and go on
             row["error"] = f"{type(e).__name__}: {e}"[:400]

@@ -161,7 +161,8 @@ def per_cta_measured(row: dict, cta: list[int], tiles: list[int] | None, ns: lis
     row.update(measured_cycles_per_cta=float(np.mean(sel)), measured_cycles_per_cta_max=int(max(sel)))
 
 
-def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budget: float = 0.0) -> None:
+def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budget: float = 0.0,
+            last: bool = False) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu_bench import cublas_tflops, run_kernel  # noqa: E402
 
@@ -184,7 +185,7 @@ def cmd_gpu(d: Path, out: Path, repeats: int, check_limit: float = 4096**3, budg
                 continue
             try:
                 ptx = kdir / "kernel.ptx"
-                r = run_kernel(ptx, repeats, check=M * N * K <= check_limit, inputs=inputs)
+                r = run_kernel(ptx, repeats, check=M * N * K <= check_limit, inputs=inputs, last=last)
                 cta = r.pop("per_cta_cycles") or []
                 ns = r.pop("per_cta_ns", None)
                 prof = (read_metadata(ptx.read_text()) or {}).get("profile") or {}
@@ -369,6 +370,8 @@ def main() -> int:
         x.add_argument("--check-limit", type=float, default=4096**3,
                        help="numpy-check the kernels of M*N*K up to this (float64 reference on the CPU)")
         x.add_argument("--budget", type=float, default=0.0, help="seconds after which no kernel is started (0: none)")
+        x.add_argument("--last", action="store_true",
+                       help="per-CTA cycles of the last timed launch (the clock settled), not the checked first one")
     t = sub.add_parser("table")
     t.add_argument("--measured", required=True)
     t.add_argument("--doc", default=str(ROOT / "docs/top4.md"))
@@ -377,7 +380,7 @@ def main() -> int:
     if a.cmd == "compile":
         cmd_compile(Path(a.dir), a.table, a.jobs)
     elif a.cmd == "gpu":
-        cmd_gpu(Path(a.dir), Path(a.out), a.repeats, a.check_limit, a.budget)
+        cmd_gpu(Path(a.dir), Path(a.out), a.repeats, a.check_limit, a.budget, a.last)
     elif a.cmd == "run":
         import tempfile
 
@@ -385,7 +388,8 @@ def main() -> int:
         d = Path(a.dir or tempfile.mkdtemp(prefix="top4_"))
         cmd_compile(d, a.table, a.jobs)
         print(f"compiled in {time.time() - t0:.1f} s", flush=True)
-        cmd_gpu(d, Path(a.out), a.repeats, a.check_limit, max(1.0, a.budget - (time.time() - t0)) if a.budget else 0)
+        cmd_gpu(d, Path(a.out), a.repeats, a.check_limit, max(1.0, a.budget - (time.time() - t0)) if a.budget else 0,
+                a.last)
     else:
         cmd_table(Path(a.measured).resolve(), Path(a.doc), a.repredict)
     return 0

@@ -109,3 +109,32 @@ def test_profile_and_trace_assemble_without_spills(tmp_path):
     t = Tiling("wgmma_tma", 256, 128, 64, 128, 128, 3, 0, 0, 8, 8, 0)
     ptxas_clean(wgmma_tma.emit(spec, t, {}, profile=True), tmp_path, True)
     ptxas_clean(wgmma_tma.emit(spec, t, {}, trace=256), tmp_path, True)
+
+
+def test_runner_reads_the_profile_again_after_the_timed_launches(monkeypatch):
+    """validation.gpu's read_after: the profile and timer buffers are copied back once more after the timed runs
+    (the last launch's records, the clock settled), beside the checked launch's outputs (fake driver)."""
+    import validation.tensormap as tm
+    from sim.launch import launch_from_metadata, read_metadata
+    from tests.test_gpu_tma import Recorder, _FakeCuda
+    from validation.gpu import _run_in_context
+    from validation.gpu_tma import tensormap_params, without_tensormaps
+
+    class Cuda(_FakeCuda):
+        reads = 0
+
+        def memcpy_dtoh(self, dst, src) -> None:
+            Cuda.reads += 1
+            dst.fill(Cuda.reads)
+
+    ptx = wgmma_tma.emit(_spec(), T, {}, profile=True)
+    meta = read_metadata(ptx)
+    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(0))
+    monkeypatch.setattr(tm, "encode_tiled", Recorder())
+    monkeypatch.setattr(tm, "prepare_cuda_python", lambda *a, **k: (lambda: None))
+    m = _run_in_context(Cuda(), "fake", ptx, launch, 1, 2, None, None, PROFILE_SLOTS, None, 0,
+                        tensormap_params(meta), ("profile", "timer"))
+    roles = [a.role for a in launch.args]
+    after = m.extra["after"]
+    assert sorted(after) == [roles.index("profile"), roles.index("timer")]
+    assert all((after[i] > m.outputs[i]).all() for i in after)  # read later than the checked launch's copies
