@@ -269,6 +269,12 @@ def cmd_table(measured: Path, doc: Path, again: bool = False) -> None:
     data = json.loads(measured.read_text())
     rows = [r for r in data["rows"] if "rank" in r]
     commit = repredict(rows) if again else ""
+    clocked = any(r.get("measured_clock_mhz") for r in rows)
+    if again and clocked:
+        for r in rows:
+            if r.get("measured_clock_mhz"):
+                r["predicted_at_clock"] = at_clock(r, r["measured_clock_mhz"])
+    last = any(r.get("per_cta_from") == "last" for r in rows)
     cublas = {(r.get("dtype", "f16"), tuple(r["shape"])): r.get("cublas_tflops") for r in data["rows"]
               if "cublas_tflops" in r}
     bench = any("dtype" in r for r in rows)
@@ -279,13 +285,18 @@ def cmd_table(measured: Path, doc: Path, again: bool = False) -> None:
              "do not edit by hand.", "",
              *[x for p in __doc__.split("\n\n")[2:4 if bench else 3] for x in (p.strip().replace("\n", " "), "")],
              "Per-CTA error = (predicted - measured) / measured, measured = mean clock64 span over the CTAs of "
-             "the checked launch.", "",
+             + ("the last timed launch (the clock settled)" if last else "the checked launch") + "."
+             + (" The SM clock is each kernel's own (clock64 span / %globaltimer span of its busiest CTAs), and the "
+                "prediction is the model's at that clock (`top4.at_clock`: h200.yaml's clock replaced)."
+                if clocked else ""), "",
              *([f"**Re-predicted** by the planner at commit {commit} for the same tilings (same PTX): `rank` is "
                 "that planner's ranking among all its candidates (0 = its pick), so a shape whose measured four "
                 "no longer hold its pick says nothing about the pick (run `compile` and `gpu` again).", ""]
                if again else []),
-             "| M x N x K | rank | tiling | predicted cycles/CTA | measured cycles/CTA | error | time (us) | "
-             "TFLOP/s | measured rank | check |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| M x N x K | rank | tiling | " + ("SM MHz | predicted cycles/CTA at it | " if clocked else
+                                               "predicted cycles/CTA | ")
+             + "measured cycles/CTA | error | time (us) | TFLOP/s | measured rank | check |",
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if clocked else "")]
     holds, shapes, errs = 0, 0, []
     for dt, shape in dict.fromkeys((r.get("dtype", "f16"), tuple(r["shape"])) for r in rows):
         grp = [r for r in rows if tuple(r["shape"]) == shape and r.get("dtype", "f16") == dt and r.get("time_ms")]
@@ -295,23 +306,25 @@ def cmd_table(measured: Path, doc: Path, again: bool = False) -> None:
         M, N, K = shape
         label = f"{dt} {M}x{N}x{K}" if bench else f"{M}x{N}x{K}"
         for r in grp:
-            pc, mc = r["predicted_cycles_per_cta"], r.get("measured_cycles_per_cta")
+            pc, mc = r.get("predicted_at_clock") or r["predicted_cycles_per_cta"], r.get("measured_cycles_per_cta")
             err = (pc - mc) / mc if mc else None
             if err is not None:
                 errs.append(abs(err))
             chk = r.get("check") or {}
             ok = {True: "passed", False: "FAILED"}.get(chk.get("passed")) if isinstance(chk, dict) else None
-            lines.append(f"| {label} | {r['rank']} | {r['tiling']} | {pc:,} | "
+            mhz = f"{r['measured_clock_mhz']:.0f} | " if r.get("measured_clock_mhz") else ("- | " if clocked else "")
+            lines.append(f"| {label} | {r['rank']} | {r['tiling']} | {mhz}{pc:,} | "
                          f"{mc:,.0f} | {100 * err:+.1f}% | {1000 * r['time_ms']:.1f} | "
                          f"{2 * M * N * K / (r['time_ms'] * 1e-3) / 1e12:.1f} | {order.index(r)} | {ok or 'n/a'} |"
-                         if mc else f"| {label} | {r['rank']} | {r['tiling']} | {pc:,} | - | - | "
+                         if mc else f"| {label} | {r['rank']} | {r['tiling']} | {mhz}{pc:,} | - | - | "
                          f"{1000 * r['time_ms']:.1f} | - | {order.index(r)} | {ok or 'n/a'} |")
         pick = min(grp, key=lambda r: r["rank"]) if grp and min(r["rank"] for r in grp) == 0 else None
         if pick is not None:
             shapes += 1
             holds += pick["time_ms"] <= 1.05 * order[0]["time_ms"]
         if cublas.get((dt, shape)):
-            lines.append(f"| {label} | cuBLAS | torch.matmul | | | | | {cublas[dt, shape]:.1f} | | |")
+            lines.append(f"| {label} | cuBLAS | torch.matmul | | | | | {'| ' if clocked else ''}"
+                         f"{cublas[dt, shape]:.1f} | | |")
     errs.sort()
     lines += ["", f"The pick is within 5% of the measured fastest of the four for **{holds} of {shapes}** shapes "
               f"(target: 80%). Predicted per-CTA cycles against measured over all {len(errs)} candidates: "
