@@ -138,3 +138,18 @@ def test_runner_reads_the_profile_again_after_the_timed_launches(monkeypatch):
     after = m.extra["after"]
     assert sorted(after) == [roles.index("profile"), roles.index("timer")]
     assert all((after[i] > m.outputs[i]).all() for i in after)  # read later than the checked launch's copies
+
+
+def test_report_phases_follow_the_persistent_record():
+    """kernelgen.report.phases of a wgmma_tma plan split the CTA as its profile record does: setup (prologue less
+    the first stage's fill), the tile walk to the last K loop's end, the last epilogue and the stores' tail; they
+    add up to the model's per-CTA cycles."""
+    from kernelgen.planner import plan
+    from kernelgen.report import phases
+    from sim.hw import load_hw
+
+    p = plan(_spec(), load_hw("h200"), "wgmma_tma")
+    m = p.best.model
+    ph = phases(p)
+    assert ph["prologue"] == round(m.pre_cycles - m.terms["fill"])
+    assert abs(sum(ph.values()) - p.best.cycles_per_cta) <= 3
