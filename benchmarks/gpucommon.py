@@ -68,23 +68,54 @@ def gpu_case(row: dict, make_ptx: Callable[[], Path], timeout: int) -> dict:
     return row
 
 
-def run_kernel(ptx: Path, repeats: int, check: bool) -> dict[str, Any]:
-    """One checked run (the header's check, if asked), a warm-up, `repeats` timed runs of a kernelgen PTX."""
+def run_kernel(ptx: Path, repeats: int, check: bool, inputs: dict[str, Any] | None = None,
+               last: bool = False) -> dict[str, Any]:
+    """One checked run (the header's check, if asked), a warm-up, `repeats` timed runs of a kernelgen PTX.
+    `inputs` (a dict, empty at first): the random A, B, C arrays by role, drawn by the first call and reused by
+    the later ones (kernels of one GEMM: drawing 8192^3's operands takes seconds). `last`: the per-CTA figures
+    (profile, timer) of the last timed launch, the clock settled, instead of the checked first one."""
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
     from validation.gpu_tma import without_tensormaps
 
     text = ptx.read_text()
     meta = read_metadata(text) or {}
-    launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))  # maps: at launch
+    reuse = ("A", "B", "C")
+    m = without_tensormaps(meta)  # maps: at launch
+    if inputs:
+        m = {**m, "params": [{**p, "init": "zeros"} if p.get("role") in inputs else p for p in m["params"]]}
+    launch = launch_from_metadata(m, np.random.default_rng(1))
+    if inputs is not None:
+        for a in launch.args:
+            if a.role in reuse and a.kind == "buffer":
+                if a.role in inputs and inputs[a.role].shape == a.array.shape:
+                    a.array = inputs[a.role]
+                else:
+                    inputs[a.role] = a.array
     prof = meta.get("profile") or {}
     m = run_on_gpu(text, launch, warmup=3, repeats=repeats, check=meta.get("check") if check else None,
-                   profile_slots=prof.get("slots"))
+                   profile_slots=prof.get("slots"), read_after=("profile", "timer") if last else ())
+    per_cta, phases = m.per_cta_cycles, m.extra.get("profile_phase_cycles")
+    outs = dict(m.outputs)
+    if last and m.extra.get("after"):
+        from validation.gpu import _per_cta_cycles, _phase_means
+
+        outs.update(m.extra.pop("after"))
+        pi = next((i for i, a in enumerate(launch.args) if a.role == "profile"), None)
+        if pi is not None and pi in outs:
+            per_cta = _per_cta_cycles(outs[pi], prof.get("slots"))
+            phases = _phase_means(outs[pi], prof.get("slots")) or None
+    timer = None  # a persistent kernel's %globaltimer at each CTA's start and end (wgmma_tma --profile): its ns
+    roles = [a.role for a in launch.args]
+    if "timer" in roles and roles.index("timer") in outs:
+        tm = np.asarray(outs[roles.index("timer")]).view(np.uint64).astype(np.int64).reshape(-1, 2)
+        timer = [int(x) for x in tm[:, 1] - tm[:, 0]]
     return {"time_ms": m.wall_ms_median, "time_ms_batched": m.extra.get("time_ms_batched"),
-            "check": m.check, "per_cta_cycles": m.per_cta_cycles,
+            "check": m.check, "per_cta_cycles": per_cta, "per_cta_ns": timer,
+            "per_cta_from": "last" if last else "first",
             "grid": list(launch.grid), "block": list(launch.block), "prediction": meta.get("prediction"),
             "device": m.device, "registers": m.extra.get("num_regs"),
-            "phase_cycles": m.extra.get("profile_phase_cycles")}
+            "phase_cycles": phases}
 
 
 def event_times(op: Callable[[], object], repeats: int, before: Callable[[int], object] | None = None,

@@ -106,10 +106,14 @@ def phases(p: Plan) -> dict[str, int]:
     K loop, epilogue (cycle model pre, K tiles x iteration, post)."""
     m = p.best.model
     ktiles = -(-p.shape[2] // p.best.tiling.bk)
-    if "per_tile" in m.terms:  # persistent: one CTA's tiles in turn
-        tiles = int(m.terms["tiles_per_cta"])
-        return {"prologue": round(m.pre_cycles), "k_loop": round(tiles * ktiles * m.iter_cycles),
-                "epilogue": round(tiles * m.post_cycles)}
+    if "per_tile" in m.terms and "fill" in m.terms:
+        # persistent (wgmma_tma): its record's slots are CTA start, the tile walk's start, the last K loop's end and
+        # the CTA's end, so: setup (the prologue less the first stage's fill), the walk (fill, every tile but the
+        # last one's epilogue), the last epilogue and the stores' tail
+        tiles = m.terms["tiles_per_cta"]
+        return {"prologue": round(m.pre_cycles - m.terms["fill"]),
+                "k_loop": round(m.terms["fill"] + tiles * m.terms["per_tile"] - m.post_cycles),
+                "epilogue": round(m.post_cycles + m.terms.get("store_tail", 0.0))}
     return {"prologue": round(m.pre_cycles), "k_loop": round(ktiles * m.iter_cycles), "epilogue": round(m.post_cycles)}
 
 

@@ -99,8 +99,6 @@ def test_unavailable_and_default_search():
     pred = prediction_dict(p)
     assert (pred["ctas"], pred["waves"]) == (min(tiles, 132), 1) == (read_metadata(
         TMA.emit(spec, p.best.tiling, pred))["grid"][0], 1)
-    with pytest.raises(ValueError, match="--profile"):
-        TMA.emit(spec, p.best.tiling, {}, profile=True)
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS, ids=lambda x: "".join(x))
@@ -197,16 +195,22 @@ def test_cycle_model_within_5_percent_of_the_h200_at_large_shapes(registers_epil
     assert all(abs(q - 1) <= 0.06 for _, q in large), large
 
 
-def test_cycle_model_known_gap_at_m_64_128(registers_epilogue):
-    """M = 64 / 128 (one tile per CTA, K 4096-7168): with the loaded DRAM round trip and the TMA DRAM rate
-    ([tma.dram_round_trip], [tma.dram_bandwidth_gbps], docs/wgmma-tma.md section 7) the model predicts 0.57-0.70
-    of the measured time (0.43-0.56 with the idle [dram.latency] and the datasheet bandwidth). Bounds the gap so
-    a change to it shows up here."""
+def test_cycle_model_at_m_64_128(registers_epilogue):
+    """M = 64 / 128 (one tile per CTA, one wave, K 4096-7168, 3 stages): the ring keeps stages - 1 stages loading
+    (the consumer holds one until the next K tile's wait_group 1) and a stage waits for its slowest box, the DRAM
+    round trip under load ([tma.dram_round_trip]) since in one wave every K step's lines are read first by CTAs
+    walking K together. Predicted / measured (wall time, launch included) 0.88-1.12; it was 0.57-0.70 with a
+    ring of `stages` in flight at the miss-weighted mean latency. Bounds it so a change shows up here."""
     small = [(s, q) for s, q in _bench_ratios() if s[0] < 4096]
     assert len(small) == 8
-    assert all(0.55 <= q <= 0.72 for _, q in small), small
+    assert all(0.85 <= q <= 1.15 for _, q in small), small
     hw = load_hw("h200")
     assert hw.tma is not None and hw.tma.dram_round_trip and hw.tma.dram_round_trip > hw.dram.latency
+    t = _tiling(64, 64, 64, 4)
+    m = TMA.cycle_model(_spec(64, 7168, 4096), t, hw, (64, 7168, 4096), 0.0, 0.5)
+    assert m.terms["p_stage"] == 1.0 and m.terms["tma_ring"] == pytest.approx((m.terms["tma_trip"] + m.terms[
+        "tma_hold"]) / 3)
+    assert m.terms["tma_trip"] == pytest.approx(m.terms["tma_issue"] + hw.tma.dram_round_trip)
 
 
 # The TMA-store epilogue (beta = 0, row-major D): registers -> swizzled shared staging -> cp.async.bulk.tensor.
@@ -301,29 +305,31 @@ def test_cycle_model_tma_store_overlap():
     assert m16.terms["epilogue"] < m32.terms["epilogue"] < old.terms["epilogue"]
 
 
-def test_profile_without_variant_takes_a_profiling_variant():
-    """`kernelgen compile --profile` without --variant: wgmma_tma (no --profile) is passed over for the
-    fastest candidate that can be profiled."""
+def test_profile_without_variant_profiles_the_pick():
+    """`kernelgen compile --profile` without --variant: the pick itself (wgmma_tma has one clock64 record per
+    persistent CTA now; tests/test_wgmma_tma_profile.py)."""
     import json
 
     from kernelgen.cli import compile_kernel
 
     files = compile_kernel("h200", None, "1024x1024x1024", "bf16", "f32", None, profile=True)
-    assert json.loads(files["plan.json"])["tiling"]["variant"] != "wgmma_tma"
-    assert read_metadata(files["kernel.ptx"])["profile"]["slots"] == 4
+    assert json.loads(files["plan.json"])["tiling"]["variant"] == "wgmma_tma"
+    prof = read_metadata(files["kernel.ptx"])["profile"]
+    assert prof["slots"] == 4 and prof["records"] == len(prof["tiles_per_cta"])
 
 
 def test_cycle_model_against_the_h200_tma_store_runs():
     """The TMA-store epilogue measured on the H200 (docs/wgmma-tma.md 4d, the lead's run of 2026-12-01) at
     4096^3, 6144^3, 8192^3, 4096x7168x2048: bf16 D (256x128, tm 128, every slab buffered) predicted / measured
-    0.95-0.96; f32 D (128x256, 5 of 8 slabs buffered) 1.06-1.17, the model's st.global-sourced L2 write share
-    being slower than the TMA stores drain. Bounds both so a change to either shows up here."""
+    0.93-0.95; f32 D (128x256, 5 of 8 slabs buffered) 1.03-1.06 since the measured TMA-store drain
+    ([tma.store_bandwidth_gbps]; 1.06-1.17 with the st.global-sourced L2 write share). Bounds both so a change to
+    either shows up here."""
     import json
     from pathlib import Path
 
     hw = load_hw("h200")
     tilings = {"bf16": _tiling(256, 128, 128, 3), "f32": _tiling(128, 256, 64, 3)}
-    for out, (lo, hi) in (("bf16", (0.92, 1.0)), ("f32", (1.03, 1.2))):
+    for out, (lo, hi) in (("bf16", (0.92, 1.0)), ("f32", (1.0, 1.1))):
         rows = json.loads(Path(f"benchmarks/data/gpu_bench_wgmma_tma_epi_{out}_2026-12-01.json").read_text())["speed"]
         large = [r for r in rows if r["M"] >= 4096]
         assert len(large) == 4

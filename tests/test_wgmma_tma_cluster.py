@@ -134,8 +134,13 @@ def test_planner_cluster_key_and_multicast_model():
     assert one.terms["tma_issue"] == m2.terms["tma_issue"] == n2.terms["tma_issue"]
     assert m2.terms["tma_transfer"] < n2.terms["tma_transfer"] < one.terms["tma_transfer"]
     assert hw.shared.remote_extra > 0  # the release crosses the SM-to-SM network: [shared.remote_extra] per trip
-    assert 4 * (m2.terms["tma_ring"] - one.terms["tma_ring"]) == pytest.approx(
-        hw.shared.remote_extra + m2.terms["tma_transfer"] - one.terms["tma_transfer"])
+    # the ring: stages - 1 load while one is held; the cluster's trip crosses the SM-to-SM network once more, and
+    # the part of a stage served by the L2 moves at its transfer
+    for m in (one, m2, n2):
+        assert 3 * m.terms["tma_ring"] == pytest.approx(m.terms["tma_trip"] + m.terms["tma_hold"])
+    q = 1 - m2.terms["p_stage"]
+    assert m2.terms["tma_trip"] - one.terms["tma_trip"] == pytest.approx(
+        hw.shared.remote_extra + q * (m2.terms["tma_transfer"] - one.terms["tma_transfer"]))
     assert m2.terms["grid"] == 132 and m2.terms["tiles_per_cta"] == one.terms["tiles_per_cta"] == 4
 
 
@@ -269,8 +274,10 @@ def test_h200_run_checks_and_cluster_cost():
 
 def test_model_against_the_h200_run():
     """The cluster-1 kernels of the run, predicted / measured (cycles at clock_mhz): 0.88-1.05 at the four large
-    shapes (f32 D 0.99-1.04 with the measured TMA-store drain), 0.56-0.81 at M = 64/128 (the measured loaded DRAM
-    round trip and TMA DRAM rate; the rest of the gap is open, docs/wgmma-tma.md section 7)."""
+    shapes (f32 D 0.99-1.04 with the measured TMA-store drain), 0.66-0.94 at M = 64/128 (stages - 1 in flight, a
+    stage's slowest box; 0.56-0.81 before). This run's wall time holds the host's cuLaunchKernelEx call (torch
+    events around a cuda-python launch): the same kernels read 1.1-1.6x slower than under pycuda's events in
+    the auto run (docs/benchmarks.md), so per-CTA clock64 (top4.py --table bench) is the figure that decides."""
     hw = load_hw("h200")
     big, small = [], []
     for r in _run_rows(1):
@@ -283,4 +290,4 @@ def test_model_against_the_h200_run():
         (small if r["M"] <= 128 else big).append(q)
     assert len(big) == 8 and len(small) == 16
     assert all(0.88 <= q <= 1.05 for q in big), big
-    assert all(0.55 <= q <= 0.81 for q in small), small
+    assert all(0.62 <= q <= 0.97 for q in small), small

@@ -112,6 +112,11 @@ TOP4_SHAPES: tuple[Shape, ...] = ((128, 128, 128), (256, 256, 256), (512, 512, 5
                                   (2048, 2048, 2048), (4096, 4096, 4096), (64, 4096, 4096), (128, 4096, 7168),
                                   (4096, 4096, 512), (1024, 8192, 1024))
 
+#: Issue 14's benchmark table (docs/benchmarks.md: the large shapes, M in {64, 128} x N, K in {4096, 7168}); bf16
+#: and f16 with D of the input type, the planner's top 4 of each on the H200 (benchmarks/top4.py --table bench).
+BENCH_SHAPES: tuple[Shape, ...] = ((4096, 4096, 4096), (6144, 6144, 6144), (8192, 8192, 8192), (4096, 7168, 2048),
+                                   *((m, n, k) for m in (64, 128) for n in (4096, 7168) for k in (4096, 7168)))
+
 #: Generated kernels against cuBLAS on the H200 (benchmarks/gpu_bench.py), bf16 and f16.
 SPEED_SHAPES: tuple[Shape, ...] = ((4096, 4096, 4096), (8192, 8192, 8192), (64, 4096, 4096), (128, 4096, 7168))
 

@@ -122,7 +122,7 @@ def _per_cta_cycles(arr: np.ndarray, slots: int | None) -> list[int]:
     per CTA is last - first; with one slot (or unknown) the raw values are returned."""
     vals = np.asarray(arr).view(np.uint64) if arr.dtype.itemsize == 8 else np.asarray(arr).astype(np.uint64)
     if slots and slots >= 2 and vals.size % slots == 0:
-        v = vals.reshape(-1, slots).astype(np.int64)
+        v = _written(vals.reshape(-1, slots).astype(np.int64))
         return [int(x) for x in (v[:, -1] - v[:, 0])]
     return [int(x) for x in vals]
 
@@ -133,8 +133,14 @@ def _phase_means(arr: np.ndarray, slots: int | None) -> list[float]:
     vals = np.asarray(arr).view(np.uint64) if arr.dtype.itemsize == 8 else np.asarray(arr).astype(np.uint64)
     if not slots or slots < 3 or vals.size % slots:
         return []
-    v = vals.reshape(-1, slots).astype(np.int64)
-    return [float(x) for x in np.diff(v, axis=1).mean(axis=0)]
+    v = _written(vals.reshape(-1, slots).astype(np.int64))
+    return [float(x) for x in np.diff(v, axis=1).mean(axis=0)] if len(v) else []
+
+
+def _written(v: np.ndarray) -> np.ndarray:
+    """The records a CTA wrote: a persistent kernel (wgmma_tma --profile) has one per CTA of its grid, fewer than
+    the buffer's (sized for one per tile, zero-initialised), so the all-zero records are no CTA's."""
+    return v[(v != 0).any(axis=1)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,12 +156,15 @@ def run_on_gpu(
     roles: list[str] | None = None,
     profile_slots: int | None = None,
     flush_l2_bytes: int = 0,
+    read_after: tuple[str, ...] = (),
 ) -> Measured:
     """JIT the PTX, run ``launch`` once (checked), ``warmup`` times, then ``repeats`` timed times.
 
     The checked run follows the upload of the inputs, which leaves them in the L2 when they fit;
     ``flush_l2_bytes`` > 0 writes a scratch buffer of that size between the upload and that run, so
-    it starts with the inputs evicted (what a cold simulation assumes).
+    it starts with the inputs evicted (what a cold simulation assumes). The buffers whose role is in
+    ``read_after`` are read back once more after the timed runs (the last launch's values, e.g. a profile
+    taken with the clock settled): ``extra["after"][arg index]``.
 
     ``launch.args`` are not modified: the check compares against their host arrays (the inputs
     before the run). ``roles`` default to each ``Arg.role``. Raises :class:`PtxError` when the JIT
@@ -177,13 +186,14 @@ def run_on_gpu(
     ctx.push()
     try:
         return _run_in_context(cuda, device_name, ptx_text, launch, warmup, max(1, repeats),
-                               check, roles, profile_slots, check_gemm, flush_l2_bytes, maps)
+                               check, roles, profile_slots, check_gemm, flush_l2_bytes, maps, read_after)
     finally:
         cuda.Context.pop()
 
 
 def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats, check, roles,
-                    profile_slots, check_gemm, flush_l2_bytes: int = 0, maps: list | None = None) -> Measured:
+                    profile_slots, check_gemm, flush_l2_bytes: int = 0, maps: list | None = None,
+                    read_after: tuple[str, ...] = ()) -> Measured:
     logs: dict[str, Any] = {}
 
     def handler(success, info, error):
@@ -318,6 +328,14 @@ def _run_in_context(cuda, device_name, ptx_text, launch: Launch, warmup, repeats
         b1.record()
         b1.synchronize()
         extra["time_ms_batched"] = float(b0.time_till(b1)) / repeats
+        after = {}
+        for i, alloc in allocs.items():
+            if launch.args[i].role in read_after:
+                host = np.empty_like(launch.args[i].array)
+                cuda.memcpy_dtoh(host, alloc)
+                after[i] = host
+        if after:
+            extra["after"] = after
     except WorkbenchError:
         raise
     except Exception as e:  # noqa: BLE001 - launch failures, illegal addresses, ...

@@ -92,10 +92,35 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     # a DRAM box's round trip under load ([tma.dram_round_trip], measured with every SM loading) where given,
     # else the idle [dram.latency]
     dram_lat = (hw.tma.dram_round_trip if loaded_dram else None) or hw.dram.latency
-    lat = miss_rate * dram_lat + (1 - miss_rate) * hw.l2.hit_latency + hw.tma.latency
+    if loaded_dram and miss_rate > 0:
+        # a stage is full when its last box has landed: it waits the DRAM round trip when any of its boxes
+        # misses. With every tile in one wave (tiles <= grid) each K step's lines are read first by CTAs that run
+        # together and walk K in step, and the readers of a line wait on the same miss: every stage misses.
+        # Over several waves each box misses at the movement layer's rate, and a stage waits for either operand
+        p_stage = 1.0 if tiles <= clusters else 1.0 - (1.0 - miss_rate) ** 2
+    else:
+        p_stage = miss_rate
+    lat = p_stage * dram_lat + (1 - p_stage) * hw.l2.hit_latency + hw.tma.latency
     if t.clustered:
         lat += hw.shared.remote_extra
-    ring = (issue + lat + transfer + 2 * tensor) / t.stages
+    if loaded_dram:
+        # [tma.dram_round_trip] is a box's issue-to-landed time measured with every SM loading: its latency,
+        # queueing and transfer at that load (and the mbarrier signal); an L2-served stage takes [l2.hit_latency],
+        # [tma.latency] and its transfer
+        trip = issue + p_stage * dram_lat + (1 - p_stage) * (hw.l2.hit_latency + hw.tma.latency + transfer)
+        if t.clustered:
+            trip += hw.shared.remote_extra
+        # the ring: a consumer releases stage s only in the next K tile, after that tile's wgmmas are issued and
+        # its wait_group 1 returned (the wgmmas reading s are done), so one landed stage is always held and
+        # stages - 1 load at once. A stage's cycle: the trip (issue, latency, transfer), one K tile held, the
+        # consumer's issue of the next tile ([core.issue_width]: its K-loop instructions, or the tensor pipe when
+        # the wgmmas reading s are still running), the producer's wake and reissue
+        hold = max(sum(c.iter.values()) * -(-consumer_warps // hw.core.schedulers) / hw.core.issue_width,
+                   tensor + hw.wgmma.latency - max(tensor, transfer))
+        ring = (trip + hold) / max(1, t.stages - 1)
+    else:
+        trip, hold = issue + lat + transfer, 2 * tensor
+        ring = (trip + hold) / t.stages
     producer = max(issue, transfer, ring)
     k_tile = max(tensor, producer)
 
@@ -156,5 +181,6 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     terms = {"tensor": tensor, "tma_issue": float(issue), "tma_transfer": transfer, "tma_ring": ring, "k_tile": k_tile,
              "fill": fill, "epilogue": epilogue, "store_drain": drain,
              "store_exposed": exposed, "store_tail": tail, "tiles_per_cta": float(tiles_per_cta),
-             "grid": float(grid), "per_tile": per_tile, **({"l2_bytes": l2_bytes} if t.clustered else {})}
+             "grid": float(grid), "per_tile": per_tile, "tma_trip": trip, "tma_hold": hold, "p_stage": p_stage,
+             **({"l2_bytes": l2_bytes} if t.clustered else {})}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)

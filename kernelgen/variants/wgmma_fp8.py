@@ -399,6 +399,7 @@ def fp8_tiling(bm: int, bn: int, tm: int, stages: int) -> Tiling:
 class WgmmaFp8(WgmmaTma):
     name = "wgmma_fp8"
     opt_in = True
+    profiles = False  # its emit refuses --profile (wgmma_tma's per-CTA record is not emitted here)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None or hw.tma is None:

@@ -53,9 +53,11 @@ from typing import Any
 
 from kernelgen.counting import Counts, tally
 from kernelgen.emit_common import (
+    PROFILE_SLOTS,
     Param,
     ceil_div,
     emit_activation,
+    emit_profile_start,
     header_json,
     kernel_params,
     load_params,
@@ -86,6 +88,7 @@ GROUP_M = 8  # tile rows per group of the persistent tile order
 SHARED_LIMIT = 227 * 1024  # sm_90 dynamic shared memory per CTA (opt-in maximum)
 CLUSTERS = ((2, 1), (1, 2))  # (cluster_m, cluster_n) searched besides no cluster
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumer warpgroups (384 threads x 168)
+PROFILE_BARRIER = 3  # named barrier of the consumers at the end of a --profile kernel (1 + c: the TMA-store epilogue)
 
 
 def persistent_grid(t: Tiling, mn: tuple[int, int]) -> int:
@@ -94,6 +97,15 @@ def persistent_grid(t: Tiling, mn: tuple[int, int]) -> int:
     M, N = mn
     cluster_tiles = ceil_div(M, t.bm * t.cluster_m) * ceil_div(N, t.bn * t.cluster_n)
     return min(cluster_tiles, PERSISTENT_CTAS // t.cluster) * t.cluster
+
+
+def profile_tiles(t: Tiling, mn: tuple[int, int]) -> list[int]:
+    """Tiles each persistent CTA walks (its --profile record's tile count): CTA i takes tiles i, i + grid, ...
+    (cluster tiles, by cluster, with a cluster)."""
+    M, N = mn
+    tiles = ceil_div(M, t.bm * t.cluster_m) * ceil_div(N, t.bn * t.cluster_n)
+    walkers = persistent_grid(t, mn) // t.cluster
+    return [ceil_div(tiles - i // t.cluster, walkers) for i in range(persistent_grid(t, mn))]
 
 
 def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
@@ -309,9 +321,91 @@ def _wait(b: PtxBuilder, bar: str, phase: str, stem: str) -> None:
     b.i(f"@!{p} bra {lab}")
 
 
-def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBuilder, list[Param]]:
+@dataclass
+class Profile:
+    """--profile of a persistent CTA: the clock64 read at CTA start (every thread), the writer (thread 0 of
+    consumer warpgroup 0) and its record's address, PROFILE_SLOTS u64 at [%ctaid.x * PROFILE_SLOTS]; with a
+    trace, the CTA's trace base (TRACE_SLOTS u64 per K step after the nctaid.x records) and its step count."""
+
+    start: str
+    writer: str
+    addr: str
+    trace: str = ""
+    steps: int = 0
+    timer: str = ""
+
+
+TRACE_SLOTS = ("issue", "full", "release_prev")  # per K step g: the producer's issue, full[g] seen, stage g-1 released
+
+
+def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int) -> str:
+    """This CTA's trace: u64 slots after the per-CTA records, [nctaid.x * PROFILE_SLOTS + ctaid.x * len(TRACE_SLOTS)
+    * steps + len(TRACE_SLOTS) * g + j]."""
+    n, x = b.reg("u32"), b.reg("u32")
+    b.i(f"mov.u32 {n}, %nctaid.x")
+    b.i(f"mov.u32 {x}, %ctaid.x")
+    b.i(f"mul.lo.u32 {x}, {x}, {len(TRACE_SLOTS) * steps}")
+    b.i(f"mad.lo.u32 {x}, {n}, {PROFILE_SLOTS}, {x}")
+    off, a = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {off}, {x}, 8")
+    b.i(f"add.u64 {a}, {P['profile']}, {off}")
+    return a
+
+
+def _trace_step(b: PtxBuilder, base: str, g: str, steps: int, j: int, who: str) -> None:
+    """clock64 into slot j of K step g (a running count across the CTA's tiles) when g < steps, by `who`."""
+    p, o, a, r = b.reg("pred"), b.reg("u64"), b.reg("u64"), b.reg("u64")
+    b.i(f"mov.u64 {r}, %clock64")
+    b.i(f"setp.lt.and.u32 {p}, {g}, {steps}, {who}")
+    b.i(f"mul.wide.u32 {o}, {g}, {8 * len(TRACE_SLOTS)}")
+    b.i(f"add.u64 {a}, {base}, {o}")
+    b.i(f"@{p} st.global.u64 [{a}+{8 * j}], {r}")
+
+
+def _profile_slot(b: PtxBuilder, prof: Profile | None, slot: int, what: str) -> None:
+    if prof is None:
+        return
+    b.comment(f"Profile slot {slot}: clock64 {what}")
+    r = b.reg("u64")
+    b.i(f"mov.u64 {r}, %clock64")
+    b.i(f"@{prof.writer} st.global.u64 [{prof.addr}+{8 * slot}], {r}")
+
+
+def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid: str, steps: int = 0) -> Profile:
+    """One record of PROFILE_SLOTS clock64 values per persistent CTA, written by thread 128 (consumer 0's first):
+    0 CTA start, 1 the consumers' start of the tile walk (after setup and setmaxnreg), 2 after the last tile's K
+    loop (its wait_group 0), 3 after the last epilogue's TMA stores completed (or its st.global) and both
+    consumers' barrier: the CTA's end. The CTA's tile count is the schedule's, ceil((tiles - ctaid) / grid)
+    (the header's "profile": "tiles_per_cta")."""
+    b.comment(f"Profile (--profile): thread 128 writes {PROFILE_SLOTS} u64 clock64 values per persistent CTA at "
+              f"[ctaid.x * {PROFILE_SLOTS} + slot]")
+    w, x = b.reg("pred"), b.reg("u32")
+    b.i(f"setp.eq.u32 {w}, {tid}, 128")
+    b.i(f"mov.u32 {x}, %ctaid.x")
+    off, a = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {off}, {x}, {8 * PROFILE_SLOTS}")
+    b.i(f"add.u64 {a}, {P['profile']}, {off}")
+    b.i(f"@{w} st.global.u64 [{a}], {start[0]}")
+    b.comment("Profile: %globaltimer (ns) at CTA start and end into the timer buffer, [ctaid.x * 2 + i]: the SM clock "
+              "the cycles ran at")
+    toff, ta = b.reg("u64"), b.reg("u64")
+    b.i(f"mul.wide.u32 {toff}, {x}, 16")
+    b.i(f"add.u64 {ta}, {P['timer']}, {toff}")
+    b.i(f"@{w} st.global.u64 [{ta}], {start[1]}")
+    return Profile(start[0], w, a, _trace_base(b, P, steps) if steps else "", steps, ta)
+
+
+def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
+           trace: int = 0) -> tuple[PtxBuilder, list[Param]]:
     b = PtxBuilder(counting)
-    params = [p for p in kernel_params(spec, name) if p.role not in ("A", "B")]
+    start = None
+    if profile or trace:
+        gt = b.reg("u64")
+        start = (emit_profile_start(b), gt)
+        b.i(f"mov.u64 {gt}, %globaltimer")
+    params = [p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
+    if start is not None:
+        params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
     P = load_params(b, params)
     ta, tb = operand_tiles(spec, t)
     S, C, ab = t.stages, t.grid_m, spec.dtype_a
@@ -335,7 +429,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"@{pc} bra {consumer}")
 
     _producer(b, spec, t, (ta, tb), (sa, sb, full0, empty0), tmap, (tiles_m, tiles_n, ntiles, ktiles, nct), pz,
-              su.rank)
+              su.rank, (_trace_base(b, P, trace), trace) if trace else None)
 
     b.put_label(consumer)
     if C == 2:
@@ -351,6 +445,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
     store = _store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap.get("d")) if slabs else None
+    prof = _profile_setup(b, P, start, tid, trace) if start is not None else None
+    _profile_slot(b, prof, 1, "as the consumers start their tile walk")
     pone = b.reg("pred")
     b.i("mov.pred " + pone + ", -1")
     acc_t = WGMMA_FORMS[ab][1]
@@ -371,6 +467,10 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mov.u32 {s}, 0")
     b.i(f"mov.u32 {ph}, 0")
     b.i(f"mov.u32 {ps}, 0")
+    gc = ""
+    if prof is not None and prof.steps:
+        gc = b.reg("u32")
+        b.i(f"mov.u32 {gc}, 0")
     tloop, cend, kloop, kdone = b.label("c_tile"), b.label("c_end"), b.label("c_k"), b.label("c_kdone")
     b.put_label(tloop)
     pe = b.reg("pred")
@@ -391,6 +491,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     fb = b.reg("u32")
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, fb, ph, "c_full")
+    if gc:
+        assert prof is not None
+        _trace_step(b, prof.trace, gc, prof.steps, 1, prof.writer)
     da, db = emit_descriptors(b, s, (a_bytes, b_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
     emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, 1, pone)
     b.comment("wait_group 1: the previous K tile's wgmmas are done, so its stage goes back to the producer")
@@ -400,6 +503,10 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
         b.i(f"and.pred {pk}, {pk}, {signal}")
     b.i(f"mad.lo.u32 {eb}, {ps}, 8, {release}")
     b.i(f"@{pk} {arrive_op(t)} _, [{eb}]")
+    if gc:
+        assert prof is not None
+        _trace_step(b, prof.trace, gc, prof.steps, 2, prof.writer)
+        b.i(f"add.u32 {gc}, {gc}, 1")
     b.i(f"mov.u32 {ps}, {s}")
     _advance_ring(b, s, ph, S)
     pl = b.reg("pred")
@@ -412,6 +519,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"mad.lo.u32 {eb2}, {ps}, 8, {release}")
     b.i(f"{'@' + signal + ' ' if signal else ''}{arrive_op(t)} _, [{eb2}]")
     b.put_label(kdone)
+    _profile_slot(b, prof, 2, "after this tile's K loop (the last tile's value stays)")
     if store is None:
         emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
     else:
@@ -420,8 +528,18 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"bra {tloop}")
     b.put_label(cend)
     if store is not None:
+        if prof is not None:
+            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
+            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
         b.comment("The staging slabs must outlive the last TMA stores' reads of them")
         b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
+    if prof is not None:
+        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
+        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
+        _profile_slot(b, prof, 3, "at CTA end")
+        gt2 = b.reg("u64")
+        b.i(f"mov.u64 {gt2}, %globaltimer")
+        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
     b.i("ret")
     return b, params
 
@@ -659,7 +777,7 @@ def load_box(tile: OperandTile, mn: int, t: Tiling, role: str) -> tuple[list[int
 
 def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile, OperandTile],
               smem: tuple[str, str, str, str], tmap: dict[str, str], sched: tuple[str, str, str, str, str],
-              pz: str, rank: str = "") -> None:
+              pz: str, rank: str = "", trace: tuple[str, int] | None = None) -> None:
     """Warpgroup 0: thread 0 walks the tiles and their K tiles, waiting on empty[s] and issuing the TMA
     boxes of A and B into stage s with arrive.expect_tx on full[s]; the other threads exit. With a cluster
     (rank: %cluster_ctarank) the shared operand's boxes are cut in parts, the CTA of rank r loads part r of
@@ -681,6 +799,10 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
     pn, pend = b.reg("pred"), b.label("p_end")
     b.i(f"setp.ne.u32 {pn}, {tid}, 0")
     b.i(f"@{pn} bra {pend}")
+    gp = ""
+    if trace:
+        gp = b.reg("u32")
+        b.i(f"mov.u32 {gp}, 0")
     mask = roff = rbytes = ""
     if shared:
         tile_op, mn = (tb, t.bn) if shared == "b" else (ta, t.bm)
@@ -709,6 +831,11 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
     b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, eb, ph, "p_empty")
+    if trace:
+        pt = b.reg("pred")
+        b.i(f"setp.eq.u32 {pt}, {tid}, 0")
+        _trace_step(b, trace[0], gp, trace[1], 0, pt)
+        b.i(f"add.u32 {gp}, {gp}, 1")
     b.i(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{fb}], {a_bytes + b_bytes}")
     for tile_op, base, nbytes, org, mn, role in ((ta, sa, a_bytes, bm0, t.bm, "a"), (tb, sb, b_bytes, bn0, t.bn, "b")):
         dst = b.reg("u32")
@@ -758,14 +885,14 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
 
 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
-         profile: bool = False) -> str:
-    if profile:
-        raise ValueError("wgmma_tma.py: --profile is not supported (persistent CTAs have no single K loop to "
-                         "time); profile with --variant wgmma")
+         profile: bool = False, trace: int = 0) -> str:
+    """The kernel; `profile`: one clock64 record per persistent CTA (_profile_setup); `trace` > 0 (a measurement
+    tool, benchmarks/tma_trace.py): the record and, for the CTA's first `trace` K steps, TRACE_SLOTS clock64 values
+    each (the producer's issue after its empty wait, the consumer's full wait done, the previous stage's release)."""
     name = name or f"{spec.name}_wgmma_tma"
-    b, params = _build(spec, t, name, False)
+    b, params = _build(spec, t, name, False, profile, trace)
     store = tma_store(spec)
-    meta = tma_metadata(spec, t, name, params, prediction, store)
+    meta = tma_metadata(spec, t, name, params, prediction, store, trace)
     title = (f"Warp-specialised persistent GEMM {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
              f"m64n{t.bn}k16 {spec.dtype_a}, A {spec.layout_a}, B {spec.layout_b}, D {spec.dtype_out} {spec.layout_c}"
              f"{' through shared staging and TMA stores' if store else ''}")
@@ -786,11 +913,12 @@ def _shift(expr: str, n: int = 2) -> str:
 
 
 def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any],
-                 store: bool = False) -> dict:
+                 store: bool = False, trace: int = 0) -> dict:
     """emit_common.metadata for the passed params, then: A and B as hidden buffers and the tensor maps (A, B,
     and D with store, the TMA-store epilogue's) first in the list (PTX param i of ranges/extents shifts by
     the maps), the persistent grid, the producer warpgroup in the block and the dynamic shared bytes."""
-    meta = metadata(spec, t, name, params, prediction)
+    timer = [p for p in params if p.role == "timer"]
+    meta = metadata(spec, t, name, [p for p in params if p.role != "timer"], prediction)
     M, N, K = spec.nominal()
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
                "hidden": True} for r, dt, n in (("A", spec.dtype_a, M * K), ("B", spec.dtype_b, K * N))]
@@ -800,6 +928,20 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
         meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
                      for k, v in meta[key].items()}
     meta["grid"] = [persistent_grid(t, (M, N)), 1, 1]
+    if timer:  # the last PTX param: two %globaltimer values (ns) per persistent CTA
+        meta["params"].append({"name": timer[0].ptx_name, "kind": "buffer", "dtype": "u64", "role": "timer",
+                               "count": 2 * meta["grid"][0], "init": "zeros"})
+        meta["extents"][f"p{len(params) - 1 + len(maps)}"] = str(16 * meta["grid"][0])
+    if "profile" in meta:  # one record per persistent CTA; the header's param index counts the hidden buffers and maps
+        meta["profile"] = {**meta["profile"], "param": meta["profile"]["param"] + len(hidden) + len(maps),
+                           "records": meta["grid"][0], "tiles_per_cta": profile_tiles(t, (M, N)),
+                           "timer": {"param": len(meta["params"]) - 1, "per_cta": ["start_ns", "end_ns"]}}
+        if trace:  # the buffer: the records, then every CTA's trace (the nominal grid's)
+            i = meta["profile"]["param"]
+            n = meta["grid"][0] * (PROFILE_SLOTS + len(TRACE_SLOTS) * trace)
+            meta["params"][i] = {**meta["params"][i], "count": n}
+            meta["extents"][f"p{i - len(hidden)}"] = str(8 * n)
+            meta["profile"]["trace"] = {"steps": trace, "slots": list(TRACE_SLOTS)}
     if t.clustered:
         meta["cluster"] = [t.cluster, 1, 1]
     meta["block"] = [t.threads + 128, 1, 1]
@@ -810,7 +952,7 @@ def tma_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 class WgmmaTma(Wgmma):
     name = "wgmma_tma"
     opt_in = False
-    profiles = False  # no --profile: `kernelgen compile --profile` without --variant takes the best other one
+    profiles = True  # --profile: one clock64 record per persistent CTA (_profile_setup)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.packed_s4:

@@ -132,7 +132,7 @@ class DecodeCtx:
             return lambda w: v
         if op.kind == "sreg":
             name = op.name
-            if name.startswith("%clock"):
+            if name.startswith("%clock") or name == "%globaltimer":  # the timer: the simulator's clock as well
                 return lambda w: bits_to(w.clock(name), t)
             return lambda w: bits_to(w.sregs[name], t)
         if op.kind == "sym":

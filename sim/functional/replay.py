@@ -76,7 +76,8 @@ class Replay:
 
 
 def reads_clock(P: Prepared) -> bool:
-    return any(op.kind == "sreg" and op.name.startswith("%clock") for ins in P.L.body for op in ins.operands)
+    return any(op.kind == "sreg" and (op.name.startswith("%clock") or op.name == "%globaltimer")
+               for ins in P.L.body for op in ins.operands)
 
 
 def recorded(prog: Program, launch: Launch, max_instructions: int) -> Replay | None:

@@ -54,7 +54,8 @@ class St:
         # operand order (not set order, which varies with PYTHONHASHSEED): the stall reason of a tie
         # between two source registers ready in the same cycle is the first one's
         self.rsrcs = tuple(dict.fromkeys(ins.src_regs))
-        self.clock = any(o.kind == "sreg" and o.name.startswith("%clock") for o in ins.operands)
+        self.clock = any(o.kind == "sreg" and (o.name.startswith("%clock") or o.name == "%globaltimer")
+                         for o in ins.operands)
         self.cp = isa.async_role(ins) or None
         mem = isa.mem_dir(ins)
         self.mem = mem != "none"
