@@ -151,7 +151,7 @@ def test_timing_model_replays_lockstep_records(monkeypatch):
 
     assert recorded(*run(), 10**6) is not None
     replayed = simulate(*run(), load_hw("h200"))
-    monkeypatch.setattr(engine, "recorded", lambda *a: None)
+    monkeypatch.setattr(engine, "replay_for", lambda *a: None)
     executed = simulate(*run(), load_hw("h200"))
     assert replayed.to_json() == executed.to_json()
     assert replayed.outputs[0].tolist() == executed.outputs[0].tolist()

@@ -24,6 +24,7 @@ reads each warp's own instruction count, as Warp.clock does.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,6 +69,8 @@ WIDE = {*SEMANTICS_ALU.values(), b_ld, b_st, b_atom, b_ldmatrix, b_cp, b_prefetc
 # mma f16 256^3, reduce6): 1,024 lanes 1.41M / 317K / 448K, 4,096 2.97M / 404K / 1.07M, 16,384 3.32M /
 # 336K / 1.12M
 BATCH_LANES = 4096
+# warp instructions a streamed batch runs before it pauses (steps): records of about 3 MB
+STREAM_CHUNK = 8192
 SPLIT = -1  # Group.run_step's answer when the group split before executing (the parts execute it)
 
 
@@ -78,6 +81,10 @@ class Refused(Exception):
     def __init__(self, message: str, per_cta: bool = False):
         super().__init__(message)
         self.per_cta = per_cta
+
+
+class OverBudget(Refused):
+    """The batch ran past its warp-instruction budget (no conflict found)."""
 
 
 def refusal(k: Kernel, P: Prepared) -> str | None:
@@ -507,20 +514,31 @@ def _concat(gs: list[Group]) -> Group:
 
 def run_batch(B: Batch, budget: list[int]) -> int:
     """Run the batch's CTAs to completion in lock-step; returns warp instructions executed."""
+    return sum(steps(B, budget[0], chunk=1 << 62))
+
+
+def steps(B: Batch, limit: int | None = None, chunk: int = STREAM_CHUNK) -> Generator[int, None, None]:
+    """Run the batch's CTAs in lock-step, pausing at every barrier release and after about `chunk` warp
+    instructions: yields the warp instructions run since the last pause (a streamed replay runs it on as
+    the timing model needs records, sim/functional/replay.py). Past `limit` warp instructions: Refused."""
     count = 0
+    since = 0
     groups = [Group.of(B)]
-    limit = budget[0]
     while True:
         waiting: list[Group] = []
         todo = groups[::-1]
         while todo:
             g = todo.pop()
             while True:
+                if since >= chunk:
+                    yield since
+                    since = 0
                 ctl = g.run_step()
                 if ctl != SPLIT:
                     count += g.n
-                    if count > limit:
-                        raise Refused("past the warp-instruction budget")
+                    since += g.n
+                    if limit is not None and count > limit:
+                        raise OverBudget("past the warp-instruction budget")
                 if g.parts is not None:
                     todo.extend(p for p in reversed(g.parts) if not p.done)
                     break
@@ -530,11 +548,16 @@ def run_batch(B: Batch, budget: list[int]) -> int:
                     waiting.append(g)
                     break
         if not waiting:
-            return count
+            if since:
+                yield since
+            return
         if len({g.bar_id for g in waiting}) > 1:
             raise Refused("warps wait at different barriers")
         B.end_epoch()
         groups = _merge(waiting)
+        if since:
+            yield since
+            since = 0
 
 
 def run_lockstep(P: Prepared, ctas_per_batch: int, budget: list[int], progress: Any = None) -> int:
@@ -568,4 +591,4 @@ def batch_ctas(P: Prepared) -> int:
     return max(1, BATCH_LANES // (32 * max(1, -(-P.L.block[0] * P.L.block[1] * P.L.block[2] // 32))))
 
 
-__all__ = ["Refused", "refusal", "run_lockstep", "batch_ctas", "Group", "Batch", "is_branch"]
+__all__ = ["Refused", "OverBudget", "refusal", "run_lockstep", "steps", "batch_ctas", "Group", "Batch", "is_branch"]

@@ -10,7 +10,7 @@ import numpy as np
 import simpy
 
 from sim.errors import ExecutionError, UsageError
-from sim.functional.replay import Replay, recorded
+from sim.functional.replay import Abandon, Replay, replay_for
 from sim.functional.runner import (
     DEFAULT_MAX_INSTRUCTIONS,
     HOT_SAMPLE,
@@ -236,16 +236,30 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
         replay = None
         if sample_ctas is None:
             check_budget_covers(launch, max_instructions, prog.file)
-            replay = recorded(prog, launch, max_instructions)
-        sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread,
-                         warm_l2, prepared=replay.P if replay is not None else None)
-        sim.replay = replay
-        if progress is not None:
-            sim.show_progress(progress)
-        sim.run()
+            replay = replay_for(prog, launch, max_instructions)
+        try:
+            sim = _run(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread, warm_l2,
+                       progress, replay)
+        except Abandon:  # a streamed replay met a conflict: execute instead (sim/functional/replay.py)
+            sim = _run(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs_per_thread, warm_l2,
+                       progress, None)
         if sim.hot_pcs:  # the launch ended within the sample after passing its budget
             raise budget_error(sim.kernel, sim.hot_pcs, sim.budget)
         return _result(sim, launch, window)
+
+
+def _run(prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int, sample_ctas: int | None,
+         lookahead: int | None, regs: int | None, warm_l2: bool, progress: Progress | None,
+         replay: Replay | None) -> Simulation:
+    sim = Simulation(prog, launch, hw, trace, max_instructions, sample_ctas, lookahead, regs, warm_l2,
+                     prepared=replay.P if replay is not None else None)
+    sim.replay = replay
+    if progress is not None:
+        sim.show_progress(progress)
+    sim.run()
+    if replay is not None:
+        replay.close()
+    return sim
 
 
 def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
