@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulate about N CTAs spread over the grid, the L2 warmed as the others would leave "
                         "it, and estimate the whole launch's cycles with a 95%% bound (docs/sampling.md); "
                         "the numpy check covers the sampled CTAs' outputs only")
+    r.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="processes for the waves of --sample-ctas or --by-waves (default 1; each wave replays "
+                        "its own lock-step records, merged in wave order: docs/sampling.md)")
+    r.add_argument("--by-waves", action="store_true",
+                   help="time every CTA, wave by wave: each wave its own simulation, the L2 handed over as the "
+                        "earlier waves leave it (the sampling model with every group; --jobs N runs waves side "
+                        "by side)")
     r.add_argument("--quiet", action="store_true",
                    help="no progress display on stderr (shown only on a terminal, for runs longer than 2 s)")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -155,7 +162,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-instructions {args.max_instructions}: give a positive number of warp instructions")
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: give a non-negative integer")
-    if args.sample_ctas is not None:
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give a positive number of processes, e.g. --jobs 2")
+    if args.sample_ctas is not None or args.by_waves:
         _check_sampling_args(args)
     if args.trace and Path(args.trace).is_dir():
         raise UsageError(f"--trace {args.trace} is a directory: give a file path such as trace.json")
@@ -179,7 +188,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         elif args.sample_ctas is not None:
             from sim.timing.sampling import simulate_sampled
 
-            sr = simulate_sampled(prog, launch, hw, args.sample_ctas, args.max_instructions, progress=progress)
+            sr = simulate_sampled(prog, launch, hw, args.sample_ctas, args.max_instructions, progress=progress,
+                                  jobs=args.jobs)
+            outputs, result = sr.outputs, {"kernel": launch.kernel, "hw": hw.name, "isa": "ptx", **sr.to_json()}
+        elif args.by_waves:
+            from sim.timing.sampling import simulate_by_waves
+
+            sr = simulate_by_waves(prog, launch, hw, args.max_instructions, progress=progress, jobs=args.jobs)
             outputs, result = sr.outputs, {"kernel": launch.kernel, "hw": hw.name, "isa": "ptx", **sr.to_json()}
         elif not args.functional:
             from sim.timing import simulate
@@ -193,7 +208,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if args.isa == "sass" or args.sample_ctas is not None:
+    if args.isa == "sass" or args.sample_ctas is not None or args.by_waves:
         pass
     elif sim_obj is None:
         outputs = fr.outputs
@@ -228,12 +243,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _check_sampling_args(args: argparse.Namespace) -> None:
     from sim.errors import UsageError
 
-    if args.sample_ctas < 1:
+    mode = "--sample-ctas" if args.sample_ctas is not None else "--by-waves"
+    if args.sample_ctas is not None and args.sample_ctas < 1:
         raise UsageError(f"--sample-ctas {args.sample_ctas}: give a positive number of CTAs, e.g. --sample-ctas 32")
     for flag, used in (("--functional", args.functional), ("--trace", args.trace), ("--warm-l2", args.warm_l2),
-                       ("--isa sass", args.isa == "sass")):
+                       ("--isa sass", args.isa == "sass"), ("--by-waves", args.by_waves and mode != "--by-waves")):
         if used:
-            raise UsageError(f"--sample-ctas does not combine with {flag}: leave one of them out")
+            raise UsageError(f"{mode} does not combine with {flag}: leave one of them out")
 
 
 def _run_sass(prog: Any, hw: Any, launch: Any,
@@ -293,8 +309,12 @@ def render_text(r: dict[str, Any]) -> str:
     smp = r.get("sampled")
     if smp:
         bound = f"+- {smp['bound']:,}" if smp["bound"] >= 0 else "unbounded (one wave sampled of several)"
-        lines.insert(1, f"sampled     {smp['ctas_simulated']} of {smp['ctas_total']} CTAs, {smp['waves']} waves: "
-                        f"estimate {smp['estimate']:,} cycles {bound} ({smp['confidence']:.0%})")
+        if smp.get("by_waves"):
+            lines.insert(1, f"by waves    {smp['ctas_simulated']} of {smp['ctas_total']} CTAs in {smp['waves']} waves "
+                            f"({smp['execution']}): {smp['estimate']:,} cycles, the waves in sequence")
+        else:
+            lines.insert(1, f"sampled     {smp['ctas_simulated']} of {smp['ctas_total']} CTAs, {smp['waves']} waves: "
+                            f"estimate {smp['estimate']:,} cycles {bound} ({smp['confidence']:.0%})")
     chk = r.get("check")
     if chk:
         lines.append(f"check       {'PASSED' if chk['passed'] else 'FAILED'}  "

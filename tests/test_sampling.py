@@ -76,9 +76,12 @@ def test_one_whole_wave_simulated_by_waves_equals_the_full_run(tmp_path):
     lay = layout_of(P, lay_launch, hw, regs)
     assert lay.waves == 1
     fp = Footprints(prog, launch.copy(), hw.l2.sector, 10**6)
-    waves, groups, count = simulate_waves(prog, lay_launch, hw, P, lay, lay.groups, fp, regs, 10**6)
-    assert waves == {0: full.cycles}
-    assert count == full.warp_instructions
+    r = simulate_waves(prog, lay_launch, hw, P, lay, lay.groups, fp, regs, 10**6)
+    assert r.cycles == {0: full.cycles}
+    assert r.count == full.warp_instructions
+    replayed = simulate_waves(prog, launch.copy(), hw, prepare(prog, launch.copy()), lay, lay.groups, fp, regs,
+                              10**6, replay=True)
+    assert (replayed.cycles, replayed.count) == (r.cycles, r.count)
 
 
 @pytest.mark.slow

@@ -121,7 +121,7 @@ class Batch:
     barrier epoch, and the log of shared and global accesses that `conflict` checks."""
 
     def __init__(self, P: Prepared, ctas: list[CTA], effects: list[bool], first: int = 0,
-                 trace: dict[tuple[int, int, int], list[list[Executed]]] | None = None):
+                 trace: dict[tuple[int, int, int], list[Any]] | None = None):
         self.P = P
         self.effects = effects
         self.trace = trace  # when given: each warp's records, by CTA and warp (sim/functional/replay.py)

@@ -235,7 +235,7 @@ class Touched:
 class _Live:
     """One streamed batch: its generator, run on as its warps need records."""
 
-    def __init__(self, stream: Stream, B: Batch, gen: Generator[int, None, int]):
+    def __init__(self, stream: Stream, B: Batch, gen: Generator[int, None, None]):
         self.stream = stream
         self.B = B
         self.gen = gen
@@ -327,4 +327,5 @@ def _cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:
     return cta
 
 
-__all__ = ["recorded", "Replay", "ReplayWarp", "Stream", "Abandon", "Touched", "REPLAY_LIMIT", "replayable", "replay_for"]
+__all__ = ["recorded", "Replay", "ReplayWarp", "Stream", "Abandon", "Touched", "REPLAY_LIMIT", "replayable",
+           "replay_for"]

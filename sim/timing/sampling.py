@@ -21,6 +21,7 @@ groups' durations x the fraction of their groups not simulated (estimate()).
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import UsageError
+from sim.functional.replay import Abandon, Intervals, Stream, meets, replayable
 from sim.functional.runner import Prepared, cluster_size, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
@@ -55,13 +57,16 @@ class SampledResult:
     warp_instructions: int
     footprint: str
     outputs: dict[int, np.ndarray]
+    execution: str = ""  # how the waves ran: "replayed", "replayed, N processes", "executed"
+    by_waves: bool = False  # every CTA timed, wave by wave (simulate_by_waves)
 
     def to_json(self) -> dict[str, Any]:
         return {"cycles": self.cycles, "sampled": {
             "estimate": self.cycles, "bound": self.bound, "confidence": CONFIDENCE, "waves": self.waves,
             "wave_cycles": {str(k): v for k, v in self.wave_cycles.items()}, "group_cycles": self.group_cycles,
             "ctas_simulated": len(self.ctas_simulated), "ctas_total": self.ctas_total,
-            "footprint": self.footprint}, "warp_instructions": self.warp_instructions,
+            "footprint": self.footprint, "execution": self.execution, "by_waves": self.by_waves},
+            "warp_instructions": self.warp_instructions,
             "ctas_simulated": len(self.ctas_simulated), "ctas_total": self.ctas_total}
 
 
@@ -112,7 +117,8 @@ def layout_of(P: Prepared, launch: Launch, hw: HwConfig, regs: int) -> Layout:
 
 
 def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_instructions: int,
-                     regs_per_thread: int | None = None, progress: Progress | None = None) -> SampledResult:
+                     regs_per_thread: int | None = None, progress: Progress | None = None,
+                     jobs: int = 1) -> SampledResult:
     """About n CTAs: the groups of the CTAs `pick` chooses. Where they are all the CTAs, the run is the
     full simulation (sim.timing.simulate's cycles, bound 0)."""
     with np.errstate(all="ignore"):
@@ -135,34 +141,93 @@ def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_in
             return SampledResult(sim.end, 0, lay.waves, {}, spans, list(range(lay.total)), lay.total, sim.count,
                                  "not needed (every CTA simulated)", read_outputs(P, launch))
         fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
-        wave_cycles, group_cycles, count = simulate_waves(prog, launch, hw, P, lay, chosen, fp, regs,
-                                                          max_instructions, progress)
-        est, bound = estimate(wave_cycles, group_cycles, lay)
-        return SampledResult(est, bound, lay.waves, wave_cycles, [d for w in sorted(group_cycles)
-                                                                  for d in group_cycles[w]],
-                             sorted(i for g in chosen for i in g),
-                             lay.total, count, fp.method, read_outputs(P, launch))
+        r = run_waves(prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, progress, jobs)
+        est, bound = estimate(r.cycles, r.groups, lay)
+        return SampledResult(est, bound, lay.waves, r.cycles, [d for w in sorted(r.groups) for d in r.groups[w]],
+                             sorted(i for g in chosen for i in g), lay.total, r.count, fp.method,
+                             read_outputs(r.P or P, launch), r.how)
+
+
+def simulate_by_waves(prog: Program, launch: Launch, hw: HwConfig, max_instructions: int,
+                      regs_per_thread: int | None = None, progress: Progress | None = None,
+                      jobs: int = 1) -> SampledResult:
+    """Every CTA timed, wave by wave: each wave in its own Simulation, starting with the L2 the earlier
+    waves leave (footprints, as a sampled wave does), its cycles the sum of the waves' (the waves do not
+    overlap as in one simulation of the grid: docs/sampling.md measures the difference); in `jobs`
+    processes."""
+    with np.errstate(all="ignore"):
+        P = prepare(prog, launch)
+        if cluster_size(P) > 1:
+            raise UsageError("--by-waves does not run cluster launches: run the whole grid", P.L.file)
+        regs = regs_per_thread if regs_per_thread is not None else registers_for_occupancy(prog, P.L.kernel, hw)[0]
+        lay = layout_of(P, launch, hw, regs)
+        fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
+        r = run_waves(prog, launch, hw, P, lay, lay.groups, fp, regs, max_instructions, progress, jobs)
+        spans = [d for w in sorted(r.groups) for d in r.groups[w]]
+        return SampledResult(sum(r.cycles.values()), 0, lay.waves, r.cycles, spans, list(range(lay.total)),
+                             lay.total, r.count, fp.method, read_outputs(r.P or P, launch), r.how, True)
+
+
+def run_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout, chosen: list[list[int]],
+              fp: Callable[[tuple[int, int, int]], np.ndarray], regs: int, max_instructions: int,
+              progress: Any, jobs: int) -> Waves:
+    """The chosen groups' waves: replaying streamed lock-step records where the kernel allows (in `jobs`
+    processes when more than one wave), else executing in one process; a replay that meets a conflict
+    is run again executing, on a freshly prepared launch. The result's P holds the outputs."""
+    if replayable(P):
+        try:
+            if jobs > 1 and len({lay.wave_of(g) for g in chosen}) > 1:
+                r = waves_in_processes(jobs, prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, progress)
+                r.how = f"replayed, {min(jobs, len({lay.wave_of(g) for g in chosen}))} processes"
+            else:
+                r = simulate_waves(prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, progress, True)
+                r.how = "replayed"
+            r.P = P
+            return r
+        except Abandon:
+            P = prepare(prog, launch)
+    r = simulate_waves(prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, progress)
+    r.how, r.P = "executed", P
+    return r
+
+
+@dataclass
+class Waves:
+    """What simulate_waves measured: each simulated wave's duration, its groups' durations, warp
+    instructions, and (where the waves replayed streamed records) the global words each wave read and
+    wrote, with the bytes it wrote (`written`: (allocation, byte offset, bytes), for the merge)."""
+
+    cycles: dict[int, int]
+    groups: dict[int, list[int]]
+    count: int
+    touched: dict[int, tuple[Intervals, Intervals]]
+    written: dict[int, list[tuple[int, int, bytes]]]
+    ctas_done: int = 0
+    how: str = ""  # "replayed", "replayed, N processes", "executed"
+    P: Prepared | None = None
 
 
 def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout, chosen: list[list[int]],
                    fp: Callable[[tuple[int, int, int]], np.ndarray], regs: int, max_instructions: int,
-                   progress: Progress | None = None) -> tuple[dict[int, int], dict[int, list[int]], int]:
-    """Each wave with chosen groups in its own Simulation, the L2 warmed as the grid leaves it:
-    (wave -> duration, wave -> its chosen groups' durations, warp instructions)."""
+                   progress: Any = None, replay: bool = False, only: set[int] | None = None) -> Waves:
+    """Each wave with chosen groups in its own Simulation, the L2 warmed as the grid leaves it (only the
+    waves in `only`, when given; the others' footprints still pass through the L2). With `replay` the
+    waves replay streamed lock-step records (sim/functional/replay.Stream; Abandon when they conflict)."""
     by_wave: dict[int, list[list[int]]] = {}
     for g in chosen:
         by_wave.setdefault(lay.wave_of(g), []).append(g)
     shadow = SetAssocCache(hw.l2)  # the L2 as the whole grid leaves it after the waves so far
     spl = hw.l2.line // hw.l2.sector
-    wave_cycles: dict[int, int] = {}
-    group_cycles: dict[int, list[int]] = {}
-    count = 0
-    for w in range(max(by_wave) + 1):
+    out = Waves({}, {}, 0, {}, {})
+    last = max(by_wave) if only is None else max(only)
+    for w in range(last + 1):
         members = range(w * lay.slots, min(lay.total, (w + 1) * lay.slots))
         sectors = {i: fp(P.ctas[i]) for i in members}
-        if w in by_wave:
-            sim = Simulation(prog, launch, hw, False, max_instructions - count, None, None, regs, prepared=P,
+        if w in by_wave and (only is None or w in only):
+            sim = Simulation(prog, launch, hw, False, max_instructions - out.count, None, None, regs, prepared=P,
                              deal=by_wave[w])
+            stream = Stream(P, sorted(i for g in by_wave[w] for i in g)) if replay else None
+            sim.replay = stream
             sim.devmem.l2 = _copy(shadow)
             sampled = {i for g in by_wave[w] for i in g}
             sim.devmem.fetched_by_others = _warm_same_wave(sim.devmem.l2, sectors, sampled, spl, hw,
@@ -172,12 +237,101 @@ def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay
             if progress is not None:
                 sim.show_progress(progress)
             sim.run()
-            count += sim.count
-            wave_cycles[w] = sim.end
-            group_cycles[w] = [max(sim.cta_spans[i] for i in g) for g in by_wave[w]]
-        for i in members:
-            _touch(shadow, sectors[i], spl)
-    return wave_cycles, group_cycles, count
+            if stream is not None:
+                stream.close()
+                out.touched[w] = (stream.seen.reads, stream.seen.writes)
+                out.written[w] = _bytes_of(P, stream.seen.writes)
+            out.count += sim.count
+            out.ctas_done += len(sim.cta_spans)
+            out.cycles[w] = sim.end
+            out.groups[w] = [max(sim.cta_spans[i] for i in g) for g in by_wave[w]]
+            del sim, stream
+        if w < last:
+            for i in members:
+                _touch(shadow, sectors[i], spl)
+    return out
+
+
+def _bytes_of(P: Prepared, words: Intervals) -> list[tuple[int, int, bytes]]:
+    """The bytes of global memory in the word intervals: (allocation index, byte offset, bytes)."""
+    out = []
+    allocs = P.L.gmem.allocs
+    bases = np.array([a.base for a in allocs], dtype=np.int64)
+    for s, e in zip(words[0].tolist(), words[1].tolist()):
+        lo, hi = s * 4, e * 4 + 4
+        while lo < hi:
+            k = int(np.searchsorted(bases, lo, side="right")) - 1
+            a = allocs[k]
+            end = min(hi, a.base + a.data.size)
+            out.append((k, lo - a.base, a.data[lo - a.base: end - a.base].tobytes()))
+            lo = end
+    return out
+
+
+def waves_in_processes(jobs: int, prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout,
+                       chosen: list[list[int]], fp: Callable[[tuple[int, int, int]], np.ndarray], regs: int,
+                       max_instructions: int, progress: Any = None) -> Waves:
+    """simulate_waves with replay, its waves dealt to `jobs` forked processes (each from the same prepared
+    launch, the L2 handed over by footprints as in one process), then merged in wave order: durations as
+    one process gives them, each wave's written bytes applied to P in wave order. A wave that reads a word
+    an earlier wave wrote would have seen it in one process: Abandon."""
+    waves = sorted({lay.wave_of(g) for g in chosen})
+    ctx = mp.get_context("fork")
+    slots = ctx.Array("q", 3 * len(waves), lock=False)  # per wave: CTAs done, warp instructions, cycles
+    global _JOB
+    _JOB = (prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, slots, waves)
+    try:
+        with ctx.Pool(min(jobs, len(waves))) as pool:
+            pending = [pool.apply_async(_wave_job, (w,)) for w in waves]
+            while not all(r.ready() for r in pending):
+                pending[next(i for i, r in enumerate(pending) if not r.ready())].wait(0.25)
+                if progress is not None:
+                    progress.update(sum(slots[0::3]), sum(slots[1::3]), max(slots[2::3]))
+            parts = [r.get() for r in pending]
+    finally:
+        _JOB = None
+    if any(part is None for part in parts):
+        raise Abandon("a wave's lock-step records conflicted")
+    done = [part for part in parts if part is not None]
+    out = Waves({}, {}, 0, {}, {})
+    for part in done:
+        out.cycles.update(part.cycles)
+        out.groups.update(part.groups)
+        out.count += part.count
+        out.ctas_done += part.ctas_done
+        out.touched.update(part.touched)
+    for i, w in enumerate(waves):
+        for v in waves[i + 1:]:
+            if meets(out.touched[w][1], out.touched[v][0]):
+                raise Abandon(f"wave {v} reads a word wave {w} wrote")
+    allocs = P.L.gmem.allocs
+    for part in done:
+        for w in sorted(part.written):
+            for k, off, data in part.written[w]:
+                allocs[k].data[off: off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return out
+
+
+_JOB: Any = None  # what the forked wave processes read (waves_in_processes)
+
+
+class _Slot:
+    """A wave process's progress, written where the parent reads it."""
+
+    def __init__(self, slots: Any, j: int):
+        self.slots, self.j = slots, j
+
+    def update(self, ctas: int, count: int, cycles: int | None) -> None:
+        self.slots[3 * self.j: 3 * self.j + 3] = [ctas, count, cycles or 0]
+
+
+def _wave_job(w: int) -> Waves | None:
+    prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, slots, waves = _JOB
+    try:
+        return simulate_waves(prog, launch, hw, P, lay, chosen, fp, regs, max_instructions,
+                              _Slot(slots, waves.index(w)), replay=True, only={w})
+    except Abandon:
+        return None
 
 
 def _copy(c: SetAssocCache) -> SetAssocCache:

@@ -1,0 +1,150 @@
+"""Streamed lock-step records (sim/functional/replay.Stream, issue 17): the timing model replays records
+produced as it consumes them, batch by batch, with the same SimResult as executing; conflicts found late
+rerun the launch executing; the records held stay bounded; waves in processes merge to the one-process
+result (sim/timing/sampling.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim.functional.lockstep as lockstep
+import sim.functional.replay as replay
+import sim.timing.engine as engine
+from sim.cli import main
+from sim.functional.replay import Touched, meets, merged
+from sim.hw import load_hw
+from sim.launch import Arg, Launch
+from sim.ptx.parser import parse_file, parse_ptx
+from sim.timing import simulate
+from tests.test_lockstep import _ACCUMULATE, _EXCHANGE, _kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+SGEMM = ROOT / "examples" / "sgemm_tiled.ptx"
+
+
+def _stream_everything(monkeypatch, chunk: int = 64, lanes: int | None = None) -> list[replay.Stream]:
+    """Every launch streams (REPLAY_LIMIT 1), pausing every `chunk` warp instructions; the streams made."""
+    made: list[replay.Stream] = []
+    orig = replay.Stream.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(replay, "REPLAY_LIMIT", 1)
+    monkeypatch.setattr(lockstep, "STREAM_CHUNK", chunk)
+    monkeypatch.setattr(replay.Stream, "__init__", init)
+    if lanes is not None:
+        monkeypatch.setattr(lockstep, "BATCH_LANES", lanes)
+    return made
+
+
+def _sgemm():
+    from sim.launch import bind_launch, read_metadata
+
+    prog = parse_file(str(SGEMM))
+    meta = read_metadata(prog.text, str(SGEMM))
+    k = prog.kernel(meta["kernel"])
+    launch = bind_launch(k.name, [(p.name, p.type) for p in k.params], meta, [], None, None, None,
+                         np.random.default_rng(3), prog.file, [], {})
+    return prog, launch
+
+
+def test_intervals_merge_and_meet():
+    s, e = merged(np.array([10, 0, 4, 20]), np.array([12, 3, 5, 20]))
+    assert s.tolist() == [0, 10, 20] and e.tolist() == [5, 12, 20]  # [0,3] and [4,5] are adjacent: joined
+    assert meets((s, e), (np.array([13, 5]), np.array([19, 5])))
+    assert not meets((s, e), (np.array([6, 13]), np.array([9, 19])))
+    t = Touched()
+    assert t.add([(1, 0, np.array([0], dtype=np.uint64), 4, np.array([0]), False)]) == ""
+    assert t.add([(1, 0, np.array([4], dtype=np.uint64), 4, np.array([0]), True)]) == ""  # next word
+    assert t.add([(1, 0, np.array([2], dtype=np.uint64), 4, np.array([0]), True)]) != ""  # words 0 and 1
+
+
+def test_streamed_replay_equals_executing(monkeypatch):
+    """sgemm on npu7nm (6 CTAs, several batches of one CTA, pausing every 64 warp instructions): the
+    streamed SimResult equals the executed one, outputs included, and every batch was checked."""
+    hw = load_hw("npu7nm.yaml")
+    executed = simulate(*_sgemm(), hw)
+    made = _stream_everything(monkeypatch, lanes=64)
+    streamed = simulate(*_sgemm(), hw)
+    assert len(made) == 1 and made[0].next == 6 and not made[0].running and not made[0].traces
+    assert streamed.to_json() == executed.to_json()
+    assert all(np.array_equal(streamed.outputs[i], executed.outputs[i]) for i in executed.outputs)
+
+
+def test_records_held_stay_bounded(monkeypatch):
+    """The records waiting in a stream never come near the launch's: at most the started batches' skew."""
+    hw = load_hw("npu7nm.yaml")
+    made = _stream_everything(monkeypatch, lanes=64)
+    peak = [0]
+    orig = replay.ReplayWarp.step
+
+    def step(self, cycle=None):
+        rec = orig(self, cycle)
+        if made:
+            peak[0] = max(peak[0], sum(len(d) for ws in made[0].traces.values() for d in ws))
+        return rec
+
+    monkeypatch.setattr(replay.ReplayWarp, "step", step)
+    r = simulate(*_sgemm(), hw)
+    assert 0 < peak[0] < r.warp_instructions // 4, (peak[0], r.warp_instructions)
+
+
+def test_a_late_conflict_reruns_executing(monkeypatch):
+    """CTAs in batches of one that meet in global memory: the stream finds it when the second batch
+    ends (Touched), abandons, and the launch runs executing: the executed result."""
+    ptx = _kernel(_ACCUMULATE)
+
+    def run():
+        return simulate(parse_ptx(ptx, "k.ptx"), Launch("k", (4, 1, 1), (64, 1, 1),
+                        [Arg("buffer", "uint32", array=np.zeros(1, dtype=np.uint32))]), load_hw("h200"))
+
+    executed = run()
+    made = _stream_everything(monkeypatch, lanes=64)
+    abandoned = []
+    orig = engine._run
+
+    def spy(*a):
+        abandoned.append(a[-1] is None)
+        return orig(*a)
+
+    monkeypatch.setattr(engine, "_run", spy)
+    again = run()
+    assert made and abandoned == [False, True]
+    assert again.to_json() == executed.to_json() and again.outputs[0].tolist() == executed.outputs[0].tolist()
+
+
+def test_exchange_streams_in_one_batch(monkeypatch):
+    """A barrier-separated exchange within a CTA streams (pausing at the barrier) with the executed result."""
+    ptx = _kernel(_EXCHANGE.format(barrier="bar.sync 0;"))
+
+    def run():
+        return simulate(parse_ptx(ptx, "k.ptx"), Launch("k", (2, 1, 1), (64, 1, 1),
+                        [Arg("buffer", "uint32", array=np.zeros(64, dtype=np.uint32))]), load_hw("h200"))
+
+    executed = run()
+    made = _stream_everything(monkeypatch, chunk=1 << 30)
+    streamed = run()
+    assert made and streamed.to_json() == executed.to_json()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_by_waves_in_processes_equals_one_process(capsys, jobs):
+    """--by-waves on npu7nm (sgemm: 6 waves of one CTA): two processes give the cycles, instructions and
+    outputs of one (the numpy check passes over every element)."""
+    args = ["run", str(SGEMM), "--hw", "npu7nm.yaml", "--seed", "1", "--quiet", "--json", "--by-waves"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main([*args, "--jobs", str(jobs)]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert one["sampled"]["execution"] == "replayed"
+    assert two["sampled"]["execution"] == ("replayed" if jobs == 1 else "replayed, 2 processes")
+    assert one["check"]["passed"] and two["check"]["passed"] and "covered" not in two["check"]
+    for k in ("cycles", "warp_instructions"):
+        assert one[k] == two[k]
+    assert one["sampled"]["wave_cycles"] == two["sampled"]["wave_cycles"]
