@@ -5,6 +5,7 @@ result (sim/timing/sampling.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -148,3 +149,28 @@ def test_by_waves_in_processes_equals_one_process(capsys, jobs):
     for k in ("cycles", "warp_instructions"):
         assert one[k] == two[k]
     assert one["sampled"]["wave_cycles"] == two["sampled"]["wave_cycles"]
+
+
+def test_touch_is_lookup_line_by_line():
+    """sampling._touch (one loop over a footprint's lines) leaves the L2 as SetAssocCache.lookup does."""
+    from sim.timing.sampling import _touch
+    from sim.timing.units import SetAssocCache
+
+    hw = load_hw("h200")
+    c = dataclasses.replace(hw.l2, size=hw.l2.line * hw.l2.assoc * 4)  # 4 sets: evictions
+    spl = c.line // c.sector
+    rng = np.random.default_rng(0)
+    fast, slow = SetAssocCache(c), SetAssocCache(c)
+    for _ in range(6):
+        sectors = np.unique(rng.integers(0, 40 * spl * c.assoc, 300))
+        got = _touch(fast, sectors, spl)
+        want = {}
+        lines = sectors // spl
+        for ln in np.unique(lines).tolist():
+            mask = 0
+            for sec in sectors[lines == ln].tolist():
+                mask |= 1 << (sec % spl)
+            missing = slow.lookup(ln, mask)
+            if missing:
+                want[ln] = bin(missing).count("1")
+        assert got == want and fast.lines == slow.lines and fast.victim == slow.victim

@@ -342,17 +342,35 @@ def _copy(c: SetAssocCache) -> SetAssocCache:
 
 def _touch(l2: SetAssocCache, sectors: np.ndarray, spl: int) -> dict[int, int]:
     """Bring `sectors` into the L2 (LRU order: ascending); line -> sectors missing, for the lines that
-    missed some."""
+    missed some. Each line is SetAssocCache.lookup(line, its sectors) written out in one loop (a
+    footprint is tens of thousands of lines; tests/test_replay_stream.py checks it against lookup)."""
     missed: dict[int, int] = {}
     lines, first = np.unique(sectors // spl, return_index=True)
-    bounds = list(first[1:]) + [sectors.size]
-    for ln, a, b in zip(lines.tolist(), first.tolist(), bounds):
-        mask = 0
-        for s in sectors[a:b].tolist():
-            mask |= 1 << (s % spl)
-        missing = l2.lookup(ln, mask)
-        if missing:
-            missed[ln] = bin(missing).count("1")
+    if lines.size:
+        masks = np.bitwise_or.reduceat(np.left_shift(1, sectors % spl), first)
+        sets, assoc, widen, table = l2.sets, l2.c.assoc, l2.widen, l2.lines
+        victim = None
+        for ln, mask in zip(lines.tolist(), masks.tolist()):
+            victim = None
+            s = table[ln % sets]
+            have = s.get(ln)
+            if have is not None:
+                s.move_to_end(ln)
+                missing = mask & ~have
+                if not missing:
+                    continue
+                if widen is not None:
+                    missing = widen[missing] & ~have
+                s[ln] = have | missing
+                missed[ln] = bin(missing).count("1")
+                continue
+            if widen is not None:
+                mask = widen[mask]
+            if len(s) >= assoc:
+                victim = s.popitem(last=False)[0]
+            s[ln] = mask
+            missed[ln] = bin(mask).count("1")
+        l2.victim = victim
     l2.hits = l2.misses = 0
     return missed
 
