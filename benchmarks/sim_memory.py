@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         tracemalloc.start(1)
     load0 = os.getloadavg()[0]
     t, p = time.perf_counter(), time.process_time()
-    out: dict[str, Any] = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                            "kernel": a.ptx, "hw": a.hw, "grid": list(launch.grid), "block": list(launch.block)}
     try:
