@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     t, p = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                           "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                           "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+                                      f"Python {platform.python_version()}",
                            "kernel": a.ptx, "hw": a.hw, "grid": list(launch.grid), "block": list(launch.block)}
     try:
         r = simulate(prog, launch, hw, max_instructions=10**10, progress=watch)  # type: ignore[arg-type]

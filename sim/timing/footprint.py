@@ -2,7 +2,8 @@
 (docs/sampling.md).
 
 A few CTAs run functionally on a scratch copy of the launch (their outputs are discarded; together in one
-lock-step batch where the kernel allows) and their global accesses are recorded as L2 sectors (HwConfig.l2.sector bytes). The footprint of CTA
+lock-step batch where the kernel allows) and their global accesses are recorded as L2 sectors
+(HwConfig.l2.sector bytes). The footprint of CTA
 (x, y, z) is modelled as affine in the block index, buffer by buffer: the sectors block (0,0,0) touches in one
 buffer, moved by a fixed number of sectors per step of each block dimension (a GEMM's A row panel
 moves with y, its B column panel with x, its D tile with both). The model is checked against a
