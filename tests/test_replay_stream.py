@@ -174,3 +174,13 @@ def test_touch_is_lookup_line_by_line():
             if missing:
                 want[ln] = bin(missing).count("1")
         assert got == want and fast.lines == slow.lines and fast.victim == slow.victim
+
+
+def test_folded_busy_cycles_give_the_same_series(monkeypatch):
+    """Simulation.fold every 64 warp instructions (busy_at dicts into arrays): the same SimResult,
+    utilization series included."""
+    hw = load_hw("npu7nm.yaml")
+    whole = simulate(*_sgemm(), hw)
+    monkeypatch.setattr(engine, "FOLD_EVERY", 64)
+    folded = simulate(*_sgemm(), hw)
+    assert folded.to_json() == whole.to_json()
