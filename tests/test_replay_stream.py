@@ -184,3 +184,13 @@ def test_folded_busy_cycles_give_the_same_series(monkeypatch):
     monkeypatch.setattr(engine, "FOLD_EVERY", 64)
     folded = simulate(*_sgemm(), hw)
     assert folded.to_json() == whole.to_json()
+
+
+@pytest.mark.parametrize("bad, word", [(["--jobs", "0"], "--jobs 0"),
+                                       (["--by-waves", "--sample-ctas", "2"], "--by-waves"),
+                                       (["--by-waves", "--functional"], "--functional")])
+def test_bad_jobs_and_by_waves_are_one_line(capsys, bad, word):
+    assert main(["run", str(SGEMM), "--hw", "npu7nm.yaml", "--quiet", *bad]) == 2
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert out.out == "" and len(lines) == 1 and word in lines[0], out.err

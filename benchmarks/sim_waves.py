@@ -1,0 +1,116 @@
+"""A whole-grid timed GEMM simulation wave by wave in several processes (issue 17: the full 4096^3 h200
+GEMM on this 2-core machine): `python -m sim run K.ptx --by-waves --jobs J`, measured from outside.
+
+    PYTHONPATH=. python benchmarks/sim_waves.py --gemm 4096 [--hw h200] [--jobs 2]
+        [--max-instructions N] [--sample-ctas N] [--json FILE]
+
+Compiles `kernelgen compile --gemm NxNxN --hw HW --variant mma --dtype f16`, runs the simulator in a child
+process and records: wall time, process time (the children's user + system, all processes), the peak of
+the proportional set size (PSS, /proc/PID/smaps_rollup: pages shared after fork counted once) summed over
+the process tree, sampled every second, the 1-minute load average at start and end, and the run's JSON
+(cycles, waves, check). With --max-instructions N each wave stops after about N warp instructions (the
+simulator's budget error): a fraction of the run, for a projection; the JSON then holds the
+instructions timed and the rate (`projection`). --sample-ctas N runs the sampled estimate instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            kids = pathlib.Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(k) for k in kids]
+    return out
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gemm", type=int, default=4096)
+    ap.add_argument("--hw", default="h200")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--max-instructions", type=int, default=10**9)
+    ap.add_argument("--sample-ctas", type=int, default=None)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="sim_waves_"))
+    n = a.gemm
+    subprocess.run([sys.executable, "-m", "kernelgen", "compile", "--hw", a.hw, "--gemm", f"{n}x{n}x{n}",
+                    "--dtype", "f16", "--variant", "mma", "-o", str(tmp / "k")], check=True, env=env,
+                   capture_output=True)
+    mode = ["--sample-ctas", str(a.sample_ctas)] if a.sample_ctas else ["--by-waves"]
+    cmd = [sys.executable, "-m", "sim", "run", str(tmp / "k" / "kernel.ptx"), "--hw", a.hw, "--seed", "1", "--json",
+           "--quiet", "--max-instructions", str(a.max_instructions), "--jobs", str(a.jobs), *mode]
+    load0 = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
+        try:
+            proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            pass
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    res: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "command": " ".join(["python -m sim run K.ptx", *cmd[cmd.index("--hw"):]]),
+        "kernel": f"kernelgen compile --gemm {n}x{n}x{n} --hw {a.hw} --variant mma --dtype f16",
+        "exit": proc.returncode, "wall_s": round(wall, 1), "process_s": round(cpu, 1),
+        "peak_pss_mb": round(peak / 1024, 1), "load_1min": [load0, os.getloadavg()[0]],
+        "stderr_tail": err.strip().splitlines()[-3:]}
+    if proc.returncode == 0:
+        r = json.loads(out)
+        res.update(cycles=r["cycles"], warp_instructions=r["warp_instructions"], sampled=r.get("sampled"),
+                   check=r.get("check"), predicted_cycles=(r.get("prediction") or {}).get("cycles"),
+                   per_s_process=round(r["warp_instructions"] / max(cpu, 1e-9)))
+    elif "more than" in err and a.max_instructions < 10**9:
+        timed = a.max_instructions * a.jobs  # each of the first `jobs` waves ran to its budget
+        res["projection"] = {"warp_instructions_timed": timed, "per_s_process": round(timed / max(cpu, 1e-9)),
+                             "note": "each of the first waves stopped at its budget; process time includes "
+                                     "the set-up (prepare, footprints, L2 hand-over)"}
+    text = json.dumps(res, indent=1)
+    print(text)
+    if a.json:
+        pathlib.Path(a.json).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
