@@ -2,15 +2,16 @@
 GEMM on this 2-core machine): `python -m sim run K.ptx --by-waves --jobs J`, measured from outside.
 
     PYTHONPATH=. python benchmarks/sim_waves.py --gemm 4096 [--hw h200] [--jobs 2]
-        [--max-instructions N] [--sample-ctas N] [--json FILE]
+        [--stop-per-wave N] [--sample-ctas N] [--json FILE]
 
 Compiles `kernelgen compile --gemm NxNxN --hw HW --variant mma --dtype f16`, runs the simulator in a child
 process and records: wall time, process time (the children's user + system, all processes), the peak of
 the proportional set size (PSS, /proc/PID/smaps_rollup: pages shared after fork counted once) summed over
 the process tree, sampled every second, the 1-minute load average at start and end, and the run's JSON
-(cycles, waves, check). With --max-instructions N each wave stops after about N warp instructions (the
-simulator's budget error): a fraction of the run, for a projection; the JSON then holds the
-instructions timed and the rate (`projection`). --sample-ctas N runs the sampled estimate instead.
+(cycles, waves, check). With --stop-per-wave N the child calls sim.timing.sampling.simulate_by_waves
+itself (the command line would refuse the budget up front) and each wave stops after about N warp
+instructions (the simulator's budget error): a fraction of the run, for a projection; the JSON then
+holds the instructions timed (`projection`). --sample-ctas N runs the sampled estimate instead.
 """
 
 from __future__ import annotations
@@ -54,12 +55,40 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
+def child(ptx: str, hw_name: str, jobs: int, stop: int) -> int:
+    """simulate_by_waves with each wave's budget `stop` (exit 2 with the budget error on stderr)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from sim.cli import build_launch, build_parser
+    from sim.errors import ExecutionError
+    from sim.hw import load_hw
+    from sim.launch import read_metadata
+    from sim.ptx.parser import parse_file
+    from sim.timing.sampling import simulate_by_waves
+
+    prog = parse_file(ptx)
+    meta = read_metadata(prog.text, ptx)
+    launch = build_launch(prog, build_parser().parse_args(["run", ptx, "--hw", hw_name]), meta,
+                          np.random.default_rng(1))
+    try:
+        r = simulate_by_waves(prog, launch, load_hw(hw_name), stop, jobs=jobs)
+    except ExecutionError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(json.dumps({"cycles": r.cycles, "warp_instructions": r.warp_instructions, **r.to_json()}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    if (argv or sys.argv[1:])[:1] == ["--child"]:
+        c = (argv or sys.argv[1:])[1:]
+        return child(c[0], c[1], int(c[2]), int(c[3]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gemm", type=int, default=4096)
     ap.add_argument("--hw", default="h200")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--max-instructions", type=int, default=10**9)
+    ap.add_argument("--stop-per-wave", type=int, default=None)
     ap.add_argument("--sample-ctas", type=int, default=None)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -71,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                    capture_output=True)
     mode = ["--sample-ctas", str(a.sample_ctas)] if a.sample_ctas else ["--by-waves"]
     cmd = [sys.executable, "-m", "sim", "run", str(tmp / "k" / "kernel.ptx"), "--hw", a.hw, "--seed", "1", "--json",
-           "--quiet", "--max-instructions", str(a.max_instructions), "--jobs", str(a.jobs), *mode]
+           "--quiet", "--max-instructions", str(10**9), "--jobs", str(a.jobs), *mode]
+    if a.stop_per_wave:
+        cmd = [sys.executable, __file__, "--child", str(tmp / "k" / "kernel.ptx"), a.hw, str(a.jobs),
+               str(a.stop_per_wave)]
     load0 = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
@@ -100,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         res.update(cycles=r["cycles"], warp_instructions=r["warp_instructions"], sampled=r.get("sampled"),
                    check=r.get("check"), predicted_cycles=(r.get("prediction") or {}).get("cycles"),
                    per_s_process=round(r["warp_instructions"] / max(cpu, 1e-9)))
-    elif "more than" in err and a.max_instructions < 10**9:
-        timed = a.max_instructions * a.jobs  # each of the first `jobs` waves ran to its budget
+    elif a.stop_per_wave and "more than" in err:
+        timed = a.stop_per_wave * a.jobs  # each of the first `jobs` waves ran to its budget
         res["projection"] = {"warp_instructions_timed": timed, "per_s_process": round(timed / max(cpu, 1e-9)),
                              "note": "each of the first waves stopped at its budget; process time includes "
                                      "the set-up (prepare, footprints, L2 hand-over)"}

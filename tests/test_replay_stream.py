@@ -66,6 +66,7 @@ def test_intervals_merge_and_meet():
     assert t.add([(1, 0, np.array([2], dtype=np.uint64), 4, np.array([0]), True)]) != ""  # words 0 and 1
 
 
+@pytest.mark.slow
 def test_streamed_replay_equals_executing(monkeypatch):
     """sgemm on npu7nm (6 CTAs, several batches of one CTA, pausing every 64 warp instructions): the
     streamed SimResult equals the executed one, outputs included, and every batch was checked."""
@@ -78,6 +79,7 @@ def test_streamed_replay_equals_executing(monkeypatch):
     assert all(np.array_equal(streamed.outputs[i], executed.outputs[i]) for i in executed.outputs)
 
 
+@pytest.mark.slow
 def test_records_held_stay_bounded(monkeypatch):
     """The records waiting in a stream never come near the launch's: at most the started batches' skew."""
     hw = load_hw("npu7nm.yaml")
@@ -120,20 +122,50 @@ def test_a_late_conflict_reruns_executing(monkeypatch):
     assert again.to_json() == executed.to_json() and again.outputs[0].tolist() == executed.outputs[0].tolist()
 
 
-def test_exchange_streams_in_one_batch(monkeypatch):
-    """A barrier-separated exchange within a CTA streams (pausing at the barrier) with the executed result."""
-    ptx = _kernel(_EXCHANGE.format(barrier="bar.sync 0;"))
-
-    def run():
-        return simulate(parse_ptx(ptx, "k.ptx"), Launch("k", (2, 1, 1), (64, 1, 1),
-                        [Arg("buffer", "uint32", array=np.zeros(64, dtype=np.uint32))]), load_hw("h200"))
-
-    executed = run()
-    made = _stream_everything(monkeypatch, chunk=1 << 30)
-    streamed = run()
-    assert made and streamed.to_json() == executed.to_json()
+def _exchange(grid: int = 4):
+    """_EXCHANGE with each CTA writing its own 64 words (out[64 * ctaid + t])."""
+    body = _EXCHANGE.format(barrier="bar.sync 0;").replace(
+        "mul.wide.u32 %rd2, %r0, 4;", "mad.lo.u32 %r7, %r1, 64, %r0;\n    mul.wide.u32 %rd2, %r7, 4;")
+    return parse_ptx(_kernel(body), "k.ptx"), Launch("k", (grid, 1, 1), (64, 1, 1),
+                                                    [Arg("buffer", "uint32", array=np.zeros(64 * grid, dtype=np.uint32))])
 
 
+def test_exchange_streams_in_batches(monkeypatch):
+    """A barrier-separated exchange, 4 CTAs in batches of one, pausing every 16 warp instructions: the
+    executed SimResult; every batch ran to its end and was checked."""
+    executed = simulate(*_exchange(), load_hw("h200"))
+    made = _stream_everything(monkeypatch, chunk=16, lanes=64)
+    streamed = simulate(*_exchange(), load_hw("h200"))
+    assert len(made) == 1 and made[0].next == 4 and not made[0].running and not made[0].traces
+    assert made[0].seen.writes[0].size == 1  # out[0..255]: one interval of words
+    assert streamed.to_json() == executed.to_json()
+
+
+def test_folded_busy_cycles_give_the_same_series(monkeypatch):
+    """Simulation.fold every 4 warp instructions (busy_at dicts into arrays): the same SimResult,
+    utilization series included."""
+    whole = simulate(*_exchange(), load_hw("h200"))
+    monkeypatch.setattr(engine, "FOLD_EVERY", 4)
+    folded = simulate(*_exchange(), load_hw("h200"))
+    assert folded.to_json() == whole.to_json()
+
+
+def test_waves_in_two_processes_equal_one():
+    """The exchange on one core, one CTA at a time (4 waves): --by-waves in two processes gives the
+    durations, instructions and outputs of one process."""
+    from sim.timing.sampling import simulate_by_waves
+
+    hw = load_hw("h200")
+    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, count=1, max_ctas=1))
+    one = simulate_by_waves(*_exchange(), hw, 10**6)
+    two = simulate_by_waves(*_exchange(), hw, 10**6, jobs=2)
+    assert (one.execution, two.execution) == ("replayed", "replayed, 2 processes")
+    assert one.waves == 4 and one.wave_cycles == two.wave_cycles and one.cycles == two.cycles
+    assert one.warp_instructions == two.warp_instructions
+    assert one.outputs[0].tolist() == two.outputs[0].tolist() == [(t + 32) % 64 + 1 for t in range(64)] * 4
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_by_waves_in_processes_equals_one_process(capsys, jobs):
     """--by-waves on npu7nm (sgemm: 6 waves of one CTA): two processes give the cycles, instructions and
@@ -174,16 +206,6 @@ def test_touch_is_lookup_line_by_line():
             if missing:
                 want[ln] = bin(missing).count("1")
         assert got == want and fast.lines == slow.lines and fast.victim == slow.victim
-
-
-def test_folded_busy_cycles_give_the_same_series(monkeypatch):
-    """Simulation.fold every 64 warp instructions (busy_at dicts into arrays): the same SimResult,
-    utilization series included."""
-    hw = load_hw("npu7nm.yaml")
-    whole = simulate(*_sgemm(), hw)
-    monkeypatch.setattr(engine, "FOLD_EVERY", 64)
-    folded = simulate(*_sgemm(), hw)
-    assert folded.to_json() == whole.to_json()
 
 
 @pytest.mark.parametrize("bad, word", [(["--jobs", "0"], "--jobs 0"),
