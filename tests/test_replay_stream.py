@@ -126,8 +126,8 @@ def _exchange(grid: int = 4):
     """_EXCHANGE with each CTA writing its own 64 words (out[64 * ctaid + t])."""
     body = _EXCHANGE.format(barrier="bar.sync 0;").replace(
         "mul.wide.u32 %rd2, %r0, 4;", "mad.lo.u32 %r7, %r1, 64, %r0;\n    mul.wide.u32 %rd2, %r7, 4;")
-    return parse_ptx(_kernel(body), "k.ptx"), Launch("k", (grid, 1, 1), (64, 1, 1),
-                                                    [Arg("buffer", "uint32", array=np.zeros(64 * grid, dtype=np.uint32))])
+    out = Arg("buffer", "uint32", array=np.zeros(64 * grid, dtype=np.uint32))
+    return parse_ptx(_kernel(body), "k.ptx"), Launch("k", (grid, 1, 1), (64, 1, 1), [out])
 
 
 def test_exchange_streams_in_batches(monkeypatch):
