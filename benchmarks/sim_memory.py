@@ -85,13 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(["run", a.ptx, "--hw", a.hw, "--seed", str(a.seed)])
     launch = build_launch(prog, args, meta, np.random.default_rng(a.seed))
     watch = _Watch(a.stop)
-    orig = replay.Stream.__init__
+    stream = getattr(replay, "Stream", None)  # absent before the streamed replay (to measure the old tree)
+    if stream is not None:
+        orig = stream.__init__
 
-    def init(self: Any, *x: Any, **k: Any) -> None:
-        orig(self, *x, **k)
-        watch.stream = self
+        def init(self: Any, *x: Any, **k: Any) -> None:
+            orig(self, *x, **k)
+            watch.stream = self
 
-    replay.Stream.__init__ = init  # type: ignore[method-assign]
+        stream.__init__ = init
     if a.tracemalloc:
         tracemalloc.start(1)
     load0 = os.getloadavg()[0]

@@ -16,7 +16,8 @@ import sim.functional.lockstep as lockstep
 import sim.functional.replay as replay
 import sim.timing.engine as engine
 from sim.cli import main
-from sim.functional.replay import Touched, meets, merged
+from sim.functional.conflicts import meets, merged, touched
+from sim.functional.replay import Touched
 from sim.hw import load_hw
 from sim.launch import Arg, Launch
 from sim.ptx.parser import parse_file, parse_ptx
@@ -60,10 +61,16 @@ def test_intervals_merge_and_meet():
     assert s.tolist() == [0, 10, 20] and e.tolist() == [5, 12, 20]  # [0,3] and [4,5] are adjacent: joined
     assert meets((s, e), (np.array([13, 5]), np.array([19, 5])))
     assert not meets((s, e), (np.array([6, 13]), np.array([9, 19])))
+    log = [(1, 0, np.array([0, 8], dtype=np.uint64), 4, np.array([0, 2]), False),  # words 0 (warp 0), 2 (warp 2)
+           (1, 1, np.array([16], dtype=np.uint64), 8, np.array([3]), True)]  # words 4, 5 by warp 3
+    assert {c: (s.tolist(), e.tolist()) for c, (s, e) in touched(log, False, 2).items()} == {0: ([0], [0]),
+                                                                                             1: ([2], [2])}
+    assert {c: (s.tolist(), e.tolist()) for c, (s, e) in touched(log, True, 2).items()} == {1: ([4], [5])}
+    none = (np.zeros(0, dtype=np.int64),) * 2
     t = Touched()
-    assert t.add([(1, 0, np.array([0], dtype=np.uint64), 4, np.array([0]), False)]) == ""
-    assert t.add([(1, 0, np.array([4], dtype=np.uint64), 4, np.array([0]), True)]) == ""  # next word
-    assert t.add([(1, 0, np.array([2], dtype=np.uint64), 4, np.array([0]), True)]) != ""  # words 0 and 1
+    assert t.add((np.array([0]), np.array([0])), none) == ""
+    assert t.add(none, (np.array([1]), np.array([1]))) == ""  # the next word
+    assert t.add(none, (np.array([0]), np.array([1]))) != ""  # words 0 and 1
 
 
 @pytest.mark.slow
@@ -98,9 +105,11 @@ def test_records_held_stay_bounded(monkeypatch):
     assert 0 < peak[0] < r.warp_instructions // 4, (peak[0], r.warp_instructions)
 
 
-def test_a_late_conflict_reruns_executing(monkeypatch):
-    """CTAs in batches of one that meet in global memory: the stream finds it when the second batch
-    ends (Touched), abandons, and the launch runs executing: the executed result."""
+@pytest.mark.parametrize("lanes", [64, None])
+def test_a_late_conflict_reruns_executing(monkeypatch, lanes):
+    """CTAs that meet in global memory, in batches of one (the stream finds it when the second batch
+    ends: Touched) or in one batch (its per-CTA words, Batch.compact): the stream abandons, and the
+    launch runs executing: the executed result."""
     ptx = _kernel(_ACCUMULATE)
 
     def run():
@@ -108,7 +117,7 @@ def test_a_late_conflict_reruns_executing(monkeypatch):
                         [Arg("buffer", "uint32", array=np.zeros(1, dtype=np.uint32))]), load_hw("h200"))
 
     executed = run()
-    made = _stream_everything(monkeypatch, lanes=64)
+    made = _stream_everything(monkeypatch, lanes=lanes)
     abandoned = []
     orig = engine._run
 

@@ -4,7 +4,7 @@ which they ran could change the result."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from sim.functional.memory import reduce_any
 
 SHARED_DOMAIN = 0  # log domains: a batch's shared memory (each CTA at its own base), global memory
 GLOBAL_DOMAIN = 1
+EMPTY = np.zeros(0, dtype=np.int64)
 # one logged access: domain, barrier epoch, byte addresses, bytes per lane, the lanes' warps, whether a write
 Access = tuple[int, int, np.ndarray, int, np.ndarray, bool]
 
@@ -83,3 +84,49 @@ def conflict(entries: Sequence[Access], wpc: int) -> str:
     uw, first = np.unique(ww, return_index=True)  # each word written by one CTA (else `ctas` above)
     i = np.minimum(np.searchsorted(uw, rw), uw.size - 1)
     return "ctas" if reduce_any((uw[i] == rw) & (wc[first][i] != rc)) else ""
+
+
+Intervals = tuple[np.ndarray, np.ndarray]  # sorted, disjoint, non-adjacent [start, end] word intervals
+
+
+def merged(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """The union of word intervals [starts[i], ends[i]] as sorted disjoint intervals (adjacent ones joined)."""
+    if not starts.size:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > e[:-1] + 1
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, s.size - 1)
+    return s[first], e[last]
+
+
+def meets(a: Intervals, b: Intervals) -> bool:
+    """Whether two interval sets share a word."""
+    if not a[0].size or not b[0].size:
+        return False
+    j = np.searchsorted(a[0], b[1], side="right") - 1  # a's last interval starting at or before b's end
+    ok = j >= 0
+    return bool(np.any(a[1][np.maximum(j, 0)][ok] >= b[0][ok]))
+
+
+def union(a: Intervals, b: Intervals) -> Intervals:
+    return merged(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+
+def touched(log: Iterable[Access], write: bool, wpc: int) -> dict[int, Intervals]:
+    """Per CTA (owner // wpc): the global words the log's reads (write=False) or writes and atomics
+    (write=True) touch."""
+    starts, ends, ctas = [], [], []
+    for dom, _ep, addrs, size, own, w in log:
+        if dom == GLOBAL_DOMAIN and w == write and addrs.size:
+            a = addrs.astype(np.int64)
+            starts.append(a >> 2)
+            ends.append((a + size - 1) >> 2)
+            ctas.append(np.asarray(own, dtype=np.int64) // wpc)
+    if not starts:
+        return {}
+    s, e, c = np.concatenate(starts), np.concatenate(ends), np.concatenate(ctas)
+    return {k: merged(s[c == k], e[c == k]) for k in np.unique(c).tolist()}

@@ -30,7 +30,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.errors import ExecutionError
-from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN, Access, conflict
+from sim.functional.conflicts import (
+    EMPTY,
+    GLOBAL_DOMAIN,
+    SHARED_DOMAIN,
+    Access,
+    Intervals,
+    conflict,
+    meets,
+    merged,
+    touched,
+    union,
+)
 from sim.functional.memory import Fault, FlatMemory, _gather, _scatter, reduce_all, reduce_any
 from sim.functional.ops_alu import SEMANTICS_ALU
 from sim.functional.ops_mem import (
@@ -121,8 +132,13 @@ class Batch:
     barrier epoch, and the log of shared and global accesses that `conflict` checks."""
 
     def __init__(self, P: Prepared, ctas: list[CTA], effects: list[bool], first: int = 0,
-                 trace: dict[tuple[int, int, int], list[Any]] | None = None):
+                 trace: dict[tuple[int, int, int], list[Any]] | None = None, compact: bool = False):
         self.P = P
+        # a streamed batch (replay.Stream) runs as long as the timing model: its global accesses are
+        # checked at every barrier release and kept as words per CTA (intervals), not as a log
+        self.compact = compact
+        self.cta_reads: dict[int, Intervals] = {}
+        self.cta_writes: dict[int, Intervals] = {}
         self.effects = effects
         self.trace = trace  # when given: each warp's records, by CTA and warp (sim/functional/replay.py)
         self.ctas = ctas
@@ -144,7 +160,34 @@ class Batch:
         """A barrier released every warp: shared accesses of the epoch are checked and dropped (shared
         memory is per CTA, and the barrier orders a CTA's warps)."""
         self._check_shared()
+        if self.compact:
+            self._fold_global()
         self.epoch += 1
+
+    def _fold_global(self) -> None:
+        """(compact) The epoch's global accesses: checked between the warps of a CTA and between CTAs
+        within the epoch (`conflict`), then added to each CTA's words read and written."""
+        glob = [e for e in self.log if e[0] == GLOBAL_DOMAIN]
+        if not glob:
+            return
+        self.log = [e for e in self.log if e[0] != GLOBAL_DOMAIN]
+        found = conflict(glob, self.wpc) if self.wrote[GLOBAL_DOMAIN] else ""
+        self.wrote[GLOBAL_DOMAIN] = False
+        if found == "ctas":
+            raise Refused("two CTAs of the batch access a global word, one writing it", per_cta=True)
+        if found:
+            raise Refused("two warps of a CTA access a global word between two barriers, one writing it")
+        for write, per in ((False, self.cta_reads), (True, self.cta_writes)):
+            for c, iv in touched(glob, write, self.wpc).items():
+                per[c] = union(per[c], iv) if c in per else iv
+
+    def touched(self) -> tuple[Intervals, Intervals]:
+        """(compact, after finish) The global words the batch read and wrote, all CTAs together."""
+        r = merged(np.concatenate([EMPTY, *(iv[0] for iv in self.cta_reads.values())]),
+                   np.concatenate([EMPTY, *(iv[1] for iv in self.cta_reads.values())]))
+        w = merged(np.concatenate([EMPTY, *(iv[0] for iv in self.cta_writes.values())]),
+                   np.concatenate([EMPTY, *(iv[1] for iv in self.cta_writes.values())]))
+        return r, w
 
     def _check_shared(self) -> None:
         shared = [e for e in self.log if e[0] == SHARED_DOMAIN]
@@ -155,6 +198,14 @@ class Batch:
 
     def finish(self) -> None:
         self._check_shared()
+        if self.compact:
+            self._fold_global()
+            for c, w in self.cta_writes.items():  # a word one CTA writes and another touches, any epochs
+                for d in set(self.cta_reads) | set(self.cta_writes):
+                    if d != c and (meets(w, self.cta_reads.get(d, (EMPTY, EMPTY))) or
+                                   meets(w, self.cta_writes.get(d, (EMPTY, EMPTY)))):
+                        raise Refused("two CTAs of the batch access a global word, one writing it", per_cta=True)
+            return
         if not self.wrote[GLOBAL_DOMAIN]:
             return
         found = conflict(self.log, self.wpc)

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.cluster import link as link_cluster
-from sim.functional.conflicts import GLOBAL_DOMAIN, Access, conflict
+from sim.functional.conflicts import GLOBAL_DOMAIN, Access, Intervals, conflict, meets, union
 from sim.functional.lockstep import Batch, OverBudget, Refused, _effects, batch_ctas, refusal, run_batch, steps
 from sim.functional.ops_mem import BARRIER
 from sim.functional.record import Executed
@@ -170,50 +170,6 @@ def replayable(P: Prepared) -> bool:
 
 # -- streamed records ------------------------------------------------------------------------------------
 
-Intervals = tuple[np.ndarray, np.ndarray]  # sorted, disjoint, non-adjacent [start, end] word intervals
-
-
-def merged(starts: np.ndarray, ends: np.ndarray) -> Intervals:
-    """The union of word intervals [starts[i], ends[i]] as sorted disjoint intervals (adjacent ones joined)."""
-    if not starts.size:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], np.maximum.accumulate(ends[order])
-    new = np.ones(s.size, dtype=bool)
-    new[1:] = s[1:] > e[:-1] + 1
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, s.size - 1)
-    return s[first], e[last]
-
-
-def meets(a: Intervals, b: Intervals) -> bool:
-    """Whether two interval sets share a word."""
-    if not a[0].size or not b[0].size:
-        return False
-    j = np.searchsorted(a[0], b[1], side="right") - 1  # a's last interval starting at or before b's end
-    ok = j >= 0
-    return bool(np.any(a[1][np.maximum(j, 0)][ok] >= b[0][ok]))
-
-
-def union(a: Intervals, b: Intervals) -> Intervals:
-    return merged(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
-
-
-def touched(log: Iterable[Access], write: bool) -> Intervals:
-    """The global words the log's reads (write=False) or writes/atomics (write=True) touch."""
-    starts, ends = [], []
-    for dom, _ep, addrs, size, _own, w in log:
-        if dom == GLOBAL_DOMAIN and w == write and addrs.size:
-            a = addrs.astype(np.int64)
-            starts.append(a >> 2)
-            ends.append((a + size - 1) >> 2)
-    if not starts:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e
-    return merged(np.concatenate(starts), np.concatenate(ends))
-
-
 class Touched:
     """The global words read and written so far, by batches that may run side by side in the timing
     model: a batch that writes a word another read or wrote, or reads a word another wrote, conflicts."""
@@ -223,9 +179,9 @@ class Touched:
         self.reads: Intervals = (e, e)
         self.writes: Intervals = (e, e)
 
-    def add(self, log: list[Access]) -> str:
-        """Add a finished batch's log; the conflict with the earlier batches ("" when none)."""
-        r, w = touched(log, False), touched(log, True)
+    def add(self, r: Intervals, w: Intervals) -> str:
+        """Add a finished batch's words read and written; the conflict with the earlier batches ("" when
+        none)."""
         if meets(self.writes, w) or meets(self.reads, w) or meets(self.writes, r):
             return "CTAs of two lock-step batches meet at a global word, one writing it"
         self.reads, self.writes = union(self.reads, r), union(self.writes, w)
@@ -287,7 +243,7 @@ class Stream(Replay):
         idx = self.order[self.next: self.next + self.n]
         ctas = [_cta(P, P.ctas[i]) for i in idx]
         # owners (warp indices in the batch's log) are relative to the batch: `first` only offsets them
-        B = Batch(P, ctas, self.effects, first=0, trace=self.traces)
+        B = Batch(P, ctas, self.effects, first=0, trace=self.traces, compact=True)
         for c in ctas:
             self.traces[c.ctaid] = [deque() for _ in range(B.wpc)]
         live = _Live(self, B, steps(B))
@@ -303,8 +259,7 @@ class Stream(Replay):
             live.B.finish()
         except Refused as e:
             raise Abandon(str(e)) from e
-        found = self.seen.add(live.B.log)
-        live.B.log = []
+        found = self.seen.add(*live.B.touched())
         for c in live.B.ctas:
             del self.traces[c.ctaid]
         if found:
