@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "command": " ".join(["python -m sim run K.ptx", *cmd[cmd.index("--hw"):]]),
+        "command": " ".join(["python", *[pathlib.Path(c).name if c.startswith("/") else c for c in cmd[1:]]]),
         "kernel": f"kernelgen compile --gemm {n}x{n}x{n} --hw {a.hw} --variant mma --dtype f16",
         "exit": proc.returncode, "wall_s": round(wall, 1), "process_s": round(cpu, 1),
         "peak_pss_mb": round(peak / 1024, 1), "load_1min": [load0, os.getloadavg()[0]],

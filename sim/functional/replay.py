@@ -110,14 +110,13 @@ def reads_clock(P: Prepared) -> bool:
 
 def replay_for(prog: Program, launch: Launch, max_instructions: int) -> Replay | None:
     """What the timing model replays: the whole launch's records where it fits REPLAY_LIMIT warp
-    instructions, else a Stream over a freshly prepared launch; None where it may not replay."""
+    instructions (no batch past its share of it), else a Stream over a freshly prepared launch; None
+    where it may not replay."""
     from sim.functional.runner import prepare
 
     try:
         return recorded(prog, launch, max_instructions, over=True)
-    except OverBudget:
-        if max_instructions <= REPLAY_LIMIT:
-            return None  # the timing model reports the budget itself
+    except OverBudget:  # past the budget too: the timing model reports it (the stream runs as far as asked)
         return Stream(prepare(prog, launch))
 
 
@@ -144,12 +143,12 @@ def recorded(prog: Program, launch: Launch, max_instructions: int, over: bool = 
                 B = Batch(P, ctas, effects, first=i, trace=traces)
                 for c in ctas:
                     traces[c.ctaid] = [deque() for _ in range(B.wpc)]
+                if over:  # no batch past its share of REPLAY_LIMIT: a large launch streams at once
+                    budget[0] = min(budget[0], REPLAY_LIMIT * (i + len(ctas)) // len(P.ctas) - total)
                 total += run_batch(B, budget)
                 B.finish()
                 kept += [e for e in B.log if e[0] == GLOBAL_DOMAIN]
                 budget[0] = min(max_instructions, REPLAY_LIMIT) - total
-                if over and total * len(P.ctas) > REPLAY_LIMIT * (i + len(ctas)):
-                    raise OverBudget("the launch's batches so far project past REPLAY_LIMIT")
         except OverBudget:
             if over:
                 raise
