@@ -164,8 +164,19 @@ def simulate_by_waves(prog: Program, launch: Launch, hw: HwConfig, max_instructi
         fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
         r = run_waves(prog, launch, hw, P, lay, lay.groups, fp, regs, max_instructions, progress, jobs)
         spans = [d for w in sorted(r.groups) for d in r.groups[w]]
-        return SampledResult(sum(r.cycles.values()), 0, lay.waves, r.cycles, spans, list(range(lay.total)),
+        return SampledResult(chained(r.groups), 0, lay.waves, r.cycles, spans, list(range(lay.total)),
                              lay.total, r.count, fp.method, read_outputs(r.P or P, launch), r.how, True)
+
+
+def chained(groups: dict[int, list[int]]) -> int:
+    """The launch's cycles from every wave's group durations (groups in core order): each core takes its
+    next group as its last one ends, as the simulator launches a CTA when a slot frees; the launch ends
+    with the last core. (Not the sum of the waves' durations: a wave would wait for its slowest group.)"""
+    ends: dict[int, int] = {}
+    for w in sorted(groups):
+        for c, d in enumerate(groups[w]):
+            ends[c] = ends.get(c, 0) + d
+    return max(ends.values(), default=0)
 
 
 def run_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout, chosen: list[list[int]],
