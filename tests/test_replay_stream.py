@@ -225,3 +225,12 @@ def test_bad_jobs_and_by_waves_are_one_line(capsys, bad, word):
     out = capsys.readouterr()
     lines = out.err.strip().splitlines()
     assert out.out == "" and len(lines) == 1 and word in lines[0], out.err
+
+
+def test_by_waves_chains_each_cores_groups():
+    """A core takes its next group as its last one ends: the launch ends with the longest chain, not
+    the sum of the waves' slowest groups (12 here)."""
+    from sim.timing.sampling import chained
+
+    assert chained({0: [5, 7], 1: [4, 1], 2: [3]}) == 12  # core 0: 5 + 4 + 3; core 1: 7 + 1
+    assert chained({0: [5, 7], 1: [4, 1]}) == 9
