@@ -16,6 +16,9 @@ sampled full waves' mean, a partial last wave (always sampled) its own duration.
 Student-t interval (CONFIDENCE) of that total from the spread of the sampled full waves' durations
 (finite-population correction), plus, for waves simulated in part, the range of their sampled
 groups' durations x the fraction of their groups not simulated (estimate()).
+Execution: the waves replay streamed lock-step records where the kernel allows (run_waves), in `jobs`
+forked processes when asked (waves_in_processes: the same numbers as one process); simulate_by_waves
+times every CTA this way (--by-waves), its cycles each core's groups chained (chained).
 """
 
 from __future__ import annotations
