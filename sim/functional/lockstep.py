@@ -364,22 +364,27 @@ class Group(Warp):
             idx = g.sel[::32] // 32 if g is not self else slice(None)
             nxt[idx] = g.stack[-1].pc if g.stack else -1
             landed[idx] = g.landed
-        runs = np.ones(n, dtype=bool) if full or is_branch(ins) else np.asarray(m.reshape(n, 32).any(axis=1))
+        runs: list[bool] = [True] * n if full or is_branch(ins) else \
+            np.asarray(m.reshape(n, 32).any(axis=1)).tolist()
         addrs = rec.addrs
+        counts: list[int] = []
+        ends: list[int] = []
         if addrs is not None:
-            counts = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
-            ends = np.cumsum(counts)
+            c = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
+            counts, ends = c.tolist(), np.cumsum(c).tolist()
         trace = B.trace
         assert trace is not None
-        for j in range(n):
-            r = Executed(m[32 * j: 32 * j + 32], None, int(nxt[j]), int(landed[j]))
+        nxt_l, landed_l, owners = nxt.tolist(), landed.tolist(), self.owner[::32].tolist()
+        base, wpc, ctas = B.base, B.wpc, B.ctas
+        for j in range(n):  # plain ints and lists: this loop runs for every warp of every step
+            r = Executed(m[32 * j: 32 * j + 32], None, nxt_l[j], landed_l[j])
             if runs[j]:
                 r.ctl = ctl
                 if addrs is not None and counts[j]:
                     r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
                         rec.size, rec.direction
-            o = int(self.owner[32 * j]) - B.base
-            trace[B.ctas[o // B.wpc].ctaid][o % B.wpc].append(r)
+            o = owners[j] - base
+            trace[ctas[o // wpc].ctaid][o % wpc].append(r)
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
         target = ins.info["target"]
