@@ -8,12 +8,10 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING
 
 import simpy
-from simpy.events import NORMAL
 
 from sim.errors import ExecutionError
 from sim.functional.runner import barrier_ready, make_cta
@@ -43,29 +41,61 @@ class CtaT:
         self.mbar_waiters: list[WarpT] = []  # warps stopped at an incomplete mbarrier wait (sim/timing/tma.py)
 
 
-class _Resume:
-    """An entry of the SimPy event queue that resumes a scheduler (what SimPy's Timeout, succeeded Event,
-    Initialize and Interruption did for the scheduler as a process): Environment.step pops it in the same
-    (time, priority, insertion) order and calls its one callback. It does no more than that: no
-    generator, no Process bookkeeping (benchmarks/sim_profile.md: SimPy was 13-15% of the timing model)."""
+class _Interrupt:
+    """An entry of the event queue that wakes a sleeping scheduler early (what SimPy's Interruption did
+    for the scheduler as a process)."""
 
-    __slots__ = ("callbacks", "_ok")
+    __slots__ = ("sched",)
 
-    def __init__(self, fn: Callable[[_Resume], None]):
-        self.callbacks: list[Callable[[_Resume], None]] | None = [fn]
-        self._ok = True
+    def __init__(self, sched: Scheduler):
+        self.sched = sched
+
+
+def run_events(env: simpy.Environment) -> None:
+    """`env.run()` with no `until`: SimPy's Environment.step in a loop, in the same (time, priority,
+    insertion) order, except that a scheduler's own entries (the Scheduler itself, or an _Interrupt) are
+    dispatched directly: no Event object, callback list or generator per scheduler wake-up
+    (benchmarks/sim_profile.md: the SimPy queue was 8-15% of the timing model). Every other event (a CTA
+    launch process, a TMA landing) is processed as Environment.step does, failures included."""
+    q = env._queue
+    pop = heappop
+    sched_cls = Scheduler
+    while q:
+        now, _, eid, ev = pop(q)
+        env._now = now
+        cls = ev.__class__
+        if cls is sched_cls:
+            if eid == ev.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
+                ev.fire()  # process' old target
+            continue
+        if cls is _Interrupt:
+            ev.sched.interrupt()
+            continue
+        callbacks, ev.callbacks = ev.callbacks, None
+        for callback in callbacks:
+            callback(ev)
+        if not ev._ok and not hasattr(ev, "_defused"):  # a failed event crashes the run (Environment.step)
+            exc = type(ev._value)(*ev._value.args)
+            exc.__cause__ = ev._value
+            raise exc
 
 
 # Scheduler.state: where the scheduler waits (the yield points of the SimPy process it replaces)
 START, NEXT_CYCLE, SLEEP, WAIT, WOKEN, RUNNING = 0, 1, 2, 3, 4, 5
+URGENT, NORMAL = simpy.events.URGENT, simpy.events.NORMAL
 
 
 class Scheduler:
     """One warp scheduler, driven by SimPy's event queue as a process would be: it runs at its start
     (urgent, as a process' initialisation), the cycle after one it issued in, at the earliest cycle a warp
     can issue when none can now, and when woken (a CTA launch, a barrier release: urgent, as an
-    interrupt; or, with no cycle to sleep to, a normal event). Events left behind by a wake-up are
-    ignored when they come up, as SimPy ignores a process' old target."""
+    interrupt; or, with no cycle to sleep to, a normal event). Its queue entries are the scheduler itself
+    (`pending` holds the insertion number of the one that resumes it: others are left behind by a
+    wake-up and ignored, as SimPy ignores a process' old target) and _Interrupt; run_events dispatches
+    them."""
+
+    __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending",
+                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid")
 
     def __init__(self, core: Core, index: int):
         self.core = core
@@ -79,31 +109,29 @@ class Scheduler:
         env = core.env
         self.env = env
         self.alive = True
-        self.running = False
         self.state = START
-        self.pending: _Resume | None = None  # the event that resumes it (None: none, or waiting for wake())
+        self.pending = -1  # insertion number of the queue entry that resumes it (-1: none, or waiting for wake())
         self.slept_at = 0  # the cycle it went to sleep in, and the stall it then saw
         self.best_reason = "no_eligible"
         self.best_line = 0
         width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
         self.width = width
         self.gto = core.hw.core.policy == "gto"
-        self.fire = self._fire
         self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
         self.eid = env._eid
-        self._at(simpy.events.URGENT, 0)
+        self._at(URGENT, 0)
 
-    def _at(self, priority: simpy.events.EventPriority, delay: float) -> None:
-        ev = self.pending = _Resume(self.fire)
-        self.env.schedule(ev, priority, delay)  # type: ignore[arg-type]
+    def _at(self, priority: int, delay: float) -> None:
+        eid = self.pending = next(self.eid)
+        heappush(self.queue, (self.env._now + delay, priority, eid, self))  # type: ignore[misc]
 
     def wake(self, at: float) -> None:
         if self.state == WAIT:
             self.state = WOKEN
-            self._at(simpy.events.NORMAL, 0)
-        elif self.sleep_until > at and self.alive and not self.running:
+            self._at(NORMAL, 0)
+        elif self.sleep_until > at and self.alive and self.state != RUNNING:
             self.sleep_until = at
-            self.env.schedule(_Resume(self._interrupt), simpy.events.URGENT)  # type: ignore[arg-type]
+            heappush(self.queue, (self.env._now, URGENT, next(self.eid), _Interrupt(self)))  # type: ignore[misc]
 
     def order(self) -> list[WarpT]:
         """The warps in the order the policy considers them this cycle."""
@@ -117,52 +145,41 @@ class Scheduler:
         k = self.rr % n if n else 0
         return ws[k:] + ws[:k] if k else ws
 
-    def _interrupt(self, _ev: _Resume) -> None:
+    def interrupt(self) -> None:
         if not self.alive:
             return
-        self.pending = None  # what it waited for no longer resumes it
-        if self.state in (START, NEXT_CYCLE):  # a process interrupted outside its sleep fails
+        self.pending = -1  # what it waited for no longer resumes it
+        if self.state == START or self.state == NEXT_CYCLE:  # a process interrupted outside its sleep fails
             raise simpy.Interrupt(None)
         self._resume()
 
-    def _fire(self, ev: _Resume) -> None:
-        if ev is not self.pending:
-            return
-        self.pending = None
+    def fire(self) -> None:
+        self.pending = -1
         if self.state == NEXT_CYCLE:  # the common case, _resume() inlined: no stall to count
-            self.running = True
             self.state = RUNNING
-            try:
-                self._cycle()
-            finally:
-                self.running = False
+            self._cycle()
             return
         self._resume()
 
     def _resume(self) -> None:
-        self.running = True
-        try:
-            slept = SLEEP <= self.state <= WOKEN
-            self.state = RUNNING
-            if slept:  # the cycles slept are a stall of the reason seen going to sleep
-                elapsed = int(self.env._now) - self.slept_at
-                core = self.core
-                if elapsed > 0 and core.live_ctas:
-                    stalls = core.stats.stalls
-                    if self.warps:
-                        stalls[self.best_reason] += elapsed
-                        if self.best_line:
-                            core.stats.by_line[self.best_line][self.best_reason] += elapsed
-                    else:
-                        stalls["no_eligible"] += elapsed
-            self._cycle()
-        finally:
-            self.running = False
+        slept = SLEEP <= self.state <= WOKEN
+        self.state = RUNNING
+        if slept:  # the cycles slept are a stall of the reason seen going to sleep
+            elapsed = int(self.env._now) - self.slept_at
+            core = self.core
+            if elapsed > 0 and core.live_ctas:
+                stalls = core.stats.stalls
+                if self.warps:
+                    stalls[self.best_reason] += elapsed
+                    if self.best_line:
+                        core.stats.by_line[self.best_line][self.best_reason] += elapsed
+                else:
+                    stalls["no_eligible"] += elapsed
+        self._cycle()
 
     def _cycle(self) -> None:
         """One cycle: issue up to `width` instructions, then wait for the next cycle, or sleep to the
         earliest cycle something can issue."""
-        core = self.core
         now = int(self.env._now)
         issued = 0
         best_t: float = INF
@@ -188,7 +205,7 @@ class Scheduler:
                 # due now, its unit still free and nothing to fetch: recompute() would pick the same
                 # entry (the older ones were later, and units only get busier), so skip it
                 if t != now or wt.valid_until != now or wt.cunit.free > now or (  # type: ignore[union-attr]
-                        wt.fetch_at <= now and len(wt.window) < wt.lim and not wt.w.done):
+                        wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.w.done):
                     t, j, reason, line = wt.recompute(now)
             else:
                 t, j, reason, line = wt.cached
@@ -211,10 +228,10 @@ class Scheduler:
             # here and ends the simulation with simpy.Interrupt, as it did the process)
             self.sleep_until = now
             self.state = NEXT_CYCLE
-            ev = self.pending = _Resume(self.fire)
-            heappush(self.queue, (now + 1, NORMAL, next(self.eid), ev))  # type: ignore[misc]  # = env.schedule(ev, NORMAL, 1)
+            eid = self.pending = next(self.eid)
+            heappush(self.queue, (now + 1, NORMAL, eid, self))  # type: ignore[misc]  # = env.schedule(.., NORMAL, 1)
             return
-        if not self.warps and not core.pending_work():
+        if not self.warps and not self.core.pending_work():
             self.alive = False
             return
         self.slept_at = now
@@ -225,7 +242,8 @@ class Scheduler:
         else:
             self.state = SLEEP
             self.sleep_until = best_t
-            self._at(simpy.events.NORMAL, best_t - now)
+            eid = self.pending = next(self.eid)
+            heappush(self.queue, (self.env._now + (best_t - now), NORMAL, eid, self))  # type: ignore[misc]
 
 
 class Core:

@@ -28,7 +28,7 @@ from sim.result import STALL_REASONS, SimResult
 from sim.timing.cluster import cluster_cores
 from sim.timing.cluster import cta_done as cluster_cta_done
 from sim.timing.cluster import first_wave as cluster_first_wave
-from sim.timing.core import Core, CtaT
+from sim.timing.core import Core, CtaT, run_events
 from sim.timing.memory import DeviceMemory, warm_l2
 from sim.timing.regalloc import registers_for_occupancy
 from sim.timing.static import St, register_count, statics
@@ -217,7 +217,7 @@ class Simulation:
                 if self.pending:
                     idx, ctaid = self.pending.pop(0)
                     core.launch(ctaid, idx)
-        self.env.run()
+        run_events(self.env)  # = self.env.run(), the schedulers' wake-ups dispatched directly
         stuck = [ct for c in self.cores for ct in c.live_ctas]
         if stuck:
             ct = stuck[0]

@@ -26,7 +26,7 @@ class St:
                  "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
                  # derived once for the hot path (see warp.py):
                  "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n",
-                 "mbar_signal", "tma")
+                 "mbar_signal", "tma", "fetch_stop", "plain")
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
@@ -91,6 +91,10 @@ class St:
             if bulk == "wait" and (not ins.operands or ins.operands[0].kind != "imm"):
                 raise ExecutionError(f"'{ins.full}' needs an immediate group count N ({ins.text})", file, ins.line)
             self.wg_n = int(ins.operands[0].value) if bulk == "wait" else 0
+        # the hot path's summaries (sim/timing/warp.py): fetch stops after it (a branch, a CTA barrier, a bulk
+        # copy); its issue touches nothing but its unit and the scoreboard
+        self.fetch_stop = self.is_bra or self.bar or self.tma
+        self.plain = not (self.mem or self.cpk or self.tma or self.mbar_signal or self.is_bra or self.bar)
         self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
         self.dst_ids: tuple[int, ...] = ()
         self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)

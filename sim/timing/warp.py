@@ -19,7 +19,7 @@ Hot path notes (the scheduler asks for the earliest issue cycle several times pe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
@@ -46,18 +46,13 @@ if TYPE_CHECKING:
 
 INF = float("inf")
 
-# A window entry: the instruction's static facts and what it did when fetched, or None for a %clock
-# read, which is executed only when it issues
-ST: Final = 0
-REC: Final = 1
-Entry = tuple[St, Executed | None]
 # The answer of WarpT.recompute: (cycle, window index, stall reason, PTX line)
 Earliest = tuple[float, int, str, int]
 # One WarpT.plan row: (operands ready, reason, unit, cp.async wait, window index, PTX line)
 PlanRow = tuple[float, str, PipeUnit, float, int, int]
 
 
-def independent(win_sts: list[St]) -> tuple[int, ...]:
+def independent(win_sts: list[St] | tuple[St, ...]) -> tuple[int, ...]:
     """Window indices whose instruction does not wait for any older one in the window."""
     out = []
     for j, st in enumerate(win_sts):
@@ -70,10 +65,10 @@ def independent(win_sts: list[St]) -> tuple[int, ...]:
 
 
 class WarpT:
-    __slots__ = ("w", "cta", "sched", "core", "gid", "window", "sig", "ready", "ready_mem", "fetch_at",
+    __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -82,8 +77,10 @@ class WarpT:
         self.core = core
         self.sim = core.sim
         self.gid = gid  # global warp id (trace track, GTO age)
-        self.window: list[Entry] = []
-        self.sig: list[int] = []  # PTX indices of the window's instructions (memo key of `indep`)
+        # the fetch window: each entry's static facts, and what it did when fetched (None for a %clock
+        # read, which is executed only when it issues)
+        self.wst: list[St] = []
+        self.wrec: list[Executed | None] = []
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
@@ -105,36 +102,40 @@ class WarpT:
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
-        self.indep = core.sim.indep_memo
+        self.indep = core.sim.indep_memo  # window (tuple of St) -> its independent entries
+        self.tracing = core.stats.trace is not None
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
+        """Fetch while the window has room (the caller checked fetch_at <= now)."""
         w = self.w
-        win = self.window
-        sig = self.sig
+        wst = self.wst
+        wrec = self.wrec
         lim = self.lim
         statics = self.statics
         sim = self.sim
         pc = w.pc
-        while len(win) < lim and not w.done and self.fetch_at <= now:
+        while len(wst) < lim and not w.done:
             st = statics[pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
-                if not win:
-                    win.append((st, None))
-                    sig.append(st.index)
+                if not wst:
+                    wst.append(st)
+                    wrec.append(None)
                     self.dirty = True
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
             rec = w.step()
             pc = rec.next_pc
-            ctl = rec.ctl
             self.dirty = True
-            sim.count += 1
-            if sim.count > sim.max_instructions:
+            n = sim.count = sim.count + 1
+            if n > sim.max_instructions:
                 sim.count_instruction_overflow(st.index)
-            win.append((st, rec))
-            sig.append(st.index)
+            wst.append(st)
+            wrec.append(rec)
+            ctl = rec.ctl
+            if not (ctl or st.fetch_stop):
+                continue
             if st.is_bra:
                 self.fetch_at = INF  # until the branch issues (see issue)
                 self.block_reason = "branch"
@@ -162,16 +163,22 @@ class WarpT:
         The scheduler reuses the answer (`cached`) while not `dirty` and before `valid_until`: units
         only get busier and the warp's own state marks it dirty, so a cached future cycle is at worst
         optimistic and gets re-checked then."""
-        win = self.window
-        if self.fetch_at <= now and len(win) < self.lim and not self.w.done:
+        win = self.wst
+        lim = self.lim
+        if self.fetch_at <= now and len(win) < lim and not self.w.done:
             self.fill(now)
         if self.dirty:
-            key = tuple(self.sig)
-            free = self.indep.get(key)
-            if free is None:
-                free = self.indep[key] = independent([e[ST] for e in win])
             self.dirty = False
-            self.plan = self._plan(free) if win else []
+            if win:
+                key = tuple(win)
+                free = self.indep.get(key)
+                if free is None:
+                    free = self.indep[key] = independent(key)
+                plan = self.plan = self._plan(free)
+            else:
+                plan = self.plan = []
+        else:
+            plan = self.plan
         if not win:
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
             if self.w.done:
@@ -182,7 +189,7 @@ class WarpT:
         breason = ""
         bline = 0
         bunit = None
-        for tops, why, unit, gt, j, line in self.plan:
+        for tops, why, unit, gt, j, line in plan:
             # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
             if tops > now:
                 t = tops
@@ -207,14 +214,14 @@ class WarpT:
                     break
         best: Earliest
         if bj < 0:
-            best = (INF, -1, "scoreboard", win[0][ST].line)
+            best = (INF, -1, "scoreboard", win[0].line)
         else:
             best = (best_t, bj, breason, bline)
             self.cunit = bunit
         self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
-        if fa < best_t and len(win) < self.lim and not self.w.done:
+        if fa < best_t and len(win) < lim and not self.w.done:
             self.valid_until = fa
         else:
             self.valid_until = best_t
@@ -227,15 +234,14 @@ class WarpT:
 
         An entry is left out when an older one on the same unit is ready no later (operands and
         cp.async wait): it can never issue first, as the older one wins every tie."""
-        win = self.window
+        win = self.wst
         ready = self.ready
         ready_mem = self.ready_mem
         units = self.units
         out: list[PlanRow] = []
         mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
         for j in free:
-            e = win[j]
-            st = e[ST]
+            st = win[j]
             t: float = 0
             reason = "pipe_busy"
             for r in st.src_ids:
@@ -243,8 +249,9 @@ class WarpT:
                 if rt > t:
                     t = rt
                     reason = "memory" if ready_mem[r] else "scoreboard"
-            if st.cpk == WG_WAIT or st.cpk == BULK_WAIT:  # wait_group N: all but the newest N groups complete
-                g = self.wg_groups if st.cpk == WG_WAIT else self.bulk_groups
+            cpk = st.cpk
+            if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
+                g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
                 if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > t:
                     t = max(g[: len(g) - st.wg_n])
                     reason = "scoreboard"
@@ -253,9 +260,8 @@ class WarpT:
             if m is not None and m <= t:
                 continue
             gt: float = 0
-            cpk = st.cpk
-            if cpk == CP_WAIT or cpk == CP_WAIT_ALL:
-                rec = e[REC]
+            if cpk and (cpk == CP_WAIT or cpk == CP_WAIT_ALL):
+                rec = self.wrec[j]
                 need = self.groups_done[: rec.landed if rec is not None else 0]
                 if cpk == CP_WAIT_ALL:
                     need = need + [self.open_done]
@@ -267,10 +273,9 @@ class WarpT:
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
-        core = self.core
         self.dirty = True
-        st, rec = self.window.pop(j)
-        del self.sig[j]
+        st = self.wst.pop(j)
+        rec = self.wrec.pop(j)
         w = self.w
         if rec is None:  # a %clock read: execute now, at its issue cycle
             rec = w.step(t)
@@ -282,6 +287,30 @@ class WarpT:
         u = self.units[st.index]
         occ = st.occ
         done = t + st.lat_total
+        if st.plain:  # no memory access, async group, TMA, mbarrier signal, branch or barrier
+            u.free = t + occ
+            u.busy += occ
+            bt = u.busy_at
+            bt[t] = bt.get(t, 0) + occ
+            ready = self.ready
+            ready_mem = self.ready_mem
+            for d in st.dst_ids:
+                ready[d] = done
+                ready_mem[d] = False
+        else:
+            done = self._issue_special(st, rec, u, occ, done, t)
+        ld = done if done > t + 1 else t + 1
+        if ld > self.last_done:
+            self.last_done = ld
+        if self.tracing:
+            self.core.stats.issued(self, st, t, done)
+        if w.done and not self.wst:
+            self.finished = True
+            self.core.warp_finished(self)
+
+    def _issue_special(self, st: St, rec: Executed, u: PipeUnit, occ: int, done: int, t: int) -> int:
+        """issue() of an instruction that is not St.plain; returns its completion cycle."""
+        core = self.core
         stats = core.stats
         cpk = st.cpk
         addrs = rec.addrs
@@ -316,14 +345,7 @@ class WarpT:
             self._branch(st, rec.next_pc, t)
         if st.bar and rec.ctl != ARRIVE:
             core.barrier_arrive(self, t)
-        ld = done if done > t + 1 else t + 1
-        if ld > self.last_done:
-            self.last_done = ld
-        if stats.trace is not None:
-            stats.issued(self, st, t, done)
-        if w.done and not self.window:
-            self.finished = True
-            core.warp_finished(self)
+        return done
 
     def _wgmma(self, st: St, cpk: int, t: int, u: PipeUnit, done: int) -> int:
         """A wgmma issue queues its MACs (St.wg_exec) on the unit after St.occ issue cycles and completes
