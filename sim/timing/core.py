@@ -94,13 +94,14 @@ class Scheduler:
     wake-up and ignored, as SimPy ignores a process' old target) and _Interrupt; run_events dispatches
     them."""
 
-    __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending",
+    __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending", "gws",
                  "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid")
 
     def __init__(self, core: Core, index: int):
         self.core = core
         self.warps: list[WarpT] = []
         self.last: WarpT | None = None
+        self.gws: list[WarpT] | None = None  # warps in GTO order for `last` (None: to be rebuilt)
         self.rr = 0
         self.sleep_until: float = 0
         # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
@@ -187,32 +188,41 @@ class Scheduler:
         best_line = 0
         finished = False
         gto = self.gto
-        ws = self.warps
-        if gto:  # the last warp that issued first, then oldest (self.order(), inlined)
-            last = self.last
-            if last is not None and ws and last is not ws[0] and last in ws:
-                i = ws.index(last)
-                ws = [last] + ws[:i] + ws[i + 1:]
-        elif self.rr % len(ws) if ws else 0:
-            ws = self.order()
+        if gto:  # the last warp that issued first, then oldest (self.order(), kept until either changes)
+            ws = self.gws
+            if ws is None:
+                ws = self.warps
+                last = self.last
+                if last is not None and ws and last is not ws[0] and last in ws:
+                    i = ws.index(last)
+                    ws = [last] + ws[:i] + ws[i + 1:]
+                self.gws = ws
+        else:
+            ws = self.warps
+            if self.rr % len(ws) if ws else 0:
+                ws = self.order()
         for wt in ws:
             if wt.finished:
                 continue
             if wt.dirty:
                 t, j, reason, line = wt.recompute(now)
-            elif wt.valid_until <= now:
-                t, j, reason, line = wt.cached
-                # due now, its unit still free and nothing to fetch: recompute() would pick the same
-                # entry (the older ones were later, and units only get busier), so skip it
-                if t != now or wt.valid_until != now or wt.cunit.free > now or (  # type: ignore[union-attr]
-                        wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.w.done):
-                    t, j, reason, line = wt.recompute(now)
             else:
-                t, j, reason, line = wt.cached
+                vu = wt.valid_until
+                if vu > now:
+                    t, j, reason, line = wt.cached
+                else:
+                    t, j, reason, line = wt.cached
+                    # due now, its unit still free and nothing to fetch: recompute() would pick the same
+                    # entry (the older ones were later, and units only get busier), so skip it
+                    if t != now or vu != now or wt.cunit.free > now or (  # type: ignore[union-attr]
+                            wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.w.done):
+                        t, j, reason, line = wt.recompute(now)
             if t <= now:
                 wt.issue(j, now)
                 issued += 1
-                self.last = wt
+                if wt is not self.last:
+                    self.last = wt
+                    self.gws = None
                 if not gto:
                     self.rr = self.warps.index(wt) + 1
                 if wt.finished:
@@ -223,6 +233,7 @@ class Scheduler:
                 best_t, best_reason, best_line = t, reason, line
         if finished:
             self.warps = [w for w in self.warps if not w.finished]
+            self.gws = None
         if issued:
             # runs again next cycle anyway: no wake-up interrupt meanwhile (one already on its way lands
             # here and ends the simulation with simpy.Interrupt, as it did the process)
@@ -284,6 +295,7 @@ class Core:
                 continue
             ct.live += 1
             s.warps.append(wt)
+            s.gws = None
             s.wake(self.now)
         self.live_ctas.append(ct)
         if ct.live == 0:

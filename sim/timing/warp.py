@@ -65,7 +65,7 @@ def independent(win_sts: list[St] | tuple[St, ...]) -> tuple[int, ...]:
 
 
 class WarpT:
-    __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "ready", "ready_mem", "fetch_at",
+    __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
                  "wg_groups", "bulk_open", "bulk_groups", "tracing")
@@ -81,6 +81,7 @@ class WarpT:
         # read, which is executed only when it issues)
         self.wst: list[St] = []
         self.wrec: list[Executed | None] = []
+        self.wops: list[tuple[float, str] | None] = []  # ... and its operand-ready cycle and reason (see _plan)
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
@@ -111,6 +112,7 @@ class WarpT:
         w = self.w
         wst = self.wst
         wrec = self.wrec
+        wops = self.wops
         lim = self.lim
         statics = self.statics
         sim = self.sim
@@ -121,6 +123,7 @@ class WarpT:
                 if not wst:
                     wst.append(st)
                     wrec.append(None)
+                    self.wops.append(None)
                     self.dirty = True
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
@@ -133,6 +136,7 @@ class WarpT:
                 sim.count_instruction_overflow(st.index)
             wst.append(st)
             wrec.append(rec)
+            wops.append(None)
             ctl = rec.ctl
             if not (ctl or st.fetch_stop):
                 continue
@@ -185,39 +189,39 @@ class WarpT:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        bj = -1  # the best entry so far: window index, reason, line, unit (one tuple made at the end)
-        breason = ""
-        bline = 0
-        bunit = None
-        for tops, why, unit, gt, j, line in plan:
+        brow = None  # the best row so far (the first of the earliest: older entries win ties)
+        for row in plan:
             # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
-            if tops > now:
-                t = tops
-                reason = why
-            else:
-                t = now
-                reason = "pipe_busy"
+            tops, _why, unit, gt, _j, _line = row
+            t = tops if tops > now else now
             uf = unit.free
             if uf > t:
                 t = uf
-                reason = "pipe_busy"
             if gt > t:
                 t = gt
-                reason = "memory"
             if t < best_t:
                 best_t = t
-                bj = j
-                breason = reason
-                bline = line
-                bunit = unit
+                brow = row
                 if t <= now:
                     break
         best: Earliest
-        if bj < 0:
+        if brow is None:
             best = (INF, -1, "scoreboard", win[0].line)
         else:
-            best = (best_t, bj, breason, bline)
-            self.cunit = bunit
+            # the reason of the term that set its cycle, checked in the order operands, unit, cp.async wait
+            tops, reason, unit, gt, j, line = brow
+            if tops <= now:
+                t = now
+                reason = "pipe_busy"
+            else:
+                t = tops
+            if unit.free > t:
+                t = unit.free
+                reason = "pipe_busy"
+            if gt > t:
+                reason = "memory"
+            best = (best_t, j, reason, line)
+            self.cunit = unit
         self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
@@ -232,23 +236,33 @@ class WarpT:
         its operands are ready (scoreboard) with the reason (the first source register reaching it),
         its pipe unit, and the cycle its cp.async wait is satisfied.
 
+        An entry's operand-ready cycle does not change while it stays independent in the window (the
+        instructions that issue meanwhile write none of its sources: an older writer would make it
+        dependent, a younger one is itself held by the read, WAR), so it is kept (`wops`) from the first
+        plan that sees it independent; a wgmma / bulk wait_group's group part is recomputed each time.
+
         An entry is left out when an older one on the same unit is ready no later (operands and
         cp.async wait): it can never issue first, as the older one wins every tie."""
         win = self.wst
-        ready = self.ready
-        ready_mem = self.ready_mem
+        wops = self.wops
         units = self.units
         out: list[PlanRow] = []
         mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
         for j in free:
             st = win[j]
-            t: float = 0
-            reason = "pipe_busy"
-            for r in st.src_ids:
-                rt = ready[r]
-                if rt > t:
-                    t = rt
-                    reason = "memory" if ready_mem[r] else "scoreboard"
+            ops = wops[j]
+            if ops is None:
+                t: float = 0
+                reason = "pipe_busy"
+                ready = self.ready
+                for r in st.src_ids:
+                    rt = ready[r]
+                    if rt > t:
+                        t = rt
+                        reason = "memory" if self.ready_mem[r] else "scoreboard"
+                wops[j] = (t, reason)
+            else:
+                t, reason = ops
             cpk = st.cpk
             if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
                 g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
@@ -276,6 +290,7 @@ class WarpT:
         self.dirty = True
         st = self.wst.pop(j)
         rec = self.wrec.pop(j)
+        del self.wops[j]
         w = self.w
         if rec is None:  # a %clock read: execute now, at its issue cycle
             rec = w.step(t)
