@@ -60,13 +60,19 @@ def run_events(env: simpy.Environment) -> None:
     q = env._queue
     pop = heappop
     sched_cls = Scheduler
+    next_cycle, running = NEXT_CYCLE, RUNNING
     while q:
         now, _, eid, ev = pop(q)
         env._now = now
         cls = ev.__class__
         if cls is sched_cls:
             if eid == ev.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
-                ev.fire()  # process' old target
+                ev.pending = -1  # process' old target
+                if ev.state == next_cycle:  # the common case, Scheduler._resume inlined: no stall to count
+                    ev.state = running
+                    ev._cycle()
+                else:
+                    ev._resume()
             continue
         if cls is _Interrupt:
             ev.sched.interrupt()
@@ -152,14 +158,6 @@ class Scheduler:
         self.pending = -1  # what it waited for no longer resumes it
         if self.state == START or self.state == NEXT_CYCLE:  # a process interrupted outside its sleep fails
             raise simpy.Interrupt(None)
-        self._resume()
-
-    def fire(self) -> None:
-        self.pending = -1
-        if self.state == NEXT_CYCLE:  # the common case, _resume() inlined: no stall to count
-            self.state = RUNNING
-            self._cycle()
-            return
         self._resume()
 
     def _resume(self) -> None:

@@ -93,9 +93,10 @@ class SharedBanks:
 
     def take(self, t: int, passes: int) -> int:
         """Occupy the earliest-free port for `passes` cycles from t; returns the start cycle."""
-        i = min(range(len(self.free)), key=self.free.__getitem__)
-        start = max(t, self.free[i])
-        self.free[i] = start + passes
+        free = self.free
+        i = 0 if len(free) == 1 else min(range(len(free)), key=free.__getitem__)
+        start = max(t, free[i])
+        free[i] = start + passes
         self.busy += passes
         return start
 
