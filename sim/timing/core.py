@@ -112,7 +112,8 @@ class Scheduler:
         self.sleep_until: float = 0
         # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
         # one of Pipe.count units)
-        self.units: list[PipeUnit] = [core.units[st.pipe][index % len(core.units[st.pipe])] for st in core.statics]
+        pick = {name: us[index % len(us)] for name, us in core.units.items()}
+        self.units: list[PipeUnit] = [pick[p] for p in core.static_pipes]
         env = core.env
         self.env = env
         self.alive = True
@@ -266,6 +267,7 @@ class Core:
         self.statics = sim.statics
         self.lookahead = sim.lookahead
         self.units = {p.name: [PipeUnit(p) for _ in range(p.count)] for p in hw.pipes}
+        self.static_pipes = [st.pipe for st in self.statics]  # PTX index -> pipe name (Scheduler.units)
         self.mem = CoreMemory(hw, sim.devmem)
         self.tma = tma_engine(hw, self.mem)
         self.scheds = [Scheduler(self, i) for i in range(hw.core.schedulers)]

@@ -171,39 +171,96 @@ class WarpT:
         lim = self.lim
         if self.fetch_at <= now and len(win) < lim and not self.w.done:
             self.fill(now)
-        if self.dirty:
-            self.dirty = False
-            if win:
-                key = tuple(win)
-                free = self.indep.get(key)
-                if free is None:
-                    free = self.indep[key] = independent(key)
-                plan = self.plan = self._plan(free)
-            else:
-                plan = self.plan = []
-        else:
-            plan = self.plan
         if not win:
+            if self.dirty:
+                self.dirty = False
+                self.plan = []
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
             if self.w.done:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
         brow = None  # the best row so far (the first of the earliest: older entries win ties)
-        for row in plan:
-            # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
-            tops, _why, unit, gt, _j, _line = row
-            t = tops if tops > now else now
-            uf = unit.free
-            if uf > t:
-                t = uf
-            if gt > t:
-                t = gt
-            if t < best_t:
-                best_t = t
-                brow = row
-                if t <= now:
-                    break
+        if self.dirty:  # a new plan, each row evaluated as it is made
+            self.dirty = False
+            key = tuple(win)
+            free = self.indep.get(key)
+            if free is None:
+                free = self.indep[key] = independent(key)
+            # the plan: per independent window entry what does not change until this warp issues again:
+            # the cycle its operands are ready (scoreboard) with the reason (the first source register
+            # reaching it), its pipe unit, and the cycle its cp.async wait is satisfied. An entry's
+            # operand-ready cycle does not change while it stays independent in the window (the
+            # instructions that issue meanwhile write none of its sources: an older writer would make it
+            # dependent, a younger one is itself held by the read, WAR), so it is kept (`wops`) from the
+            # first plan that sees it independent; a wgmma / bulk wait_group's group part is recomputed.
+            # An entry is left out when an older one on the same unit is ready no later (operands and
+            # cp.async wait): it can never issue first, as the older one wins every tie.
+            wops = self.wops
+            units = self.units
+            plan: list[PlanRow] = []
+            mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry, no cp.async wait
+            for j in free:
+                st = win[j]
+                ops = wops[j]
+                if ops is None:
+                    tops = 0
+                    why = "pipe_busy"
+                    ready = self.ready
+                    for r in st.src_ids:
+                        rt = ready[r]
+                        if rt > tops:
+                            tops = rt
+                            why = "memory" if self.ready_mem[r] else "scoreboard"
+                    wops[j] = (tops, why)
+                else:
+                    tops, why = ops
+                cpk = st.cpk
+                if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
+                    g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
+                    if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > tops:
+                        tops = max(g[: len(g) - st.wg_n])
+                        why = "scoreboard"
+                unit = units[st.index]
+                m = mins.get(unit)
+                if m is not None and m <= tops:
+                    continue
+                gt: float = 0
+                if cpk and (cpk == CP_WAIT or cpk == CP_WAIT_ALL):
+                    rec = self.wrec[j]
+                    need = self.groups_done[: rec.landed if rec is not None else 0]
+                    if cpk == CP_WAIT_ALL:
+                        need = need + [self.open_done]
+                    gt = max(need, default=0)
+                if gt == 0:
+                    mins[unit] = tops
+                row = (tops, why, unit, gt, j, st.line)
+                plan.append(row)
+                t = tops if tops > now else now  # evaluated as recompute's loop below does
+                uf = unit.free
+                if uf > t:
+                    t = uf
+                if gt > t:
+                    t = gt
+                if t < best_t:
+                    best_t = t
+                    brow = row
+            self.plan = plan
+        else:
+            for row in self.plan:
+                # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
+                tops, _why, unit, gt, _j, _line = row
+                t = tops if tops > now else now
+                uf = unit.free
+                if uf > t:
+                    t = uf
+                if gt > t:
+                    t = gt
+                if t < best_t:
+                    best_t = t
+                    brow = row
+                    if t <= now:
+                        break
         best: Earliest
         if brow is None:
             best = (INF, -1, "scoreboard", win[0].line)
@@ -230,60 +287,6 @@ class WarpT:
         else:
             self.valid_until = best_t
         return best
-
-    def _plan(self, free: tuple[int, ...]) -> list[PlanRow]:
-        """Per independent window entry what does not change until this warp issues again: the cycle
-        its operands are ready (scoreboard) with the reason (the first source register reaching it),
-        its pipe unit, and the cycle its cp.async wait is satisfied.
-
-        An entry's operand-ready cycle does not change while it stays independent in the window (the
-        instructions that issue meanwhile write none of its sources: an older writer would make it
-        dependent, a younger one is itself held by the read, WAR), so it is kept (`wops`) from the first
-        plan that sees it independent; a wgmma / bulk wait_group's group part is recomputed each time.
-
-        An entry is left out when an older one on the same unit is ready no later (operands and
-        cp.async wait): it can never issue first, as the older one wins every tie."""
-        win = self.wst
-        wops = self.wops
-        units = self.units
-        out: list[PlanRow] = []
-        mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry with no cp.async wait
-        for j in free:
-            st = win[j]
-            ops = wops[j]
-            if ops is None:
-                t: float = 0
-                reason = "pipe_busy"
-                ready = self.ready
-                for r in st.src_ids:
-                    rt = ready[r]
-                    if rt > t:
-                        t = rt
-                        reason = "memory" if self.ready_mem[r] else "scoreboard"
-                wops[j] = (t, reason)
-            else:
-                t, reason = ops
-            cpk = st.cpk
-            if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
-                g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
-                if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > t:
-                    t = max(g[: len(g) - st.wg_n])
-                    reason = "scoreboard"
-            u = units[st.index]
-            m = mins.get(u)
-            if m is not None and m <= t:
-                continue
-            gt: float = 0
-            if cpk and (cpk == CP_WAIT or cpk == CP_WAIT_ALL):
-                rec = self.wrec[j]
-                need = self.groups_done[: rec.landed if rec is not None else 0]
-                if cpk == CP_WAIT_ALL:
-                    need = need + [self.open_done]
-                gt = max(need, default=0)
-            if gt == 0:
-                mins[u] = t
-            out.append((t, reason, u, gt, j, st.line))
-        return out
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
