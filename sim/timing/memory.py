@@ -60,6 +60,9 @@ class DeviceMemory:
         self.l2 = SetAssocCache(hw.l2)
         self.sharing_cores = sharing_cores
         self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
+        # CoreMemory._lines memo: (addresses - the first, dtype, first % l2.line, size) -> (line - the first's
+        # line, sector mask) per line touched
+        self.line_patterns: dict[tuple[bytes, str, int, int], tuple[tuple[int, int], ...]] = {}
         self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
         # sampled runs (docs/sampling.md): line -> (the DRAM queue of the core whose un-simulated CTA fetches
@@ -130,23 +133,42 @@ class CoreMemory:
                       atomic: bool = False, port: L2Port | None = None) -> int:
         """Ready cycle of a global access; coalesced into lines of l2.line bytes and sectors. Reads take
         `port` (default the core's L2Port) to the L2."""
-        l2c = self.hw.l2
-        a = addrs.astype(np.int64)
-        first = a // l2c.sector
-        last = (a + size - 1) // l2c.sector
-        sectors = np.unique(np.concatenate([first, last])) if size > 1 else np.unique(first)
-        per_line: dict[int, int] = {}
-        spl = l2c.line // l2c.sector
-        for s in sectors.tolist():
-            per_line[s // spl] = per_line.get(s // spl, 0) | 1 << (s % spl)
         worst = t + self.lsu_latency
-        for line, mask in per_line.items():
+        for line, mask in self._lines(addrs, size):
             if is_store or atomic:
                 lat = self._write(t, line, mask, atomic)
             else:
                 lat = self._read(t, line, mask, use_l1, port or self.l2_port)
             worst = max(worst, lat)
         return worst
+
+    def _lines(self, addrs: np.ndarray, size: int) -> list[tuple[int, int]]:
+        """(l2.line-byte line, mask of its l2.sector-byte sectors) that a warp access touches, in line order.
+        The lines relative to the first address's line depend only on the addresses relative to the first
+        one and its offset in its line: that pattern recurs (other warps, CTAs, loop iterations), so it is
+        kept (DeviceMemory.line_patterns)."""
+        if not addrs.size:
+            return []
+        lb = self.hw.l2.line
+        a0 = int(addrs[0])
+        key = ((addrs - addrs[0]).tobytes(), addrs.dtype.char, a0 % lb, size)
+        pats = self.dev.line_patterns
+        pat = pats.get(key)
+        base = a0 // lb
+        if pat is None:
+            l2c = self.hw.l2
+            a = addrs.astype(np.int64)
+            first = a // l2c.sector
+            last = (a + size - 1) // l2c.sector
+            sectors = np.unique(np.concatenate([first, last])) if size > 1 else np.unique(first)
+            per_line: dict[int, int] = {}
+            spl = l2c.line // l2c.sector
+            for s in sectors.tolist():
+                per_line[s // spl] = per_line.get(s // spl, 0) | 1 << (s % spl)
+            if len(pats) >= 1 << 16:
+                pats.clear()
+            pats[key] = pat = tuple((line - base, mask) for line, mask in per_line.items())
+        return [(base + rel, mask) for rel, mask in pat]
 
     def _read(self, t: int, line: int, mask: int, use_l1: bool, port: L2Port) -> int:
         l2c = self.hw.l2
