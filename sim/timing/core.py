@@ -8,8 +8,10 @@ Barrier releases and newly dispatched CTAs wake sleeping schedulers.
 
 from __future__ import annotations
 
+from collections import deque
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 import simpy
 
@@ -51,18 +53,41 @@ class _Interrupt:
         self.sched = sched
 
 
+_NEXT: WeakKeyDictionary[simpy.Environment, deque[tuple[int, int, int, Scheduler]]] = WeakKeyDictionary()
+
+
+def next_cycle_queue(env: simpy.Environment) -> deque[tuple[int, int, int, Scheduler]]:
+    """The queue entries of the schedulers that issued and run again the next cycle: all NORMAL, each made
+    while the cycle before was processed, so they come in (time, insertion) order and need no heap."""
+    nq = _NEXT.get(env)
+    if nq is None:
+        nq = _NEXT[env] = deque()
+    return nq
+
+
 def run_events(env: simpy.Environment) -> None:
     """`env.run()` with no `until`: SimPy's Environment.step in a loop, in the same (time, priority,
     insertion) order, except that a scheduler's own entries (the Scheduler itself, or an _Interrupt) are
     dispatched directly: no Event object, callback list or generator per scheduler wake-up
-    (benchmarks/sim_profile.md: the SimPy queue was 8-15% of the timing model). Every other event (a CTA
-    launch process, a TMA landing) is processed as Environment.step does, failures included."""
+    (benchmarks/sim_profile.md: the SimPy queue was 8-15% of the timing model), and the next-cycle
+    entries wait in a FIFO (next_cycle_queue) merged with SimPy's heap by the same order. Every other
+    event (a CTA launch process, a TMA landing) is processed as Environment.step does, failures included."""
     q = env._queue
+    nq = next_cycle_queue(env)
     pop = heappop
+    popleft = nq.popleft
     sched_cls = Scheduler
     next_cycle, running = NEXT_CYCLE, RUNNING
-    while q:
-        now, _, eid, ev = pop(q)
+    while True:
+        if nq:
+            if q and q[0] < nq[0]:
+                now, _, eid, ev = pop(q)
+            else:
+                now, _, eid, ev = popleft()
+        elif q:
+            now, _, eid, ev = pop(q)
+        else:
+            return
         env._now = now
         cls = ev.__class__
         if cls is sched_cls:
@@ -101,7 +126,7 @@ class Scheduler:
     them."""
 
     __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending", "gws",
-                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid")
+                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "nextq")
 
     def __init__(self, core: Core, index: int):
         self.core = core
@@ -127,6 +152,7 @@ class Scheduler:
         self.gto = core.hw.core.policy == "gto"
         self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
         self.eid = env._eid
+        self.nextq = next_cycle_queue(env)
         self._at(URGENT, 0)
 
     def _at(self, priority: int, delay: float) -> None:
@@ -239,7 +265,7 @@ class Scheduler:
             self.sleep_until = now
             self.state = NEXT_CYCLE
             eid = self.pending = next(self.eid)
-            heappush(self.queue, (now + 1, NORMAL, eid, self))  # type: ignore[misc]  # = env.schedule(.., NORMAL, 1)
+            self.nextq.append((now + 1, NORMAL, eid, self))  # = env.schedule(.., NORMAL, 1): see next_cycle_queue
             return
         if not self.warps and not self.core.pending_work():
             self.alive = False
