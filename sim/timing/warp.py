@@ -13,8 +13,12 @@ Hot path notes (the scheduler asks for the earliest issue cycle several times pe
   until then only a unit can get busier (so the cached cycle is at worst optimistic and is
   re-checked when reached); any change of the warp's own state sets `dirty`;
 - which window entries are independent of every older one depends only on the static
-  instructions in the window, so it is memoised per window signature (tuple of PTX indices);
-- the scoreboard is two lists indexed by register number (St.src_ids / St.dst_ids).
+  instructions in the window, so it is memoised per window signature (the tuple of their St);
+- an entry's operand-ready cycle is computed once, when it first is independent (`wops`), and the
+  plan of the independent entries is rebuilt only when the warp's state changed (`dirty`);
+- the scoreboard is two lists indexed by register number (St.src_ids / St.dst_ids);
+- an instruction with no memory access, async group, TMA, mbarrier signal, branch or barrier
+  (St.plain) issues through a short path.
 """
 
 from __future__ import annotations
@@ -81,7 +85,8 @@ class WarpT:
         # read, which is executed only when it issues)
         self.wst: list[St] = []
         self.wrec: list[Executed | None] = []
-        self.wops: list[tuple[float, str] | None] = []  # ... and its operand-ready cycle and reason (see _plan)
+        # ... and its operand-ready cycle, reason, unit and PTX line once known (see recompute)
+        self.wops: list[tuple[float, str, PipeUnit, int] | None] = []
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
@@ -99,7 +104,7 @@ class WarpT:
         self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
         self.cunit: PipeUnit | None = None  # the unit of the cached answer's entry (Scheduler.run's fast path)
         self.dirty = True
-        self.plan: list[PlanRow] = []  # _plan of the independent entries, rebuilt when dirty
+        self.plan: list[PlanRow] = []  # the plan of the independent entries (recompute), rebuilt when dirty
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
@@ -212,16 +217,17 @@ class WarpT:
                         if rt > tops:
                             tops = rt
                             why = "memory" if self.ready_mem[r] else "scoreboard"
-                    wops[j] = (tops, why)
+                    unit = units[st.index]
+                    line = st.line
+                    wops[j] = (tops, why, unit, line)
                 else:
-                    tops, why = ops
+                    tops, why, unit, line = ops
                 cpk = st.cpk
                 if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
                     g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
                     if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > tops:
                         tops = max(g[: len(g) - st.wg_n])
                         why = "scoreboard"
-                unit = units[st.index]
                 m = mins.get(unit)
                 if m is not None and m <= tops:
                     continue
@@ -234,7 +240,7 @@ class WarpT:
                     gt = max(need, default=0)
                 if gt == 0:
                     mins[unit] = tops
-                row = (tops, why, unit, gt, j, st.line)
+                row = (tops, why, unit, gt, j, line)
                 plan.append(row)
                 t = tops if tops > now else now  # evaluated as recompute's loop below does
                 uf = unit.free
@@ -248,7 +254,7 @@ class WarpT:
             self.plan = plan
         else:
             for row in self.plan:
-                # (operands ready, reason, unit, cp.async wait, window index, PTX line): see _plan
+                # (operands ready, reason, unit, cp.async wait, window index, PTX line): see above
                 tops, _why, unit, gt, _j, _line = row
                 t = tops if tops > now else now
                 uf = unit.free
@@ -368,7 +374,7 @@ class WarpT:
     def _wgmma(self, st: St, cpk: int, t: int, u: PipeUnit, done: int) -> int:
         """A wgmma issue queues its MACs (St.wg_exec) on the unit after St.occ issue cycles and completes
         wgmma.latency cycles after them; commit_group closes the open group; wait_group N (which issued
-        only once its groups completed, see _plan) forgets the groups it waited for. Returns the
+        only once its groups completed, see recompute) forgets the groups it waited for. Returns the
         instruction's completion cycle."""
         if cpk == WG_ISSUE:
             start = max(t + st.occ, u.queued)
@@ -396,7 +402,7 @@ class WarpT:
 
     def _bulk_group(self, st: St, cpk: int, done: int) -> int:
         """cp.async.bulk.commit_group closes the open group; wait_group N (issued once its groups
-        completed, see _plan) forgets the groups it waited for."""
+        completed, see recompute) forgets the groups it waited for."""
         if cpk == BULK_COMMIT:
             self.bulk_groups.append(self.bulk_open)
             self.bulk_open = 0
