@@ -3,7 +3,8 @@
 Each scheduler issues at most Core.issue_width instructions per cycle from its warps
 (Core.policy: gto = the last warp that issued first, then oldest; lrr = round robin) and,
 when nothing can issue, sleeps straight to the next cycle something can (no idle ticking).
-Barrier releases and newly dispatched CTAs wake sleeping schedulers.
+Barrier releases and newly dispatched CTAs wake sleeping schedulers. run_events drives SimPy's queue
+with the schedulers' own entries dispatched directly (no Event per wake-up), in SimPy's order.
 """
 
 from __future__ import annotations
