@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 import simpy
@@ -79,9 +79,10 @@ def run_events(env: simpy.Environment) -> None:
     popleft = nq.popleft
     sched_cls = Scheduler
     next_cycle, running = NEXT_CYCLE, RUNNING
+    ev: Any  # a Scheduler, an _Interrupt or a SimPy Event
     while True:
         if nq:
-            if q and q[0] < nq[0]:
+            if q and q[0] < nq[0]:  # type: ignore[operator]  # (time, priority, insertion) first
                 now, _, eid, ev = pop(q)
             else:
                 now, _, eid, ev = popleft()

@@ -108,7 +108,9 @@ class WarpT:
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
-        self.indep = core.sim.indep_memo  # window (tuple of St) -> its independent entries
+        # window (the tuple of its St: one St per PTX index, so it stands for the tuple of PTX indices the
+        # engine's annotation names) -> its independent entries
+        self.indep: dict[tuple[St, ...], tuple[int, ...]] = core.sim.indep_memo  # type: ignore[assignment]
         self.tracing = core.stats.trace is not None
 
     # -- fetch -------------------------------------------------------------------------------------
@@ -185,7 +187,8 @@ class WarpT:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: float = INF
-        brow = None  # the best row so far (the first of the earliest: older entries win ties)
+        brow: PlanRow | None = None  # the best row so far (the first of the earliest: older entries win ties)
+        tops: float
         if self.dirty:  # a new plan, each row evaluated as it is made
             self.dirty = False
             key = tuple(win)
