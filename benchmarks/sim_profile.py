@@ -20,6 +20,7 @@ import pstats
 import sys
 from collections import defaultdict
 
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent).replace(os.sep, "/")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.sim_kernels import KERNELS, build  # noqa: E402
@@ -78,7 +79,7 @@ def table(st: pstats.Stats, n: int, total: float) -> tuple[list[str], list[str]]
     items = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:15]  # type: ignore[attr-defined]
     for fn, (_cc, nc, tt, _ct, _callers) in items:
         where = fn[0].replace(os.sep, "/")
-        where = where.split("/wt/simspeed/")[-1].split("site-packages/")[-1]
+        where = where.split(ROOT + "/")[-1].split("site-packages/")[-1]
         top.append(f"| `{where}:{fn[1]} {fn[2]}` | {100 * tt / total:.1f}% | {nc / n:.2f} |")
     return rows, top
 
