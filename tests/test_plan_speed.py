@@ -60,14 +60,9 @@ def test_shared_walk_equals_own_walks(monkeypatch: pytest.MonkeyPatch) -> None:
 # measured TMA-store rates (tma.store_*), docs/wgmma-tma.md section 7; before them it hashed to 3735a60b...ba35
 # h200 re-recorded on purpose (hopper branch, session 8): wgmma_tma's ring keeps stages - 1 stages loading and a
 # stage waits for its slowest box (docs/wgmma-tma.md section 8); before that it hashed to 85b15cb8...7f11
-# Both re-recorded on purpose (planfid branch, session 8, after the hopper merge): the shared cycle model answers to
-# the H200 (docs/fidelity.md: inputs resident in the L2, the DRAM share without the simulator's burst/line factor, the
-# prologue's fill rate, the measured store buffer core.store_buffer_bytes, arch-only register banks, ptxas's load
-# order); the chosen kernels are main's (h200 1000x520x264 wgmma_tma s6 5,668 cycles; npu7nm 128x64x32 bf16
-# mma_64x64x16 6,560 -> 6,388); before: a2a2094c...6cd3, 8685b09b...5adc
 DIGESTS = {
-    ("h200", "1000x520x264", "f16"): "d3ca2bf3ac6c2dd75ab9748f92df4bfb62675a936988382bfca6fbdb840f37a7",
-    ("npu7nm", "128x64x32", "bf16"): "0ac245a9a160318fc5475932ddc809cca6808f6ccb74201614a940c7b4b6565e",
+    ("h200", "1000x520x264", "f16"): "a2a2094cb2e2e08fe69b31919b99f5acf6b12d1b757d3ad018a0b197069c6cd3",
+    ("npu7nm", "128x64x32", "bf16"): "8685b09b9a2dd48fc6eca3197cbeb902428f7251397181b5f1599fce4df05adc",
 }
 
 

@@ -10,17 +10,7 @@ from __future__ import annotations
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
-from kernelgen.models.schedule import (
-    _drain,
-    _occ,
-    _pipes,
-    dram_share,
-    occupancy_ptx,
-    pipe_busy,
-    resident_inputs,
-    rf_occupancy,
-    wgmma_unit_cycles,
-)
+from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, pipe_busy, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -63,8 +53,7 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     pipes = _pipes(hw)
     S = hw.core.schedulers  # [core.schedulers]
     R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
-    per_core_bw = dram_share(hw, cores)
-    miss_rate = resident_inputs(spec, hw, shape, miss_rate)[0]
+    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
     warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
         1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
     ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
@@ -109,7 +98,7 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     lsu = pipes["lsu"]
     tiles = operand_tiles(spec, t)
     copies = [x.chunks // T for x in tiles]
-    rf = rf_occupancy(v.rf_extra(spec, t, hw, Counts(copies_a=copies[0], copies_b=copies[1])), hw)
+    rf = v.rf_extra(spec, t, hw, Counts(copies_a=copies[0], copies_b=copies[1]))
     demand: dict[str, float] = {}
     n_all = 0.0
     if v.compute_class == "wgmma":
@@ -170,7 +159,7 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
     rounds = -(-on_core // R)
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
-    rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
+    rf = v.rf_extra(spec, t, hw, c)
     occ_lsu = _occ(lsu, ws) + rf.get("lsu", 0)
     occ_alu = _occ(alu, ws) + rf.get("alu", 0)
     occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)

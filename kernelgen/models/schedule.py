@@ -210,13 +210,6 @@ def _near(gx: int, gy: int, cores: int, conc: int) -> tuple[int, int]:
             sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
 
 
-def rf_occupancy(rf: dict[str, float], hw: HwConfig) -> dict[str, float]:
-    """The register-bank extra cycles (variant.rf_extra) a unit's occupancy carries: none where [arch] names an
-    architecture ptxas targets (it allocates the physical registers; the PTX registers' numbers mean nothing
-    there, and [pipes[].lanes] are measured throughputs), all of them for a modelled part without one."""
-    return {} if hw.arch else rf
-
-
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
     """sim.timing RegBanks: [registers] conflict cycles of the distinct registers `regs`."""
     return hw.registers.conflict_cycles(set(regs))
@@ -359,24 +352,19 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     lsu, alu, fma, syn, br = pipes["lsu"], pipes["alu"], pipes["fma"], pipes["sync"], pipes["branch"]
     tens = pipes["tensor"]
 
-    # Register-bank cycles of the PTX registers (variant.rf_extra, [registers]) in the dependent chains:
-    # [pipes[].latency] plus them is the measured chain (h200: the m16n8k16 chain's 24 cycles). Where [arch]
-    # names a part ptxas targets, ptxas allocates the registers and the pipes' rates are measured throughputs,
-    # so the units' occupancy has none (rf_occupancy)
     rf = v.rf_extra(spec, t, hw, c)
-    rf_occ = rf_occupancy(rf, hw)
 
     occ_tab: dict[str, float] = {}
     wg_occ = tensor_occupancy(spec, t, hw, c)
     if wg_occ is not None:
-        occ_tab["tensor"] = wg_occ + rf_occ.get("tensor", 0)
+        occ_tab["tensor"] = wg_occ + rf.get("tensor", 0)
 
     def occ_of(cls: str) -> float:
         v = occ_tab.get(cls)
         if v is None:  # an m16n8kK mma is 16 * 8 * K MACs (m16n8k16: 2048)
             p = pipes[cls]
             v = occ_tab[cls] = _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else ws) \
-                + rf_occ.get(cls, 0)
+                + rf.get(cls, 0)
         return v
 
     def demand(region: Mapping[str, float]) -> dict[str, float]:
@@ -395,7 +383,7 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     # instruction class: the mma's MACs, the input type, the register-bank extras, a wgmma's
     # occupancy), shared by every candidate of this hw that agrees on them
     seen = _resources_memo(hw)
-    occ_key = (t.mma_macs, spec.dtype_a, tuple(rf_occ.items()), wg_occ)
+    occ_key = (t.mma_macs, spec.dtype_a, tuple(rf.items()), wg_occ)
 
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
@@ -425,9 +413,9 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     ein = DTYPE_BYTES[spec.dtype_a]
     ta, tb = operand_tiles(spec, t)
     ext = {"m": M, "n": N, "k": K}
-    l2_lat = hw.l2.hit_latency
-    miss_rate, dram_lat = resident_inputs(spec, hw, shape, miss_rate)
-    per_core_bw = dram_share(hw, cores)
+    l2_lat, dram_lat = hw.l2.hit_latency, hw.dram.latency
+    # sim.timing's Dram shares the device bandwidth over the cores the launch keeps busy (`cores`)
+    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
     bar = syn.latency + 1  # [pipes[sync].latency]: release after the last arrival, then refetch
     if hw.branch.predictor == "none":  # [branch.predictor], [pipes[branch].latency], [branch.flush_penalty]
         loop_br = alu.latency + br.latency + hw.branch.flush_penalty
@@ -437,11 +425,6 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     it = c.iter
     tile_bytes = (ta.rows * ta.cols + tb.rows * tb.cols) * ein
     dram_iter = R * tile_bytes * miss_rate / max(1e-9, per_core_bw)
-    # what one core receives per cycle of the copies: its L2 port ([core.fill_bytes_per_cycle]) or its share
-    # of the L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), the smaller
-    ports = [x for x in (hw.core.fill_bytes_per_cycle,
-                         hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
-    fill_port = min(ports) if ports else 0.0
     # CTAs that run at once and copy the same lines: a block row shares A, a block column B (grid
     # ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device: `cores` x R)
     conc = cores * R
@@ -485,11 +468,6 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         copy_tail = resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
 
         def copy_chain(lats: tuple[float, ...]) -> float:
-            if hw.arch:
-                # ptxas issues a K tile's independent global loads back to back and converts and stores
-                # them after (the SASS of the simt kernel: LDG, LDG, HADD2.F32, HADD2.F32, STS, STS): the
-                # copies' issue, then the longest of their latencies
-                return sum(steps) + max(lats[:len(steps)] or lats[-1:]) + copy_tail
             cc = 0.0
             for idx, step in enumerate(steps):
                 cc += step + (lats[idx] if idx < len(lats) else lats[-1])
@@ -637,18 +615,21 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         wpu = -(-n_warps // max(1, min(alu.count, S)))
         tail = {**it, "alu": max(0.0, it.get("alu", 0) - c.head_alu * share / wpu)}
         base = max(t_n, fill / R + resources(tail, n_warps, extra_passes, passes)[0], res_w)
-        # the sharers of a block row (A) / column (B) race for its lines: a CTA waits a first touch
-        # (resident_inputs: [dram.latency], or the L2's near/far first touch) when it is first on either
-        # operand, else [l2.hit_latency]
-        p_first = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
-        lg = p_first * dram_lat + (1.0 - p_first) * l2_lat
+        lg = float(l2_lat)
+        if miss_rate > 0:
+            # the sharers of a block row (A) / column (B) race for its lines: a CTA waits
+            # [dram.latency] when it is first on either operand, else [l2.hit_latency]
+            p_miss = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
+            lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
         # A K tile lands its first access's latency plus its transfer after the copies issue: the R
         # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the
         # L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), whichever is
         # smaller, and, for the missing part, the core's share of DRAM ([dram.bandwidth_gbps]); measured
         # on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2, 1,361-1,980 from
         # DRAM, against one access's 278 / 682)
-        transfer = max(R * tile_bytes / fill_port if fill_port else 0.0,
+        ports = [x for x in (hw.core.fill_bytes_per_cycle,
+                             hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
+        transfer = max(R * tile_bytes / min(ports) if ports else 0.0,
                        R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
         # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
@@ -661,18 +642,12 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     terms.update(latency=lat_iter, dram=dram_iter, extra_passes=float(extra_passes), **{"res_" + res_key: res_all})
     iter_c = max(lat_iter, res_all, dram_iter)
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
-    pre_issue = resources(c.pre, R * W)[0]
-    pre = hw.branch.frontend_depth + lsu.latency + pre_issue  # [branch.frontend_depth]
+    pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
     if v.async_copies:
-        # The prologue's S - 1 tiles of async copies: the core accepts them no faster than it receives
-        # the bytes ([core.fill_bytes_per_cycle] or its share of [l2.bandwidth_gbps], `fill_port`), so
-        # the warps issue them for (S - 1) x one tile's transfer (H200, docs/top4.md: the prologue of the
-        # 128x256x64 tiles takes ~1,000-1,500 cycles with 2 stages, ~2,000-2,800 with 3); the first wait
-        # ends when tile 0 has arrived: its first touch ([l2.hit_latency], [l2.far_latency] or
-        # [dram.latency], resident_inputs) and transfer after its copies issued
-        t0 = R * tile_bytes / fill_port if fill_port else 0.0
-        pre += max(0.0, (t.stages - 1) * t0 - pre_issue,
-                   dram_lat + t0 - resources(c.pre_after, R * W)[0])
+        # the first wait: tile 0's latency, less what the rest of the prologue (the other stages'
+        # copies) issues under it
+        first = dram_lat if miss_rate > 0 else l2_lat
+        pre += max(0.0, first - resources(c.pre_after, R * W)[0])
     # The epilogue's stores drain at the core's store rate ([core.store_bytes_per_cycle]) or its share
     # of what the L2 absorbs from every core storing at once ([l2.write_bandwidth_gbps]): measured on the
     # H200 for this store pattern in docs/micro-store.md (a 128x256 f32 tile: 16k cycles alone, 27k
@@ -682,45 +657,18 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     terms["store_drain"] = drain
     if v.async_copies:
         # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
-        # drained by the wait_group 0 after the loop: what of their latency the rest of that iteration
-        # (after its wait and barrier) does not cover (H200, docs/top4.md: the 128^3 kernels' whole
-        # epilogue, wait_group 0, 1 KiB of stores and the barrier, takes 81-88 cycles)
-        post += max(0.0, l2_lat - (iter_c - bar))
+        # drained by the wait_group 0 after the loop: what of their latency its compute does not cover
+        post += max(0.0, l2_lat - chain_comp)
     cta = pre + ktiles * iter_c + post
     total = max(rounds * cta, dram_cycles)
     return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
 
 
-def dram_share(hw: HwConfig, cores: int) -> float:
-    """Bytes per cycle of DRAM one of the `cores` copying at once gets: [dram.bandwidth_gbps] over them."""
-    return hw.dram_bytes_per_cycle / cores
-
-
-def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], miss_rate: float
-                    ) -> tuple[float, float]:
-    """(miss rate, latency of a line's first touch) when the launch starts with its inputs in the L2, as
-    right after they were written (the host upload or the kernel that produced them; the write-back L2
-    keeps the lines written: benchmarks/data/gpu_l2_2026-11-30b.json, 64x4096x4096 59.8k cycles per CTA
-    as uploaded vs 111.6k after a 256 MiB flush). The inputs' footprint up to [l2.size] is resident: the
-    movement model's miss rate counts only the part beyond it. A resident line's first touch by a core
-    costs [l2.hit_latency] near its home partition and [l2.far_latency] more far (half the lines,
-    [l2.partition_bits]), a missing one [dram.latency]."""
-    from kernelgen.spec import DTYPE_BYTES
-
-    M, N, K = shape
-    foot = (M * K + K * N) * DTYPE_BYTES[spec.dtype_a]
-    out = max(0.0, 1.0 - hw.l2.size / max(1, foot))
-    first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
-    return miss_rate * out, out * hw.dram.latency + (1 - out) * first
-
-
 def _drain(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
-    """Cycles the R resident CTAs' epilogue waits for its output tiles to drain (cycle_model's epilogue): a
-    store is done for the warp when the core accepts it, and the core accepts [core.store_buffer_bytes]
-    ahead of the drain, so the CTAs end when all but that much has drained."""
+    """Cycles the R resident CTAs' output tiles take to drain (cycle_model's epilogue)."""
     from kernelgen.spec import DTYPE_BYTES
 
-    out_bytes = max(0.0, R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out] - (hw.core.store_buffer_bytes or 0))
+    out_bytes = R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
     l2_w = hw.l2.write_bandwidth_gbps
     rates = [x for x in (hw.core.store_bytes_per_cycle, l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]
     return out_bytes / min(rates) if rates else 0.0
