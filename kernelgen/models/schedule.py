@@ -639,9 +639,19 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         lat_iter = base + exposed
         terms.update(exposed=exposed, transfer=transfer, compute=chain_comp, mva=t_n, fill=fill / R)
     res_all, res_key = resources(it, R * W, extra_passes, passes)
-    terms.update(latency=lat_iter, dram=dram_iter, extra_passes=float(extra_passes), **{"res_" + res_key: res_all})
-    iter_c = max(lat_iter, res_all, dram_iter)
-    bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else res_key)
+    # The L2 side is a throughput floor too, not only a latency to hide: the R resident CTAs' K tiles pass
+    # the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth
+    # ([l2.bandwidth_gbps] over the `cores` copying at once), once per iteration (H200,
+    # benchmarks/data/gpu_bench_auto_2026-12-01b.json: the cp.async wgmma 128x128x64 tiles at 4096^3 read
+    # 2 MiB a CTA from the L2 and ran 0.282 ms, about the L2's read rate)
+    ports = [x for x in (hw.core.fill_bytes_per_cycle,
+                         hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
+    l2_iter = R * tile_bytes / min(ports) if ports else 0.0
+    terms.update(latency=lat_iter, dram=dram_iter, l2=l2_iter, extra_passes=float(extra_passes),
+                 **{"res_" + res_key: res_all})
+    iter_c = max(lat_iter, res_all, dram_iter, l2_iter)
+    bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else
+                                                  ("l2" if iter_c == l2_iter else res_key))
     pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
     if v.async_copies:
         # the first wait: tile 0's latency, less what the rest of the prologue (the other stages'
