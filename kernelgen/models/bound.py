@@ -10,7 +10,16 @@ from __future__ import annotations
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
-from kernelgen.models.schedule import _drain, _occ, _pipes, occupancy_ptx, pipe_busy, wgmma_unit_cycles
+from kernelgen.models.schedule import (
+    _drain,
+    _occ,
+    _pipes,
+    dram_share,
+    occupancy_ptx,
+    pipe_busy,
+    resident_inputs,
+    wgmma_unit_cycles,
+)
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -53,7 +62,8 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     pipes = _pipes(hw)
     S = hw.core.schedulers  # [core.schedulers]
     R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
-    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    per_core_bw = dram_share(hw, cores)
+    miss_rate = resident_inputs(spec, hw, shape, miss_rate)[0]
     warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
         1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
     ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)

@@ -413,9 +413,9 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     ein = DTYPE_BYTES[spec.dtype_a]
     ta, tb = operand_tiles(spec, t)
     ext = {"m": M, "n": N, "k": K}
-    l2_lat, dram_lat = hw.l2.hit_latency, hw.dram.latency
-    # sim.timing's Dram shares the device bandwidth over the cores the launch keeps busy (`cores`)
-    per_core_bw = hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    l2_lat = hw.l2.hit_latency
+    miss_rate, dram_lat = resident_inputs(spec, hw, shape, miss_rate)
+    per_core_bw = dram_share(hw, cores)
     bar = syn.latency + 1  # [pipes[sync].latency]: release after the last arrival, then refetch
     if hw.branch.predictor == "none":  # [branch.predictor], [pipes[branch].latency], [branch.flush_penalty]
         loop_br = alu.latency + br.latency + hw.branch.flush_penalty
@@ -672,6 +672,29 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     cta = pre + ktiles * iter_c + post
     total = max(rounds * cta, dram_cycles)
     return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
+
+
+def dram_share(hw: HwConfig, cores: int) -> float:
+    """Bytes per cycle of DRAM one of the `cores` copying at once gets: [dram.bandwidth_gbps] over them."""
+    return hw.dram_bytes_per_cycle / cores
+
+
+def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], miss_rate: float
+                    ) -> tuple[float, float]:
+    """(miss rate, latency of a line's first touch) when the launch starts with its inputs in the L2, as
+    right after they were written (the host upload or the kernel that produced them; the write-back L2
+    keeps the lines written: benchmarks/data/gpu_l2_2026-11-30b.json, 64x4096x4096 59.8k cycles per CTA
+    as uploaded vs 111.6k after a 256 MiB flush). The inputs' footprint up to [l2.size] is resident: the
+    movement model's miss rate counts only the part beyond it. A resident line's first touch by a core
+    costs [l2.hit_latency] near its home partition and [l2.far_latency] more far (half the lines,
+    [l2.partition_bits]), a missing one [dram.latency]."""
+    from kernelgen.spec import DTYPE_BYTES
+
+    M, N, K = shape
+    foot = (M * K + K * N) * DTYPE_BYTES[spec.dtype_a]
+    out = max(0.0, 1.0 - hw.l2.size / max(1, foot))
+    first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
+    return miss_rate * out, out * hw.dram.latency + (1 - out) * first
 
 
 def _drain(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
