@@ -82,6 +82,9 @@ class Core:
     # bytes per cycle one core drains of global stores that write whole l2.line-byte lines (a warp store's
     # lanes covering every byte of a line); None: such lines drain as partial ones. Read by SASS timing only
     full_line_store_bytes_per_cycle: float | None = None
+    # bytes of global stores a core accepts ahead of its drain: a warp's store issue (and its exit) waits
+    # for the drain only beyond them; None: none (every store waits for its drain). Read by the planner
+    store_buffer_bytes: float | None = None
     # distinct addresses of global atomics / reductions one core sends towards the L2 per cycle (each is
     # its own read-modify-write there; one warp instruction takes as many cycles as it has); None: not limited
     atomic_addresses_per_cycle: float | None = None

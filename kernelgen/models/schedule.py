@@ -425,6 +425,11 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     it = c.iter
     tile_bytes = (ta.rows * ta.cols + tb.rows * tb.cols) * ein
     dram_iter = R * tile_bytes * miss_rate / max(1e-9, per_core_bw)
+    # what one core receives per cycle of the copies: its L2 port ([core.fill_bytes_per_cycle]) or its share
+    # of the L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), the smaller
+    ports = [x for x in (hw.core.fill_bytes_per_cycle,
+                         hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
+    fill_port = min(ports) if ports else 0.0
     # CTAs that run at once and copy the same lines: a block row shares A, a block column B (grid
     # ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device: `cores` x R)
     conc = cores * R
@@ -615,21 +620,18 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         wpu = -(-n_warps // max(1, min(alu.count, S)))
         tail = {**it, "alu": max(0.0, it.get("alu", 0) - c.head_alu * share / wpu)}
         base = max(t_n, fill / R + resources(tail, n_warps, extra_passes, passes)[0], res_w)
-        lg = float(l2_lat)
-        if miss_rate > 0:
-            # the sharers of a block row (A) / column (B) race for its lines: a CTA waits
-            # [dram.latency] when it is first on either operand, else [l2.hit_latency]
-            p_miss = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
-            lg = p_miss * dram_lat + (1.0 - p_miss) * l2_lat
+        # the sharers of a block row (A) / column (B) race for its lines: a CTA waits a first touch
+        # (resident_inputs: [dram.latency], or the L2's near/far first touch) when it is first on either
+        # operand, else [l2.hit_latency]
+        p_first = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
+        lg = p_first * dram_lat + (1.0 - p_first) * l2_lat
         # A K tile lands its first access's latency plus its transfer after the copies issue: the R
         # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the
         # L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), whichever is
         # smaller, and, for the missing part, the core's share of DRAM ([dram.bandwidth_gbps]); measured
         # on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2, 1,361-1,980 from
         # DRAM, against one access's 278 / 682)
-        ports = [x for x in (hw.core.fill_bytes_per_cycle,
-                             hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
-        transfer = max(R * tile_bytes / min(ports) if ports else 0.0,
+        transfer = max(R * tile_bytes / fill_port if fill_port else 0.0,
                        R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
         # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
@@ -652,12 +654,18 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     iter_c = max(lat_iter, res_all, dram_iter, l2_iter)
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else
                                                   ("l2" if iter_c == l2_iter else res_key))
-    pre = hw.branch.frontend_depth + lsu.latency + resources(c.pre, R * W)[0]  # [branch.frontend_depth]
+    pre_issue = resources(c.pre, R * W)[0]
+    pre = hw.branch.frontend_depth + lsu.latency + pre_issue  # [branch.frontend_depth]
     if v.async_copies:
-        # the first wait: tile 0's latency, less what the rest of the prologue (the other stages'
-        # copies) issues under it
-        first = dram_lat if miss_rate > 0 else l2_lat
-        pre += max(0.0, first - resources(c.pre_after, R * W)[0])
+        # The prologue's S - 1 tiles of async copies: the core accepts them no faster than it receives
+        # the bytes ([core.fill_bytes_per_cycle] or its share of [l2.bandwidth_gbps], `fill_port`), so
+        # the warps issue them for (S - 1) x one tile's transfer (H200, docs/top4.md: the prologue of the
+        # 128x256x64 tiles takes ~1,000-1,500 cycles with 2 stages, ~2,000-2,800 with 3); the first wait
+        # ends when tile 0 has arrived: its first touch ([l2.hit_latency], [l2.far_latency] or
+        # [dram.latency], resident_inputs) and transfer after its copies issued
+        t0 = R * tile_bytes / fill_port if fill_port else 0.0
+        pre += max(0.0, (t.stages - 1) * t0 - pre_issue,
+                   dram_lat + t0 - resources(c.pre_after, R * W)[0])
     # The epilogue's stores drain at the core's store rate ([core.store_bytes_per_cycle]) or its share
     # of what the L2 absorbs from every core storing at once ([l2.write_bandwidth_gbps]): measured on the
     # H200 for this store pattern in docs/micro-store.md (a 128x256 f32 tile: 16k cycles alone, 27k
@@ -698,10 +706,12 @@ def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], m
 
 
 def _drain(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
-    """Cycles the R resident CTAs' output tiles take to drain (cycle_model's epilogue)."""
+    """Cycles the R resident CTAs' epilogue waits for its output tiles to drain (cycle_model's epilogue): a
+    store is done for the warp when the core accepts it, and the core accepts [core.store_buffer_bytes]
+    ahead of the drain, so the CTAs end when all but that much has drained."""
     from kernelgen.spec import DTYPE_BYTES
 
-    out_bytes = R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out]
+    out_bytes = max(0.0, R * t.bm * t.bn * DTYPE_BYTES[spec.dtype_out] - (hw.core.store_buffer_bytes or 0))
     l2_w = hw.l2.write_bandwidth_gbps
     rates = [x for x in (hw.core.store_bytes_per_cycle, l2_w * 1e3 / hw.clock_mhz / cores if l2_w else None) if x]
     return out_bytes / min(rates) if rates else 0.0
