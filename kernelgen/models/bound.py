@@ -18,6 +18,7 @@ from kernelgen.models.schedule import (
     occupancy_ptx,
     pipe_busy,
     resident_inputs,
+    rf_occupancy,
     wgmma_unit_cycles,
 )
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -108,7 +109,7 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     lsu = pipes["lsu"]
     tiles = operand_tiles(spec, t)
     copies = [x.chunks // T for x in tiles]
-    rf = v.rf_extra(spec, t, hw, Counts(copies_a=copies[0], copies_b=copies[1]))
+    rf = rf_occupancy(v.rf_extra(spec, t, hw, Counts(copies_a=copies[0], copies_b=copies[1])), hw)
     demand: dict[str, float] = {}
     n_all = 0.0
     if v.compute_class == "wgmma":
@@ -169,7 +170,7 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
     rounds = -(-on_core // R)
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
-    rf = v.rf_extra(spec, t, hw, c)
+    rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
     occ_lsu = _occ(lsu, ws) + rf.get("lsu", 0)
     occ_alu = _occ(alu, ws) + rf.get("alu", 0)
     occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)

@@ -210,6 +210,13 @@ def _near(gx: int, gy: int, cores: int, conc: int) -> tuple[int, int]:
             sum(1 for y in range(gy) if (y * gx) % cores == 0 and y * gx < conc))
 
 
+def rf_occupancy(rf: dict[str, float], hw: HwConfig) -> dict[str, float]:
+    """The register-bank extra cycles (variant.rf_extra) a unit's occupancy carries: none where [arch] names an
+    architecture ptxas targets (it allocates the physical registers; the PTX registers' numbers mean nothing
+    there, and [pipes[].lanes] are measured throughputs), all of them for a modelled part without one."""
+    return {} if hw.arch else rf
+
+
 def bank_extra(regs: list[int], hw: HwConfig) -> int:
     """sim.timing RegBanks: [registers] conflict cycles of the distinct registers `regs`."""
     return hw.registers.conflict_cycles(set(regs))
@@ -352,19 +359,24 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     lsu, alu, fma, syn, br = pipes["lsu"], pipes["alu"], pipes["fma"], pipes["sync"], pipes["branch"]
     tens = pipes["tensor"]
 
+    # Register-bank cycles of the PTX registers (variant.rf_extra, [registers]) in the dependent chains:
+    # [pipes[].latency] plus them is the measured chain (h200: the m16n8k16 chain's 24 cycles). Where [arch]
+    # names a part ptxas targets, ptxas allocates the registers and the pipes' rates are measured throughputs,
+    # so the units' occupancy has none (rf_occupancy)
     rf = v.rf_extra(spec, t, hw, c)
+    rf_occ = rf_occupancy(rf, hw)
 
     occ_tab: dict[str, float] = {}
     wg_occ = tensor_occupancy(spec, t, hw, c)
     if wg_occ is not None:
-        occ_tab["tensor"] = wg_occ + rf.get("tensor", 0)
+        occ_tab["tensor"] = wg_occ + rf_occ.get("tensor", 0)
 
     def occ_of(cls: str) -> float:
         v = occ_tab.get(cls)
         if v is None:  # an m16n8kK mma is 16 * 8 * K MACs (m16n8k16: 2048)
             p = pipes[cls]
             v = occ_tab[cls] = _occ(p, p.tensor_ops(t.mma_macs, spec.dtype_a) if cls == "tensor" else ws) \
-                + rf.get(cls, 0)
+                + rf_occ.get(cls, 0)
         return v
 
     def demand(region: Mapping[str, float]) -> dict[str, float]:
@@ -383,7 +395,7 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     # instruction class: the mma's MACs, the input type, the register-bank extras, a wgmma's
     # occupancy), shared by every candidate of this hw that agrees on them
     seen = _resources_memo(hw)
-    occ_key = (t.mma_macs, spec.dtype_a, tuple(rf.items()), wg_occ)
+    occ_key = (t.mma_macs, spec.dtype_a, tuple(rf_occ.items()), wg_occ)
 
     def resources(region: Mapping[str, float], warps: int, extra: float = 0.0, shared_passes: float = 0.0
                   ) -> tuple[float, str]:
