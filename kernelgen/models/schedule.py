@@ -485,6 +485,11 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         copy_tail = resources({"alu": prev_dep - 1, "lsu": 1}, RW, copy_extra / ncopy)[0] + alu.latency
 
         def copy_chain(lats: tuple[float, ...]) -> float:
+            if hw.arch:
+                # ptxas issues a K tile's independent global loads back to back and converts and stores
+                # them after (the SASS of the simt kernel: LDG, LDG, HADD2.F32, HADD2.F32, STS, STS): the
+                # copies' issue, then the longest of their latencies
+                return sum(steps) + max(lats[:len(steps)] or lats[-1:]) + copy_tail
             cc = 0.0
             for idx, step in enumerate(steps):
                 cc += step + (lats[idx] if idx < len(lats) else lats[-1])
@@ -687,8 +692,10 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     terms["store_drain"] = drain
     if v.async_copies:
         # the last iteration's copies (zero-filled past K, from a clamped address the L2 holds) are
-        # drained by the wait_group 0 after the loop: what of their latency its compute does not cover
-        post += max(0.0, l2_lat - chain_comp)
+        # drained by the wait_group 0 after the loop: what of their latency the rest of that iteration
+        # (after its wait and barrier) does not cover (H200, docs/top4.md: the 128^3 kernels' whole
+        # epilogue, wait_group 0, 1 KiB of stores and the barrier, takes 81-88 cycles)
+        post += max(0.0, l2_lat - (iter_c - bar))
     cta = pre + ktiles * iter_c + post
     total = max(rounds * cta, dram_cycles)
     return CycleModel(int(total), int(cta), iter_c, pre, post, R, rounds, cores, per_core, bound, terms)
