@@ -1,7 +1,9 @@
 """The planner's per-CTA prediction against the H200 for the generated GEMMs the H200 measured, with the
 cycle model as it is now: the silicon suite's GEMMs (their stored tilings, benchmarks/silicon/gemm/*/plan.json,
 measured in benchmarks/data/silicon_gpu_2026-11-30.json) and the top-4 candidates of docs/top4.md
-(benchmarks/data/top4_2026-11-30d.json). Each tiling is re-predicted by kernelgen.planner.plan(only=[it]).
+(benchmarks/data/top4_2026-11-30d.json). Each tiling is re-predicted by kernelgen.planner.plan(only=[it]); with
+--top4 also whether the candidate the model now ranks first of each shape's four is within 5% of the
+measured fastest (a proxy: the planner's own top 4 may now hold unmeasured candidates).
 
     PYTHONPATH=. python3 benchmarks/planner_silicon.py [--json OUT]
 """
@@ -69,7 +71,26 @@ def top4_rows(hw) -> list[dict]:
         t = tiling_of(r["tiling"])
         pred = float(plan(shorthand(shape, "f16"), hw, t.variant, only=[t]).best.cycles_per_cta)
         out.append({"set": "top4", "name": f"{shape} r{r['rank']}", "key": r["tiling"], "measured": meas,
-                    "stored": r.get("predicted_cycles_per_cta"), "predicted": pred})
+                    "stored": r.get("predicted_cycles_per_cta"), "predicted": pred, "shape": shape,
+                    "rank": r["rank"], "time_ms": r["time_ms"]})
+    return out
+
+
+def mape(rs: list[dict]) -> float:
+    """Mean |predicted - measured| / measured over `rs`."""
+    return sum(abs(r["predicted"] - r["measured"]) / r["measured"] for r in rs) / len(rs)
+
+
+def picks(rs: list[dict]) -> list[tuple[str, bool, float]]:
+    """Per top-4 shape: (shape, whether the candidate the cycle model now ranks first (fewest predicted
+    cycles per CTA, ties to the recorded rank) is within 5% of the measured fastest of the four (time_ms),
+    its measured time over the fastest's)."""
+    out = []
+    for shape in sorted({r["shape"] for r in rs if r["set"] == "top4"}):
+        four = [r for r in rs if r.get("shape") == shape]
+        pick = min(four, key=lambda r: (r["predicted"], r["rank"]))
+        best = min(r["time_ms"] for r in four)
+        out.append((shape, pick["time_ms"] <= 1.05 * best, pick["time_ms"] / best))
     return out
 
 
@@ -91,9 +112,14 @@ def main() -> int:
               f"| {r['predicted']:,.0f} | {en:+.0%} |")
     for st in sorted({r["set"] for r in rs}):
         sub = [r for r in rs if r["set"] == st]
-        m = sum(abs(r["predicted"] - r["measured"]) / r["measured"] for r in sub) / len(sub)
         ms = [abs(r["stored"] - r["measured"]) / r["measured"] for r in sub if r["stored"]]
-        print(f"MAPE {st}: now {m:.1%} over {len(sub)}" + (f", stored {sum(ms) / len(ms):.1%}" if ms else ""))
+        print(f"MAPE {st}: now {mape(sub):.1%} over {len(sub)}" + (f", stored {sum(ms) / len(ms):.1%}" if ms else ""))
+    print(f"MAPE all: now {mape(rs):.1%} over {len(rs)}")
+    if a.top4:
+        pk = picks(rs)
+        for shape, ok, ratio in pk:
+            print(f"pick {shape}: {'holds' if ok else 'misses'} ({ratio:.3f} x the fastest of the four)")
+        print(f"picks within 5% of the measured fastest: {sum(ok for _, ok, _ in pk)} of {len(pk)}")
     if a.json:
         Path(a.json).write_text(json.dumps(rs, indent=1))
     return 0
