@@ -20,39 +20,35 @@ import accuracy  # noqa: E402
 from validation.cases import SMOKE_SHAPES, GemmCase, cases  # noqa: E402
 
 BUDGET = 60_000
-# Known misses, named so the test fails when they start to pass (strict xfail). The simulator's
-# changes behind them are checked against the H200 (docs/three_way.md), the planner has not caught up:
-_SPREAD = ("CTAs spread one per core as on the H200 (docs/placement.md): the launch ends with the slowest "
-           "CTA, the planner charges the mean one")
-_SECTORS = ("sectored L2 with misses in flight (a miss fetches only its 32-byte sectors, the line's next "
-            "sector misses again; a request waits for the fill in flight): not in the planner's miss model")
-_WGMMA_SMALL = ("wgmma on one K tile (measured 2026-12-01: predicted 3,631 vs simulated 1,899-1,914 cycles, "
-                "+90%): the planner's wgmma terms charge more than the simulated one-tile kernel costs")
-_WGMMA_FEW = ("wgmma on two K tiles of a 4-stage ring (measured 2026-12-01: predicted 4,002 vs simulated 2,533 "
+# Known misses, named so the test fails when they start to pass (strict xfail). The simulator runs with the
+# inputs in the L2 (as the planner assumes and the H200 suite measures); where the planner follows the H200
+# (docs/fidelity.md) and PTX-level timing does not, the miss is the simulator's:
+_WGMMA_SMALL = ("wgmma on one K tile (2026-12-01, warm L2: predicted 2,901 vs simulated 1,778-1,786 cycles, "
+                "+63%): the planner's wgmma terms charge more than the simulated one-tile kernel costs")
+_WGMMA_FEW = ("wgmma on two K tiles of a 4-stage ring (2026-12-01, cold L2, before session 8: predicted 4,002 vs 2,533 "
               "cycles, +58%): the planner's pipeline fill and wgmma terms charge more than the short kernel costs")
-_FIRST_TOUCH = ("the L2's 64 B fills and near/far partitions (docs/first-touch.md, measured on the H200): "
-                "simulated 2,073 vs predicted 2,334 cycles (2026-12-01, 2,052 before the constant-cache model); "
-                "not in the planner's miss model")
-_L1_SECTORS = ("the L1 is sectored (docs/const-cold.md): each K tile's 16 B of a row misses the L1 again, "
-               "simulated 5,607 vs predicted 3,305 (2026-12-01); not in the planner's miss model")
+_PTX_COPIES = ("PTX-level timing issues a K tile's global copies one after another, each waiting its load; ptxas "
+               "issues them back to back (SASS of the simt kernels: LDG, LDG, then the conversions and STS), as the "
+               "planner now charges where [arch] is set (docs/fidelity.md, session 8): predicted 1,190 vs "
+               "simulated 1,917 at 16^3 f16, 2,512 vs 4,289 at 33x17x40 f16 (warm L2, 2026-12-01); the H200 ran the "
+               "suite's 16^3 f16 simt GEMM in 914 cycles per CTA (SASS mode 881)")
+_NPU_MMA = ("npu7nm 33x17x40 mma (warm L2, 2026-12-01): predicted 2,206 vs simulated 2,489 (-11.4%); not explained yet "
+            "(it was the sectored L2's misses while the launch started cold)")
 KNOWN_MISSES = {
-    ("h200", (33, 17, 40), "simt", "f16"): _L1_SECTORS,
-    ("h200", (33, 17, 40), "simt", "bf16"): _L1_SECTORS,
+    ("h200", (33, 17, 40), "simt", "f16"): _PTX_COPIES,
+    ("h200", (33, 17, 40), "simt", "bf16"): _PTX_COPIES,
     ("h200", (128, 64, 96), "wgmma", "f16"): _WGMMA_FEW,
     ("h200", (128, 64, 96), "wgmma", "bf16"): _WGMMA_FEW,
     ("h200", (16, 16, 16), "wgmma", "f16"): _WGMMA_SMALL,
     ("h200", (16, 16, 16), "wgmma", "bf16"): _WGMMA_SMALL,
     ("h200", (33, 17, 40), "wgmma", "f16"): _WGMMA_SMALL,
     ("h200", (33, 17, 40), "wgmma", "bf16"): _WGMMA_SMALL,
-    ("h200", (33, 17, 40), "simt", "f32"): _SPREAD,
-    ("h200", (16, 16, 16), "simt", "f32"): _FIRST_TOUCH,
-    ("h200", (16, 16, 16), "simt", "f16"): _SECTORS,
-    ("h200", (16, 16, 16), "simt", "bf16"): _SECTORS,
-    ("npu7nm.yaml", (33, 17, 40), "simt", "f32"): _SECTORS,
-    ("npu7nm.yaml", (33, 17, 40), "simt", "f16"): _SECTORS,
-    ("npu7nm.yaml", (33, 17, 40), "simt", "bf16"): _SECTORS,
-    ("npu7nm.yaml", (33, 17, 40), "mma", "f16"): _SECTORS,
-    ("npu7nm.yaml", (33, 17, 40), "mma", "bf16"): _SECTORS,
+    ("h200", (33, 17, 40), "simt", "f32"): _PTX_COPIES,
+    ("h200", (16, 16, 16), "simt", "f32"): _PTX_COPIES,
+    ("h200", (16, 16, 16), "simt", "f16"): _PTX_COPIES,
+    ("h200", (16, 16, 16), "simt", "bf16"): _PTX_COPIES,
+    ("npu7nm.yaml", (33, 17, 40), "mma", "f16"): _NPU_MMA,
+    ("npu7nm.yaml", (33, 17, 40), "mma", "bf16"): _NPU_MMA,
 }
 # default run: the two smallest shapes; 128x64x96 and 256^3 run with the slow set (-m slow)
 CASES = [c if c.shape in SMOKE_SHAPES[:2] else pytest.param(c, marks=pytest.mark.slow) for c in cases()]

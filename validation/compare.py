@@ -114,8 +114,9 @@ def hw_summary(hw: Any, variant: str = "mma") -> dict[str, Any]:
 
 
 def simulate_kernel(ptx: Path, hw: Any, seed: int = 0, max_instructions: int = 20_000_000,
-                    prog: Any = None) -> dict[str, Any]:
-    """Run the timing simulator on a kernelgen kernel (launch from its header); the result as JSON dict."""
+                    prog: Any = None, warm_l2: bool = False) -> dict[str, Any]:
+    """Run the timing simulator on a kernelgen kernel (launch from its header); the result as JSON dict.
+    warm_l2: the inputs start in the L2, as after their upload (sim.timing.memory.warm_l2)."""
     from sim.launch import launch_from_metadata, read_metadata
     from sim.ptx.parser import parse_file
     from sim.reference import check_from_metadata
@@ -127,7 +128,7 @@ def simulate_kernel(ptx: Path, hw: Any, seed: int = 0, max_instructions: int = 2
         raise UsageError("no '// @workbench {...}' header: compare needs a kernelgen kernel", file=str(ptx), line=1)
     launch = launch_from_metadata(meta, np.random.default_rng(seed))
     before = launch.copy()
-    res = simulate(prog, launch, hw, trace=False, max_instructions=max_instructions)
+    res = simulate(prog, launch, hw, trace=False, max_instructions=max_instructions, warm_l2=warm_l2)
     out = dict(res.to_json())
     chk = check_from_metadata(meta, before, res.outputs) if hasattr(res, "outputs") else None
     if chk is not None:
@@ -468,8 +469,8 @@ def format_text(rep: dict[str, Any]) -> str:
 
 
 def compare_dir(out_dir: str | Path, hw_name: str | None, sim_json: str | None = None, measured_json: str | None = None,
-                seed: int = 0, max_instructions: int = 20_000_000) -> dict[str, Any]:
-    """Everything ``compare OUT/`` does except printing and rendering."""
+                seed: int = 0, max_instructions: int = 20_000_000, warm_l2: bool = False) -> dict[str, Any]:
+    """Everything ``compare OUT/`` does except printing and rendering (warm_l2: simulate_kernel's)."""
     from sim.hw import load_hw
     from sim.launch import read_metadata
     from sim.ptx.parser import parse_file
@@ -492,7 +493,7 @@ def compare_dir(out_dir: str | Path, hw_name: str | None, sim_json: str | None =
             raise UsageError("no 'cycles': this is not a timing result (was it run with --functional?)",
                              file=sim_json)
     else:
-        sim = simulate_kernel(ptx, hw, seed, max_instructions, prog)
+        sim = simulate_kernel(ptx, hw, seed, max_instructions, prog, warm_l2)
     measured = _read_json(measured_json, "measured result") if measured_json else None
     variant = (plan.get("tiling") or {}).get("variant", "mma")
     hs = hw_summary(hw, variant)
