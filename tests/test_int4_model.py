@@ -67,7 +67,11 @@ def test_s4_prediction_against_the_h200():
     assert abs((big / pick) / (MEASURED_MS["128x256"] / MEASURED_MS["64x128"]) - 1) < 0.02, (big, pick)
     assert 0.85 < big / MEASURED_MS["128x256"] < 1.0 and 0.85 < pick / MEASURED_MS["64x128"] < 1.0, (big, pick)
     s8 = plan(_spec("s8"), hw, "mma", only=[TILE]).best
-    assert abs(s8.cycles * ms / 0.252 - 1) < 0.1  # s8 unchanged (measured 0.252 ms)
+    # s8 (measured 0.252 ms) in the s4 times' band: 0.87 since the planner stopped charging the PTX registers'
+    # bank cycles on the mma's occupancy (session 8; 0.94 before), as the f16 128x256 4096^3 kernel of
+    # docs/top4.md, whose per-CTA cycles it now predicts within 1% while its wall time is 11% over cycles x
+    # clock_mhz (an SM clock under 1980 MHz under load, launch and wave tail)
+    assert 0.85 < s8.cycles * ms / 0.252 < 1.0, s8.cycles * ms
 
 
 @pytest.mark.slow
