@@ -60,6 +60,11 @@ def test_shared_walk_equals_own_walks(monkeypatch: pytest.MonkeyPatch) -> None:
 # measured TMA-store rates (tma.store_*), docs/wgmma-tma.md section 7; before them it hashed to 3735a60b...ba35
 # h200 re-recorded on purpose (hopper branch, session 8): wgmma_tma's ring keeps stages - 1 stages loading and a
 # stage waits for its slowest box (docs/wgmma-tma.md section 8); before that it hashed to 85b15cb8...7f11
+# Both re-recorded on purpose (planfid branch, session 8, after the hopper merge): the shared cycle model answers to
+# the H200 (docs/fidelity.md: inputs resident in the L2, the DRAM share without the simulator's burst/line factor, the
+# prologue's fill rate, the measured store buffer core.store_buffer_bytes, arch-only register banks, ptxas's load
+# order); the chosen kernels are main's (h200 1000x520x264 wgmma_tma s6 5,668 cycles; npu7nm 128x64x32 bf16
+# mma_64x64x16 6,560 -> 6,388); before: a2a2094c...6cd3, 8685b09b...5adc
 DIGESTS = {
     ("h200", "1000x520x264", "f16"): "633970a39348554e346f372db0b186c5b9fe8cbb8827b7d722b0476bb2224752",
     ("npu7nm", "128x64x32", "bf16"): "1cecbec0a0bb0b39eb66a46f2af9ff0a2090850d162993e8e44807945be5819e",
