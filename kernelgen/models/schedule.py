@@ -702,8 +702,14 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
 
 
 def dram_share(hw: HwConfig, cores: int) -> float:
-    """Bytes per cycle of DRAM one of the `cores` copying at once gets: [dram.bandwidth_gbps] over them."""
-    return hw.dram_bytes_per_cycle / cores
+    """Bytes per cycle of DRAM one of the `cores` copying at once gets: [dram.bandwidth_gbps] over them
+    times [dram.burst] / [l2.line], sim.timing's Dram bank fraction. planfid (session 8) dropped the
+    fraction; the H200 run of the planner's picks (benchmarks/data/gpu_bench_auto_2026-12-01b.json,
+    benchmarks/planner_auto_check.py) put the cp.async wgmma at M = 64/128, N = 7168 (B streamed once
+    from DRAM) at 0.32-0.61 of the measured time without it (1.0-1.2 with it), so it stays until the
+    mechanism of those kernels' ~1.1 TB/s is measured (at 6144^3 / 8192^3 the fraction overshoots 1.3x /
+    1.8x: docs/fidelity.md)."""
+    return hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
 
 
 def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], miss_rate: float
@@ -714,12 +720,17 @@ def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], m
     as uploaded vs 111.6k after a 256 MiB flush). The inputs' footprint up to [l2.size] is resident: the
     movement model's miss rate counts only the part beyond it. A resident line's first touch by a core
     costs [l2.hit_latency] near its home partition and [l2.far_latency] more far (half the lines,
-    [l2.partition_bits]), a missing one [dram.latency]."""
+    [l2.partition_bits]), a missing one [dram.latency]. With [l2.partition_bits] set the capacity is half
+    of [l2.size]: a line every core reads is copied into the far partition on its first far touch
+    ([l2.far_latency]'s source, benchmarks/data/first_touch_2026-12-01.json: far lines are all near on the
+    second pass), so a GEMM's inputs, read from both partitions, take two lines each (H200 back-to-back
+    launches, docs/wgmma-tma.md section 9: 35 MB of inputs stay, 59 MB stream from DRAM; 31.5 MB = half)."""
     from kernelgen.spec import DTYPE_BYTES
 
     M, N, K = shape
     foot = (M * K + K * N) * DTYPE_BYTES[spec.dtype_a]
-    out = max(0.0, 1.0 - hw.l2.size / max(1, foot))
+    cap = hw.l2.size / 2 if hw.l2.partition_bits else hw.l2.size
+    out = max(0.0, 1.0 - cap / max(1, foot))
     first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
     return miss_rate * out, out * hw.dram.latency + (1 - out) * first
 
