@@ -32,7 +32,8 @@ def rows(hw) -> list[dict]:
         meas = r["time_ms"] * 1e-3 * hw.clock_mhz * 1e6
         best = plan(spec, hw, exhaustive=False).best if r["dtype"] == "bf16" else None
         out.append({"shape": shape, "dtype": r["dtype"], "key": t.key(), "measured": meas, "predicted": pred,
-                    "ratio": pred / meas, "pick_now": best.tiling.key() if best else "", "pick_now_cycles": best.cycles if best else 0})
+                    "ratio": pred / meas, "pick_now": best.tiling.key() if best else "",
+                    "pick_now_cycles": best.cycles if best else 0})
     return out
 
 
@@ -44,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     rs = rows(load_hw("h200"))
     for r in rs:
-        print(f"{r['shape']:>16} {r['dtype']:>4} {r['key']:<40} meas {r['measured']:>10,.0f} pred {r['predicted']:>10,.0f}"
-              f" {r['ratio']:5.2f}  now {r['pick_now']} {r['pick_now_cycles']:,.0f}")
+        print(f"{r['shape']:>16} {r['dtype']:>4} {r['key']:<40} meas {r['measured']:>10,.0f}"
+              f" pred {r['predicted']:>10,.0f} {r['ratio']:5.2f}  now {r['pick_now']} {r['pick_now_cycles']:,.0f}")
     bad = [r for r in rs if abs(r["ratio"] - 1) > 0.25]
     print(f"rows beyond 25%: {len(bad)} of {len(rs)}; mean |err| "
           f"{sum(abs(r['ratio'] - 1) for r in rs) / len(rs):.1%}")
