@@ -26,7 +26,7 @@ def rows(hw) -> list[dict]:
     out = []
     for r in json.loads(AUTO.read_text())["speed"]:
         shape = f"{r['M']}x{r['N']}x{r['K']}"
-        spec = shorthand(shape, r["dtype"])
+        spec = shorthand(shape, r["dtype"], r.get("out_dtype") or "f32")
         t = tiling_of(r["picked"]["key"])
         pred = float(plan(spec, hw, t.variant, only=[t]).best.cycles)
         meas = r["time_ms"] * 1e-3 * hw.clock_mhz * 1e6
