@@ -104,7 +104,8 @@ def test_prediction_within_12_percent_of_the_h200() -> None:
     assert planner_silicon.mape(rs) <= 0.12, planner_silicon.mape(rs)
 
 
-# docs/benchmarks.md's table (bf16 in and out): wgmma_tma measured faster than the cp.async wgmma at each (docs/top4-bench.md)
+# docs/benchmarks.md's table (bf16 in and out): wgmma_tma measured faster than the cp.async wgmma
+# at each (docs/top4-bench.md)
 TABLE = ["4096x4096x4096", "6144x6144x6144", "8192x8192x8192", "4096x7168x2048"] + [
     f"{m}x{n}x{k}" for m in (64, 128) for n in (4096, 7168) for k in (4096, 7168)]
 
