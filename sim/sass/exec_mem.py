@@ -220,17 +220,22 @@ def b_atom(cx: Ctx, space: str, red: bool = False) -> Exec:
     return run
 
 
+def _matrices(cx: Ctx) -> tuple[int, np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """LDSM/STSM .16.M88.N / .MT88.N: (N matrices, the lanes that give row addresses, (row, column) of each
+    lane's first and second b16 element: row l/4, columns 2(l%4), 2(l%4)+1, swapped with .MT88)."""
+    mods = cx.mods({"16", "M88", "MT88", "1", "2", "4"})
+    nmat = next(int(x) for x in ("1", "2", "4") if x in mods)
+    t, g = LANES % 4, LANES // 4
+    first, second = ((2 * t, g), (2 * t + 1, g)) if "MT88" in mods else ((g, 2 * t), (g, 2 * t + 1))
+    return nmat, LANES < 8 * nmat, first, second
+
+
 def b_ldsm(cx: Ctx) -> Exec:
     """LDSM.16.M88.N / .MT88.N: ldmatrix of N 8x8 b16 matrices; lanes 8j..8j+7 give matrix j's row
     addresses; lane l gets row l/4, columns 2(l%4), 2(l%4)+1 of each (transposed with .MT88)."""
-    mods = cx.mods({"16", "M88", "MT88", "1", "2", "4"})
-    nmat = next(int(x) for x in ("1", "2", "4") if x in mods)
-    trans = "MT88" in mods
+    nmat, need, (r0, c0), (r1, c1) = _matrices(cx)
     d, a = cx.ins.operands[:2]
     fa, ws = address(cx, a, False), cx.wn(d, nmat)
-    need = LANES < 8 * nmat
-    t, g = LANES % 4, LANES // 4
-    (r0, c0), (r1, c1) = ((2 * t, g), (2 * t + 1, g)) if trans else ((g, 2 * t), (g, 2 * t + 1))
     u16 = np.dtype(np.uint16)
 
     def run(w: Warp, m: np.ndarray) -> None:
@@ -286,14 +291,9 @@ def b_stsm(cx: Ctx) -> Exec:
     """STSM.16.M88.N / .MT88.N [a], Rs: stmatrix of N 8x8 b16 matrices, LDSM's inverse: lanes 8j..8j+7 give
     matrix j's row addresses; lane l holds row l/4, columns 2(l%4), 2(l%4)+1 of matrix j in register Rs+j
     (low half first; transposed with .MT88)."""
-    mods = cx.mods({"16", "M88", "MT88", "1", "2", "4"})
-    nmat = next(int(x) for x in ("1", "2", "4") if x in mods)
-    trans = "MT88" in mods
+    nmat, need, (r0, c0), (r1, c1) = _matrices(cx)
     a, d = cx.ins.operands[:2]
     fa, rs = address(cx, a, False), cx.rn(d, nmat)
-    need = LANES < 8 * nmat
-    t, g = LANES % 4, LANES // 4
-    (r0, c0), (r1, c1) = ((2 * t, g), (2 * t + 1, g)) if trans else ((g, 2 * t), (g, 2 * t + 1))
     u16 = np.dtype(np.uint16)
 
     def run(w: Warp, m: np.ndarray) -> None:
