@@ -1,4 +1,4 @@
-"""The shared cycle model's L2 read floor (kernelgen/models/schedule.py `l2_iter`): a K tile of every
+"""The shared cycle model's L2 read floor (kernelgen/models/schedule.py `l2_tile`): a K tile of every
 resident CTA cannot arrive faster than the core's share of [l2.bandwidth_gbps] (or its fill port). Pinned
 to the H200 run that found it (benchmarks/data/gpu_bench_auto_2026-12-01b.json): without the floor the
 cp.async wgmma 128x128x64 tiles at 4096^3 were predicted at 339,599 cycles and picked, and ran 0.282 ms,

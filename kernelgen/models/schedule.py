@@ -442,6 +442,7 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     ports = [x for x in (hw.core.fill_bytes_per_cycle,
                          hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
     fill_port = min(ports) if ports else 0.0
+    l2_tile = R * tile_bytes / fill_port if fill_port else 0.0  # one K tile of the R resident CTAs through it
     # CTAs that run at once and copy the same lines: a block row shares A, a block column B (grid
     # ceil(N / TILE_N) x ceil(M / TILE_M), capped by the CTAs resident on the device: `cores` x R)
     conc = cores * R
@@ -648,7 +649,7 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         # smaller, and, for the missing part, the core's share of DRAM ([dram.bandwidth_gbps]); measured
         # on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2, 1,361-1,980 from
         # DRAM, against one access's 278 / 682)
-        transfer = max(R * tile_bytes / fill_port if fill_port else 0.0,
+        transfer = max(l2_tile,
                        R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
         # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
         # so it shows in ktiles - 1 of the ktiles iterations
@@ -660,17 +661,14 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     res_all, res_key = resources(it, R * W, extra_passes, passes)
     # The L2 side is a throughput floor too, not only a latency to hide: the R resident CTAs' K tiles pass
     # the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth
-    # ([l2.bandwidth_gbps] over the `cores` copying at once), once per iteration (H200,
+    # ([l2.bandwidth_gbps] over the `cores` copying at once), `l2_tile`, once per iteration (H200,
     # benchmarks/data/gpu_bench_auto_2026-12-01b.json: the cp.async wgmma 128x128x64 tiles at 4096^3 read
     # 2 MiB a CTA from the L2 and ran 0.282 ms, about the L2's read rate)
-    ports = [x for x in (hw.core.fill_bytes_per_cycle,
-                         hw.l2_bytes_per_cycle / cores if hw.l2_bytes_per_cycle else None) if x]
-    l2_iter = R * tile_bytes / min(ports) if ports else 0.0
-    terms.update(latency=lat_iter, dram=dram_iter, l2=l2_iter, extra_passes=float(extra_passes),
+    terms.update(latency=lat_iter, dram=dram_iter, l2=l2_tile, extra_passes=float(extra_passes),
                  **{"res_" + res_key: res_all})
-    iter_c = max(lat_iter, res_all, dram_iter, l2_iter)
+    iter_c = max(lat_iter, res_all, dram_iter, l2_tile)
     bound = "latency" if iter_c == lat_iter else ("dram" if iter_c == dram_iter else
-                                                  ("l2" if iter_c == l2_iter else res_key))
+                                                  ("l2" if iter_c == l2_tile else res_key))
     pre_issue = resources(c.pre, R * W)[0]
     pre = hw.branch.frontend_depth + lsu.latency + pre_issue  # [branch.frontend_depth]
     if v.async_copies:
@@ -680,9 +678,8 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         # 128x256x64 tiles takes ~1,000-1,500 cycles with 2 stages, ~2,000-2,800 with 3); the first wait
         # ends when tile 0 has arrived: its first touch ([l2.hit_latency], [l2.far_latency] or
         # [dram.latency], resident_inputs) and transfer after its copies issued
-        t0 = R * tile_bytes / fill_port if fill_port else 0.0
-        pre += max(0.0, (t.stages - 1) * t0 - pre_issue,
-                   dram_lat + t0 - resources(c.pre_after, R * W)[0])
+        pre += max(0.0, (t.stages - 1) * l2_tile - pre_issue,
+                   dram_lat + l2_tile - resources(c.pre_after, R * W)[0])
     # The epilogue's stores drain at the core's store rate ([core.store_bytes_per_cycle]) or its share
     # of what the L2 absorbs from every core storing at once ([l2.write_bandwidth_gbps]): measured on the
     # H200 for this store pattern in docs/micro-store.md (a 128x256 f32 tile: 16k cycles alone, 27k
