@@ -15,6 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks.silicon.table import scatter_panel  # noqa: E402
+
 GPU = ROOT / "benchmarks" / "data" / "silicon_gpu_2026-11-30.json"
 
 
@@ -56,15 +58,7 @@ def main() -> int:
     fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 5.5), squeeze=False)
     for ax, (mode, r) in zip(axes[0], runs):
         pts = [(meas[n], r[n], group[n]) for n in names if n in r]
-        for grp in sorted({p[2] for p in pts}):
-            ax.scatter([p[0] for p in pts if p[2] == grp], [p[1] for p in pts if p[2] == grp], label=grp, s=18)
-        lo = min(min(p[0], p[1]) for p in pts) * 0.8
-        hi = max(max(p[0], p[1]) for p in pts) * 1.25
-        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.plot([lo, hi], [lo * 1.1, hi * 1.1], "k:", lw=0.6)
-        ax.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.6)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        scatter_panel(ax, pts, 1.1)
         mape = sum(abs(p[1] - p[0]) / p[0] for p in pts) / len(pts) * 100
         ax.set_xlabel("measured per-CTA cycles (H200)")
         ax.set_ylabel(f"simulated per-CTA cycles ({mode.upper()} mode)")

@@ -143,6 +143,20 @@ MISSES = """## The largest misses and what may explain them (not yet measured on
 """
 
 
+def scatter_panel(ax, pts: list[tuple[float, float, str]], band: float) -> None:
+    """(measured, simulated, group) points on log-log axes, one colour a group, with the diagonal and the
+    dotted x band / band lines."""
+    for grp in sorted({p[2] for p in pts}):
+        ax.scatter([p[0] for p in pts if p[2] == grp], [p[1] for p in pts if p[2] == grp], label=grp, s=18)
+    lo = min(min(p[0], p[1]) for p in pts) * 0.8
+    hi = max(max(p[0], p[1]) for p in pts) * 1.25
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    ax.plot([lo, hi], [lo * band, hi * band], "k:", lw=0.6)
+    ax.plot([lo, hi], [lo / band, hi / band], "k:", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+
+
 def plot(rs: list[dict]) -> bool:
     pts = [(r["meas"], r["sim"], r["k"].group) for r in rs if r["meas"] and r["sim"]]
     if not pts:
@@ -153,17 +167,7 @@ def plot(rs: list[dict]) -> bool:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 6))
-    for grp in sorted({p[2] for p in pts}):
-        xs = [p[0] for p in pts if p[2] == grp]
-        ys = [p[1] for p in pts if p[2] == grp]
-        ax.scatter(xs, ys, label=grp, s=18)
-    lo = min(min(p[0], p[1]) for p in pts) * 0.8
-    hi = max(max(p[0], p[1]) for p in pts) * 1.25
-    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-    ax.plot([lo, hi], [lo * 1.2, hi * 1.2], "k:", lw=0.6)
-    ax.plot([lo, hi], [lo / 1.2, hi / 1.2], "k:", lw=0.6)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    scatter_panel(ax, pts, 1.2)
     ax.set_xlabel("measured per-CTA cycles (H200)")
     ax.set_ylabel("simulated per-CTA cycles (PTX)")
     ax.set_title("silicon suite: simulated vs measured (dotted: ±20%)")
