@@ -6,16 +6,43 @@ and time a torch op."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def pycuda_context() -> Iterator[tuple[Any, Any, Any]]:
+    """(pycuda.driver, device 0, its context) for a probe script (micro_store, micro_fill, store_buffer run.py);
+    the context is popped on the way out, also after an error."""
+    import pycuda.driver as cuda
+
+    cuda.init()
+    dev = cuda.Device(0)
+    ctx = dev.make_context()
+    try:
+        yield cuda, dev, ctx
+    finally:
+        ctx.pop()
+
+
+def write_probe(out: Path, name: str, dev: Any, source_file: str, rows: list[dict], **extra: Any) -> None:
+    """OUT/NAME.json: a probe's rows with the date, the device's name, the 1-minute load average, the probe's
+    CUDA source and `extra` fields."""
+    res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "device": dev.name(),
+           **extra, "load_average": os.getloadavg()[0], "source_file": source_file, "rows": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(res, indent=1))
 
 
 def compile_spec(spec: dict, variant: str, d: Path) -> Path:

@@ -9,9 +9,7 @@ followed by a check that shared memory holds what was copied (the float sum of t
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,12 +21,10 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> int:
     out = Path(sys.argv[sys.argv.index("--out") + 1])
-    import pycuda.driver as cuda
+    sys.path.insert(0, str(HERE.parents[1]))
+    from benchmarks.gpucommon import pycuda_context, write_probe
 
-    cuda.init()
-    dev = cuda.Device(0)
-    ctx = dev.make_context()
-    try:
+    with pycuda_context() as (cuda, dev, ctx):
         mod = cuda.module_from_buffer((HERE / "fill.ptx").read_bytes())
         fn = mod.get_function("fill")
         fn.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536)
@@ -75,13 +71,8 @@ def main() -> int:
                     print(json.dumps(rows[-1]), flush=True)
                     times.free()
                     sink.free()
-        res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "device": dev.name(),
-               "sms": sms, "threads": threads, "iters": iters, "load_average": os.getloadavg()[0],
-               "source_file": "benchmarks/micro_fill/fill.cu", "rows": rows}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "micro_fill.json").write_text(json.dumps(res, indent=1))
-    finally:
-        ctx.pop()
+        write_probe(out, "micro_fill", dev, "benchmarks/micro_fill/fill.cu", rows, sms=sms, threads=threads,
+                    iters=iters)
     return 0
 
 

@@ -8,9 +8,7 @@ warp store instructions per CTA, and a check that D holds r * 3 + c everywhere t
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,13 +31,11 @@ CONFIGS = [
 
 def main() -> int:
     out = Path(sys.argv[sys.argv.index("--out") + 1])
-    import pycuda.driver as cuda
+    sys.path.insert(0, str(HERE.parents[1]))
+    from benchmarks.gpucommon import pycuda_context, write_probe
 
-    cuda.init()
-    dev = cuda.Device(0)
-    ctx = dev.make_context()
     rows = []
-    try:
+    with pycuda_context() as (cuda, dev, ctx):
         fn = cuda.module_from_buffer((HERE / "store.ptx").read_bytes()).get_function("frag_store")
         for name, wm, wn, wcols, wrows, n, gx, gy in CONFIGS:
             for vec in (1, 2):
@@ -68,12 +64,7 @@ def main() -> int:
                 print(json.dumps(rows[-1]), flush=True)
                 d.free()
                 times.free()
-        res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "device": dev.name(),
-               "load_average": os.getloadavg()[0], "source_file": "benchmarks/micro_store/store.cu", "rows": rows}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "micro_store.json").write_text(json.dumps(res, indent=1))
-    finally:
-        ctx.pop()
+        write_probe(out, "micro_store", dev, "benchmarks/micro_store/store.cu", rows)
     return 0
 
 

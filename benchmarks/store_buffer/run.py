@@ -16,9 +16,7 @@ on the fresh module's first and second launch. About 1-2 minutes.
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -76,13 +74,11 @@ def cold_code(cuda, ctx) -> list[dict]:
 
 def main() -> int:
     out = Path(sys.argv[sys.argv.index("--out") + 1])
-    import pycuda.driver as cuda
+    sys.path.insert(0, str(HERE.parents[1]))
+    from benchmarks.gpucommon import pycuda_context, write_probe
 
-    cuda.init()
-    dev = cuda.Device(0)
-    ctx = dev.make_context()
     rows = []
-    try:
+    with pycuda_context() as (cuda, dev, ctx):
         fn = cuda.module_from_buffer((HERE / "buffer.ptx").read_bytes()).get_function("store_buffer")
         cap = max(th * n for th, n in SIZES) * max(GRIDS)
         d = cuda.mem_alloc(cap * 16)
@@ -111,13 +107,7 @@ def main() -> int:
         d.free()
         times.free()
         code = cold_code(cuda, ctx)
-        res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "device": dev.name(),
-               "load_average": os.getloadavg()[0], "source_file": "benchmarks/store_buffer/buffer.cu", "rows": rows,
-               "cold_code": code}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "store_buffer.json").write_text(json.dumps(res, indent=1))
-    finally:
-        ctx.pop()
+        write_probe(out, "store_buffer", dev, "benchmarks/store_buffer/buffer.cu", rows, cold_code=code)
     return 0
 
 
