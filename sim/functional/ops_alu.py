@@ -451,10 +451,14 @@ def b_brev(ins, cx):
 
 
 def b_bfe(ins, cx):
+    """bfe.{u,s}{32,64} d, a, b, c (PTX ISA): pos = b & 0xff, len = c & 0xff; bit i of d is a[pos + i] where
+    i < len and pos + i <= msb, else sbit: 0 for .u and for len 0, else a[min(pos + len - 1, msb)]."""
     t = cx.type1(ins)
     d, a, b, c = ins.operands[:4]
     ra, rb, rc, wd = cx.rd(a, t, ins), cx.rd(b, "u32", ins), cx.rd(c, "u32", ins), cx.wr(d, t, ins)
     bits = 8 * NP[t].itemsize
+    ones = (1 << bits) - 1
+    signed = is_signed(t)
 
     def run(w, m, full):
         x = np.asarray(ra(w)).view(UINT[NP[t].itemsize]).astype(object)
@@ -464,14 +468,11 @@ def b_bfe(ins, cx):
         out = []
         for xi, p, n in zip(xs, pos, ln):
             p, n, xi = int(p), int(n), int(xi)
-            v = (xi >> p) & ((1 << n) - 1) if n else 0
-            if is_signed(t) and n:
-                sbit = (xi >> min(p + n - 1, bits - 1)) & 1
-                if sbit:
-                    v |= ~((1 << n) - 1) & ((1 << bits) - 1)
-                if p + n > bits:
-                    v = ((xi >> min(p, bits - 1)) if sbit == 0 else v)
-            out.append(v & ((1 << bits) - 1))
+            k = min(n, max(bits - p, 0))  # the field's bits that lie inside a
+            v = (xi >> p) & ((1 << k) - 1)
+            if signed and n and (xi >> min(p + n - 1, bits - 1)) & 1:
+                v |= ones ^ ((1 << k) - 1)
+            out.append(v)
         wd(w, np.array(out, dtype=UINT[NP[t].itemsize]).view(NP[t]), m, full)
     return run
 

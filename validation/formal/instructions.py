@@ -261,6 +261,52 @@ def _minmax(lo: bool) -> Callable[[_Args], Any]:
     return f
 
 
+def _field_args(x: _Args, i: int) -> tuple[Any, Any]:
+    """bfe/bfi's position and length operands (i, i + 1): their low bytes (PTX: b & 0xff, c & 0xff) as
+    bit-vectors of the instruction's width (so shifts by them clamp as the ISA's loops do)."""
+    pos, ln = (x.ex.val(x.st, x.srcs[j], 32, False) & 0xFF for j in (i, i + 1))
+    return (pos, ln) if x.w == 32 else (z3.ZeroExt(x.w - 32, pos), z3.ZeroExt(x.w - 32, ln))
+
+
+def _bfe(x: _Args) -> Any:
+    """bfe.{u,s}{32,64} d, a, pos, len (PTX ISA): pos = b & 0xff, len = c & 0xff; bit i of d is a[pos + i]
+    where i < len and pos + i <= msb, else the sign bit sbit: 0 for .u and for len 0, else
+    a[min(pos + len - 1, msb)]. With constant pos and len an Extract and a Zero/SignExt (the solver's
+    cheapest form); otherwise the same as shifts: n = min(len, w - pos) valid bits (0 when pos >= w)."""
+    w, a = x.w, x(0)
+    pos, ln = _field_args(x, 1)
+    ps, ls = z3.simplify(pos), z3.simplify(ln)
+    if z3.is_bv_value(ps) and z3.is_bv_value(ls):
+        p, n = ps.as_long(), ls.as_long()
+        if n == 0:
+            return z3.BitVecVal(0, w)
+        if p >= w:
+            return a >> (w - 1) if x.signed else z3.BitVecVal(0, w)
+        top = min(p + n, w) - 1
+        ext = w - (top - p + 1)
+        field = z3.Extract(top, p, a)
+        if not ext:
+            return field
+        return z3.SignExt(ext, field) if x.signed else z3.ZeroExt(ext, field)
+    ones = z3.BitVecVal(-1, w)
+    if not x.signed:  # a shift by >= w gives 0 in Z3, as the ISA's loop: pos >= w -> 0, len >= w -> all bits
+        return z3.LShR(a, pos) & ~(ones << ln)
+    n = z3.If(z3.UGE(pos, w), z3.BitVecVal(0, w), z3.If(z3.ULT(ln, w - pos), ln, w - pos))
+    top = z3.If(z3.ULT(pos + ln - 1, w - 1), pos + ln - 1, z3.BitVecVal(w - 1, w))
+    sbit = z3.Extract(0, 0, z3.LShR(a, top)) == 1
+    v = (z3.LShR(a, pos) & ~(ones << n)) | z3.If(sbit, ones << n, z3.BitVecVal(0, w))
+    return z3.If(ln == 0, z3.BitVecVal(0, w), v)
+
+
+def _bfi(x: _Args) -> Any:
+    """bfi.b{32,64} d, f, b, pos, len (PTX ISA): b with bits pos .. min(pos + len, w) - 1 replaced by the low
+    bits of f (nothing replaced when len is 0 or pos >= w)."""
+    f, b = x(0), x(1)
+    pos, ln = _field_args(x, 2)
+    mask = ~(z3.BitVecVal(-1, x.w) << ln) << pos
+    return (b & ~mask) | ((f << pos) & mask)
+
+
 def _abs(x: _Args) -> Any:
     a = x(0)
     return z3.If(a < 0, -a, a)
@@ -299,6 +345,8 @@ SEMANTICS_INT: dict[str, Callable[[_Args], Any]] = {
     "cnot": lambda x: z3.If(x(0) == 0, z3.BitVecVal(1, x.w), z3.BitVecVal(0, x.w)),
     "neg": lambda x: -x(0),
     "abs": _abs,
+    "bfe": _bfe,
+    "bfi": _bfi,
     "shl": _shift(True),
     "shr": _shift(False),
 }

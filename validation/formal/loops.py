@@ -87,8 +87,14 @@ class LoopsMixin(ExecutorBase):
         def closed(r: str, kk: z3.BitVecRef, elsewise: z3.ExprRef | None = None) -> z3.ExprRef:
             kind, c = forms[r]
             init = self.read(pre, r)
-            if kind == "mod?":  # a wrapping counter whose entry value is not known to be below c
-                return z3.If(z3.ULT(init, c), closed_form("mod", c, init, kk), hv[r] if elsewise is None else elsewise)
+            if kind in ("mod?", "mod-1"):  # a wrapping counter whose entry value is not known to be below c
+                other = hv[r] if elsewise is None else elsewise
+                if kind == "mod-1":  # ... but below c or -1 (Triton's stage counters start at -1: 0 at k = 1)
+                    w = init.size()
+                    zero = z3.BitVecVal(0, w)
+                    other = z3.If(kk == 0, init, closed_form("mod", c, zero, kk - 1))
+                    return z3.If(init == z3.BitVecVal(-1, w), other, closed_form("mod", c, init, kk))
+                return z3.If(z3.ULT(init, c), closed_form("mod", c, init, kk), other)
             return closed_form(kind, c, init, kk)
 
         vh = {r: (closed(r, k) if r in forms else hv[r]) for r in carried}
@@ -225,25 +231,35 @@ class LoopsMixin(ExecutorBase):
                     forms[r] = ({z3.Z3_OP_BSHL: "shl", z3.Z3_OP_BLSHR: "lshr", z3.Z3_OP_BASHR: "ashr"}[kd],
                                 n2.arg(1))
                     continue
-            m = self.wrap_modulus(pre, bst, r, hr, nxt, h)
-            if m is not None:
-                forms[r] = ("mod", m) if m > 0 else ("mod?", -m)
+            wrap = self.wrap_modulus(pre, bst, r, hr, nxt, h)
+            if wrap is not None:
+                forms[r] = wrap
         return forms
 
-    def wrap_modulus(self, pre: State, bst: State, r: str, hr, nxt, h: int) -> int | None:
-        """A counter that wraps, r = (r + 1 == m) ? 0 : r + 1 (a pipeline stage): m such that, for every
-        value below m, the back edge gives (r + 1) mod m, and the entry value is below m; -m when the
-        entry value may not be (the form then holds only where it is)."""
+    def wrap_modulus(self, pre: State, bst: State, r: str, hr, nxt, h: int) -> tuple[str, int] | None:
+        """A counter that wraps, r = (r + 1 == m) ? 0 : r + 1 (a pipeline stage; Triton writes it
+        selp(r + 1 > c, 0, r + 1), which wraps at m = c + 1, or with >= m): m such that, for every value
+        below m, the back edge gives (r + 1) mod m: ("mod", m) when the entry value is below m, ("mod-1", m)
+        when it is below m or -1 (all ones) and the back edge takes -1 to 0, else ("mod?", m) (the form then
+        holds only where the entry value is below m). m is a constant the loop compares against, or one
+        more than one."""
         if self.is_float_reg(r):
             return None
         w = hr.size()
         init = self.read(pre, r)
-        for m in sorted(self.loop_constants(h)):
+        consts = self.loop_constants(h)
+        for m in sorted(consts | {c + 1 for c in consts}):
             if not 1 < m < 2 ** min(w - 1, 15):  # keeps (init + k mod m) within 16 bits
                 continue
             step = z3.URem(z3.ZeroExt(1, hr) + 1, m)
             if self.unsat([z3.ULT(hr, m), bst.pc, z3.ZeroExt(1, nxt) != step]):
-                return m if self.unsat([pre.pc, z3.UGE(init, m)]) else -m
+                if self.unsat([pre.pc, z3.UGE(init, m)]):
+                    return "mod", m
+                ones = z3.BitVecVal(-1, w)
+                if (self.unsat([pre.pc, z3.UGE(init, m), init != ones])
+                        and self.unsat([hr == ones, bst.pc, nxt != 0])):
+                    return "mod-1", m
+                return "mod?", m
         return None
 
     def loop_constants(self, h: int) -> set[int]:
