@@ -16,6 +16,8 @@ from validation.formal.context import Context
 from validation.formal.program import KernelStructure
 from validation.formal.state import Access, BranchRec, LoopRec, MbarEvent, NamedBarrier, RegTouch, State, WgmmaRec
 
+SUMMARY_TIMEOUT_MS = 2000  # one loop-summary / invariant query (wall clock: its give-ups depend on the load)
+
 
 class ExecutorBase:
     """Symbols created so far, the recording switches and the records the property checks read."""
@@ -54,7 +56,10 @@ class ExecutorBase:
         # path condition, the address's rank byte, the CTA-independent parts: offset, bytes); see asyncprops
         self.remote: list[tuple[int, str, z3.BoolRef, z3.BitVecRef, list]] = []
         self.untracked_copies: list[int] = []  # lines of bulk copies into shared memory whose bytes are unknown
-        self.solver_timeout_ms = 2000
+        self.solver_timeout_ms = SUMMARY_TIMEOUT_MS
+        # summary queries (loop forms, Houdini) the solver gave up on: each leaves a weaker summary, so a
+        # counterexample found under it may not exist (Verifier.first_violation answers unknown then)
+        self.gave_up: list[str] = []
 
     if TYPE_CHECKING:
         # operands.py

@@ -72,7 +72,10 @@ class LoopProofsMixin(ExecutorBase):
         s.set("timeout", self.solver_timeout_ms)
         s.add(self.ctx.assumptions)
         s.add(cs)
-        return s.check() == z3.unsat
+        r = s.check()
+        if r == z3.unknown:
+            self.gave_up.append(f"a loop-summary query ({s.reason_unknown()})")
+        return r == z3.unsat
 
     def ranking_candidates(self, cond, local, cache):
         kinds = {z3.Z3_OP_ULT: False, z3.Z3_OP_ULEQ: False, z3.Z3_OP_UGT: False, z3.Z3_OP_UGEQ: False,
@@ -148,12 +151,17 @@ class LoopProofsMixin(ExecutorBase):
         s.set("timeout", self.solver_timeout_ms)
         s.add(self.ctx.assumptions)
         live = self.prune(s, list(cands), [facts[0]], lambda live: [], init_vals)
-        return self.prune(s, live, facts + [back_pc], lambda live: [fn(vh) for _, fn in live], back_vals)
+        if live is not None:
+            live = self.prune(s, live, facts + [back_pc], lambda live: [fn(vh) for _, fn in live], back_vals)
+        if live is None:
+            self.gave_up.append("a loop invariant query (Houdini: solver timeout or no fixed point)")
+            return []
+        return live
 
     @staticmethod
-    def prune(s: z3.Solver, live: list, hyps: list, assumed, vals: dict) -> list:
+    def prune(s: z3.Solver, live: list, hyps: list, assumed, vals: dict) -> list | None:
         """Drop the candidates a counterexample refutes until hyps (and assumed(live)) imply the rest
-        at vals; [] on a solver timeout or without a fixed point in 50 rounds."""
+        at vals; None on a solver timeout or without a fixed point in 50 rounds."""
         for _ in range(50):
             if not live:
                 return live
@@ -167,6 +175,6 @@ class LoopProofsMixin(ExecutorBase):
             if r == z3.unsat:
                 return live
             if m is None:
-                return []
+                return None
             live = [(t, fn) for t, fn in live if z3.is_true(m.eval(fn(vals), model_completion=True))]
-        return []
+        return None

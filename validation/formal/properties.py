@@ -82,6 +82,7 @@ class Verifier:
         self._iter: Substitution | None = None
         self._first: list | None = None
         self.coarse_hits = 0  # violations seen only past the first iteration of a loop around a loop
+        self.weakened = 0  # models found while a summary query had given up (answered unknown)
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
         self._named: barriers.NamedAnalysis | None = None  # barriers.analyse's, once
         self._named_facts: list[z3.BoolRef] | None = None
@@ -101,6 +102,11 @@ class Verifier:
         s.add(*cs)
         r = s.check()
         m = s.model() if r == z3.sat else None
+        if r == z3.sat and self.ex.gave_up:
+            # the summaries are weaker than they should be (a timed-out query dropped a loop form or invariant;
+            # whether it times out depends on the machine's load): a model here is not a witness
+            r, m = z3.unknown, None
+            self.weakened += 1
         if r == z3.sat and self.first_pass():
             s.add(self.first_pass())  # a witness only where the outer loops' summaries are exact
             r = s.check()
@@ -110,6 +116,12 @@ class Verifier:
                 self.coarse_hits += 1
         s.pop()
         return r, m
+
+    def weakened_why(self) -> str:
+        g = self.ex.gave_up
+        more = f" and {len(g) - 1} more" if len(g) > 1 else ""
+        return (f"a counterexample exists only under a weakened loop summary: the solver gave up on {g[0]}{more} "
+                f"while summarising the loops (a wall-clock limit: try again on a less loaded machine)")
 
     def first_violation(self, r: PropResult, line: int | None, cands: list, *hyps,
                         why: str = "solver gave up (timeout)") -> tuple | None:
@@ -124,7 +136,7 @@ class Verifier:
         if res == z3.sat and m is not None:
             return m, next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
         if res == z3.unknown:
-            r.unknown(line, why)
+            r.unknown(line, self.weakened_why() if self.weakened else why)
         return None
 
     def divisions_first(self, cands: list, hyps: tuple) -> list:
@@ -319,7 +331,7 @@ class Verifier:
                                         f"{label} ({wit['buffer_bytes']} bytes): '{a.text}'")
                 return
             if res == z3.unknown and not nonlinear(a.addr, nl_cache) and not self.int_proof(a.pc, goal):
-                r.unknown(a.line, f"solver gave up on '{a.text}' (timeout)")
+                r.unknown(a.line, self.weakened_why() if self.ex.gave_up else f"solver gave up on '{a.text}' (timeout)")
 
     def int_proof(self, pc, goal) -> bool:
         """Second try for a bounds query the bit-vector solver gave up on (nonlinear arithmetic):
