@@ -131,9 +131,7 @@ class AsyncOpsMixin(ExecutorBase):
         fields = [z3.simplify(z3.Extract(hi, lo, d)) for hi, lo in spans]
         if all(z3.is_bv_value(f) for f in fields):
             return tuple(f.as_long() for f in fields)
-        s = z3.Solver()
-        s.set("timeout", self.solver_timeout_ms)
-        s.add(self.ctx.assumptions)
+        s = self.summary_solver()
         s.add(pc)
         if s.check() != z3.sat:
             return None

@@ -16,7 +16,13 @@ from validation.formal.context import Context
 from validation.formal.program import KernelStructure
 from validation.formal.state import Access, BranchRec, LoopRec, MbarEvent, NamedBarrier, RegTouch, State, WgmmaRec
 
-SUMMARY_TIMEOUT_MS = 2000  # one loop-summary / invariant query (wall clock: its give-ups depend on the load)
+# One loop-summary / invariant / descriptor query may use SUMMARY_RLIMIT units of Z3's resource counter (about
+# 2.5 s of CPU on the 2-core machine, 3-4M units per CPU second): deterministic, so a summary does not depend on
+# the machine's load (a 2 s wall-clock limit did: under load the Triton fp8 matmul's and llm.c softmax's
+# summaries lost invariants). SUMMARY_TIMEOUT_MS is only a wall-clock safety net; a give-up of either kind is
+# recorded (ExecutorBase.gave_up) and makes a later counterexample unknown.
+SUMMARY_RLIMIT = 10_000_000
+SUMMARY_TIMEOUT_MS = 60_000
 
 
 class ExecutorBase:
@@ -57,9 +63,19 @@ class ExecutorBase:
         self.remote: list[tuple[int, str, z3.BoolRef, z3.BitVecRef, list]] = []
         self.untracked_copies: list[int] = []  # lines of bulk copies into shared memory whose bytes are unknown
         self.solver_timeout_ms = SUMMARY_TIMEOUT_MS
+        self.solver_rlimit = SUMMARY_RLIMIT
         # summary queries (loop forms, Houdini) the solver gave up on: each leaves a weaker summary, so a
         # counterexample found under it may not exist (Verifier.first_violation answers unknown then)
         self.gave_up: list[str] = []
+
+    def summary_solver(self) -> z3.Solver:
+        """A solver for the executor's own queries: bounded by Z3's resource counter (deterministic), with
+        the launch assumptions added."""
+        s = z3.Solver()
+        s.set("rlimit", self.solver_rlimit)
+        s.set("timeout", self.solver_timeout_ms)
+        s.add(self.ctx.assumptions)
+        return s
 
     if TYPE_CHECKING:
         # operands.py

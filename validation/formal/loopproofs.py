@@ -68,9 +68,7 @@ class LoopProofsMixin(ExecutorBase):
         return out
 
     def unsat(self, cs) -> bool:
-        s = z3.Solver()
-        s.set("timeout", self.solver_timeout_ms)
-        s.add(self.ctx.assumptions)
+        s = self.summary_solver()
         s.add(cs)
         r = s.check()
         if r == z3.unknown:
@@ -147,9 +145,7 @@ class LoopProofsMixin(ExecutorBase):
     def houdini(self, cands, vh, init_vals, back_vals, facts, back_pc, k):
         """The largest subset of the candidates that holds on entry (k = 0) and is inductive over the
         back edge; [] when the solver gives up."""
-        s = z3.Solver()
-        s.set("timeout", self.solver_timeout_ms)
-        s.add(self.ctx.assumptions)
+        s = self.summary_solver()
         live = self.prune(s, list(cands), [facts[0]], lambda live: [], init_vals)
         if live is not None:
             live = self.prune(s, live, facts + [back_pc], lambda live: [fn(vh) for _, fn in live], back_vals)
