@@ -39,6 +39,14 @@ class ExecutorBase:
         self.iter_created: list[z3.ExprRef] = []  # the constants of loop summaries: one iteration's values
         self.by_name: dict[str, z3.ExprRef] = {}
         self.loadsyms: dict[str, int] = {}  # name of a loaded value -> line
+        # shared stores' values: (the store's Access, [(value, bits)]) (properties.shared_value_facts reads them)
+        self.stored: list[tuple[Access, list[tuple[z3.BitVecRef, int]]]] = []
+        # a shared buffer's tag -> (bits, max, alignment) that every value a load of that width reads from it
+        # satisfies, under the assumption that a load returns a value some store of the kernel wrote there
+        # (properties.Verifier.bounds sets it for a second run when an address depends on loaded data)
+        self.load_facts: dict[str, tuple[int, int, int]] = {}
+        # loop registers' havoc symbols whose back-edge value is loaded data -> the lines of those loads
+        self.data_havocs: dict[str, set[int]] = {}
         self.undef: dict[str, z3.ExprRef] = {}
         self.recording = True
         self.dry = False

@@ -133,6 +133,11 @@ class LoopProofsMixin(ExecutorBase):
                     cands.append((f"{a} <= {c}", lambda v, a=a, c=c: z3.ULE(v[a], c)))
             if not lean:
                 cands.append((f"{a} >= 0 (signed)", lambda v, a=a: v[a] >= 0))
+            for bits, top, align in sorted(set(self.load_facts.values())):  # a register following loaded values
+                if bits == w:
+                    cands.append((f"{a} <= {top}", lambda v, a=a, c=top: z3.ULE(v[a], c)))
+                    if align > 1:
+                        cands.append((f"{a} % {align} == 0", lambda v, a=a, m=align - 1: v[a] & m == 0))
             for b in carried_bv:
                 if b == a or vh[b].size() != w or self.is_float_reg(b):
                     continue

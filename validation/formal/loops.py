@@ -83,6 +83,11 @@ class LoopsMixin(ExecutorBase):
             return not (self.free_consts(e, cache) & local)
 
         forms = self.find_forms(pre, bst, hv, bv_carried, h, invariant) if bst is not None else {}
+        if bst is not None:  # registers whose next value is loaded data (a pointer chase): bounds names them
+            for r in bv_carried:
+                loaded = self.free_consts(self.read(bst, r), cache) & self.loadsyms.keys()
+                if r not in forms and loaded:
+                    self.data_havocs.setdefault(hname(hv[r]), set()).update(self.loadsyms[n] for n in loaded)
 
         def closed(r: str, kk: z3.BitVecRef, elsewise: z3.ExprRef | None = None) -> z3.ExprRef:
             kind, c = forms[r]

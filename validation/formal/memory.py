@@ -111,10 +111,18 @@ class MemoryMixin(ExecutorBase):
             return
         if direction == "read":
             self.record(st, ins, space, "read", ops[1], nbytes)
-            self.fresh_dst(st, ins, ops[0], ins.line)
+            got = self.fresh_dst(st, ins, ops[0], ins.line)
+            if self.load_facts:
+                self.assume_stored(st, ops[1], got)
             return
         if direction == "write":
+            before = len(self.accesses)
             self.record(st, ins, space, "write", ops[0], nbytes)
+            if len(self.accesses) > before and self.accesses[-1].space == "shared" and len(ops) > 1:
+                items = ops[1].items if ops[1].kind in ("vec", "pair") else [ops[1]]
+                bits = 8 * nbytes // len(items) if isinstance(nbytes, int) else 0
+                if bits:
+                    self.stored.append((self.accesses[-1], [(self.val(st, it, bits), bits) for it in items]))
             return
         if direction == "rmw":
             dst = isa.has_dst(ins)
@@ -161,13 +169,28 @@ class MemoryMixin(ExecutorBase):
         if load:
             self.fresh_dst(st, ins, data, ins.line)
 
-    def fresh_dst(self, st: State, ins: Instruction, d: Operand, line: int) -> None:
+    def fresh_dst(self, st: State, ins: Instruction, d: Operand, line: int) -> list[z3.ExprRef]:
         items = d.items if d.kind in ("vec", "pair") else (d,)
+        out = []
         for it in items:
             if it.kind == "reg":
                 v = self.fresh(f"ld@{line}", self.width_of_reg(it.name))
                 self.loadsyms[str(v)] = line
                 self.write(st, ins, it, v, frozenset())
+                out.append(v)
+        return out
+
+    def assume_stored(self, st: State, addr_op: Operand, values: list[z3.ExprRef]) -> None:
+        """The stated assumption of a second bounds run (Verifier.bounds): a load from a shared buffer returns
+        a value some store of the kernel wrote into it, so it satisfies what every such store's value does."""
+        tags = [t for t in self.tags_of(st, addr_op) if t in self.load_facts]
+        if len(tags) != 1:
+            return
+        bits, top, align = self.load_facts[tags[0]]
+        facts = [z3.And(z3.ULE(v, top), v & (align - 1) == 0) for v in values
+                 if z3.is_bv(v) and v.size() == bits]
+        if facts:
+            st.pc = z3.And(st.pc, *facts)
 
     def do_barrier(self, st: State, ins: Instruction) -> None:
         ops = ins.operands

@@ -297,7 +297,52 @@ class Verifier:
         return conds, missing
 
     def bounds(self, r: PropResult) -> None:
+        """_bounds, where a counterexample whose address depends on loaded data (an index or pointer read from
+        memory, or a loop register that follows such reads: a pointer chase) is no witness: the data decide it.
+        Where every store into the shared buffers the kernel reads fits a bound, a second run assumes each
+        shared load returns a value some store wrote there (ExecutorBase.load_facts): proved under that stated
+        assumption; otherwise unknown naming the load lines."""
+        dep = self._bounds(r)
+        if r.status == "violated" or not dep:
+            return
+        line, lines = dep[0]
+        why = (f"'{line[1]}' (line {line[0]}): the address depends on data loaded at line(s) {lines} (an index or "
+               "pointer read from memory: a pointer chase), whose values the verifier does not track")
+        facts = shared_value_facts(self.ex, self.ctx)
+        if facts:
+            v2 = Verifier(self.ctx, timeout_s=max(0.0, self.deadline - time.monotonic()),
+                          query_timeout_ms=self.query_timeout_ms)
+            v2.ex.load_facts = facts
+            v2.ex.run()
+            r2 = PropResult("bounds")
+            dep2 = v2._bounds(r2)
+            r2.checks += r.checks
+            said = ", ".join(f"{t[7:]}: <= {top}, a multiple of {al}" for t, (_, top, al) in sorted(facts.items()))
+            assumption = (f"assuming a load from shared memory returns a value some store of the kernel wrote there "
+                          f"(no read of uninitialised shared memory; every store fits: {said})")
+            if r2.status == "violated" or (r2.status == "proved" and not dep2):
+                if r2.status == "proved":
+                    r2.detail = assumption
+                r.__dict__.update(r2.__dict__)
+                return
+            why += f"; {assumption}, the address is still not proved in bounds"
+        r.unknown(line[0], why)
+
+    def _data_lines(self, a: Access) -> list[int]:
+        """Lines of the loads access a's address depends on (directly, or through a loop register whose next
+        value is loaded data)."""
+        ex = self.ex
+        names = ex.free_consts(a.addr, self._free_cache)
+        out = {ex.loadsyms[n] for n in names if n in ex.loadsyms}
+        for n in names & ex.data_havocs.keys():
+            out |= ex.data_havocs[n]
+        return sorted(out)
+
+    def _bounds(self, r: PropResult) -> list[tuple[tuple[int, str], list[int]]]:
+        """Every access in its buffer; returns the ((line, text), load lines) of the accesses with a
+        counterexample whose address depends on loaded data (left to bounds)."""
         nl_cache: dict = {}
+        dep: list[tuple[tuple[int, str], list[int]]] = []
         self._unsupported(r, ("stmatrix", "bulk", "mbarrier", "ld", "st", "atom", "red"))
         for a in self.ex.accesses:
             if a.space == "unknown" or not a.tags:
@@ -322,6 +367,9 @@ class Verifier:
             if nonlinear(a.addr, nl_cache) and self.int_proof(a.pc, goal):
                 continue  # products of two variables: integers first, the bit-vector solver rarely copes
             res, m = self.check(a.pc, z3.Not(goal))
+            if res == z3.sat and m is not None and self._data_lines(a):
+                dep.append(((a.line, a.text), self._data_lines(a)))
+                continue
             if res == z3.sat and m is not None:
                 _, off, label, ext = conds[0]
                 w = off.size()
@@ -329,9 +377,10 @@ class Verifier:
                                    width=a.width, buffer_bytes=ext, access=a.text)
                 r.violated(a.line, wit, f"{a.kind} of {wit['width']} bytes at offset {wit['offset']} of "
                                         f"{label} ({wit['buffer_bytes']} bytes): '{a.text}'")
-                return
+                return dep
             if res == z3.unknown and not nonlinear(a.addr, nl_cache) and not self.int_proof(a.pc, goal):
                 r.unknown(a.line, self.weakened_why() if self.ex.gave_up else f"solver gave up on '{a.text}' (timeout)")
+        return dep
 
     def int_proof(self, pc, goal) -> bool:
         """Second try for a bounds query the bit-vector solver gave up on (nonlinear arithmetic):
@@ -542,3 +591,46 @@ class Verifier:
                 r.unknown(lp.line, f"loop at line {lp.line}: {lp.text}")
         if proofs and r.status == "proved":
             r.detail = "; ".join(proofs)
+
+
+def shared_value_facts(ex, ctx) -> dict[str, tuple[int, int, int]]:
+    """Per shared buffer the kernel stores into with st.shared only (one value width): the smallest bound in
+    (size - bytes, size - 1, 2^j - 1) and the largest alignment (16, 8, 4, 2, 1) every stored value satisfies,
+    each proved per store under its path condition (Verifier.bounds' stated assumption)."""
+    writes: dict[str, list] = {}
+    for a in ex.accesses:
+        if a.space == "shared" and a.kind in ("write", "atomic", "async"):
+            for t in a.tags:
+                writes.setdefault(t, []).append(a)
+    stored = {id(a): vals for a, vals in ex.stored}
+    out: dict[str, tuple[int, int, int]] = {}
+    for tag, ws in writes.items():
+        if tag not in ctx.shared or ctx.shared[tag][1] is None or any(id(a) not in stored for a in ws):
+            continue
+        widths = {b for a in ws for _, b in stored[id(a)]}
+        if len(widths) != 1:
+            continue
+        bits = widths.pop()
+        size = ctx.shared[tag][1]
+        tops = sorted({c for c in (size - bits // 8, size - 1) if c >= 0} | {2 ** j - 1 for j in range(1, bits + 1)})
+        top, align = 0, 16
+        ok = True
+        for a in ws:
+            for v, _ in stored[id(a)]:
+                def holds(c, v=v, a=a):
+                    s = ex.summary_solver()
+                    s.add(a.pc, z3.Not(c))
+                    return s.check() == z3.unsat
+                t = next((c for c in tops if c >= top and holds(z3.ULE(v, c))), None)
+                if t is None:
+                    ok = False
+                    break
+                top = t
+                while align > 1 and not holds(v & (align - 1) == 0):
+                    align //= 2
+            if not ok:
+                break
+        if ok:
+            out[tag] = (bits, top, align)
+    return out
+
