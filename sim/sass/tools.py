@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,11 +123,27 @@ def _ptxas_error(log: str, file: str) -> PtxError:
     return PtxError(f"ptxas rejected the PTX: {first.strip()}", file)
 
 
+RUN_TRIES = 3  # a tool that could not start or died of a signal (a loaded machine: EAGAIN, the OOM killer) runs again
+
+
 def _run(args: list[str], file: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired as e:
-        raise SassError(f"{Path(args[0]).name} ran over 600 s; try a smaller kernel", file) from e
+    """The tool's run; one that cannot be started or is killed by a signal is tried RUN_TRIES times, then a
+    SassError (never a result that depends on the machine's load). A tool that ran and failed is returned."""
+    why = ""
+    for attempt in range(RUN_TRIES):
+        if attempt:
+            time.sleep(0.5 * attempt)
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired as e:
+            raise SassError(f"{Path(args[0]).name} ran over 600 s; try a smaller kernel", file) from e
+        except OSError as e:
+            why = f"could not start: {e}"
+            continue
+        if r.returncode >= 0:
+            return r
+        why = f"killed by signal {-r.returncode}"
+    raise SassError(f"{Path(args[0]).name} {why} ({RUN_TRIES} tries)", file)
 
 
 def compile_ptx(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> Compiled:
@@ -201,6 +218,38 @@ def parse_resources(log: str) -> dict[str, Resources]:
     return out
 
 
+def ptxas_log(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> str:
+    """``ptxas -arch=ARCH -v`` alone (no nvdisasm: the resource report needs no listing), cached by content and
+    ptxas' version; a listing compile_ptx cached for the same text serves too."""
+    ptxas = tool("ptxas")
+    key = hashlib.sha256("\0".join([ptx_text, arch, tool_version(ptxas), "-v"]).encode()).hexdigest()
+    cached = cache_dir() / f"{key}.log.json"
+    for path in (cached, *_listing_caches(ptx_text, arch)):
+        if path.is_file():
+            try:
+                return str(json.loads(path.read_text())["ptxas_log"])
+            except (ValueError, KeyError, OSError):
+                pass  # a damaged cache entry: ptxas runs again
+    with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
+        src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx_text)
+        r = _run([str(ptxas), f"-arch={arch}", "-lineinfo", "-v", str(src), "-o", str(cubin)], file)
+        if r.returncode != 0:
+            raise _ptxas_error(r.stderr + r.stdout, file)
+    log = r.stdout + r.stderr
+    _store(cached, Compiled(arch, "", log))
+    return log
+
+
+def _listing_caches(ptx_text: str, arch: str) -> list[Path]:
+    """compile_ptx's cache entry for this text, where nvdisasm is installed (its key names both tools)."""
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is None:
+        return []
+    key = hashlib.sha256("\0".join([ptx_text, arch, tool_version(tool("ptxas")), tool_version(nvdisasm)]).encode())
+    return [cache_dir() / f"{key.hexdigest()}.json"]
+
+
 def resources(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> dict[str, Resources]:
     """Registers, shared memory, spills per kernel, as ptxas allocates them for ``arch``."""
-    return parse_resources(compile_ptx(ptx_text, arch, file).ptxas_log)
+    return parse_resources(ptxas_log(ptx_text, arch, file))
