@@ -83,6 +83,7 @@ class Verifier:
         self._first: list | None = None
         self.coarse_hits = 0  # violations seen only past the first iteration of a loop around a loop
         self.weakened = 0  # models found while a summary query had given up (answered unknown)
+        self.last_weakened = False  # the last check's model was one of them
         self.tid2 = [z3.BitVec(f"tid.{c}'", 32) for c in "xyz"]
         self._named: barriers.NamedAnalysis | None = None  # barriers.analyse's, once
         self._named_facts: list[z3.BoolRef] | None = None
@@ -93,6 +94,7 @@ class Verifier:
 
     # ------------------------------------------------------------------ helpers
     def check(self, *cs) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        self.last_weakened = False
         left = self.deadline - time.monotonic()
         if left <= 0:
             return z3.unknown, None
@@ -102,6 +104,7 @@ class Verifier:
         s.add(*cs)
         r = s.check()
         m = s.model() if r == z3.sat else None
+        self.last_weakened = r == z3.sat and bool(self.ex.gave_up)
         if r == z3.sat and self.ex.gave_up:
             # the summaries are weaker than they should be (a timed-out query dropped a loop form or invariant;
             # whether it times out depends on the machine's load): a model here is not a witness
@@ -116,6 +119,15 @@ class Verifier:
                 self.coarse_hits += 1
         s.pop()
         return r, m
+
+    def gave_up_why(self, why: str) -> str:
+        """Why a query answered unknown: a weakened summary, the run's time limit (a query's own limit is what
+        is left of --timeout, so near the end every query gives up), else ``why``."""
+        if self.last_weakened:
+            return self.weakened_why()
+        if time.monotonic() >= self.deadline - 0.05:
+            return "verifier time limit reached (--timeout)"
+        return why
 
     def weakened_why(self) -> str:
         g = self.ex.gave_up
@@ -136,7 +148,7 @@ class Verifier:
         if res == z3.sat and m is not None:
             return m, next(c for c in cands if z3.is_true(m.eval(c[-1], model_completion=True)))
         if res == z3.unknown:
-            r.unknown(line, self.weakened_why() if self.weakened else why)
+            r.unknown(line, self.gave_up_why(why))
         return None
 
     def divisions_first(self, cands: list, hyps: tuple) -> list:
@@ -379,7 +391,7 @@ class Verifier:
                                         f"{label} ({wit['buffer_bytes']} bytes): '{a.text}'")
                 return dep
             if res == z3.unknown and not nonlinear(a.addr, nl_cache) and not self.int_proof(a.pc, goal):
-                r.unknown(a.line, self.weakened_why() if self.ex.gave_up else f"solver gave up on '{a.text}' (timeout)")
+                r.unknown(a.line, self.gave_up_why(f"solver gave up on '{a.text}' (timeout)"))
         return dep
 
     def int_proof(self, pc, goal) -> bool:
