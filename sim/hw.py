@@ -154,6 +154,11 @@ class Cache:
     # GB/s the crossbar between the two partitions carries, all cores together: the bytes of reads that pay
     # far_latency go through it (sim/timing/crossbar.py); None: not limited
     far_bandwidth_gbps: float | None = None
+    # the fraction of a footprint (bytes read once per launch, each line by one core) that this level still holds
+    # when the same launch runs again right after: measured points (footprint bytes ascending, fraction), linear
+    # between them, flat beyond; empty: not measured (nothing held)
+    held_footprints: tuple[int, ...] = ()
+    held_fractions: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,9 @@ class GlobalMemory:
     banks: int
     burst: int  # bytes per burst
     latency: int  # cycles for a DRAM access beyond the last cache level
+    # what cp.async (LDGSTS) streams reach from DRAM with every core loading (GB/s, whole device; None:
+    # bandwidth_gbps): the planner's DRAM share per core, the rate a K tile's misses wait behind those in flight
+    stream_bandwidth_gbps: float | None = None
 
 
 @dataclass(frozen=True)

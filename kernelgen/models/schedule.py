@@ -638,26 +638,39 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         wpu = -(-n_warps // max(1, min(alu.count, S)))
         tail = {**it, "alu": max(0.0, it.get("alu", 0) - c.head_alu * share / wpu)}
         base = max(t_n, fill / R + resources(tail, n_warps, extra_passes, passes)[0], res_w)
-        # the sharers of a block row (A) / column (B) race for its lines: a CTA waits a first touch
-        # (resident_inputs: [dram.latency], or the L2's near/far first touch) when it is first on either
-        # operand, else [l2.hit_latency]
-        p_first = 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
-        lg = p_first * dram_lat + (1.0 - p_first) * l2_lat
-        # A K tile lands its first access's latency plus its transfer after the copies issue: the R
-        # resident CTAs' tiles pass the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the
-        # L2's read bandwidth ([l2.bandwidth_gbps] over the `cores` copying at once), whichever is
-        # smaller, and, for the missing part, the core's share of DRAM ([dram.bandwidth_gbps]); measured
-        # on the H200 in docs/micro-fill.md (a 16 KiB tile: 706-800 cycles from the L2, 1,361-1,980 from
-        # DRAM, against one access's 278 / 682)
-        transfer = max(l2_tile,
-                       R * tile_bytes * miss_rate / max(1e-9, hw.dram_bytes_per_cycle / cores))
-        # the tile time the S_ - 1 tiles in flight do not hide; the first tile's wait is in `pre`,
-        # so it shows in ktiles - 1 of the ktiles iterations
-        # (the copies of tile kt + S_ - 1 issue after the barrier and the copy arithmetic, so that much
-        # of the S_ - 1 iterations does not cover them)
-        exposed = max(0.0, lg + transfer - ((S_ - 1) * base - bar - head * share)) * (ktiles - 1) / ktiles
+        # K tiles in flight while a warp waits for one (the emitted pipelines): the mma variant and a 2-stage
+        # wgmma wait for tile kt, then issue tile kt + S - 1, so S - 1 tiles are in flight; a wgmma of 3+
+        # stages (kernelgen/variants/wgmma.py) issues tile kt's wgmmas, waits for tile kt + 1 and only then
+        # issues tile kt + S - 1 into the stage tile kt - 1 held: S - 2 in flight
+        ahead = max(1, S_ - 2 if wg_occ is not None and S_ >= 3 else S_ - 1)
+        # A K tile has landed when its slowest line has (cp.async.wait_group waits for all its copies): its
+        # round trip is the first touch of its slowest line (tile_first_touch: a far-homed line of the L2, or
+        # a far-homed DRAM miss when any of its lines misses), then the tile's transfer through the core's L2
+        # port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth ([l2.bandwidth_gbps] over
+        # the `cores` copying at once) (the R resident CTAs drift apart: the R tiles' port time is the floor
+        # `l2_tile` below), and, for its misses, the wait behind the misses of the tiles issued before it and
+        # still in flight, `ahead` - 1 of every core, issued one an iteration apart and so half served on
+        # average, at the rate cp.async streams reach from DRAM with every core loading
+        # ([dram.stream_bandwidth_gbps], dram_share). Measured on the H200 by
+        # benchmarks/cpasync_stream (docs/fidelity.md, session 9): the cp.async wgmma at 64x7168x4096 takes
+        # 1,237 / 690 / 542 / 442 cycles per K tile with 1 / 2 / 3 / 4 tiles in flight (3 to 6 stages), a round
+        # trip of ~1,190 / 1,330 / 1,580 / 1,720.
+        # With every CTA in one wave (rounds 1) the sharers of a block row (A) / column (B) start together
+        # and walk K in step, so the readers of a line wait on the same fill (as wgmma_tma's model,
+        # kernelgen/models/tma_cycles.py p_stage); over several rounds they drift apart and race for the
+        # lines: a CTA first on either operand waits the first touch, the others an L2 hit ([l2.hit_latency])
+        p_first = 1.0 if rounds == 1 else 1.0 - (1.0 - 1.0 / sharers[0]) * (1.0 - 1.0 / sharers[1])
+        own = l2_tile / R
+        queue = (ahead - 1) / 2 * R * tile_bytes * miss_rate / max(1e-9, per_core_bw)
+        out = beyond_l2(spec, hw, shape) if miss_rate > 0 else 0.0
+        trip = p_first * (tile_first_touch(hw, out) + own + queue) + (1.0 - p_first) * (l2_lat + own)
+        # Little's law: `ahead` tiles are in flight, each for its round trip plus the barrier and the copy
+        # arithmetic before its copies issue (they issue after the wait of the iteration `ahead` back), so
+        # an iteration takes at least (round trip + barrier + head) / ahead; the first tile's wait is in
+        # `pre`, so the excess shows in ktiles - 1 of the ktiles iterations
+        exposed = max(0.0, (trip + bar + head * share) / ahead - base) * (ktiles - 1) / ktiles
         lat_iter = base + exposed
-        terms.update(exposed=exposed, transfer=transfer, compute=chain_comp, mva=t_n, fill=fill / R)
+        terms.update(exposed=exposed, compute=chain_comp, mva=t_n, fill=fill / R, trip=trip, ahead=float(ahead))
     res_all, res_key = resources(it, R * W, extra_passes, passes)
     # The L2 side is a throughput floor too, not only a latency to hide: the R resident CTAs' K tiles pass
     # the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth
@@ -699,14 +712,29 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
 
 
 def dram_share(hw: HwConfig, cores: int) -> float:
-    """Bytes per cycle of DRAM one of the `cores` copying at once gets: [dram.bandwidth_gbps] over them
-    times [dram.burst] / [l2.line], sim.timing's Dram bank fraction. planfid (session 8) dropped the
-    fraction; the H200 run of the planner's picks (benchmarks/data/gpu_bench_auto_2026-12-01b.json,
-    benchmarks/planner_auto_check.py) put the cp.async wgmma at M = 64/128, N = 7168 (B streamed once
-    from DRAM) at 0.32-0.61 of the measured time without it (1.0-1.2 with it), so it stays until the
-    mechanism of those kernels' ~1.1 TB/s is measured (at 6144^3 / 8192^3 the fraction overshoots 1.3x /
-    1.8x: docs/fidelity.md)."""
-    return hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    """Bytes per cycle of DRAM one of the `cores` copying at once gets: where [arch] names a real part, what
+    cp.async streams reach from DRAM with every core loading ([dram.stream_bandwidth_gbps], else
+    [dram.bandwidth_gbps]) over them; for a modelled part without one (npu7nm: the simulator is its hardware)
+    [dram.bandwidth_gbps] over them times [dram.burst] / [l2.line], sim.timing's DRAM bank occupancy. (Until
+    session 9 the H200 had that fraction too: not its mechanism; the cp.async kernels it fitted at M = 64/128,
+    N = 7168 are latency-bound, their tiles' round trip under load over the tiles in flight: cycle_model's
+    `trip` / `ahead`, benchmarks/cpasync_stream.)"""
+    if not hw.arch:
+        return hw.dram_bytes_per_cycle / cores * hw.dram.burst / hw.l2.line
+    bw = hw.dram.stream_bandwidth_gbps or hw.dram.bandwidth_gbps
+    return bw * 1e3 / hw.clock_mhz / cores
+
+
+def tile_first_touch(hw: HwConfig, out: float) -> float:
+    """Cycles until the slowest line of a K tile a core touches first has arrived (its copies wait for all),
+    `out` of the tiles missing in the L2 (beyond_l2: the lines beyond its capacity are the oldest written, a
+    contiguous part of the inputs, so whole K tiles miss): a resident tile waits for a far-homed line,
+    [l2.hit_latency] + [l2.far_latency] (half its lines are far-homed, [l2.partition_bits]; H200
+    benchmarks/data/micro_fill_2026-11-30.json: one SM's 2 KiB cp.async batch from the L2 lands in 463 cycles =
+    278 + 187 - 2), a missing one for a far-homed DRAM miss, [dram.latency] + [l2.far_latency] / 2
+    ([dram.latency] is the mean of near- and far-homed misses)."""
+    far = hw.l2.far_latency or 0
+    return out * (hw.dram.latency + far / 2) + (1 - out) * (hw.l2.hit_latency + far)
 
 
 def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], miss_rate: float
@@ -722,14 +750,34 @@ def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], m
     ([l2.far_latency]'s source, benchmarks/data/first_touch_2026-12-01.json: far lines are all near on the
     second pass), so a GEMM's inputs, read from both partitions, take two lines each (H200 back-to-back
     launches, docs/wgmma-tma.md section 9: 35 MB of inputs stay, 59 MB stream from DRAM; 31.5 MB = half)."""
+    out = beyond_l2(spec, hw, shape)
+    first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
+    return miss_rate * out, out * hw.dram.latency + (1 - out) * first
+
+
+def beyond_l2(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int]) -> float:
+    """The fraction of the inputs' footprint the L2 does not hold at the launch's start (resident_inputs). Where
+    [l2.held_footprints] / [l2.held_fractions] are measured (H200: benchmarks/tma_l2res, back-to-back launches
+    hold all of up to ~42 MB, a third at 51-54 MB, nothing from 58 MB: lines read in the order they were written
+    are evicted before they are read again, LRU), 1 - that fraction (linear between the points, flat beyond);
+    else the part beyond [l2.size], halved where [l2.partition_bits] is set."""
     from kernelgen.spec import DTYPE_BYTES
 
     M, N, K = shape
     foot = (M * K + K * N) * DTYPE_BYTES[spec.dtype_a]
+    xs, ys = hw.l2.held_footprints, hw.l2.held_fractions
+    if xs and len(xs) == len(ys):
+        held = float(ys[-1])
+        if foot <= xs[0]:
+            held = float(ys[0])
+        else:
+            for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+                if foot <= x1:
+                    held = y0 + (y1 - y0) * (foot - x0) / (x1 - x0)
+                    break
+        return min(1.0, max(0.0, 1.0 - held))
     cap = hw.l2.size / 2 if hw.l2.partition_bits else hw.l2.size
-    out = max(0.0, 1.0 - cap / max(1, foot))
-    first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
-    return miss_rate * out, out * hw.dram.latency + (1 - out) * first
+    return max(0.0, 1.0 - cap / max(1, foot))
 
 
 def _drain(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
