@@ -644,10 +644,11 @@ def _shared_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
         # issues tile kt + S - 1 into the stage tile kt - 1 held: S - 2 in flight
         ahead = max(1, S_ - 2 if wg_occ is not None and S_ >= 3 else S_ - 1)
         # A K tile has landed when its slowest line has (cp.async.wait_group waits for all its copies): its
-        # round trip is the first touch of its slowest line (tile_first_touch: a far-homed line of the L2, or
-        # a far-homed DRAM miss when any of its lines misses), then the tile's transfer through the core's L2
-        # port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth ([l2.bandwidth_gbps] over
-        # the `cores` copying at once) (the R resident CTAs drift apart: the R tiles' port time is the floor
+        # round trip is the first touch of its slowest line (tile_first_touch: a far-homed line of the L2, or a
+        # far-homed DRAM miss for the tiles the L2 does not hold, beyond_l2), then the tile's transfer through
+        # the core's L2 port ([core.fill_bytes_per_cycle]) or its share of the L2's read bandwidth
+        # ([l2.bandwidth_gbps] over the `cores` copying at once) (the R resident CTAs drift apart: the R
+        # tiles' port time is the floor
         # `l2_tile` below), and, for its misses, the wait behind the misses of the tiles issued before it and
         # still in flight, `ahead` - 1 of every core, issued one an iteration apart and so half served on
         # average, at the rate cp.async streams reach from DRAM with every core loading
@@ -749,7 +750,8 @@ def resident_inputs(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], m
     of [l2.size]: a line every core reads is copied into the far partition on its first far touch
     ([l2.far_latency]'s source, benchmarks/data/first_touch_2026-12-01.json: far lines are all near on the
     second pass), so a GEMM's inputs, read from both partitions, take two lines each (H200 back-to-back
-    launches, docs/wgmma-tma.md section 9: 35 MB of inputs stay, 59 MB stream from DRAM; 31.5 MB = half)."""
+    launches, docs/wgmma-tma.md section 9: 35 MB of inputs stay, 59 MB stream from DRAM; 31.5 MB = half).
+    Where the L2's hold is measured ([l2.held_footprints] / [l2.held_fractions]) that part: beyond_l2."""
     out = beyond_l2(spec, hw, shape)
     first = hw.l2.hit_latency + (hw.l2.far_latency or 0) / 2
     return miss_rate * out, out * hw.dram.latency + (1 - out) * first
