@@ -64,10 +64,20 @@ def trip_hist(buf: np.ndarray, grid: int, stages: int, steps: int) -> dict:
     if n < stages + 3:
         return {}
     g = np.arange(stages, n - 1)
-    trip = (tr[:, g, 1] - tr[:, g, 0]).ravel()
+    issue, full = tr[:, :, 0], tr[:, :, 1]
+    release = np.zeros_like(full)
+    release[:, :-1] = tr[:, 1:, 2]
+    trip = (full[:, g] - issue[:, g]).ravel()
+    gs = g[g + stages < n]
     h, _ = np.histogram(np.clip(trip, 0, 7999), bins=80, range=(0, 8000))
+    # means (the ring identity stages x interval = trip + hold + reissue holds for means, not medians)
     return {"trip_hist_100": [int(x) for x in h], "trip_under_1200": float((trip < 1200).mean()),
-            "trip_under_1500": float((trip < 1500).mean()), "trip_mean": float(trip.mean())}
+            "trip_under_1500": float((trip < 1500).mean()), "trip_mean": float(trip.mean()),
+            "interval_mean": float((full[:, g] - full[:, g - 1]).mean()),
+            "hold_mean": float((release[:, g] - full[:, g]).mean()),
+            "reissue_mean": float((issue[:, gs + stages] - release[:, gs]).mean()) if gs.size else None,
+            "step_medians": {k: [int(x) for x in np.median(a[:, :n] - tr[:, :1, 1], axis=0)]
+                             for k, a in (("issue", issue), ("full", full), ("release", release))}}
 
 
 def part_trace(budget: float) -> list[dict]:
