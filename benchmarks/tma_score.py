@@ -24,8 +24,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def score(path: Path, full_pick: bool = True) -> dict:
     import dataclasses
 
-    import top4
-
     from kernelgen.planner import plan
     from kernelgen.spec import shorthand
     from kernelgen.variants import get
@@ -82,7 +80,8 @@ def main() -> int:
     for s in res["shapes"]:
         print(f"{s['dtype']:4s} {'x'.join(map(str, s['shape'])):16s} pick {s['pick']:44s} "
               f"{'holds ' if s['holds'] else 'MISSES'} {s['pick_over_best']:.3f} x best ({s['best']}); "
-              f"planner: {s.get('planner_pick', '-')}{'' if s.get('planner_pick_measured', True) else ' (NOT MEASURED)'}")
+              f"planner: {s.get('planner_pick', '-')}"
+              f"{'' if s.get('planner_pick_measured', True) else ' (NOT MEASURED)'}")
     print(json.dumps(res["summary"]))
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=1))

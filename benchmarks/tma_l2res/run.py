@@ -6,12 +6,12 @@ K-major tensor, K = 4096, the way a GEMM CTA walks its B tile; every box is read
 up to 16 boxes in flight and %globaltimer beside clock64 (the SM clock of each CTA).
 
 - "residency": footprints of 8..88 MiB (grid x n x 8 KiB) at grids 64 and 132, 8 boxes in flight: one launch
-  after a 512 MiB scratch write (cold: every box from DRAM), then 8 launches back to back (what top4.py --last
-  and the timed launches see). Per launch the median clock64 span over the CTAs, the SM clock and the wall time.
-  The back-to-back span against the cold one and the small-footprint one gives the fraction of boxes the L2
-  still held from the previous launch.
+  after a 512 MiB scratch read (cold: every box from DRAM, no dirty line in the L2), then 8 launches back to back
+  (what top4.py --last and the timed launches see). Per launch the median clock64 span over the CTAs, the SM
+  clock and the wall time. The back-to-back span against the cold one and the small-footprint one gives the
+  fraction of boxes the L2 still held from the previous launch.
 - "depth": a box's round trip and the per-SM rate against boxes in flight (1..16) at grids 64, 112 and 132, cold
-  (128 boxes per CTA, 64-138 MiB, after a 512 MiB scratch write: every box from DRAM) and warm (16 boxes per CTA
+  (128 boxes per CTA, 64-138 MiB, after a 512 MiB scratch read: every box from DRAM) and warm (16 boxes per CTA
   read back to back: every box from the L2).
 
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
@@ -60,7 +60,14 @@ def run(torch, budget: float = 60.0) -> dict:
     from validation.tensormap import encode_tiled, prepare_cuda_python
 
     ptx = PTX.read_bytes()
-    scratch = torch.empty(FLUSH, device="cuda", dtype=torch.uint8)
+    scratch = torch.ones(FLUSH // 4, device="cuda", dtype=torch.float32)
+    scratch.sum()
+    torch.cuda.synchronize()
+
+    def evict() -> None:
+        # a read of 512 MiB of clean lines: the L2 then holds none of the tensor and no dirty line whose
+        # write-back would share DRAM with the timed launch (a scratch *write* leaves 60 MiB of them)
+        scratch.sum()
     nrows = 132 * 64 * 3
     t = torch.zeros(nrows, K, device="cuda", dtype=torch.bfloat16)
     tmap = encode_tiled("bf16", int(t.data_ptr()), (K, nrows), (K * 2,), (64, 64), (1, 1), 128)
@@ -75,7 +82,7 @@ def run(torch, budget: float = 60.0) -> dict:
 
     def launches(call, out, grid: int, n: int, count: int, flush: bool) -> list[dict]:
         got: list[dict] = []
-        times = event_times(call, count, before=(lambda r: scratch.fill_(r & 0xFF)) if flush else None,
+        times = event_times(call, count, before=(lambda r: evict()) if flush else None,
                             after=lambda r: got.append(_stats(out.cpu().numpy(), grid, n)))
         for g, ms in zip(got, times):
             g["wall_ms"] = ms
