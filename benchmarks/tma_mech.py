@@ -12,8 +12,8 @@ Parts, in this order (each under its own budget; a skipped item is marked in the
    large-shape hold (256x128 t128 vs 128x256 t64, 3 and 4 stages, 4096^3), 5 vs 6 stages at N = K = 7168, 128x64
    vs 64x64 tiles at M = 64, and 64 x 4096 x K for K = 2048..7168 (footprints 16..59 MB: the L2 hold seen by the
    kernel itself), ~90 s.
-3. "wgmma": benchmarks/micro_wgmma's throughput loop (8 back-to-back m64nNk16 per commit group) at N = 64 / 128 /
-   256 with one and two warpgroups, ~5 s.
+3. "wgmma": benchmarks/micro_wgmma's throughput loop (8 back-to-back m64nNk16 per commit group) at N = 8 .. 256
+   with one and two warpgroups (do two warpgroups' wgmma issues share one SM-wide issue slot?), ~5 s.
 4. "picks": the four large-shape candidates (256x128 t128 / 128x256 t64, 3 / 4 stages; bf16, D bf16) timed in
    interleaved rounds (each round runs every kernel once: the power-limited clock moves between rounds, not
    between candidates) with per-CTA clock64 and the SM clock of the last launch, and torch.matmul per round.
@@ -131,7 +131,7 @@ def part_wgmma() -> list[dict]:
     from validation.gpu import run_on_gpu
 
     rows = []
-    for n in (64, 128, 256):
+    for n in (8, 16, 32, 64, 128, 256):  # n8/n16: the issue-bound end (run 2026-11-30: 23.7 / 25.9 per wgmma, 1 WG)
         for wg in (1, 2):
             c = Case(f"thr_f16_n{n}_{wg}wg", n, "f16", 8, warpgroups=wg)
             try:
