@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def score(path: Path, full_pick: bool = True) -> dict:
+def score(path: Path, full_pick: bool = True, hw=None) -> dict:
     import dataclasses
 
     from kernelgen.planner import plan
@@ -29,7 +29,7 @@ def score(path: Path, full_pick: bool = True) -> dict:
     from kernelgen.variants import get
     from sim.hw import load_hw
 
-    hw = load_hw("h200")
+    hw = hw or load_hw("h200")
     rows = [r for r in json.loads(path.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")]
     out = []
     for r in rows:

@@ -227,6 +227,15 @@ class Tma:
     # box's round trip, expect_tx to phase completion, under that load (cycles; None: dram.latency)
     dram_bandwidth_gbps: float | None = None
     dram_round_trip: int | None = None
+    # the load-dependent DRAM round trip (Little's law: a box waits behind the bytes in flight ahead of it): the
+    # trip with few boxes in flight (cycles) and the device rate TMA loads saturate at (GB/s); with both given the
+    # wgmma_tma model takes a box's DRAM trip as dram_idle_trip / (1 - load / dram_peak_gbps) instead of
+    # dram_round_trip and dram_bandwidth_gbps
+    dram_idle_trip: int | None = None
+    dram_peak_gbps: float | None = None
+    # cycles from a consumer's release (mbarrier arrive on empty[s]) to the producer's next TMA issue into s (its
+    # try_wait wake and loop); None: 0
+    release_wake: int | None = None
 
 
 @dataclass(frozen=True)

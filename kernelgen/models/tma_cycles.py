@@ -34,6 +34,8 @@ for st.global epilogues, is slower than the TMA stores drain; no TMA-store rate 
 
 from __future__ import annotations
 
+import math
+
 from kernelgen.counting import Counts
 from kernelgen.models.schedule import CycleModel, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -79,6 +81,7 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     transfer = stage_bytes / hw.tma.bytes_per_cycle  # [tma.bytes_per_cycle]: into this SM's shared memory
     if hw.l2_bytes_per_cycle:
         transfer = max(transfer, l2_bytes / (hw.l2_bytes_per_cycle / cores))  # [l2.bandwidth_gbps]
+    transfer_l2 = transfer
     # the misses: at this core's share of what TMA loads reach from DRAM with every SM loading
     # ([tma.dram_bandwidth_gbps], measured 3.1-3.6 TB/s), else of [dram.bandwidth_gbps]
     dram_rate = (hw.tma.dram_bandwidth_gbps * 1e3 / hw.clock_mhz if loaded_dram and hw.tma.dram_bandwidth_gbps
@@ -103,7 +106,11 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     lat = p_stage * dram_lat + (1 - p_stage) * hw.l2.hit_latency + hw.tma.latency
     if t.clustered:
         lat += hw.shared.remote_extra
-    if loaded_dram:
+    queued = loaded_dram and bool(hw.tma.dram_idle_trip and hw.tma.dram_peak_gbps)
+    if queued:
+        ring, trip, hold, p_stage, transfer = _queued_ring(spec, t, hw, shape, c, cores, consumer_warps, tensor,
+                                                           issue, transfer_l2, stage_bytes, miss_rate, p_stage)
+    elif loaded_dram:
         # [tma.dram_round_trip] is a box's issue-to-landed time measured with every SM loading: its latency,
         # queueing and transfer at that load (and the mbarrier signal); an L2-served stage takes [l2.hit_latency],
         # [tma.latency] and its transfer
@@ -184,3 +191,55 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
              "grid": float(grid), "per_tile": per_tile, "tma_trip": trip, "tma_hold": hold, "p_stage": p_stage,
              **({"l2_bytes": l2_bytes} if t.clustered else {})}
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)
+
+
+def l2_held(hw: HwConfig, footprint: float) -> float:
+    """The fraction of a launch's inputs (footprint bytes, each line read once per launch) the L2 still holds when
+    the same launch runs again right after: [l2.held_footprints] / [l2.held_fractions], measured points
+    (benchmarks/tma_l2res), linear between them and flat beyond; 0 when not measured."""
+    xs, ys = hw.l2.held_footprints, hw.l2.held_fractions
+    if not xs or len(xs) != len(ys):
+        return 0.0
+    if footprint <= xs[0]:
+        return float(ys[0])
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if footprint <= x1:
+            return float(y0 + (y1 - y0) * (footprint - x0) / (x1 - x0))
+    return float(ys[-1])
+
+
+def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], c: Counts, cores: int,
+                 consumer_warps: int, tensor: float, issue: float, transfer_l2: float, stage_bytes: float,
+                 miss_rate: float, p_stage: float) -> tuple[float, float, float, float, float]:
+    """(ring interval, mean trip, hold, P(stage waits for DRAM), transfer floor) of the wgmma_tma ring with the
+    DRAM side under load: back-to-back launches find l2_held of the inputs still in the L2; a stage that waits
+    for DRAM takes [tma.dram_idle_trip] / (1 - rho), rho = the device's DRAM load / [tma.dram_peak_gbps] (Little's
+    law: a box waits behind the bytes in flight ahead of it), the load being every core's misses per K step; an
+    L2-served one [l2.hit_latency] + [tma.latency] + its transfer. Per stage (the ring identity, traced by
+    benchmarks/tma_trace.py): stages x K step = trip + hold + reissue, hold = one K step + the consumer's issue of
+    the next one, reissue = [tma.release_wake]; so the K step T solves (stages - 1) T = issue + (1 - p) trip_l2 +
+    p t0 / (1 - a / T) + hold + wake, a = the K step at the DRAM peak: a quadratic in T."""
+    from kernelgen.spec import DTYPE_BYTES
+
+    assert hw.tma is not None and hw.tma.dram_idle_trip and hw.tma.dram_peak_gbps and hw.wgmma is not None
+    M, N, K = shape
+    held = l2_held(hw, (M * K + N * K) * DTYPE_BYTES[spec.dtype_a])
+    p = p_stage * (1.0 - held)
+    peak = hw.tma.dram_peak_gbps * 1e3 / hw.clock_mhz  # bytes per cycle, the device
+    a = cores * stage_bytes * miss_rate * (1.0 - held) / peak
+    trip_l2 = hw.l2.hit_latency + hw.tma.latency + transfer_l2
+    hold = max(sum(c.iter.values()) * -(-consumer_warps // hw.core.schedulers) / hw.core.issue_width,
+               tensor + hw.wgmma.latency - max(tensor, transfer_l2))
+    wake = hw.tma.release_wake or 0
+    base = issue + (1.0 - p) * trip_l2 + hold + wake + (hw.shared.remote_extra if t.clustered else 0)
+    s1 = max(1, t.stages - 1)
+    t0 = hw.tma.dram_idle_trip
+    if p <= 0 or a <= 0:
+        T = (base + p * t0) / s1
+        trip_d = float(t0)
+    else:
+        b = s1 * a + p * t0 + base
+        T = (b + math.sqrt(max(0.0, b * b - 4 * s1 * base * a))) / (2 * s1)
+        trip_d = t0 / (1.0 - a / T)
+    trip = issue + p * trip_d + (1.0 - p) * trip_l2
+    return T, trip, hold, p, max(transfer_l2, a)
