@@ -190,6 +190,13 @@ class Wgmma:
     int8_macs: int  # s8 / u8
     issue: int  # cycles one wgmma holds the unit's issue port
     latency: int  # cycles from the end of its MACs to its accumulators (and its group) being complete
+    # measured issue-bound spacing of back-to-back wgmmas (cycles): one warpgroup alone (`issue_lone`), and per wgmma
+    # of the SM when two warpgroups issue at once (`issue_shared`); a lone warpgroup's wgmmas are further spaced by
+    # `lone_gap` beyond their MACs (hidden when two warpgroups alternate). None: not measured (0). The wgmma_tma
+    # model's consumer K step and tensor term read them; the simulator does not
+    issue_lone: float | None = None
+    issue_shared: float | None = None
+    lone_gap: float | None = None
 
     def macs(self, atype: str) -> int:
         """MACs per cycle for the A/B element type of a wgmma."""
@@ -227,15 +234,25 @@ class Tma:
     # box's round trip, expect_tx to phase completion, under that load (cycles; None: dram.latency)
     dram_bandwidth_gbps: float | None = None
     dram_round_trip: int | None = None
-    # the load-dependent DRAM round trip (Little's law: a box waits behind the bytes in flight ahead of it): the
-    # trip with few boxes in flight (cycles) and the device rate TMA loads saturate at (GB/s); with both given the
-    # wgmma_tma model takes a box's DRAM trip as dram_idle_trip / (1 - load / dram_peak_gbps) instead of
-    # dram_round_trip and dram_bandwidth_gbps
-    dram_idle_trip: int | None = None
+    # a DRAM box's round trip (cycles, like every latency here) against the bytes in flight device-wide (measured
+    # points, bytes ascending; linear between them, the last segment's slope beyond) and the device rate TMA loads
+    # from DRAM saturate at (GB/s): with both given the wgmma_tma model takes them instead of dram_round_trip and
+    # dram_bandwidth_gbps
+    dram_trip_inflight: tuple[int, ...] = ()
+    dram_trip_cycles: tuple[int, ...] = ()
+    # cycles from a stage's issue to its landing when its boxes are served by the L2 with every core loading (a
+    # stage of two boxes); None: [l2.hit_latency] + latency + its transfer only
+    l2_round_trip: int | None = None
+    # cycles from issue to landing of a box with rows outside the tensor (TMA fills them with zeros); None: no such
+    # cost beyond the in-bounds trip
+    oob_trip: int | None = None
     dram_peak_gbps: float | None = None
     # cycles from a consumer's release (mbarrier arrive on empty[s]) to the producer's next TMA issue into s (its
     # try_wait wake and loop); None: 0
     release_wake: int | None = None
+    # cycles a producer thread spends per ring stage besides the boxes' issues (its try_wait on the stage's empty
+    # barrier, arrive.expect_tx on the full one, the loop); None: 0
+    stage_overhead: int | None = None
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,6 @@ for st.global epilogues, is slower than the TMA stores drain; no TMA-store rate 
 
 from __future__ import annotations
 
-import math
-
 from kernelgen.counting import Counts
 from kernelgen.models.schedule import CycleModel, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
@@ -68,6 +66,11 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     consumer_warps = t.bm // t.tm * 4
     units = max(1, min(tens.count, hw.core.schedulers))  # [pipes[tensor].count], [core.schedulers]
     tensor = wgmma_unit_cycles(spec, t, hw) * -(-consumer_warps // units)
+    queued = loaded_dram and bool(hw.tma.dram_trip_inflight and hw.tma.dram_peak_gbps)
+    if queued and t.bm // t.tm == 1 and hw.wgmma.lone_gap:
+        # one consumer warpgroup: its back-to-back wgmmas are spaced [wgmma.lone_gap] beyond their MACs (two
+        # warpgroups alternate and hide it: benchmarks/tma_mech.py's wgmma part)
+        tensor += t.k_steps * (t.tm // 64) * hw.wgmma.lone_gap
 
     stage_bytes = ta.stage_bytes + tb.stage_bytes
     # TMA multicast (cluster): the operand the cluster shares is read from the L2 once per cluster, each CTA
@@ -106,7 +109,6 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     lat = p_stage * dram_lat + (1 - p_stage) * hw.l2.hit_latency + hw.tma.latency
     if t.clustered:
         lat += hw.shared.remote_extra
-    queued = loaded_dram and bool(hw.tma.dram_idle_trip and hw.tma.dram_peak_gbps)
     if queued:
         ring, trip, hold, p_stage, transfer = _queued_ring(spec, t, hw, shape, c, cores, consumer_warps, tensor,
                                                            issue, transfer_l2, stage_bytes, miss_rate, p_stage)
@@ -128,7 +130,8 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     else:
         trip, hold = issue + lat + transfer, 2 * tensor
         ring = (trip + hold) / t.stages
-    producer = max(issue, transfer, ring)
+    # the producer thread per stage: the boxes' issues and, measured, its waits and loop ([tma.stage_overhead])
+    producer = max(issue + ((hw.tma.stage_overhead or 0) if queued else 0), transfer, ring)
     k_tile = max(tensor, producer)
 
     first_lat = hw.dram.latency if miss_rate > 0 else hw.l2.hit_latency  # [dram.latency], [l2.hit_latency]
@@ -208,38 +211,71 @@ def l2_held(hw: HwConfig, footprint: float) -> float:
     return float(ys[-1])
 
 
+def _interp(xs: tuple[int, ...], ys: tuple[int, ...], x: float) -> float:
+    """ys at x, linear between the measured points xs (ascending), the last segment's slope beyond, the first
+    point's value below."""
+    if x <= xs[0]:
+        return float(ys[0])
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    x0, y0, x1, y1 = xs[-2], ys[-2], xs[-1], ys[-1]
+    return y1 + (y1 - y0) * (x - x1) / (x1 - x0)
+
+
+def consumer_step(t: Tiling, hw: HwConfig, c: Counts) -> float:
+    """Cycles a consumer warpgroup takes from a stage's full wait to its release of the previous stage when the
+    tensor pipe is free (benchmarks/tma_trace.py: release - full): its K-loop instructions ([core.issue_width])
+    and its wgmmas at the measured issue spacing, [wgmma.issue_lone] alone or, with two consumers issuing at once,
+    twice [wgmma.issue_shared] each (the SM's issue slot taken in turns)."""
+    assert hw.wgmma is not None
+    consumers = t.bm // t.tm
+    per = hw.wgmma.issue_lone or 0.0
+    if consumers > 1:
+        per = max(per, consumers * (hw.wgmma.issue_shared or 0.0))
+    n_mma = t.k_steps * (t.tm // 64)  # one consumer's wgmmas per K tile
+    instr = sum(c.iter.values()) * -(-4 // hw.core.schedulers) / hw.core.issue_width
+    return instr + n_mma * per
+
+
 def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], c: Counts, cores: int,
                  consumer_warps: int, tensor: float, issue: float, transfer_l2: float, stage_bytes: float,
                  miss_rate: float, p_stage: float) -> tuple[float, float, float, float, float]:
-    """(ring interval, mean trip, hold, P(stage waits for DRAM), transfer floor) of the wgmma_tma ring with the
-    DRAM side under load: back-to-back launches find l2_held of the inputs still in the L2; a stage that waits
-    for DRAM takes [tma.dram_idle_trip] / (1 - rho), rho = the device's DRAM load / [tma.dram_peak_gbps] (Little's
-    law: a box waits behind the bytes in flight ahead of it), the load being every core's misses per K step; an
-    L2-served one [l2.hit_latency] + [tma.latency] + its transfer. Per stage (the ring identity, traced by
-    benchmarks/tma_trace.py): stages x K step = trip + hold + reissue, hold = one K step + the consumer's issue of
-    the next one, reissue = [tma.release_wake]; so the K step T solves (stages - 1) T = issue + (1 - p) trip_l2 +
-    p t0 / (1 - a / T) + hold + wake, a = the K step at the DRAM peak: a quadratic in T."""
+    """(ring interval, mean trip, consumer step, P(stage waits for DRAM), transfer floor) of the wgmma_tma ring
+    (docs/wgmma-tma.md section 10). Back-to-back launches find l2_held of the inputs still in the L2; a stage that
+    waits for DRAM takes the measured trip at the device's DRAM bytes in flight ([tma.dram_trip_inflight] /
+    [tma.dram_trip_cycles]: every core with stages - 1 stages loading, their misses), an L2-served one its issue,
+    [l2.hit_latency], [tma.latency] and its transfer. Per stage (the ring identity, traced): stages x K step =
+    trip + hold + reissue, hold = one K step + the consumer's step (consumer_step), reissue = [tma.release_wake];
+    so the K step is (trip + consumer step + wake) / (stages - 1). The misses are also bounded by the device's
+    [tma.dram_peak_gbps] shared by the cores."""
     from kernelgen.spec import DTYPE_BYTES
 
-    assert hw.tma is not None and hw.tma.dram_idle_trip and hw.tma.dram_peak_gbps and hw.wgmma is not None
+    assert hw.tma is not None and hw.tma.dram_trip_inflight and hw.tma.dram_peak_gbps
     M, N, K = shape
-    held = l2_held(hw, (M * K + N * K) * DTYPE_BYTES[spec.dtype_a])
+    held = l2_held(hw, (M * K + N * K) * DTYPE_BYTES[spec.dtype_a])  # the inputs' footprint
     p = p_stage * (1.0 - held)
-    peak = hw.tma.dram_peak_gbps * 1e3 / hw.clock_mhz  # bytes per cycle, the device
-    a = cores * stage_bytes * miss_rate * (1.0 - held) / peak
-    trip_l2 = hw.l2.hit_latency + hw.tma.latency + transfer_l2
-    hold = max(sum(c.iter.values()) * -(-consumer_warps // hw.core.schedulers) / hw.core.issue_width,
-               tensor + hw.wgmma.latency - max(tensor, transfer_l2))
-    wake = hw.tma.release_wake or 0
-    base = issue + (1.0 - p) * trip_l2 + hold + wake + (hw.shared.remote_extra if t.clustered else 0)
     s1 = max(1, t.stages - 1)
-    t0 = hw.tma.dram_idle_trip
-    if p <= 0 or a <= 0:
-        T = (base + p * t0) / s1
-        trip_d = float(t0)
-    else:
-        b = s1 * a + p * t0 + base
-        T = (b + math.sqrt(max(0.0, b * b - 4 * s1 * base * a))) / (2 * s1)
-        trip_d = t0 / (1.0 - a / T)
-    trip = issue + p * trip_d + (1.0 - p) * trip_l2
-    return T, trip, hold, p, max(transfer_l2, a)
+    foot = (M * K + N * K) * DTYPE_BYTES[spec.dtype_a]
+    tiles = -(-M // (t.bm * t.cluster_m)) * -(-N // (t.bn * t.cluster_n))
+    dram_stage = stage_bytes * miss_rate
+    if tiles <= cores // t.cluster:
+        # one wave: TMA moves whole lines and every input line is read from DRAM once per launch, so a core's DRAM
+        # bytes per stage are the footprint over the CTAs' K steps (the movement layer's miss rate also counts
+        # partial bursts, which a TMA box does not make)
+        dram_stage = min(dram_stage, foot / (tiles * -(-K // t.bk)))
+    dram_stage *= 1.0 - held  # a core's DRAM bytes per stage
+    trip_d = _interp(hw.tma.dram_trip_inflight, hw.tma.dram_trip_cycles, cores * s1 * dram_stage)
+    # an L2-served stage: at least [tma.l2_round_trip] (measured under load), or its transfer at the L2 share
+    trip_l2 = max(float(hw.tma.l2_round_trip or 0), issue + hw.l2.hit_latency + hw.tma.latency + transfer_l2)
+    trip = p * trip_d + (1.0 - p) * trip_l2 + (hw.shared.remote_extra if t.clustered else 0)
+    if hw.tma.oob_trip:
+        # the tiles overhanging M or N: their A or B box has rows outside the tensor, and such a box lands
+        # [tma.oob_trip] after its issue (zero fill), the stage with it
+        tm_, tn_ = -(-M // t.bm), -(-N // t.bn)
+        edge = 1.0 - (M // t.bm) * (N // t.bn) / (tm_ * tn_)
+        trip = (1.0 - edge) * trip + edge * max(trip, float(hw.tma.oob_trip))
+    step = consumer_step(t, hw, c)
+    ring = (trip + step + (hw.tma.release_wake or 0)) / s1
+    peak = hw.tma.dram_peak_gbps * 1e3 / hw.clock_mhz  # bytes per cycle, the device
+    return ring, trip, step, p, max(transfer_l2, cores * dram_stage / peak)
