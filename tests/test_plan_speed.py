@@ -71,6 +71,9 @@ def test_shared_walk_equals_own_walks(monkeypatch: pytest.MonkeyPatch) -> None:
 # measured stream rate, the L2's measured hold between launches; docs/fidelity.md session 9); the chosen kernels are
 # unchanged (h200 1000x520x264 wgmma_tma s6 5,668; npu7nm 128x64x32 bf16 mma_64x64x16 s2 6,388); before:
 # b6111952...26be, 89878dee...e8f3
+# h200 re-recorded on purpose (s9-tma branch, session 9): wgmma_tma's ring from the H200's measured L2 hold between
+# launches, DRAM trip against bytes in flight, producer stage loop, consumer step and lone-warpgroup wgmma spacing
+# (docs/wgmma-tma.md section 10); the pick stays wgmma_tma 128x64 s6 (5,668 -> 5,506 cycles); before: 1a38b2f4...7303
 DIGESTS = {
     ("h200", "1000x520x264", "f16"): "1a38b2f4e1e107273af9bdd5ef0acdc78ab84b7bfaae28590e7095dd21f67303",
     ("npu7nm", "128x64x32", "bf16"): "a40206afa130b4850c0959cb95a3c04657aa1946cc0abc2bb7ae3ab2bd71d4e3",

@@ -42,17 +42,15 @@ def test_large_shapes_run_at_the_power_limited_clock():
 
 
 def test_m_64_128_picks_per_cta():
-    """The picks at M = 64/128 whose operands do not stay in the L2 between launches (N or K 7168), bf16: predicted
-    (stages - 1 in flight, a stage's slowest box, at the kernel's clock, 1772-1795 MHz) / measured per-CTA cycles
-    0.96-1.09. The 64/128 x 4096 x 4096 picks (33-34 MB of operands: L2-resident in back-to-back launches) read
-    1.40-1.60: the model takes every stage to DRAM (docs/wgmma-tma.md section 8, what is left)."""
+    """The picks at M = 64/128, bf16, predicted at the kernel's clock (1772-1795 MHz) / measured per-CTA cycles: within
+    0.90-1.10 whether the operands stream from DRAM (N or K 7168: the DRAM trip at the bytes in flight) or stay in
+    the L2 between the back-to-back launches (64/128 x 4096 x 4096, 33-34 MB: l2.held; 1.40-1.60 before the hold was
+    modelled: docs/wgmma-tma.md section 10)."""
     top4 = _top4()
-    for M, N, K in ((64, 7168, 7168), (128, 4096, 7168), (128, 7168, 4096)):  # the slow test: all of them
+    for M, N, K in ((64, 7168, 7168), (128, 4096, 7168), (128, 7168, 4096), (64, 4096, 4096)):  # slow test: all
         (r,) = _rows(dtype="bf16", shape=[M, N, K], rank=0)
         q = top4.at_clock(r, r["measured_clock_mhz"]) / r["measured_cycles_per_cta"]
-        assert 0.95 <= q <= 1.10, (M, N, K, q)
-    (r,) = _rows(dtype="bf16", shape=[64, 4096, 4096], rank=0)
-    assert 1.3 <= top4.at_clock(r, r["measured_clock_mhz"]) / r["measured_cycles_per_cta"] <= 1.7
+        assert 0.90 <= q <= 1.10, (M, N, K, q)
 
 
 def test_trace_the_ring_keeps_stages_minus_one_loading():
@@ -75,16 +73,14 @@ def test_trace_the_ring_keeps_stages_minus_one_loading():
 
 @pytest.mark.slow
 def test_every_candidate_per_cta():
-    """All 96 kernels of the run (24 shapes x their top 4), each predicted at its own clock: MAPE 11.5%, 61 within
-    10%; the picks 19 of 24 within 10% (the four outside: the L2-resident 64/128 x 4096 x 4096)."""
+    """All 96 kernels of the run (24 shapes x their top 4), each predicted at its own clock: MAPE 4.9%, 94 within 10%
+    (11.5% and 61 before section 10's mechanisms); the picks of the run, 24 of 24 within 10%. The two outside: 64x64
+    at 128 x 4096 x 4096 (1.51: 128 CTAs read each A box at once and the L2 serves them faster than its share)."""
     top4 = _top4()
     rows = _rows()
     assert len(rows) == 96
     qs = [(top4.at_clock(r, r["measured_clock_mhz"]) / r["measured_cycles_per_cta"], r) for r in rows]
-    assert sum(abs(q - 1) for q, _ in qs) / len(qs) <= 0.125
-    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 58
+    assert sum(abs(q - 1) for q, _ in qs) / len(qs) <= 0.055
+    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 92
     picks = [(q, r) for q, r in qs if r["rank"] == 0]
-    assert sum(abs(q - 1) <= 0.10 for q, _ in picks) >= 19
-    for q, r in picks:  # the M = 64/128 picks that stream from DRAM between launches
-        if r["shape"][0] <= 128 and 7168 in r["shape"]:
-            assert 0.95 <= q <= 1.12, (r["dtype"], r["shape"], q)
+    assert sum(abs(q - 1) <= 0.10 for q, _ in picks) == 24
