@@ -30,7 +30,8 @@ def score(path: Path, full_pick: bool = True, hw=None) -> dict:
     from sim.hw import load_hw
 
     hw = hw or load_hw("h200")
-    rows = [r for r in json.loads(path.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")]
+    rows = [r for r in json.loads(path.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")
+            and r["tiling"].startswith("wgmma_tma_")]  # this model's kernels (a cp.async wgmma may join a top 4)
     out = []
     for r in rows:
         spec = shorthand("x".join(map(str, r["shape"])), r["dtype"], r["out_dtype"])
