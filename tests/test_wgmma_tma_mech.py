@@ -6,19 +6,24 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernelgen.models.tma_cycles import l2_held
+from kernelgen.models.schedule import beyond_l2
+from kernelgen.spec import shorthand
 from sim.hw import load_hw
 
 
-def test_l2_held_interpolates_measured_points():
+def test_l2_hold_interpolates_measured_points():
+    """schedule.beyond_l2 (the part of the inputs the L2 does not hold from the previous launch), which the wgmma_tma
+    ring takes: linear between the measured [l2.held_*] points, flat beyond them."""
     hw = load_hw("h200")
     l2 = dataclasses.replace(hw.l2, held_footprints=(10, 20, 40), held_fractions=(1.0, 0.5, 0.1))
     h = dataclasses.replace(hw, l2=l2)
-    assert l2_held(h, 5) == 1.0 and l2_held(h, 10) == 1.0
-    assert abs(l2_held(h, 15) - 0.75) < 1e-9 and abs(l2_held(h, 30) - 0.3) < 1e-9
-    assert l2_held(h, 100) == 0.1
-    assert l2_held(dataclasses.replace(hw, l2=dataclasses.replace(hw.l2, held_footprints=(), held_fractions=())),
-                   10) == 0.0
+
+    def held(foot: int) -> float:  # a 1 x N x foot/2 bf16 GEMM: its inputs are foot bytes (+ 2 K of A)
+        return 1.0 - beyond_l2(shorthand(f"1x{foot // 2 - 1}x1", "bf16", "bf16"), h, (1, foot // 2 - 1, 1))
+
+    assert held(4) == 1.0 and held(10) == 1.0
+    assert abs(held(16) - 0.7) < 1e-9 and abs(held(30) - 0.3) < 1e-9
+    assert abs(held(100) - 0.1) < 1e-9
 
 
 def _model(shape: tuple[int, int, int], bm: int, bn: int, tm: int, stages: int, dtype: str = "bf16"):
@@ -44,8 +49,8 @@ def test_inputs_held_between_launches_up_to_40_mib():
     """h200: 64x4096x4096 (33.6 MB of inputs) stays in the L2 for the next launch, every stage L2-served (p_stage 0);
     64x7168x4096 (59 MB) does not: every stage waits for DRAM (one wave)."""
     hw = load_hw("h200")
-    assert l2_held(hw, (64 * 4096 + 4096 * 4096) * 2) == 1.0
-    assert l2_held(hw, (64 * 4096 + 7168 * 4096) * 2) == 0.0
+    assert beyond_l2(shorthand("64x4096x4096", "bf16", "bf16"), hw, (64, 4096, 4096)) == 0.0
+    assert beyond_l2(shorthand("64x7168x4096", "bf16", "bf16"), hw, (64, 7168, 4096)) == 1.0
     assert _model((64, 4096, 4096), 64, 64, 64, 6).model.terms["p_stage"] == 0.0
     assert _model((64, 7168, 4096), 64, 64, 64, 6).model.terms["p_stage"] == 1.0
 

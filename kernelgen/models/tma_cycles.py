@@ -35,7 +35,7 @@ for st.global epilogues, is slower than the TMA stores drain; no TMA-store rate 
 from __future__ import annotations
 
 from kernelgen.counting import Counts
-from kernelgen.models.schedule import CycleModel, wgmma_unit_cycles
+from kernelgen.models.schedule import CycleModel, beyond_l2, wgmma_unit_cycles
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from sim.hw import HwConfig
@@ -196,21 +196,6 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)
 
 
-def l2_held(hw: HwConfig, footprint: float) -> float:
-    """The fraction of a launch's inputs (footprint bytes, each line read once per launch) the L2 still holds when
-    the same launch runs again right after: [l2.held_footprints] / [l2.held_fractions], measured points
-    (benchmarks/tma_l2res), linear between them and flat beyond; 0 when not measured."""
-    xs, ys = hw.l2.held_footprints, hw.l2.held_fractions
-    if not xs or len(xs) != len(ys):
-        return 0.0
-    if footprint <= xs[0]:
-        return float(ys[0])
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if footprint <= x1:
-            return float(y0 + (y1 - y0) * (footprint - x0) / (x1 - x0))
-    return float(ys[-1])
-
-
 def _interp(xs: tuple[int, ...], ys: tuple[int, ...], x: float) -> float:
     """ys at x, linear between the measured points xs (ascending), the last segment's slope beyond, the first
     point's value below."""
@@ -242,7 +227,8 @@ def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int,
                  consumer_warps: int, tensor: float, issue: float, transfer_l2: float, stage_bytes: float,
                  miss_rate: float, p_stage: float) -> tuple[float, float, float, float, float]:
     """(ring interval, mean trip, consumer step, P(stage waits for DRAM), transfer floor) of the wgmma_tma ring
-    (docs/wgmma-tma.md section 10). Back-to-back launches find l2_held of the inputs still in the L2; a stage that
+    (docs/wgmma-tma.md section 10). Back-to-back launches find the inputs the L2 holds (schedule.beyond_l2's
+    complement: [l2.held_footprints] / [l2.held_fractions]) still there; a stage that
     waits for DRAM takes the measured trip at the device's DRAM bytes in flight ([tma.dram_trip_inflight] /
     [tma.dram_trip_cycles]: every core with stages - 1 stages loading, their misses), an L2-served one its issue,
     [l2.hit_latency], [tma.latency] and its transfer. Per stage (the ring identity, traced): stages x K step =
@@ -253,7 +239,7 @@ def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int,
 
     assert hw.tma is not None and hw.tma.dram_trip_inflight and hw.tma.dram_peak_gbps
     M, N, K = shape
-    held = l2_held(hw, (M * K + N * K) * DTYPE_BYTES[spec.dtype_a])  # the inputs' footprint
+    held = 1.0 - beyond_l2(spec, hw, shape)  # the inputs the L2 holds from the previous launch ([l2.held_*])
     p = p_stage * (1.0 - held)
     s1 = max(1, t.stages - 1)
     foot = (M * K + N * K) * DTYPE_BYTES[spec.dtype_a]
