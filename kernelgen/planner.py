@@ -254,6 +254,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
         ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
         busy = pipe_busy(spec, t, hw, ktiles, s.ctas, cm.terms.get("extra_passes", 0.0))
+        if not exhaustive:  # the counts fill_bound took without a build (variant fill_counts), never silently
+            _check_fill_counts(spec, t)
         if upper:  # the count-free busy bound that rejections on an upper bound rely on, never silently
             over = next((n for n, b in (busy_bound(spec, t, hw, shape) or {}).items() if b < busy[n]), None)
             if over is not None:
@@ -389,6 +391,19 @@ def _upper_metric(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     except KeyError:
         return None
     return max(u.values())
+
+
+def _check_fill_counts(spec: GemmSpec, t: Tiling) -> None:
+    """Raise BoundAbove where the variant's fill_counts (models/bound.py fill_bound's head_alu and mmas per K
+    tile, taken without a counting build) differ from the counts of a candidate being timed."""
+    v = get(t.variant)
+    cheap = getattr(v, "fill_counts", None)
+    if cheap is None or spec.packed_s4:
+        return
+    c = v.counts(spec, t)
+    if cheap(spec, t) != (c.head_alu, c.iter.get("tensor", 0)):
+        raise BoundAbove(f"{t.key()}: fill_counts {cheap(spec, t)} differ from its counts' head_alu and mmas per K "
+                         f"tile {(c.head_alu, c.iter.get('tensor', 0))}")
 
 
 BOUND_REASON = "cycles lower bound > the score of a timed survivor with no more registers and shared memory"

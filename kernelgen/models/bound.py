@@ -157,7 +157,6 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     v = get(t.variant)
     if not (v.async_copies and v.compute_class == "tensor" and uses_shared_model(t.variant)):
         return 0.0
-    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
     M, N, K = shape
     pipes = _pipes(hw)
     ws, T = hw.warp_size, t.threads
@@ -167,7 +166,19 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
     on_core = -(-ctas // cores)
-    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
+    # head_alu and the mmas per K tile without a counting build where the variant gives them (fill_counts: the
+    # same figures, tests/test_fill_counts.py); the PTX registers only where [arch] is unset and they move
+    # the residency (else any count gives the same R)
+    cheap = getattr(v, "fill_counts", None)
+    if cheap is None or spec.packed_s4 or (not hw.arch and occupancy_ptx(hw, T, 1, smem)
+                                             != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
+        c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
+        head_alu, mmas, ptx_regs = c.head_alu, c.iter.get("tensor", 0), c.ptx_regs
+    else:
+        (head_alu, mmas), ptx_regs = cheap(spec, t), 1
+        ta, tb = operand_tiles(spec, t)
+        c = Counts(copies_a=ta.chunks // T, copies_b=tb.chunks // T)  # what rf_extra reads of the counts
+    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else ptx_regs, smem), on_core))  # [arch]
     rounds = -(-on_core // R)
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
     rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
@@ -175,8 +186,8 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     occ_alu = _occ(alu, ws) + rf.get("alu", 0)
     occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)
     share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1  # [core.policy]
-    fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + c.head_alu * occ_alu * share
-    tail = c.iter.get("tensor", 0) * occ_t * -(-(R * W) // max(1, min(tens.count, S)))  # [pipes[tensor].count]
+    fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + head_alu * occ_alu * share
+    tail = mmas * occ_t * -(-(R * W) // max(1, min(tens.count, S)))  # [pipes[tensor].count]
     fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
     launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
