@@ -169,16 +169,18 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     # head_alu and the mmas per K tile without a counting build where the variant gives them (fill_counts: the
     # same figures, tests/test_fill_counts.py); the PTX registers only where [arch] is unset and they move
     # the residency (else any count gives the same R)
-    cheap = getattr(v, "fill_counts", None)
-    if cheap is None or spec.packed_s4 or (not hw.arch and occupancy_ptx(hw, T, 1, smem)
-                                             != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
+    cheap = None if spec.packed_s4 else getattr(v, "fill_counts", None)
+    occ = occupancy_ptx(hw, T, regs, smem) if hw.arch else occupancy_ptx(hw, T, 1, smem)  # [arch]
+    if cheap is None or (not hw.arch and occ != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
         c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
-        head_alu, mmas, ptx_regs = c.head_alu, c.iter.get("tensor", 0), c.ptx_regs
+        head_alu, mmas = c.head_alu, c.iter.get("tensor", 0)
+        if not hw.arch:
+            occ = occupancy_ptx(hw, T, c.ptx_regs, smem)
     else:
-        (head_alu, mmas), ptx_regs = cheap(spec, t), 1
+        head_alu, mmas = cheap(spec, t)
         ta, tb = operand_tiles(spec, t)
         c = Counts(copies_a=ta.chunks // T, copies_b=tb.chunks // T)  # what rf_extra reads of the counts
-    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else ptx_regs, smem), on_core))  # [arch]
+    R = max(1, min(occ, on_core))
     rounds = -(-on_core // R)
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
     rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
