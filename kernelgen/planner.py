@@ -376,18 +376,11 @@ def _upper_metric(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     serves it), bandwidth demand from the DRAM bytes over it."""
     if key == "bandwidth_demand_gbps":
         return mv.dram_bytes * hw.clock_mhz * 1e6 / max(1.0, cycles_lb) / 1e9
-    names = {p.name for p in hw.pipes}
-    classes = ("tensor", "fma") if key == "alu_utilization" else ("tensor",)
-    pick: list[str] = []
-    for cls in classes:
-        try:
-            pick.append(cls if cls in names else hw.pipe_for(cls).name)
-        except KeyError:
-            pass
+    pick = _picks(hw, key)
     if not pick:
         return 0.0
     try:
-        u = utilization_bound(spec, t, hw, shape, cycles_lb, tuple(pick), counted)
+        u = utilization_bound(spec, t, hw, shape, cycles_lb, pick, counted)
     except KeyError:
         return None
     return max(u.values())
@@ -404,6 +397,26 @@ def _check_fill_counts(spec: GemmSpec, t: Tiling) -> None:
     if cheap(spec, t) != (c.head_alu, c.iter.get("tensor", 0)):
         raise BoundAbove(f"{t.key()}: fill_counts {cheap(spec, t)} differ from its counts' head_alu and mmas per K "
                          f"tile {(c.head_alu, c.iter.get('tensor', 0))}")
+
+
+_PICKS: dict[tuple[int, str], tuple[HwConfig, tuple[str, ...]]] = {}
+
+
+def _picks(hw: HwConfig, key: str) -> tuple[str, ...]:
+    """The pipes whose utilization _metric reads for ``key`` (alu_ or tensor_utilization), once per hw."""
+    hit = _PICKS.get((id(hw), key))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    names = {p.name for p in hw.pipes}
+    classes = ("tensor", "fma") if key == "alu_utilization" else ("tensor",)
+    pick: list[str] = []
+    for cls in classes:
+        try:
+            pick.append(cls if cls in names else hw.pipe_for(cls).name)
+        except KeyError:
+            pass
+    _PICKS[(id(hw), key)] = (hw, tuple(pick))
+    return tuple(pick)
 
 
 BOUND_REASON = "cycles lower bound > the score of a timed survivor with no more registers and shared memory"

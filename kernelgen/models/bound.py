@@ -7,6 +7,8 @@ for every candidate of several shapes, dtypes and hwconfigs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
@@ -209,7 +211,29 @@ def busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     None): the K loop issues exactly the MACs (bm bn bk over [warp_size] per FMA, over mma_macs per mma,
     at the occupancy pipe_busy charges) and nothing else of those classes; the prologue and epilogue no mma
     and at most EPILOGUE_PER_ACC fma-class instructions per accumulator of a thread (bm bn / threads) +
-    EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py."""
+    EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py. Memoised by the fields it
+    reads (not the stages, pads or unroll): the returned dict is shared, not to be changed."""
+    memo = _hw_memo(_BUSY, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k)
+    if key in memo:
+        return memo[key]
+    out = memo[key] = _busy_bound(spec, t, hw, shape)
+    return out
+
+
+_NAMED: dict[int, tuple[HwConfig, dict[str, Any]]] = {}  # pipe name -> Pipe, per hw
+_BUSY: dict[int, tuple[HwConfig, dict[tuple[object, ...], dict[str, float] | None]]] = {}
+
+
+def _hw_memo(table: dict[int, tuple[HwConfig, dict[Any, Any]]], hw: HwConfig) -> dict[Any, Any]:
+    """The memo of ``table`` for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
+    hit = table.get(id(hw))
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
+        hit = table[id(hw)] = (hw, {})
+    return hit[1]
+
+
+def _busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> dict[str, float] | None:
     v = get(t.variant)
     if v.compute_class not in ("fma", "tensor") or not uses_shared_model(t.variant):
         return None
@@ -251,7 +275,9 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     M, N, _ = shape
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
-    pipes = {p.name: p for p in hw.pipes}
+    pipes = _hw_memo(_NAMED, hw)
+    if not pipes:
+        pipes.update({p.name: p for p in hw.pipes})
     if any(pipes[n].name == _pipes(hw)["lsu"].name for n in pipe_names):
         raise KeyError("lsu")
     busy = {} if counted else busy_bound(spec, t, hw, shape) or {}
