@@ -156,34 +156,61 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     registers where [arch] is set, else the PTX-declared ones (counts.ptx_regs). The bound mirrors those
     terms of models/schedule.py: tests/test_plan_bound.py checks it <= cycles over whole spaces, and the
     planner checks every candidate it times."""
+    memo = _hw_memo(_FILL, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)
+    if key not in memo:
+        memo[key] = _fill_static(spec, t, hw, shape)
+    st = memo[key]
+    if st is None:
+        return 0.0
+    counted, T, W, ktiles, cores, on_core, fill, mo, units, fixed = st
+    # the PTX registers (a counting build) only where [arch] is unset and they move the residency (else any
+    # count gives the same R); with them, or without fill_counts, from the counts
+    occ = occupancy_ptx(hw, T, regs, smem) if hw.arch else occupancy_ptx(hw, T, 1, smem)  # [arch]
+    if counted or (not hw.arch and occ != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
+        return _fill_counted(spec, t, hw, shape, smem, dram_cycles, regs)
+    R = max(1, min(occ, on_core))
+    rounds = -(-on_core // R)
+    tail = mo * -(-(R * W) // units)  # [pipes[tensor].count]
+    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+_FILL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...] | None]]] = {}
+
+
+def _fill_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...] | None:
+    """fill_bound's figures that read neither the stages, pads, unroll, shared bytes nor registers: None for
+    a variant it does not bound; first whether the counts are needed (no fill_counts, s4); the threads,
+    warps, K tiles, cores used, CTAs on the busiest core, the fill (head_alu from fill_counts), the tail's
+    mmas x occupancy, the tensor units a warp spreads over and the fixed latencies."""
     v = get(t.variant)
     if not (v.async_copies and v.compute_class == "tensor" and uses_shared_model(t.variant)):
-        return 0.0
+        return None
     M, N, K = shape
-    pipes = _pipes(hw)
     ws, T = hw.warp_size, t.threads
     W = -(-T // ws)
-    S = hw.core.schedulers  # [core.schedulers]
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
     on_core = -(-ctas // cores)
-    # head_alu and the mmas per K tile without a counting build where the variant gives them (fill_counts: the
-    # same figures, tests/test_fill_counts.py); the PTX registers only where [arch] is unset and they move
-    # the residency (else any count gives the same R)
     cheap = None if spec.packed_s4 else getattr(v, "fill_counts", None)
-    occ = occupancy_ptx(hw, T, regs, smem) if hw.arch else occupancy_ptx(hw, T, 1, smem)  # [arch]
-    if cheap is None or (not hw.arch and occ != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
-        c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
-        head_alu, mmas = c.head_alu, c.iter.get("tensor", 0)
-        if not hw.arch:
-            occ = occupancy_ptx(hw, T, c.ptx_regs, smem)
-    else:
-        head_alu, mmas = cheap(spec, t)
-        ta, tb = operand_tiles(spec, t)
-        c = Counts(copies_a=ta.chunks // T, copies_b=tb.chunks // T)  # what rf_extra reads of the counts
-    R = max(1, min(occ, on_core))
-    rounds = -(-on_core // R)
+    if cheap is None:
+        return True, T, W, ktiles, cores, on_core, 0.0, 0, 1, 0
+    head_alu, mmas = cheap(spec, t)  # head_alu and the mmas per K tile (tests/test_fill_counts.py)
+    ta, tb = operand_tiles(spec, t)
+    c = Counts(copies_a=ta.chunks // T, copies_b=tb.chunks // T)  # what rf_extra reads of the counts
+    fill, occ_t, units, fixed = _fill_terms(spec, t, hw, c, head_alu)
+    return False, T, W, ktiles, cores, on_core, fill, mmas * occ_t, units, fixed
+
+
+def _fill_terms(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts, head_alu: int) -> tuple[float, float, int, int]:
+    """(fill, tensor occupancy, tensor units a warp spreads over, fixed latencies) of fill_bound."""
+    v = get(t.variant)
+    pipes = _pipes(hw)
+    ws = hw.warp_size
+    W = -(-t.threads // ws)
+    S = hw.core.schedulers  # [core.schedulers]
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
     rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
     occ_lsu = _occ(lsu, ws) + rf.get("lsu", 0)
@@ -191,8 +218,26 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)
     share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1  # [core.policy]
     fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + head_alu * occ_alu * share
-    tail = mmas * occ_t * -(-(R * W) // max(1, min(tens.count, S)))  # [pipes[tensor].count]
     fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    return fill, occ_t, max(1, min(tens.count, S)), fixed
+
+
+def _fill_counted(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                  dram_cycles: float, regs: int) -> float:
+    """fill_bound from the counts: head_alu, the mmas per K tile and (where [arch] is unset) the PTX registers."""
+    M, N, K = shape
+    v = get(t.variant)
+    T = t.threads
+    W = -(-T // hw.warp_size)
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    cores = hw.cores_used(ctas)  # [core.count]
+    on_core = -(-ctas // cores)
+    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
+    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
+    rounds = -(-on_core // R)
+    fill, occ_t, units, fixed = _fill_terms(spec, t, hw, c, c.head_alu)
+    tail = c.iter.get("tensor", 0) * occ_t * -(-(R * W) // units)  # [pipes[tensor].count]
     launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
