@@ -53,29 +53,28 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     fewest loads leave), each at the unit occupancy the model charges, with the variant's
     register-bank extra (rf_extra reads only the copies per thread of the counts). Scaled by 1 - 1e-9:
     its arithmetic is not the model's, so rounding may differ."""
-    if not uses_shared_model(t.variant):
-        return 0.0
     memo = _parts_memo(hw)
     key = (spec, shape, tile_key(t))
     pt = memo.get(key)
     if pt is None:
-        pt = memo[key] = _parts(spec, t, hw, shape)
-    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core = pt
-    T = t.threads
-    pipes = _pipes(hw)
+        pt = memo[key] = _parts(spec, t, hw, shape) if uses_shared_model(t.variant) else ()
+    if not pt:
+        return 0.0
+    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident, fixed = pt
     S = hw.core.schedulers  # [core.schedulers]
     R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
-    per_core_bw = dram_share(hw, cores)
-    miss_rate = resident_inputs(spec, hw, shape, miss_rate)[0]
+    miss_rate = miss_rate * resident  # schedule.resident_inputs
     warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
         1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
-    ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
-    terms = [d * ceil(warps, max(1, min(pipes[name].count, S))) for name, d in demand]  # [pipes[].count]
-    terms.append(n_all * ceil(warps, S) / hw.core.issue_width)  # [core.issue_width]
+    if R:
+        terms = [d * -(-warps // units) for units, d in demand]  # [pipes[].count]
+        terms.append(n_all * -(-warps // S) / hw.core.issue_width)  # [core.issue_width]
+    else:
+        terms = [d * (warps / units) for units, d in demand]
+        terms.append(n_all * (warps / S) / hw.core.issue_width)
     terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
     terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
     drain = _drain(spec, t, hw, share, cores)
-    fixed = hw.branch.frontend_depth + 2 * pipes["lsu"].latency  # [branch.frontend_depth], [pipes[lsu].latency]
     if R:
         launch = rounds * (fixed + ktiles * max(terms) + drain)
     else:
@@ -83,7 +82,7 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
 
-Parts = tuple[tuple[tuple[str, float], ...], float, int, int, int, int, int, int]
+Parts = tuple[Any, ...]
 _PARTS: dict[int, tuple[HwConfig, dict[tuple[object, ...], Parts]]] = {}
 
 
@@ -98,7 +97,9 @@ def _parts_memo(hw: HwConfig) -> dict[tuple[object, ...], Parts]:
 def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Parts:
     """analytic_bound's figures that read neither the stages nor the residency, shared by the tilings of one
     movement.tile_key: per-warp demand by pipe name, instructions and shared passes per K tile, the operand
-    tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core."""
+    tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core, then what analytic_bound
+    reads of the hardware: the threads, a core's DRAM share, the inputs' part beyond the L2
+    (resident_inputs) and the fixed latencies."""
     M, N, K = shape
     v = get(t.variant)
     pipes = _pipes(hw)
@@ -141,7 +142,11 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     n_all += loads + sum(copies)
     ein = DTYPE_BYTES[spec.dtype_a]
     tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
-    return tuple(demand.items()), n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core
+    S = hw.core.schedulers  # [core.schedulers]
+    units = tuple((max(1, min(pipes[name].count, S)), d) for name, d in demand.items())  # [pipes[].count]
+    fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    return (units, n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core, T,
+            dram_share(hw, cores), resident_inputs(spec, hw, shape, 1.0)[0], fixed)
 
 
 def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
