@@ -271,7 +271,6 @@ def busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     return out
 
 
-_NAMED: dict[int, tuple[HwConfig, dict[str, Any]]] = {}  # pipe name -> Pipe, per hw
 _BUSY: dict[int, tuple[HwConfig, dict[tuple[object, ...], dict[str, float] | None]]] = {}
 
 
@@ -320,17 +319,32 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     ``counted`` (they are built already) or busy_bound does not cover the pipes, else from busy_bound.
     Raises KeyError for the LSU (its busy reads the model's replays) and for a variant outside the shared
     model (its cores differ)."""
+    memo = _hw_memo(_UTIL, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k, pipe_names)
+    st = memo.get(key)
+    if st is None:
+        st = memo[key] = _util_static(spec, t, hw, shape, pipe_names)
+    cores, counts, bounds = st
+    busy = pipe_busy(spec, t, hw, -(-shape[2] // t.bk), -(-shape[0] // t.bm) * -(-shape[1] // t.bn), 0.0) \
+        if counted or bounds is None else bounds  # counted, or a pipe that serves other classes too
+    return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * count * cores)) for n, count in counts}
+
+
+_UTIL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+
+
+def _util_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int],
+                 pipe_names: tuple[str, ...]) -> tuple[int, tuple[tuple[str, int], ...], dict[str, float] | None]:
+    """utilization_bound's figures that read no cycles: the cores used, each named pipe's [pipes[].count],
+    busy_bound where it covers the pipes (else None: busy from the counts); KeyError as utilization_bound."""
     if not uses_shared_model(t.variant):
         raise KeyError(t.variant)
     M, N, _ = shape
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
-    pipes = _hw_memo(_NAMED, hw)
-    if not pipes:
-        pipes.update({p.name: p for p in hw.pipes})
+    pipes = {p.name: p for p in hw.pipes}
     if any(pipes[n].name == _pipes(hw)["lsu"].name for n in pipe_names):
         raise KeyError("lsu")
-    busy = {} if counted else busy_bound(spec, t, hw, shape) or {}
-    if not all(n in busy for n in pipe_names):  # counted, or a pipe that serves other classes too
-        busy = pipe_busy(spec, t, hw, -(-shape[2] // t.bk), ctas, 0.0)
-    return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * pipes[n].count * cores)) for n in pipe_names}
+    busy = busy_bound(spec, t, hw, shape) or {}
+    return (cores, tuple((n, pipes[n].count) for n in pipe_names),
+            busy if all(n in busy for n in pipe_names) else None)
