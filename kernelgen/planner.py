@@ -122,6 +122,13 @@ def _metric(ev: Evaluated, key: str, hw: HwConfig) -> float:
     raise KeyError(key)
 
 
+def _variables(e: tuple[Any, ...]) -> set[str]:
+    """The tiling variables a constraints.evaluate expression reads."""
+    if e[0] == "var":
+        return {e[1]}
+    return set().union(*(_variables(x) for x in e[1:] if isinstance(x, tuple)))
+
+
 def _violates(c: Constraint, v: float) -> bool:
     if c.op == "==":
         return abs(v - c.value) > 1e-9 * max(1.0, abs(c.value))
@@ -179,16 +186,25 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
 
     # layer 0: spec tiling ranges
     ranged: list[Tiling] = []
+    violated: dict[tuple[int, ...], Any] = {}  # the expressions' verdict by the values of the variables they read
+    used = sorted({v for x in spec.expressions for side in (x.lhs, x.rhs) for v in _variables(side)})
     for t in tilings:
         vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
                 "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t), "CLUSTER": t.cluster}
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
-        elif (expr := first_violated(spec.expressions, vals)) is not None:
-            reject("tiling", expr.text, evaluate(expr.lhs, vals), t)
-        else:
-            ranged.append(t)
+            continue
+        if spec.expressions:
+            key = tuple(vals[v] for v in used)
+            if key not in violated:
+                expr = first_violated(spec.expressions, vals)
+                violated[key] = (expr, expr and evaluate(expr.lhs, vals))
+            expr, lhs = violated[key]
+            if expr is not None:
+                reject("tiling", expr.text, lhs, t)
+                continue
+        ranged.append(t)
     layers_log = [("tiling", total, len(ranged))]
 
     # layer 1: data movement

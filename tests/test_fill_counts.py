@@ -98,3 +98,19 @@ def test_planner_refuses_a_fill_count_that_differs(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(mma.Mma, "fill_counts", lambda self, spec, t: (0, 0))
     p = plan(spec, hw, only=only, exhaustive=False)
     assert p.exhaustive and "fill_counts" in p.log[0]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_counting_builds_equal_the_written_kernels_counts(which: int) -> None:
+    """A counting build (PtxBuilder parts replayed from their records, ptxbuild.part) sums what the kernel
+    written instruction by instruction does: tokens by region, the marks, the registers."""
+    from kernelgen.counting import tally
+    from kernelgen.tiling import operand_tiles
+
+    spec = _specs()[which]
+    ts = mma.VARIANT.tilings(spec)
+    for t in ts[::max(1, len(ts) // 12)]:
+        a, b = operand_tiles(spec, t)
+        copies = (a.chunks // t.threads, b.chunks // t.threads)
+        assert tally(mma._build(spec, t, "k", False, True)[0], copies) == \
+            tally(mma._build(spec, t, "k", False, False)[0], copies), t.key()
