@@ -210,14 +210,15 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     # layer 1: data movement
     smem_cap = min(hw.limits.smem_per_block, hw.shared.size)  # [limits.smem_per_block], [shared.size]
     moved: list[tuple[Tiling, Movement]] = []
+    hard_movement = [c for c in hard if CONSTRAINTS[c.key][0] == "movement"]
     for t in ranged:
         mv = movement(spec, t, hw, shape)
         sm = mv.smem_bytes
         if sm > smem_cap:
             reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, t)
             continue
-        c = next((c for c in hard if CONSTRAINTS[c.key][0] == "movement"
-                  and _violates(c, _movement_metric(mv, c.key))), None)
+        c = next((c for c in hard_movement if _violates(c, _movement_metric(mv, c.key))), None) \
+            if hard_movement else None
         if c:
             reject("movement", c.text(), _movement_metric(mv, c.key), t)
             continue
@@ -227,6 +228,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     # layer 2: registers
     reg_cap = min(hw.limits.regs_per_thread, hw.registers.per_thread)  # [limits.regs_per_thread]
     fitted: list[tuple[Tiling, Movement, RegisterEstimate]] = []
+    hard_registers = [c for c in hard if c.key == "registers_per_thread"]
     for t, mv in moved:
         rg = estimate(spec, t, reg_cap)
         r = rg.per_thread
@@ -237,7 +239,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             reject("registers", f"registers_per_block <= {hw.core.registers} (hw core.registers)",
                    r * t.threads, t)
             continue
-        c = next((c for c in hard if c.key == "registers_per_thread" and _violates(c, r)), None)
+        c = next((c for c in hard_registers if _violates(c, r)), None) if hard_registers else None
         if c:
             reject("registers", c.text(), r, t)
             continue
