@@ -22,7 +22,18 @@ def evaluate(e: tuple[Any, ...], vals: dict[str, int]) -> float:
     op = e[1]
     if op in "/%" and y == 0:
         return float("inf")
-    return {"+": x + y, "-": x - y, "*": x * y, "/": x / y if y else 0.0, "%": x % y if y else 0.0}[op]
+    # one operation (not a table of all five: the planner evaluates every tiling's expressions)
+    if op == "+":
+        return x + y
+    if op == "-":
+        return x - y
+    if op == "*":
+        return x * y
+    if op == "/":
+        return x / y if y else 0.0
+    if op == "%":
+        return x % y if y else 0.0
+    raise KeyError(op)
 
 
 @dataclass(frozen=True)

@@ -156,13 +156,17 @@ def emit_copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple
     tile's orientation; blocked-PxQ and striped-N take their formula (emit_layout_index) on the logical
     (r, c): the tile's (row, col) for a row-like layout, (col, row) for a col-like one.
     """
-    n = tile.chunks // threads
+    b.part(copy_key(tile, threads, mode, dtype, layout),
+           lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
+                              mode, dtype, parse_layout(layout)))
+
+
+def copy_key(tile: OperandTile, threads: int, mode: str, dtype: str, layout: str) -> tuple[object, ...]:
+    """What emit_copy_tile's instructions and registers depend on (its PtxBuilder.part key)."""
     lay = parse_layout(layout)
     formula = "" if lay.kind in ("row", "col") else lay.name
     nonlinear = () if tile.linear_copies(threads) else (("nonlinear", tile.vec > 1),)
-    b.part(("copy", mode, dtype, n, tile.vec == 1) + ((formula,) if formula else ()) + nonlinear,
-           lambda: _copy_tile(b, tile, threads, coords, origin_row, origin_col, ext_row, ext_col, ld, gbase, sdst,
-                              mode, dtype, lay))
+    return ("copy", mode, dtype, tile.chunks // threads, tile.vec == 1) + ((formula,) if formula else ()) + nonlinear
 
 
 def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str, str, str],

@@ -122,6 +122,13 @@ def _metric(ev: Evaluated, key: str, hw: HwConfig) -> float:
     raise KeyError(key)
 
 
+def _variables(e: tuple[Any, ...]) -> set[str]:
+    """The tiling variables a constraints.evaluate expression reads."""
+    if e[0] == "var":
+        return {e[1]}
+    return set().union(*(_variables(x) for x in e[1:] if isinstance(x, tuple)))
+
+
 def _violates(c: Constraint, v: float) -> bool:
     if c.op == "==":
         return abs(v - c.value) > 1e-9 * max(1.0, abs(c.value))
@@ -179,29 +186,39 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
 
     # layer 0: spec tiling ranges
     ranged: list[Tiling] = []
+    violated: dict[tuple[int, ...], Any] = {}  # the expressions' verdict by the values of the variables they read
+    used = sorted({v for x in spec.expressions for side in (x.lhs, x.rhs) for v in _variables(side)})
     for t in tilings:
         vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
                 "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t), "CLUSTER": t.cluster}
         bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
-        elif (expr := first_violated(spec.expressions, vals)) is not None:
-            reject("tiling", expr.text, evaluate(expr.lhs, vals), t)
-        else:
-            ranged.append(t)
+            continue
+        if spec.expressions:
+            key = tuple(vals[v] for v in used)
+            if key not in violated:
+                expr = first_violated(spec.expressions, vals)
+                violated[key] = (expr, expr and evaluate(expr.lhs, vals))
+            expr, lhs = violated[key]
+            if expr is not None:
+                reject("tiling", expr.text, lhs, t)
+                continue
+        ranged.append(t)
     layers_log = [("tiling", total, len(ranged))]
 
     # layer 1: data movement
     smem_cap = min(hw.limits.smem_per_block, hw.shared.size)  # [limits.smem_per_block], [shared.size]
     moved: list[tuple[Tiling, Movement]] = []
+    hard_movement = [c for c in hard if CONSTRAINTS[c.key][0] == "movement"]
     for t in ranged:
         mv = movement(spec, t, hw, shape)
         sm = mv.smem_bytes
         if sm > smem_cap:
             reject("movement", f"shared_memory_per_block <= {smem_cap} (hw limits.smem_per_block)", sm, t)
             continue
-        c = next((c for c in hard if CONSTRAINTS[c.key][0] == "movement"
-                  and _violates(c, _movement_metric(mv, c.key))), None)
+        c = next((c for c in hard_movement if _violates(c, _movement_metric(mv, c.key))), None) \
+            if hard_movement else None
         if c:
             reject("movement", c.text(), _movement_metric(mv, c.key), t)
             continue
@@ -211,6 +228,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     # layer 2: registers
     reg_cap = min(hw.limits.regs_per_thread, hw.registers.per_thread)  # [limits.regs_per_thread]
     fitted: list[tuple[Tiling, Movement, RegisterEstimate]] = []
+    hard_registers = [c for c in hard if c.key == "registers_per_thread"]
     for t, mv in moved:
         rg = estimate(spec, t, reg_cap)
         r = rg.per_thread
@@ -221,7 +239,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
             reject("registers", f"registers_per_block <= {hw.core.registers} (hw core.registers)",
                    r * t.threads, t)
             continue
-        c = next((c for c in hard if c.key == "registers_per_thread" and _violates(c, r)), None)
+        c = next((c for c in hard_registers if _violates(c, r)), None) if hard_registers else None
         if c:
             reject("registers", c.text(), r, t)
             continue
@@ -254,6 +272,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         cm = cycle_model(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
         ev = Evaluated(t, mv, rg, s, y, cm, cm.cycles, cm.cycles_per_cta)
         busy = pipe_busy(spec, t, hw, ktiles, s.ctas, cm.terms.get("extra_passes", 0.0))
+        if not exhaustive:  # the counts fill_bound took without a build (variant fill_counts), never silently
+            _check_fill_counts(spec, t)
         if upper:  # the count-free busy bound that rejections on an upper bound rely on, never silently
             over = next((n for n, b in (busy_bound(spec, t, hw, shape) or {}).items() if b < busy[n]), None)
             if over is not None:
@@ -374,6 +394,37 @@ def _upper_metric(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
     serves it), bandwidth demand from the DRAM bytes over it."""
     if key == "bandwidth_demand_gbps":
         return mv.dram_bytes * hw.clock_mhz * 1e6 / max(1.0, cycles_lb) / 1e9
+    pick = _picks(hw, key)
+    if not pick:
+        return 0.0
+    try:
+        u = utilization_bound(spec, t, hw, shape, cycles_lb, pick, counted)
+    except KeyError:
+        return None
+    return max(u.values())
+
+
+def _check_fill_counts(spec: GemmSpec, t: Tiling) -> None:
+    """Raise BoundAbove where the variant's fill_counts (models/bound.py fill_bound's head_alu and mmas per K
+    tile, taken without a counting build) differ from the counts of a candidate being timed."""
+    v = get(t.variant)
+    cheap = getattr(v, "fill_counts", None)
+    if cheap is None or spec.packed_s4:
+        return
+    c = v.counts(spec, t)
+    if cheap(spec, t) != (c.head_alu, c.iter.get("tensor", 0)):
+        raise BoundAbove(f"{t.key()}: fill_counts {cheap(spec, t)} differ from its counts' head_alu and mmas per K "
+                         f"tile {(c.head_alu, c.iter.get('tensor', 0))}")
+
+
+_PICKS: dict[tuple[int, str], tuple[HwConfig, tuple[str, ...]]] = {}
+
+
+def _picks(hw: HwConfig, key: str) -> tuple[str, ...]:
+    """The pipes whose utilization _metric reads for ``key`` (alu_ or tensor_utilization), once per hw."""
+    hit = _PICKS.get((id(hw), key))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
     names = {p.name for p in hw.pipes}
     classes = ("tensor", "fma") if key == "alu_utilization" else ("tensor",)
     pick: list[str] = []
@@ -382,13 +433,8 @@ def _upper_metric(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int
             pick.append(cls if cls in names else hw.pipe_for(cls).name)
         except KeyError:
             pass
-    if not pick:
-        return 0.0
-    try:
-        u = utilization_bound(spec, t, hw, shape, cycles_lb, tuple(pick), counted)
-    except KeyError:
-        return None
-    return max(u.values())
+    _PICKS[(id(hw), key)] = (hw, tuple(pick))
+    return tuple(pick)
 
 
 BOUND_REASON = "cycles lower bound > the score of a timed survivor with no more registers and shared memory"

@@ -53,8 +53,10 @@ def _mark(region: str, token: str) -> str | None:
         return m
 
 
-# part key -> (its instructions, the same summed by token, registers added, labels added, return value)
-_PARTS: dict[Hashable, tuple[list[tuple[str, int]], dict[str, int], dict[str, int], int, Any]] = {}
+# part key -> (its instructions, the same summed by token, registers added, labels added, return value,
+# region -> the MARKS entries its tokens start in that region)
+_PARTS: dict[Hashable, tuple[list[tuple[str, int]], dict[str, int], dict[str, int], int, Any,
+                             dict[str, frozenset[str]]]] = {}
 
 
 class PtxBuilder:
@@ -146,16 +148,21 @@ class PtxBuilder:
             for tok, times in ops:
                 summed[tok] = summed.get(tok, 0) + times
             _PARTS[key] = (ops, summed, {k: v - regs0[k] for k, v in self.counts.items()}, self.label_n - labels0,
-                           out)
+                           out, {})
             return out
-        ops, summed, regs, labels, out = hit
-        if any((m := _mark(self._region, tok)) is not None and m not in self.marks for tok in summed):
+        ops, summed, regs, labels, out, marks_in = hit
+        marks = marks_in.get(self._region)
+        if marks is None:
+            marks = marks_in[self._region] = frozenset(m for tok in summed if (m := _mark(self._region, tok)))
+        if any(m not in self.marks for m in marks):
             for tok, times in ops:  # a first occurrence inside: in order
                 self._count(tok, times)
         else:
             tot = self._tot
             for tok, times in summed.items():
                 tot[tok] = tot.get(tok, 0) + times
+            for rec in self.recording:  # a part replayed inside another's first run
+                rec.extend(ops)
         for k, v in regs.items():
             self.counts[k] += v
         self.label_n += labels

@@ -60,10 +60,24 @@ def liveness(k: Kernel) -> Liveness:
     preds: list[int] = [0] * len(body)
     for b in cfg.blocks:
         live = live_out(b)
+        # the live set's widths kept as it changes (_step_back one register at a time), not summed anew
+        width = sum(_width(k, r) for r in live)
+        npred = sum(1 for r in live if k.regs.get(r) == "pred")
         for i in range(b.end - 1, b.start - 1, -1):
-            _step_back(live, body[i])
-            per[i] = sum(_width(k, r) for r in live)
-            preds[i] = sum(1 for r in live if k.regs.get(r) == "pred")
+            ins = body[i]
+            if not ins.guard:
+                for r in ins.dst_regs:
+                    if r in live:
+                        live.discard(r)
+                        width -= _width(k, r)
+                        npred -= k.regs.get(r) == "pred"
+            for r in (*ins.src_regs, ins.guard) if ins.guard else ins.src_regs:
+                if r not in live:
+                    live.add(r)
+                    width += _width(k, r)
+                    npred += k.regs.get(r) == "pred"
+            per[i] = width
+            preds[i] = npred
     if not body:
         return Liveness(0, 0, k.line, None, 0, [])
     top = max(range(len(body)), key=lambda i: per[i])

@@ -66,3 +66,44 @@ def test_kernelgen_peak_is_near_ptxas(tmp_path, shape, variant):
     # of what must fit, within 50% of the allocation either way on these kernels
     assert 0.5 * used <= live.peak <= 1.5 * used, (live.peak, used)
     assert f"at most **{live.peak}** 32-bit registers" in (tmp_path / "analysis.md").read_text()
+
+
+def test_per_instruction_counts_equal_the_live_sets_summed():
+    """liveness keeps the live set's widths as registers enter and leave it: each instruction's count and
+    the predicates' peak equal the sums over its live set, on the example and two kernelgen kernels (a
+    guarded write, 64-bit registers, the K loops of a SIMT and an mma kernel)."""
+    from kernelgen.spec import shorthand
+    from kernelgen.variants import get
+    from sim.functional.cfg import EXIT, build_cfg
+    from sim.liveness import _step_back, _width
+
+    kernels = [parse_ptx(PTX, "t.ptx").kernels["k"]]
+    spec = shorthand("100x60x70")
+    for variant in ("simt", "mma"):
+        t = get(variant).tilings(spec)[7]
+        kernels.append(next(iter(parse_ptx(get(variant).emit(spec, t, {}), "k.ptx").kernels.values())))
+    for k in kernels:
+        got = liveness(k)
+        cfg = build_cfg(k)
+        live_in = [set() for _ in cfg.blocks]
+
+        def out(b, live_in=live_in):
+            return set().union(*(live_in[s] for s, _, _ in b.succ if s != EXIT)) if b.succ else set()
+
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(cfg.blocks):
+                live = out(b)
+                for i in range(b.end - 1, b.start - 1, -1):
+                    _step_back(live, k.body[i])
+                if live != live_in[b.index]:
+                    live_in[b.index], changed = live, True
+        per, preds = [0] * len(k.body), [0] * len(k.body)
+        for b in cfg.blocks:
+            live = out(b)
+            for i in range(b.end - 1, b.start - 1, -1):
+                _step_back(live, k.body[i])
+                per[i] = sum(_width(k, r) for r in live)
+                preds[i] = sum(1 for r in live if k.regs.get(r) == "pred")
+        assert got.live == per and got.predicates_peak == max(preds)

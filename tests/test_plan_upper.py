@@ -142,6 +142,7 @@ def test_a_busy_bound_below_the_counts_falls_back(monkeypatch: pytest.MonkeyPatc
     assert "busy_bound" in p.log[0]
     monkeypatch.undo()
     monkeypatch.setattr(bound, "busy_bound", lambda *a: {k: 0.0 for k in (real(*a) or {})})
+    monkeypatch.setattr(bound, "_UTIL", {})  # utilization_bound's memo of busy_bound's figures
     p = plan(spec, hw, only=only, exhaustive=False)
     assert p.exhaustive and p.log[0].startswith("every candidate rejected or rejected on an upper bound")
 

@@ -7,6 +7,8 @@ for every candidate of several shapes, dtypes and hwconfigs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
 from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
@@ -51,29 +53,28 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     fewest loads leave), each at the unit occupancy the model charges, with the variant's
     register-bank extra (rf_extra reads only the copies per thread of the counts). Scaled by 1 - 1e-9:
     its arithmetic is not the model's, so rounding may differ."""
-    if not uses_shared_model(t.variant):
-        return 0.0
     memo = _parts_memo(hw)
     key = (spec, shape, tile_key(t))
     pt = memo.get(key)
     if pt is None:
-        pt = memo[key] = _parts(spec, t, hw, shape)
-    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core = pt
-    T = t.threads
-    pipes = _pipes(hw)
+        pt = memo[key] = _parts(spec, t, hw, shape) if uses_shared_model(t.variant) else ()
+    if not pt:
+        return 0.0
+    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident, fixed = pt
     S = hw.core.schedulers  # [core.schedulers]
     R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
-    per_core_bw = dram_share(hw, cores)
-    miss_rate = resident_inputs(spec, hw, shape, miss_rate)[0]
+    miss_rate = miss_rate * resident  # schedule.resident_inputs
     warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
         1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
-    ceil = (lambda n, u: -(-n // u)) if R else (lambda n, u: n / u)
-    terms = [d * ceil(warps, max(1, min(pipes[name].count, S))) for name, d in demand]  # [pipes[].count]
-    terms.append(n_all * ceil(warps, S) / hw.core.issue_width)  # [core.issue_width]
+    if R:
+        terms = [d * -(-warps // units) for units, d in demand]  # [pipes[].count]
+        terms.append(n_all * -(-warps // S) / hw.core.issue_width)  # [core.issue_width]
+    else:
+        terms = [d * (warps / units) for units, d in demand]
+        terms.append(n_all * (warps / S) / hw.core.issue_width)
     terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
     terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
     drain = _drain(spec, t, hw, share, cores)
-    fixed = hw.branch.frontend_depth + 2 * pipes["lsu"].latency  # [branch.frontend_depth], [pipes[lsu].latency]
     if R:
         launch = rounds * (fixed + ktiles * max(terms) + drain)
     else:
@@ -81,7 +82,7 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
 
-Parts = tuple[tuple[tuple[str, float], ...], float, int, int, int, int, int, int]
+Parts = tuple[Any, ...]
 _PARTS: dict[int, tuple[HwConfig, dict[tuple[object, ...], Parts]]] = {}
 
 
@@ -96,7 +97,9 @@ def _parts_memo(hw: HwConfig) -> dict[tuple[object, ...], Parts]:
 def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Parts:
     """analytic_bound's figures that read neither the stages nor the residency, shared by the tilings of one
     movement.tile_key: per-warp demand by pipe name, instructions and shared passes per K tile, the operand
-    tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core."""
+    tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core, then what analytic_bound
+    reads of the hardware: the threads, a core's DRAM share, the inputs' part beyond the L2
+    (resident_inputs) and the fixed latencies."""
     M, N, K = shape
     v = get(t.variant)
     pipes = _pipes(hw)
@@ -139,7 +142,11 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     n_all += loads + sum(copies)
     ein = DTYPE_BYTES[spec.dtype_a]
     tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
-    return tuple(demand.items()), n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core
+    S = hw.core.schedulers  # [core.schedulers]
+    units = tuple((max(1, min(pipes[name].count, S)), d) for name, d in demand.items())  # [pipes[].count]
+    fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    return (units, n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core, T,
+            dram_share(hw, cores), resident_inputs(spec, hw, shape, 1.0)[0], fixed)
 
 
 def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
@@ -154,30 +161,88 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     registers where [arch] is set, else the PTX-declared ones (counts.ptx_regs). The bound mirrors those
     terms of models/schedule.py: tests/test_plan_bound.py checks it <= cycles over whole spaces, and the
     planner checks every candidate it times."""
+    memo = _hw_memo(_FILL, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)
+    if key not in memo:
+        memo[key] = _fill_static(spec, t, hw, shape)
+    st = memo[key]
+    if st is None:
+        return 0.0
+    counted, T, W, ktiles, cores, on_core, fill, mo, units, fixed = st
+    # the PTX registers (a counting build) only where [arch] is unset and they move the residency (else any
+    # count gives the same R); with them, or without fill_counts, from the counts
+    occ = occupancy_ptx(hw, T, regs, smem) if hw.arch else occupancy_ptx(hw, T, 1, smem)  # [arch]
+    if counted or (not hw.arch and occ != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
+        return _fill_counted(spec, t, hw, shape, smem, dram_cycles, regs)
+    R = max(1, min(occ, on_core))
+    rounds = -(-on_core // R)
+    tail = mo * -(-(R * W) // units)  # [pipes[tensor].count]
+    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+_FILL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...] | None]]] = {}
+
+
+def _fill_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...] | None:
+    """fill_bound's figures that read neither the stages, pads, unroll, shared bytes nor registers: None for
+    a variant it does not bound; first whether the counts are needed (no fill_counts, s4); the threads,
+    warps, K tiles, cores used, CTAs on the busiest core, the fill (head_alu from fill_counts), the tail's
+    mmas x occupancy, the tensor units a warp spreads over and the fixed latencies."""
     v = get(t.variant)
     if not (v.async_copies and v.compute_class == "tensor" and uses_shared_model(t.variant)):
-        return 0.0
-    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
+        return None
     M, N, K = shape
-    pipes = _pipes(hw)
     ws, T = hw.warp_size, t.threads
     W = -(-T // ws)
-    S = hw.core.schedulers  # [core.schedulers]
     ktiles = -(-K // t.bk)
     ctas = -(-M // t.bm) * -(-N // t.bn)
     cores = hw.cores_used(ctas)  # [core.count]
     on_core = -(-ctas // cores)
-    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
-    rounds = -(-on_core // R)
+    cheap = None if spec.packed_s4 else getattr(v, "fill_counts", None)
+    if cheap is None:
+        return True, T, W, ktiles, cores, on_core, 0.0, 0, 1, 0
+    head_alu, mmas = cheap(spec, t)  # head_alu and the mmas per K tile (tests/test_fill_counts.py)
+    ta, tb = operand_tiles(spec, t)
+    c = Counts(copies_a=ta.chunks // T, copies_b=tb.chunks // T)  # what rf_extra reads of the counts
+    fill, occ_t, units, fixed = _fill_terms(spec, t, hw, c, head_alu)
+    return False, T, W, ktiles, cores, on_core, fill, mmas * occ_t, units, fixed
+
+
+def _fill_terms(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts, head_alu: int) -> tuple[float, float, int, int]:
+    """(fill, tensor occupancy, tensor units a warp spreads over, fixed latencies) of fill_bound."""
+    v = get(t.variant)
+    pipes = _pipes(hw)
+    ws = hw.warp_size
+    W = -(-t.threads // ws)
+    S = hw.core.schedulers  # [core.schedulers]
     lsu, alu, syn, tens = pipes["lsu"], pipes["alu"], pipes["sync"], pipes["tensor"]
     rf = rf_occupancy(v.rf_extra(spec, t, hw, c), hw)  # occupancy only: fill and tail have no chain latency
     occ_lsu = _occ(lsu, ws) + rf.get("lsu", 0)
     occ_alu = _occ(alu, ws) + rf.get("alu", 0)
     occ_t = _occ(tens, tens.tensor_ops(t.mma_macs, spec.dtype_a)) + rf.get("tensor", 0)
     share = -(-W // max(1, min(alu.count, S))) if hw.core.policy == "lrr" else 1  # [core.policy]
-    fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + c.head_alu * occ_alu * share
-    tail = c.iter.get("tensor", 0) * occ_t * -(-(R * W) // max(1, min(tens.count, S)))  # [pipes[tensor].count]
+    fill = (syn.latency + 1) + (t.mi + (t.ni + 1) // 2) * occ_lsu + hw.shared.latency + head_alu * occ_alu * share
     fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
+    return fill, occ_t, max(1, min(tens.count, S)), fixed
+
+
+def _fill_counted(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
+                  dram_cycles: float, regs: int) -> float:
+    """fill_bound from the counts: head_alu, the mmas per K tile and (where [arch] is unset) the PTX registers."""
+    M, N, K = shape
+    v = get(t.variant)
+    T = t.threads
+    W = -(-T // hw.warp_size)
+    ktiles = -(-K // t.bk)
+    ctas = -(-M // t.bm) * -(-N // t.bn)
+    cores = hw.cores_used(ctas)  # [core.count]
+    on_core = -(-ctas // cores)
+    c = emulated_counts(v.counts(spec, t), spec, hw)  # s4 mmas as ptxas emulates them
+    R = max(1, min(occupancy_ptx(hw, T, regs if hw.arch else c.ptx_regs, smem), on_core))  # [arch]
+    rounds = -(-on_core // R)
+    fill, occ_t, units, fixed = _fill_terms(spec, t, hw, c, c.head_alu)
+    tail = c.iter.get("tensor", 0) * occ_t * -(-(R * W) // units)  # [pipes[tensor].count]
     launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
@@ -196,7 +261,28 @@ def busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     None): the K loop issues exactly the MACs (bm bn bk over [warp_size] per FMA, over mma_macs per mma,
     at the occupancy pipe_busy charges) and nothing else of those classes; the prologue and epilogue no mma
     and at most EPILOGUE_PER_ACC fma-class instructions per accumulator of a thread (bm bn / threads) +
-    EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py."""
+    EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py. Memoised by the fields it
+    reads (not the stages, pads or unroll): the returned dict is shared, not to be changed."""
+    memo = _hw_memo(_BUSY, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k)
+    if key in memo:
+        return memo[key]
+    out = memo[key] = _busy_bound(spec, t, hw, shape)
+    return out
+
+
+_BUSY: dict[int, tuple[HwConfig, dict[tuple[object, ...], dict[str, float] | None]]] = {}
+
+
+def _hw_memo(table: dict[int, tuple[HwConfig, dict[Any, Any]]], hw: HwConfig) -> dict[Any, Any]:
+    """The memo of ``table`` for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
+    hit = table.get(id(hw))
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
+        hit = table[id(hw)] = (hw, {})
+    return hit[1]
+
+
+def _busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> dict[str, float] | None:
     v = get(t.variant)
     if v.compute_class not in ("fma", "tensor") or not uses_shared_model(t.variant):
         return None
@@ -233,6 +319,24 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     ``counted`` (they are built already) or busy_bound does not cover the pipes, else from busy_bound.
     Raises KeyError for the LSU (its busy reads the model's replays) and for a variant outside the shared
     model (its cores differ)."""
+    memo = _hw_memo(_UTIL, hw)
+    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k, pipe_names)
+    st = memo.get(key)
+    if st is None:
+        st = memo[key] = _util_static(spec, t, hw, shape, pipe_names)
+    cores, counts, bounds = st
+    busy = pipe_busy(spec, t, hw, -(-shape[2] // t.bk), -(-shape[0] // t.bm) * -(-shape[1] // t.bn), 0.0) \
+        if counted or bounds is None else bounds  # counted, or a pipe that serves other classes too
+    return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * count * cores)) for n, count in counts}
+
+
+_UTIL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+
+
+def _util_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int],
+                 pipe_names: tuple[str, ...]) -> tuple[int, tuple[tuple[str, int], ...], dict[str, float] | None]:
+    """utilization_bound's figures that read no cycles: the cores used, each named pipe's [pipes[].count],
+    busy_bound where it covers the pipes (else None: busy from the counts); KeyError as utilization_bound."""
     if not uses_shared_model(t.variant):
         raise KeyError(t.variant)
     M, N, _ = shape
@@ -241,7 +345,6 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     pipes = {p.name: p for p in hw.pipes}
     if any(pipes[n].name == _pipes(hw)["lsu"].name for n in pipe_names):
         raise KeyError("lsu")
-    busy = {} if counted else busy_bound(spec, t, hw, shape) or {}
-    if not all(n in busy for n in pipe_names):  # counted, or a pipe that serves other classes too
-        busy = pipe_busy(spec, t, hw, -(-shape[2] // t.bk), ctas, 0.0)
-    return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * pipes[n].count * cores)) for n in pipe_names}
+    busy = busy_bound(spec, t, hw, shape) or {}
+    return (cores, tuple((n, pipes[n].count) for n in pipe_names),
+            busy if all(n in busy for n in pipe_names) else None)

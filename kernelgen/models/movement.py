@@ -124,10 +124,14 @@ def _copy_banks_py(tile: OperandTile, threads: int, banks: int, width: int) -> t
     base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
     period = banks * width
     score, passes, acc = 0.0, 0, 0
+    seen: dict[int, tuple[float, int, int]] = {}  # by residue: the copies repeat a few of them
     for i in range(n):
         e = i * threads
         imm = tile.shared_offset(e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec) % period
-        sc, ps, ph = _shifted_site("st", w, tuple(a + imm for a in base), banks, width)
+        hit = seen.get(imm)
+        if hit is None:
+            hit = seen[imm] = _shifted_site("st", w, tuple(a + imm for a in base), banks, width)
+        sc, ps, ph = hit
         score, passes, acc = score + sc, passes + ps, acc + ph
     return score, passes, acc
 

@@ -21,9 +21,10 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from kernelgen.counting import Counts, by_stages, count_key, tally, tally_without
+from kernelgen.counting import Counts, by_pipe, by_stages, count_key, tally, tally_without
 from kernelgen.emit_common import (
     Param,
+    copy_key,
     emit_copy_tile,
     emit_cta_barrier,
     emit_epilogue,
@@ -135,6 +136,50 @@ def _compute(b: PtxBuilder, t: Tiling, ra: str, rb: str, rb2: str | None, acc: l
     b.times = 1
 
 
+def _issue_tile(b: PtxBuilder, spec: GemmSpec, tiles: tuple[OperandTile, OperandTile], T: int,
+                coords: tuple[tuple[str, str, str], tuple[str, str, str]], P: dict[str, str], bases: tuple[str, str],
+                origins: tuple[str, str, str], stage_reg: str) -> None:
+    """cp.async of one K tile of A and B into the stage ``stage_reg``, then its commit group; origins: the
+    registers of the CTA's m, n and the tile's k."""
+    for tile, crd, gbase, base in zip(tiles, coords, (P["A"], P["B"]), bases):
+        so, dst = b.reg("u32"), b.reg("u32")
+        b.i(f"mad.lo.u32 {so}, {stage_reg}, {tile.stage_bytes}, {base}")
+        b.i(f"add.u32 {dst}, {so}, {crd[2]}")
+        org = dict(zip("mnk", origins))
+        emit_copy_tile(b, tile, T, crd, org[tile.row_dim], org[tile.col_dim],
+                       P[tile.row_dim.upper()], P[tile.col_dim.upper()], P[tile.col_dim.upper()],
+                       gbase, dst, "async", spec.dtype_a, getattr(spec, "layout_" + tile.name))
+    b.i("cp.async.commit_group")
+
+
+def _iter_head(b: PtxBuilder, spec: GemmSpec, threads: int, tiles: tuple[OperandTile, OperandTile],
+               coords: tuple[tuple[str, str, str], tuple[str, str, str]], P: dict[str, str], bases: tuple[str, str],
+               origins: tuple[str, str, str], stages: tuple[str, str], lanes: tuple[str, str, str | None],
+               note: str) -> tuple[str, str, str | None]:
+    """The K-loop body from its barrier to its first ldmatrix: the barrier, tile kt + stages - 1 into the
+    write stage, the read stage's ldmatrix bases (A, B, and B's .x2 base when ni is odd; ``note``: the
+    comment before them). What counts.head_alu counts; _head_alu runs it alone."""
+    ta, tb = tiles
+    ws, rs = stages
+    la, lb, lb2 = lanes
+    sa, sb = bases
+    emit_cta_barrier(b, threads)
+    b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
+    _issue_tile(b, spec, tiles, threads, coords, P, bases, origins, ws)
+
+    b.comment(note)
+    ra, rb = b.reg("u32"), b.reg("u32")
+    b.i(f"mad.lo.u32 {ra}, {rs}, {ta.stage_bytes}, {sa}")
+    b.i(f"add.u32 {ra}, {ra}, {la}")
+    b.i(f"mad.lo.u32 {rb}, {rs}, {tb.stage_bytes}, {sb}")
+    rb2 = None
+    if lb2 is not None:
+        rb2 = b.reg("u32")
+        b.i(f"add.u32 {rb2}, {rb}, {lb2}")
+    b.i(f"add.u32 {rb}, {rb}, {lb}")
+    return ra, rb, rb2
+
+
 def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) -> tuple[PtxBuilder, list[Param]]:
     why = VARIANT.unavailable_dtype(spec)
     if why:
@@ -202,18 +247,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
                     b.i(f"mov.b32 {r}, 0" if integer else f"mov.f32 {r}, {f32_hex(0.0)}")
     b.part(("mma.zero", t.mi, t.ni), zero)
 
-    def origin(dim: str, kreg: str) -> str:
-        return {"m": bm0, "n": bn0, "k": kreg}[dim]
-
     def issue_tile(kreg: str, stage_reg: str) -> None:
-        for tile, coords, gbase, base in ((ta, ca, P["A"], sa), (tb, cb, P["B"], sb)):
-            so, dst = b.reg("u32"), b.reg("u32")
-            b.i(f"mad.lo.u32 {so}, {stage_reg}, {tile.stage_bytes}, {base}")
-            b.i(f"add.u32 {dst}, {so}, {coords[2]}")
-            emit_copy_tile(b, tile, T, coords, origin(tile.row_dim, kreg), origin(tile.col_dim, kreg),
-                           P[tile.row_dim.upper()], P[tile.col_dim.upper()], P[tile.col_dim.upper()],
-                           gbase, dst, "async", ab, getattr(spec, "layout_" + tile.name))
-        b.i("cp.async.commit_group")
+        _issue_tile(b, spec, (ta, tb), T, (ca, cb), P, (sa, sb), (bm0, bn0, kreg), stage_reg)
 
     kl, ws, rs, kt, ktiles = b.regs("u32", 5)
     b.comment(f"Pipeline prologue (plan: stages={S}): tiles 0..{S - 2} into stages 0..{S - 2}, "
@@ -243,21 +278,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     b.comment(f"Tile kt has landed when at most stages-2 = {S - 2} groups are pending; the barrier makes it\n"
               "visible and guarantees stage (kt-1) % stages is no longer read (sync plan: 1 barrier/iteration)")
     b.i(f"cp.async.wait_group {S - 2}")
-    emit_cta_barrier(b, t.threads)
-    b.comment("Issue tile kt + stages - 1 into the write stage (zero-filled past K)")
-    issue_tile(kl, ws)
-
-    b.comment(f"Compute on the read stage: {t.k_steps} k{t.mma_k} steps x ({t.mi} A ldmatrix.x4, "
-              f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k{t.mma_k})")
-    ra, rb = b.reg("u32"), b.reg("u32")
-    b.i(f"mad.lo.u32 {ra}, {rs}, {ta.stage_bytes}, {sa}")
-    b.i(f"add.u32 {ra}, {ra}, {la}")
-    b.i(f"mad.lo.u32 {rb}, {rs}, {tb.stage_bytes}, {sb}")
-    rb2 = None
-    if lb2 is not None:
-        rb2 = b.reg("u32")
-        b.i(f"add.u32 {rb2}, {rb}, {lb2}")
-    b.i(f"add.u32 {rb}, {rb}, {lb}")
+    ra, rb, rb2 = _iter_head(b, spec, T, (ta, tb), (ca, cb), P, (sa, sb), (bm0, bn0, kl), (ws, rs), (la, lb, lb2),
+                             f"Compute on the read stage: {t.k_steps} k{t.mma_k} steps x ({t.mi} A ldmatrix.x4, "
+                             f"{(t.ni + 1) // 2} B ldmatrix, {t.mi * t.ni} mma.sync.m16n8k{t.mma_k})")
     kk = t.mma_k
     k_step_a = ta.shared_offset(0, kk) if ta.col_dim == "k" else ta.shared_offset(kk, 0)
     k_step_b = tb.shared_offset(0, kk) if tb.col_dim == "k" else tb.shared_offset(kk, 0)
@@ -423,6 +446,26 @@ class Mma:
     def counts(self, spec: GemmSpec, t: Tiling) -> Counts:
         return _staged_counts(spec, count_key(t))
 
+    def fill_counts(self, spec: GemmSpec, t: Tiling) -> tuple[int, int]:
+        """(counts.head_alu, counts.iter["tensor"]) of ``t`` without building the kernel (models/bound.py
+        fill_bound): the K-loop body's head run alone (_iter_head, by the copy tiles it reads) and its
+        mma.sync, k_steps x mi x ni per K tile however the inner loop is rolled. tests/test_fill_counts.py
+        compares both with the counts of whole spaces; the planner checks every candidate it times."""
+        key = (spec, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)  # all but stages, pads, unroll
+        hit = _FILL.get(key)
+        if hit is None:
+            if len(_FILL) > 65536:
+                _FILL.clear()
+            ta, tb = operand_tiles(spec, count_key(t))
+            # _iter_head's instructions: the barrier's form, the copies' part keys, B's .x2 base
+            head = (spec.dtype_a, t.threads == 32, t.ni % 2 == 1) + tuple(
+                copy_key(x, t.threads, "async", spec.dtype_a, getattr(spec, "layout_" + x.name)) for x in (ta, tb))
+            alu = _HEAD.get(head)
+            if alu is None:
+                alu = _HEAD[head] = _head_alu(spec, ta, tb, t.threads, t.ni % 2 == 1)
+            hit = _FILL[key] = (alu, t.k_steps * t.mi * t.ni)
+        return hit
+
     def live_ranges(self, t: Tiling) -> tuple[int, int, int]:
         # fragments: current + next k step; addressing: lane coords, stage/loop counters, ldmatrix and
         # cp.async bases
@@ -495,6 +538,21 @@ def _rf_tensor(rf: RegisterFile) -> int:
     """The mma's register-bank extra cycles: 4 consecutive A registers, 2 consecutive B, 4 consecutive
     accumulators (bases aligned), once per register file (the planner asks per candidate)."""
     return rf.conflict_cycles((0, 1, 2, 3, 0, 1, 0, 1, 2, 3))
+
+
+_FILL: dict[tuple[object, ...], tuple[int, int]] = {}  # Mma.fill_counts by tiling less stages, pads and unroll
+_HEAD: dict[tuple[object, ...], int] = {}  # _head_alu by what its instructions depend on
+
+
+def _head_alu(spec: GemmSpec, ta: OperandTile, tb: OperandTile, threads: int, odd: bool) -> int:
+    """The ALU instructions of _iter_head (counts.head_alu) for these copy tiles: the head run alone in a
+    counting builder (register names stand in for the ones the kernel has set up before it)."""
+    b = PtxBuilder(True)
+    b.region = "iter"
+    P = {k: f"%{k}" for k in ("A", "B", "M", "N", "K")}
+    _iter_head(b, spec, threads, (ta, tb), (("%ra0", "%ca0", "%sa0"), ("%rb0", "%cb0", "%sb0")), P, ("%sa", "%sb"),
+               ("%bm0", "%bn0", "%kl"), ("%ws", "%rs"), ("%la", "%lb", "%lb2" if odd else None), "")
+    return by_pipe(b.totals["iter"]).get("alu", 0)
 
 
 @lru_cache(maxsize=65536)
