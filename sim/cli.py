@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     hc.add_argument("seed", help="seed-schema hardware.yaml (docs/seed-hardware.md)")
     hc.add_argument("-o", "--output", required=True, help="project-schema YAML to write")
     hc.add_argument("--base", default="npu7nm", help="config giving the numbers the seed leaves out")
+    n = sub.add_parser("native", help="the timing core compiled with mypyc: build it once, or show its status "
+                                      "(sim/timing/native.py)")
+    n.add_argument("native_command", choices=("build", "status"))
+    n.add_argument("--quiet", action="store_true", help="build without the compiler's output")
     r = sub.add_parser("run", help="simulate a kernel (functional values + timing)")
     r.add_argument("ptx", help="PTX file (real nvcc output or a kernelgen kernel)")
     r.add_argument("--hw", help="hardware YAML: a path or a bundled name (npu7nm.yaml, h200); required to run")
@@ -329,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "native":
+        from sim.timing.native import main as native_main
+
+        return native_main([args.native_command] + (["--quiet"] if args.quiet else []))
     return cmd_hw_convert(args) if args.command == "hw" else cmd_run(args)
 
 

@@ -3,7 +3,11 @@
 See docs/timing.md.
 """
 
-from sim.timing.engine import simulate
-from sim.timing.trace import write_trace
+from sim.timing.native import install
+
+install()  # the compiled core (sim/timing/native.py) when built for these sources; else the Python one
+
+from sim.timing.engine import simulate  # noqa: E402
+from sim.timing.trace import write_trace  # noqa: E402
 
 __all__ = ["simulate", "write_trace"]

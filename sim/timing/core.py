@@ -22,8 +22,8 @@ from sim.functional.warp import CTA, Warp
 from sim.hw import HwConfig
 from sim.timing.cluster import release_latency
 from sim.timing.memory import CoreMemory
+from sim.timing.pipe import PipeUnit
 from sim.timing.tma import tma_engine
-from sim.timing.units import PipeUnit
 from sim.timing.warp import INF, WarpT
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class Scheduler:
         self.last: WarpT | None = None
         self.gws: list[WarpT] | None = None  # warps in GTO order for `last` (None: to be rebuilt)
         self.rr = 0
-        self.sleep_until: float = 0
+        self.sleep_until: int = 0
         # PTX index -> the pipe unit this scheduler's warps use for it (the scheduler index picks
         # one of Pipe.count units)
         pick = {name: us[index % len(us)] for name, us in core.units.items()}
@@ -161,7 +161,7 @@ class Scheduler:
         eid = self.pending = next(self.eid)
         heappush(self.queue, (self.env._now + delay, priority, eid, self))  # type: ignore[misc]
 
-    def wake(self, at: float) -> None:
+    def wake(self, at: int) -> None:
         if self.state == WAIT:
             self.state = WOKEN
             self._at(NORMAL, 0)
@@ -210,7 +210,7 @@ class Scheduler:
         earliest cycle something can issue."""
         now = int(self.env._now)
         issued = 0
-        best_t: float = INF
+        best_t: int = INF
         best_reason = "no_eligible"
         best_line = 0
         finished = False

@@ -11,22 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from sim.hw import Cache, GlobalMemory, HwConfig, Pipe, RegisterFile, SharedMemory
-
-
-class PipeUnit:
-    """One pipe unit (Pipe.lanes lane-operations per cycle, Pipe.interval, Pipe.latency)."""
-
-    __slots__ = ("pipe", "free", "busy", "queued", "busy_at")
-
-    def __init__(self, pipe: Pipe):
-        self.pipe = pipe
-        self.free = 0  # cycle at which it accepts the next instruction (St.occ cycles after the last)
-        self.busy = 0  # cycles occupied (for utilization)
-        # issue cycle -> cycles occupied by the instructions issued then (the utilization series), summed
-        # as they issue: memory grows with the cycles, not with the instructions
-        self.busy_at: dict[int, int] = {}
-        self.queued = 0  # cycle at which its queued asynchronous work (wgmma MACs) is done
+from sim.hw import Cache, GlobalMemory, HwConfig, RegisterFile, SharedMemory
 
 
 class RegBanks:

@@ -29,6 +29,7 @@ from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
 from sim.functional.record import Executed
 from sim.functional.warp import Warp
+from sim.timing.pipe import PipeUnit
 from sim.timing.static import (
     BULK_COMMIT,
     BULK_WAIT,
@@ -43,17 +44,16 @@ from sim.timing.static import (
     St,
 )
 from sim.timing.tma import issue_copies, wake_mbarrier_waiters
-from sim.timing.units import PipeUnit
 
 if TYPE_CHECKING:
     from sim.timing.core import Core, CtaT, Scheduler
 
-INF = float("inf")
+INF = 1 << 60  # "never": above every cycle (an int, so that cycles stay ints)
 
 # The answer of WarpT.recompute: (cycle, window index, stall reason, PTX line)
-Earliest = tuple[float, int, str, int]
+Earliest = tuple[int, int, str, int]
 # One WarpT.plan row: (operands ready, reason, unit, cp.async wait, window index, PTX line)
-PlanRow = tuple[float, str, PipeUnit, float, int, int]
+PlanRow = tuple[int, str, PipeUnit, int, int, int]
 
 
 def independent(win_sts: list[St] | tuple[St, ...]) -> tuple[int, ...]:
@@ -86,11 +86,11 @@ class WarpT:
         self.wst: list[St] = []
         self.wrec: list[Executed | None] = []
         # ... and its operand-ready cycle, reason, unit and PTX line once known (see recompute)
-        self.wops: list[tuple[float, str, PipeUnit, int] | None] = []
+        self.wops: list[tuple[int, str, PipeUnit, int] | None] = []
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
-        self.fetch_at: float = core.now + core.hw.branch.frontend_depth  # branch.frontend_depth: fetch to issue
+        self.fetch_at: int = core.now + core.hw.branch.frontend_depth  # branch.frontend_depth: fetch to issue
         self.block_reason = "frontend"
         self.finished = False
         self.last_done = 0
@@ -101,7 +101,7 @@ class WarpT:
         self.bulk_open = 0  # completion of the bulk (TMA) stores issued since the last bulk commit_group
         self.bulk_groups: list[int] = []  # completion of each committed, not yet waited-for bulk group
         self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
-        self.valid_until: float = -1  # ... before this cycle (and only while not dirty)
+        self.valid_until: int = -1  # ... before this cycle (and only while not dirty)
         self.cunit: PipeUnit | None = None  # the unit of the cached answer's entry (Scheduler.run's fast path)
         self.dirty = True
         self.plan: list[PlanRow] = []  # the plan of the independent entries (recompute), rebuilt when dirty
@@ -186,9 +186,9 @@ class WarpT:
             if self.w.done:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
-        best_t: float = INF
+        best_t: int = INF
         brow: PlanRow | None = None  # the best row so far (the first of the earliest: older entries win ties)
-        tops: float
+        tops: int
         if self.dirty:  # a new plan, each row evaluated as it is made
             self.dirty = False
             key = tuple(win)
@@ -207,7 +207,7 @@ class WarpT:
             wops = self.wops
             units = self.units
             plan: list[PlanRow] = []
-            mins: dict[PipeUnit, float] = {}  # unit -> earliest operand-ready cycle of an older entry, no cp.async wait
+            mins: dict[PipeUnit, int] = {}  # unit -> earliest operand-ready cycle of an older entry, no cp.async wait
             for j in free:
                 st = win[j]
                 ops = wops[j]
@@ -234,7 +234,7 @@ class WarpT:
                 m = mins.get(unit)
                 if m is not None and m <= tops:
                     continue
-                gt: float = 0
+                gt: int = 0
                 if cpk and (cpk == CP_WAIT or cpk == CP_WAIT_ALL):
                     rec = self.wrec[j]
                     need = self.groups_done[: rec.landed if rec is not None else 0]

@@ -1,0 +1,162 @@
+"""The timing core compiled with mypyc (issue 17 item 1): sim/timing/pipe.py, static.py, warp.py and
+core.py built into extension modules and imported in place of the Python files, when a build of exactly
+these sources (and this Python) exists. Otherwise the same Python runs as it is: the compiled modules
+are these sources, typed as mypy checks them, so both give the same results (tests/test_native.py).
+
+    python -m sim native build    # once, ~40 s: needs mypy (it ships mypyc) and a C compiler
+    python -m sim native status   # which core a run would use, and where the build is
+    WORKBENCH_NATIVE=0 python -m sim ... # the Python core even with a build present
+
+Builds live in ~/.cache/gemm-workbench/native/<key> (or $WORKBENCH_NATIVE_DIR/<key>), the key a hash
+of the four sources and the interpreter's ABI: editing any of them makes the build stale, and the
+Python files run again until the next `build`. Nothing is compiled implicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from types import ModuleType
+
+# the modules compiled together (one mypyc group: calls and attribute reads between them are native)
+MODULES = ("sim.timing.pipe", "sim.timing.static", "sim.timing.warp", "sim.timing.core")
+GROUP = "sim_timing_native"  # the group's shared library is the module GROUP + "__mypyc"
+MANIFEST = "modules.json"
+
+
+def _root() -> pathlib.Path:
+    """The directory that holds the `sim` package."""
+    return pathlib.Path(__file__).resolve().parents[2]
+
+
+def _source(module: str) -> pathlib.Path:
+    return _root().joinpath(*module.split(".")).with_suffix(".py")
+
+
+def key() -> str:
+    """Hash of the compiled sources and the interpreter's extension ABI (EXT_SUFFIX)."""
+    h = hashlib.sha256(importlib.machinery.EXTENSION_SUFFIXES[0].encode() + sys.version.encode())
+    for m in MODULES:
+        h.update(m.encode() + b"\0" + _source(m).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def cache_dir() -> pathlib.Path:
+    base = os.environ.get("WORKBENCH_NATIVE_DIR")
+    top = pathlib.Path(base) if base else pathlib.Path.home() / ".cache" / "gemm-workbench" / "native"
+    return top / key()
+
+
+def enabled() -> bool:
+    return os.environ.get("WORKBENCH_NATIVE", "1") != "0"
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds the compiled MODULES (and their group library) at the build's paths."""
+
+    def __init__(self, paths: dict[str, str]):
+        self.paths = paths
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        p = self.paths.get(fullname)
+        if p is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, p,
+                                                      loader=importlib.machinery.ExtensionFileLoader(fullname, p))
+
+
+def install() -> bool:
+    """Import the compiled core from now on, if a current build exists and WORKBENCH_NATIVE is not 0.
+    Called by sim/timing/__init__.py before anything imports the core; True when installed."""
+    if not enabled() or any(isinstance(f, _Finder) for f in sys.meta_path):
+        return False
+    try:
+        d = cache_dir()
+        paths = json.loads((d / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    if any(m in sys.modules for m in MODULES) or not all(m in paths for m in MODULES):
+        return False  # already imported as Python (keep one of each class), or an incomplete build
+    sys.meta_path.insert(0, _Finder({m: str(d / p) for m, p in paths.items()}))
+    return True
+
+
+def active() -> bool:
+    """Whether the imported core is the compiled one."""
+    import sim.timing.warp as w
+
+    return not (w.__file__ or "").endswith(".py")
+
+
+def build(quiet: bool = False) -> pathlib.Path:
+    """Compile MODULES with mypyc into cache_dir() (built in a temporary directory, then moved there)."""
+    from mypyc.build import mypycify  # mypy ships mypyc
+    from setuptools import Distribution  # type: ignore[import-untyped]
+
+    root = _root()
+    out = cache_dir()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="workbench-native-"))
+    here = os.getcwd()
+    os.chdir(root)  # mypy finds the `sim` package (and pyproject's [tool.mypy]) from here
+    try:
+        srcs = [str(_source(m).relative_to(root)) for m in MODULES]
+        exts = mypycify(["--ignore-missing-imports", *srcs], opt_level="3", group_name=GROUP,
+                        target_dir=str(tmp / "c"), verbose=not quiet)
+        dist = Distribution({"name": GROUP, "ext_modules": exts})
+        dist.script_args = ["build_ext", "--build-lib", str(tmp / "lib"), "--build-temp", str(tmp / "obj")]
+        if quiet:
+            dist.script_args.insert(0, "--quiet")
+        dist.parse_command_line()
+        dist.run_commands()
+    finally:
+        os.chdir(here)
+    lib = tmp / "lib"
+    paths = {}
+    for m in (*MODULES, GROUP + "__mypyc"):
+        found = [f for f in lib.glob(m.replace(".", "/") + ".*") if f.name.endswith(
+            importlib.machinery.EXTENSION_SUFFIXES[0])]
+        if len(found) != 1:
+            raise RuntimeError(f"mypyc build: expected one extension for {m} under {lib}, found {found}")
+        paths[m] = str(found[0].relative_to(lib))
+    (lib / MANIFEST).write_text(json.dumps(paths, indent=1) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.move(str(lib), str(out))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    cmd = args[0] if args else "status"
+    if cmd == "build":
+        try:
+            import mypyc  # noqa: F401
+        except ImportError:
+            print("sim.timing.native: mypyc is not installed; fix: pip install mypy (it ships mypyc)",
+                  file=sys.stderr)
+            return 2
+        t = time.perf_counter()
+        out = build(quiet="--quiet" in args)
+        print(f"compiled timing core: {out} ({time.perf_counter() - t:.1f} s)")
+        return 0
+    if cmd == "status":
+        d = cache_dir()
+        have = (d / MANIFEST).exists()
+        print(f"compiled timing core: {'built' if have else 'not built'} ({d}); "
+              f"{'disabled by WORKBENCH_NATIVE=0' if not enabled() else 'enabled'}")
+        return 0
+    print(f"sim.timing.native: unknown command {cmd!r}; fix: use 'build' or 'status'", file=sys.stderr)
+    return 2

@@ -1,0 +1,71 @@
+"""The mypyc-compiled timing core (sim/timing/native.py): used only when built for the current sources,
+and then with the same results as the Python core."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from sim.timing import native
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_no_build_or_disabled_means_the_python_core(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_NATIVE_DIR", str(tmp_path))
+    assert native.install() is False  # nothing built there
+    d = native.cache_dir()
+    d.mkdir(parents=True)
+    (d / native.MANIFEST).write_text('{"sim.timing.warp": "x.so"}')
+    assert native.install() is False  # an incomplete build (or, in this process, the core already imported)
+    monkeypatch.setenv("WORKBENCH_NATIVE", "0")
+    assert native.install() is False
+    assert not any(isinstance(f, native._Finder) for f in sys.meta_path) or native.active()
+
+
+def test_the_build_key_follows_the_sources(tmp_path, monkeypatch):
+    for m in native.MODULES:
+        dst = tmp_path.joinpath(*m.split(".")).with_suffix(".py")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(native._source(m), dst)
+    monkeypatch.setattr(native, "_root", lambda: tmp_path)
+    k = native.key()
+    warp = tmp_path / "sim" / "timing" / "warp.py"
+    warp.write_text(warp.read_text() + "\n# edited\n")
+    assert native.key() != k  # an edited source makes the build stale: the Python files run
+
+
+_RUN = """
+import hashlib, json, sys
+sys.path.insert(0, {root!r})
+from sim.hw import load_hw
+from sim.result import jsonable
+from sim.timing import native, simulate
+from tests.test_timing_speed import _sgemm
+prog, L = _sgemm(64)
+r = simulate(prog, L, load_hw("h200"), trace=True)
+h = hashlib.sha256(json.dumps([r.to_json(), r.trace], sort_keys=True, default=jsonable).encode())
+for k in sorted(r.outputs):
+    h.update(r.outputs[k].tobytes())
+print(native.active(), h.hexdigest())
+"""
+
+
+@pytest.mark.skipif(os.environ.get("WORKBENCH_LONG") != "1", reason="builds the core with mypyc (40-90 s)")
+def test_the_compiled_core_gives_the_python_core_results(tmp_path):
+    pytest.importorskip("mypyc")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    env = dict(os.environ, WORKBENCH_NATIVE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "sim", "native", "build", "--quiet"], cwd=ROOT, env=env, check=True)
+    code = _RUN.format(root=str(ROOT))
+    fast = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    slow = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(env, WORKBENCH_NATIVE="0"), check=True,
+                          capture_output=True, text=True)
+    assert fast.stdout.split()[0] == "True" and slow.stdout.split()[0] == "False"
+    assert fast.stdout.split()[1] == slow.stdout.split()[1]
