@@ -93,16 +93,18 @@ def run_events(env: simpy.Environment) -> None:
         env._now = now
         cls = ev.__class__
         if cls is sched_cls:
-            if eid == ev.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
-                ev.pending = -1  # process' old target
-                if ev.state == next_cycle:  # the common case, Scheduler._resume inlined: no stall to count
-                    ev.state = running
-                    ev._cycle()
+            s: Scheduler = ev  # typed: the compiled core (sim/timing/native.py) calls it natively
+            if eid == s.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
+                s.pending = -1  # process' old target
+                if s.state == next_cycle:  # the common case, Scheduler._resume inlined: no stall to count
+                    s.state = running
+                    s._cycle()
                 else:
-                    ev._resume()
+                    s._resume()
             continue
         if cls is _Interrupt:
-            ev.sched.interrupt()
+            i: _Interrupt = ev
+            i.sched.interrupt()
             continue
         callbacks, ev.callbacks = ev.callbacks, None
         for callback in callbacks:

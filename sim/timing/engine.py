@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import defaultdict
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -259,7 +261,7 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
     warm_l2: the buffer arguments start in the L2, as after their host-to-device copies (default: an
              empty L2, every first touch a DRAM access);
     progress: told of every finished CTA (sim.progress; the command line's display)."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _young_collections():
         replay = None
         if sample_ctas is None:
             check_budget_covers(launch, max_instructions, prog.file)
@@ -273,6 +275,20 @@ def simulate(prog: Program, launch: Launch, hw: HwConfig, *, trace: bool = False
         if sim.hot_pcs:  # the launch ended within the sample after passing its budget
             raise budget_error(sim.kernel, sim.hot_pcs, sim.budget)
         return _result(sim, launch, window)
+
+
+@contextlib.contextmanager
+def _young_collections(every: int = 10_000) -> Iterator[None]:
+    """The garbage collector's youngest generation collected every `every` net allocations instead of
+    Python's 700 while a simulation runs (the threshold restored after): the run allocates millions of
+    short-lived tuples and records, and the collector took 0.47 s of 4.4 s on mma f16 256^3 and 0.48 s of
+    5.5 s on sgemm 128^3 (gc.callbacks; 0.10 s with this). When it collects changes no result."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], every), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def _run(prog: Program, launch: Launch, hw: HwConfig, trace: bool, max_instructions: int, sample_ctas: int | None,
