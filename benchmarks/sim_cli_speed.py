@@ -87,6 +87,12 @@ def one(argv: list[str], native: bool, pycache: str) -> dict:
             "load": f"{load0:.2f} / {os.getloadavg()[0]:.2f}"}
 
 
+def _built() -> bool:
+    from sim.timing import native as nat
+
+    return (nat.cache_dir() / nat.MANIFEST).exists()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
@@ -94,10 +100,8 @@ def main() -> int:
     ap.add_argument("--modes", default="python,native")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    from sim.timing import native as nat
-
     modes = a.modes.split(",")
-    if "native" in modes and not (nat.cache_dir() / nat.MANIFEST).exists():
+    if "native" in modes and not _built():
         print("benchmarks/sim_cli_speed.py: the compiled core is not built; fix: python -m sim native build",
               file=sys.stderr)
         return 2
