@@ -24,7 +24,7 @@ reads each warp's own instruction count, as Warp.clock does.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -225,6 +225,7 @@ class Group(Warp):
     sbase: np.ndarray  # per lane: its CTA's first byte in the batch's shared memory
     n: int  # warps
     amask: np.ndarray | None  # the lanes whose addresses rec.addrs holds (None: every lane)
+    dests: list[Callable[[Executed], None]] | None  # per warp: the append of its records (_record)
 
     @classmethod
     def of(cls, B: Batch) -> Group:
@@ -268,6 +269,7 @@ class Group(Warp):
         self.open_group = []
         self.groups = []
         self.landed = 0
+        self.dests = None
 
     def _shape(self, n: int) -> None:
         self.n = n
@@ -372,10 +374,14 @@ class Group(Warp):
         if addrs is not None:
             c = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
             counts, ends = c.tolist(), np.cumsum(c).tolist()
-        trace = B.trace
-        assert trace is not None
-        nxt_l, landed_l, owners = nxt.tolist(), landed.tolist(), self.owner[::32].tolist()
-        base, wpc, ctas = B.base, B.wpc, B.ctas
+        dests = self.dests
+        if dests is None:  # each warp's record list, found once per group (its warps do not change)
+            trace = B.trace
+            assert trace is not None
+            base, wpc, ctas = B.base, B.wpc, B.ctas
+            dests = self.dests = [trace[ctas[(o - base) // wpc].ctaid][(o - base) % wpc].append
+                                  for o in self.owner[::32].tolist()]
+        nxt_l, landed_l = nxt.tolist(), landed.tolist()
         for j in range(n):  # plain ints and lists: this loop runs for every warp of every step
             r = Executed(m[32 * j: 32 * j + 32], None, nxt_l[j], landed_l[j])
             if runs[j]:
@@ -383,8 +389,7 @@ class Group(Warp):
                 if addrs is not None and counts[j]:
                     r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
                         rec.size, rec.direction
-            o = owners[j] - base
-            trace[ctas[o // wpc].ctaid][o % wpc].append(r)
+            dests[j](r)
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
         target = ins.info["target"]

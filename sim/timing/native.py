@@ -101,18 +101,41 @@ def active() -> bool:
 
 def build(quiet: bool = False) -> pathlib.Path:
     """Compile MODULES with mypyc into cache_dir() (built in a temporary directory, then moved there)."""
-    from mypyc.build import mypycify  # mypy ships mypyc
-    from setuptools import Distribution  # type: ignore[import-untyped]
-
     root = _root()
     out = cache_dir()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="workbench-native-"))
+    try:
+        _compile(root, tmp, quiet)
+        lib = tmp / "lib"
+        paths = {}
+        for m in (*MODULES, GROUP + "__mypyc"):
+            found = [f for f in lib.glob(m.replace(".", "/") + ".*")
+                     if f.name.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])]
+            if len(found) != 1:
+                raise RuntimeError(f"expected one extension for {m} under {lib}, found {found}")
+            paths[m] = str(found[0].relative_to(lib))
+        (lib / MANIFEST).write_text(json.dumps(paths, indent=1) + "\n")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            shutil.rmtree(out)
+        shutil.move(str(lib), str(out))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _compile(root: pathlib.Path, tmp: pathlib.Path, quiet: bool) -> None:
+    """mypyc's C for MODULES under tmp/c, compiled into tmp/lib."""
+    from mypyc.build import mypycify  # mypy ships mypyc
+    from setuptools import Distribution  # type: ignore[import-untyped]
+
     here = os.getcwd()
     os.chdir(root)  # mypy finds the `sim` package (and pyproject's [tool.mypy]) from here
     try:
         srcs = [str(_source(m).relative_to(root)) for m in MODULES]
-        exts = mypycify(["--ignore-missing-imports", *srcs], opt_level="3", group_name=GROUP,
-                        target_dir=str(tmp / "c"), verbose=not quiet)
+        flags = ["--ignore-missing-imports", "--cache-dir", str(tmp / "mypy")]  # nothing written under root
+        exts = mypycify([*flags, *srcs], opt_level="3", group_name=GROUP, target_dir=str(tmp / "c"),
+                        verbose=not quiet)
         dist = Distribution({"name": GROUP, "ext_modules": exts})
         dist.script_args = ["build_ext", "--build-lib", str(tmp / "lib"), "--build-temp", str(tmp / "obj")]
         if quiet:
@@ -121,35 +144,25 @@ def build(quiet: bool = False) -> pathlib.Path:
         dist.run_commands()
     finally:
         os.chdir(here)
-    lib = tmp / "lib"
-    paths = {}
-    for m in (*MODULES, GROUP + "__mypyc"):
-        found = [f for f in lib.glob(m.replace(".", "/") + ".*") if f.name.endswith(
-            importlib.machinery.EXTENSION_SUFFIXES[0])]
-        if len(found) != 1:
-            raise RuntimeError(f"mypyc build: expected one extension for {m} under {lib}, found {found}")
-        paths[m] = str(found[0].relative_to(lib))
-    (lib / MANIFEST).write_text(json.dumps(paths, indent=1) + "\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.move(str(lib), str(out))
-    shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     cmd = args[0] if args else "status"
     if cmd == "build":
-        try:
-            import mypyc  # noqa: F401
-        except ImportError:
-            print("sim.timing.native: mypyc is not installed; fix: pip install mypy (it ships mypyc)",
-                  file=sys.stderr)
-            return 2
+        for mod, fix in (("mypyc", "pip install mypy (it ships mypyc)"), ("setuptools", "pip install setuptools")):
+            try:
+                importlib.import_module(mod)
+            except ImportError:
+                print(f"python -m sim native build: {mod} is not installed; fix: {fix}", file=sys.stderr)
+                return 2
         t = time.perf_counter()
-        out = build(quiet="--quiet" in args)
+        try:
+            out = build(quiet="--quiet" in args)
+        except (Exception, SystemExit) as e:  # a compiler missing or failing: the Python core still runs
+            print(f"python -m sim native build: the build failed ({type(e).__name__}: {str(e).strip()[:300]}); "
+                  "the Python core runs as before; fix: a C compiler (cc) and the Python headers", file=sys.stderr)
+            return 2
         print(f"compiled timing core: {out} ({time.perf_counter() - t:.1f} s)")
         return 0
     if cmd == "status":
@@ -158,5 +171,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compiled timing core: {'built' if have else 'not built'} ({d}); "
               f"{'disabled by WORKBENCH_NATIVE=0' if not enabled() else 'enabled'}")
         return 0
-    print(f"sim.timing.native: unknown command {cmd!r}; fix: use 'build' or 'status'", file=sys.stderr)
+    print(f"python -m sim native: unknown command {cmd!r}; fix: use 'build' or 'status'", file=sys.stderr)
     return 2
