@@ -42,7 +42,12 @@ def one(name: str) -> dict:
     finally:
         setattr(eng, hook, made)
     n = r.warp_instructions
-    return {"warp_instructions": n, "cycles": r.cycles, "replayed": rec is not None,
+    try:
+        from sim.timing.native import active  # the compiled core (sim/timing/native.py), where this tree has it
+        core = "compiled" if active() else "python"
+    except ImportError:
+        core = "python"
+    return {"core": core, "warp_instructions": n, "cycles": r.cycles, "replayed": rec is not None,
             "records_s": round(rec_s, 3), "core_s": round(core_s, 3),
             "core_per_s": round(n / core_s), "whole_per_s": round(n / (core_s + rec_s)),
             "load": f"{load0:.2f} / {os.getloadavg()[0]:.2f}"}
@@ -62,7 +67,7 @@ def main() -> int:
             if not best or got["core_s"] < best["core_s"]:
                 best = got
         out[name] = best
-        print(f"{name}: {best['warp_instructions']:,} warp instructions, records {best['records_s']} s, "
+        print(f"{name} ({best['core']} core): {best['warp_instructions']:,} warp instructions, records {best['records_s']} s, "
               f"timing core {best['core_s']} s = {best['core_per_s']:,}/s, whole {best['whole_per_s']:,}/s "
               f"(process time; load {best['load']})", flush=True)
     if a.json:
