@@ -67,8 +67,9 @@ def main() -> int:
             if not best or got["core_s"] < best["core_s"]:
                 best = got
         out[name] = best
-        print(f"{name} ({best['core']} core): {best['warp_instructions']:,} warp instructions, records {best['records_s']} s, "
-              f"timing core {best['core_s']} s = {best['core_per_s']:,}/s, whole {best['whole_per_s']:,}/s "
+        print(f"{name} ({best['core']} core): {best['warp_instructions']:,} warp instructions, "
+              f"records {best['records_s']} s, timing core {best['core_s']} s = {best['core_per_s']:,}/s, "
+              f"whole {best['whole_per_s']:,}/s "
               f"(process time; load {best['load']})", flush=True)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
