@@ -28,16 +28,18 @@ def test_no_build_or_disabled_means_the_python_core(tmp_path, monkeypatch):
     assert not any(isinstance(f, native._Finder) for f in sys.meta_path) or native.active()
 
 
-def test_the_build_key_follows_the_sources(tmp_path, monkeypatch):
-    for m in native.MODULES:
+def test_the_build_key_follows_the_sources_and_what_they_import(tmp_path, monkeypatch):
+    for m in (*native.MODULES, "sim.timing.memory"):
         dst = tmp_path.joinpath(*m.split(".")).with_suffix(".py")
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native._source(m), dst)
     monkeypatch.setattr(native, "_root", lambda: tmp_path)
-    k = native.key()
-    warp = tmp_path / "sim" / "timing" / "warp.py"
-    warp.write_text(warp.read_text() + "\n# edited\n")
-    assert native.key() != k  # an edited source makes the build stale: the Python files run
+    keys = {native.key()}
+    for name in ("warp.py", "memory.py"):  # a compiled source; a module it imports (types it reads)
+        f = tmp_path / "sim" / "timing" / name
+        f.write_text(f.read_text() + "\n# edited\n")
+        keys.add(native.key())
+    assert len(keys) == 3  # each edit makes the build stale: the Python files run
 
 
 _RUN = """

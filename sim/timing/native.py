@@ -8,8 +8,9 @@ are these sources, typed as mypy checks them, so both give the same results (tes
     WORKBENCH_NATIVE=0 python -m sim ... # the Python core even with a build present
 
 Builds live in ~/.cache/gemm-workbench/native/<key> (or $WORKBENCH_NATIVE_DIR/<key>), the key a hash
-of the four sources and the interpreter's ABI: editing any of them makes the build stale, and the
-Python files run again until the next `build`. Nothing is compiled implicitly.
+of the four sources, of the `sim` modules they import and of the interpreter's ABI: editing any of them
+makes the build stale, and the Python files run again until the next `build`. Nothing is compiled
+implicitly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
 import tempfile
@@ -43,11 +45,36 @@ def _source(module: str) -> pathlib.Path:
     return _root().joinpath(*module.split(".")).with_suffix(".py")
 
 
+def _imported(text: str) -> set[str]:
+    """The `sim` modules a source imports (`from sim.x import ...`, `from sim import x`)."""
+    out = set()
+    for mod, names in re.findall(r"^\s*from (sim(?:\.\w+)*) import \(?([\w, ]+)", text, re.M):
+        out.add(mod)
+        if mod == "sim":
+            out.update(f"sim.{n.strip()}" for n in names.split(",") if n.strip())
+    return out
+
+
+def _file(module: str) -> pathlib.Path | None:
+    f = _source(module)
+    if f.exists():
+        return f
+    init = f.with_suffix("") / "__init__.py"
+    return init if init.exists() else None
+
+
 def key() -> str:
-    """Hash of the compiled sources and the interpreter's extension ABI (EXT_SUFFIX)."""
+    """Hash of the compiled sources, of the `sim` modules they import (the compiled code checks the types
+    it reads from them: an edit there makes the build stale too) and of the interpreter's ABI."""
     h = hashlib.sha256(importlib.machinery.EXTENSION_SUFFIXES[0].encode() + sys.version.encode())
+    deps: set[str] = set()
     for m in MODULES:
-        h.update(m.encode() + b"\0" + _source(m).read_bytes())
+        text = _source(m).read_bytes()
+        h.update(m.encode() + b"\0" + text)
+        deps |= _imported(text.decode())
+    for d in sorted(deps - set(MODULES)):
+        f = _file(d)
+        h.update(d.encode() + b"\0" + (f.read_bytes() if f is not None else b""))
     return h.hexdigest()[:20]
 
 
