@@ -382,13 +382,22 @@ class Group(Warp):
             dests = self.dests = [trace[ctas[(o - base) // wpc].ctaid][(o - base) % wpc].append
                                   for o in self.owner[::32].tolist()]
         nxt_l, landed_l = nxt.tolist(), landed.tolist()
+        # warps that made no memory access and agree on (next pc, groups landed, ran it) share one record:
+        # nothing reads a record after the timing model's replay took it apart, and the timing model reads no
+        # mask (the shared record's is the first such warp's)
+        same: dict[tuple[int, int, bool], Executed] = {}
         for j in range(n):  # plain ints and lists: this loop runs for every warp of every step
-            r = Executed(m[32 * j: 32 * j + 32], None, nxt_l[j], landed_l[j])
-            if runs[j]:
-                r.ctl = ctl
-                if addrs is not None and counts[j]:
-                    r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
-                        rec.size, rec.direction
+            run = runs[j]
+            if run and addrs is not None and counts[j]:
+                r = Executed(m[32 * j: 32 * j + 32], ctl, nxt_l[j], landed_l[j])
+                r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
+                    rec.size, rec.direction
+            else:
+                key = (nxt_l[j], landed_l[j], run)
+                got = same.get(key)
+                if got is None:
+                    got = same[key] = Executed(m[32 * j: 32 * j + 32], ctl if run else None, nxt_l[j], landed_l[j])
+                r = got
             dests[j](r)
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
