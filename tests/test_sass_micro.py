@@ -1,0 +1,56 @@
+"""Session 9 (issue 11) SASS-mode mechanisms for the suite's microbenchmarks: timeline tests on small kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.hw import load_hw
+from sim.launch import Arg, Launch
+from sim.sass.tools import tools_available
+
+needs_tools = pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
+
+
+def _add_lop(n: int) -> str:
+    """Per thread: n independent chains, each add.u32 (imm), xor.b32, add.u32, xor.b32 (ptxas: VIADD, LOP3), stored."""
+    steps = []
+    for s in range(2):
+        for k in range(n):
+            steps.append(f"add.u32 %r{10 + k}, %r{10 + k}, {4661 + 8 * s + k};\n")
+        for k in range(n):
+            steps.append(f"xor.b32 %r{10 + k}, %r{10 + k}, %r2;\n")
+    init = "".join(f"add.u32 %r{10 + k}, %r1, {k * 977 + 5};\n" for k in range(n))
+    stores = "".join(f"st.global.u32 [%rd2+{4 * k}], %r{10 + k};\n" for k in range(n))
+    return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 k_param_0)\n{\n"
+            ".reg .b32 %r<100>;\n.reg .b64 %rd<4>;\nld.param.u64 %rd1, [k_param_0];\n"
+            "cvta.to.global.u64 %rd2, %rd1;\nmov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\n"
+            + init + "".join(steps) + stores + "ret;\n}\n")
+
+
+@needs_tools
+def test_sass_viadd_issues_to_the_fma_heavy_half(monkeypatch):
+    """VIADD takes IMAD's FMA-heavy half (ptxas's stall counts: VIADD->VIADD / IMAD 2, VIADD->LOP3 1; sim.sass.timing
+    HEAVY), so with 2 warps per scheduler VIADDs and LOP3s overlap; as ALU instructions they would queue behind
+    every LOP3."""
+    import sim.sass.timing as timing
+
+    hw = load_hw("h200.yaml")
+    text = _add_lop(8)
+
+    def run():
+        launch = Launch("k", (1, 1, 1), (256, 1, 1), [Arg("buffer", "u32", array=np.zeros(64, dtype=np.uint32))])
+        r = timing.simulate_sass(text, launch, hw, trace=True)
+        tracks = {e["tid"]: e["args"]["name"] for e in r.trace or [] if e.get("name") == "thread_name"}
+        units = [(e["ts"], e["name"].split()[0], tracks[e["tid"]]) for e in r.trace or []
+                 if e.get("ph") == "X" and e["tid"] >= 100000]
+        ops = [u for u in units if u[1] in ("VIADD", "LOP3.LUT")]
+        return ops, max(t for t, _, _ in ops) - min(t for t, _, _ in ops)
+
+    ops, span = run()
+    viadd = [u for u in ops if u[1] == "VIADD"]
+    assert len(viadd) >= 8 and {u[2] for u in viadd} == {"unit fma"}
+    assert {u[2] for u in ops if u[1] == "LOP3.LUT"} == {"unit alu"}
+    monkeypatch.setattr(timing, "HEAVY", tuple(h for h in timing.HEAVY if h != "VIADD"))
+    _, span_alu = run()
+    assert span < span_alu
