@@ -81,6 +81,9 @@ UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2
 HEAVY = ("IMAD", "IMUL", "IDP", "VIADD")
 PAIRED = ("HADD2", "HMUL2", "HFMA2")
 ANY, HEAVY_ONLY, BOTH = 0, 1, 2  # which half of a split fma pipe an instruction takes (Pipe.heavy_lanes)
+NEVER = 1 << 62
+#: opcodes whose waits end by another core's or the TMA unit's action (sim/sass/timing_tma.py, timing_cluster.py)
+ASYNC_WAITS = ("SYNCS", "UTMA", "UBLK", "UCGABAR")
 
 
 def _pipe(ins: SassInstruction, split: bool = False) -> str | None:
@@ -184,6 +187,9 @@ class _CoreT:
         self.macs_free: dict[int, int] = {}  # tensor unit -> cycle its queued GMMA MACs are done
         self.tma = TmaEngine(hw.tma, self.mem) if hw.tma is not None else None  # the SM's TMA unit
         self.sched_start: list[int] | None = None  # cycle each scheduler issues its first instruction (cold code)
+        # a scheduler that found no warp to issue: until when that holds and why (SassTiming.run; 0: look again)
+        self.wake = [0] * hw.core.schedulers
+        self.why = [""] * hw.core.schedulers
 
 
 class SassTiming:
@@ -217,6 +223,13 @@ class SassTiming:
         self.split = bool(fma.heavy_lanes)  # the fma pipe is an FMA-heavy and an FMA-lite half (source: HEAVY)
         self.halves = (fma.heavy_lanes or fma.lanes, fma.lanes - (fma.heavy_lanes or 0))  # lanes: heavy, lite
         self.pipes: dict[int, tuple[str | None, int]] = {}  # id(instruction) -> (pipe class, ANY/HEAVY_ONLY/BOTH)
+        self.info: list[tuple | None] = [None] * len(L.code)  # pc -> _info
+        self.until = 0  # set by _eligible
+        # a scheduler with no warp to issue keeps its answer until a cycle _eligible named, unless an issue or
+        # release on its core changes a warp's state (run); not with TMA / mbarrier / cluster waits, which other
+        # cores and landings change
+        self.cached = n <= 1 and not any(i.opcode.startswith(ASYNC_WAITS) for i in L.code)
+        self.shared_units = any(p.count < hw.core.schedulers for p in hw.pipes)  # an issue may busy another's unit
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
         if self.clusters is not None:  # whole clusters on groups of cores (sim/sass/timing_cluster.py)
@@ -229,6 +242,7 @@ class SassTiming:
     def place(self, c: _CoreT, cta: Cta) -> None:
         """Start ``cta`` on core ``c`` now: its warps join the core's schedulers."""
         c.ctas.append((cta, self.t))
+        c.wake[:] = [0] * len(c.scheds)
         if c.sched_start is None:  # the launch's code reaches the sub-partitions one after another
             stagger = self.hw.core.cold_code_stagger or 0
             c.sched_start = [self.t + i * stagger for i in range(len(c.scheds))]
@@ -239,44 +253,73 @@ class SassTiming:
             c.scheds[s].append(wt)
 
     def _eligible(self, wt: _WarpT) -> str:
-        """'' when the warp can issue now, else the stall reason."""
-        if wt.w.done:
+        """'' when the warp can issue now, else the stall reason; self.until: the cycle until which that reason
+        holds while nothing issues on the warp's core (NEVER for a wait only an issue or a release ends)."""
+        w = wt.w
+        if w.done:
+            self.until = NEVER
             return "done"
         if wt.mbar_sleep:
+            self.until = NEVER
             return "mbarrier"
-        g = self.M.runnable(wt.w)
+        gs = w.groups
+        g = gs[0] if len(gs) == 1 and gs[0].wait == "" else self.M.runnable(w)
         if g is None:
+            self.until = NEVER
             return "barrier"
         t = self.t
         if wt.ready > t:
+            self.until = wt.ready
             return "pipe_busy"
-        ctl = self.L.code[g.pc].control
-        for s in ctl.waits:
-            if wt.sb[s] > t:
-                return "scoreboard"
-        ins = self.L.code[g.pc]
-        if self.imc:  # an immediate operand's line not in the immediate-constant cache: stall here (imc_miss)
-            consts = self._consts(g.pc, ins) if ROLES.get(ins.opcode) != "ldc" else ()
-            if consts:
-                at = self.cores[wt.core].mem.const.imm_read(t, consts)  # type: ignore[union-attr]
-                if at > t:
-                    wt.ready = at
-                    return "memory"
-        p, half = self._pipe_of(ins)
-        if p is not None and self._free(self.cores[wt.core], wt.sched, p, half) > t:
-            return "pipe_busy"
-        if ROLES.get(ins.opcode) == "depbar":
-            m = _DEPBAR.search(ins.text)
-            keep = int(m.group(2), 0) if m else 0
-            if any(d > t for d in wt.groups[:max(0, len(wt.groups) - keep)]):
+        info = self.info[g.pc]
+        if info is None:
+            info = self._info(g.pc)
+        waits, consts, p, half, kind, keep = info
+        if waits:
+            sb = wt.sb
+            for s in waits:
+                if sb[s] > t:
+                    self.until = max(sb[x] for x in waits)
+                    return "scoreboard"
+        if consts:  # an immediate operand's line not in the immediate-constant cache: stall here (imc_miss)
+            at = self.cores[wt.core].mem.const.imm_read(t, consts)  # type: ignore[union-attr]
+            if at > t:
+                wt.ready = at
+                self.until = t + 1  # then "pipe_busy" until wt.ready
                 return "memory"
-        if ROLES.get(ins.opcode) == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
-            keep = int(ins.operands[-1].value or 0) if ins.operands else 0
-            if any(d > t for d in wt.wg_groups[:max(0, len(wt.wg_groups) - keep)]):
-                return "scoreboard"
+        if p is not None:
+            free = self._free(self.cores[wt.core], wt.sched, p, half)
+            if free > t:
+                self.until = free
+                return "pipe_busy"
+        if kind:
+            groups = wt.groups if kind == 1 else wt.wg_groups
+            late = max(groups[:max(0, len(groups) - keep)], default=0)
+            if late > t:
+                self.until = late
+                return "memory" if kind == 1 else "scoreboard"
         return ""
 
-    def _issue(self, c: _CoreT, s: int, wt: _WarpT) -> None:
+    def _info(self, pc: int) -> tuple:
+        """What _eligible reads of the instruction at pc, once: its wait mask, immediate-constant operands (with
+        the immediate-constant cache modelled; not for LDC), pipe and half, DEPBAR kind (1: LDGDEPBAR groups, 2:
+        GMMA groups) and the groups it leaves in flight."""
+        ins = self.L.code[pc]
+        role = ROLES.get(ins.opcode)
+        consts = self._consts(pc, ins) if self.imc and role != "ldc" else ()
+        p, half = self._pipe_of(ins)
+        kind = keep = 0
+        if role == "depbar":
+            m = _DEPBAR.search(ins.text)
+            kind, keep = 1, int(m.group(2), 0) if m else 0
+        elif role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
+            kind, keep = 2, int(ins.operands[-1].value or 0) if ins.operands else 0
+        got = self.info[pc] = (tuple(ins.control.waits), consts, p, half, kind, keep)
+        return got
+
+    def _issue(self, c: _CoreT, s: int, wt: _WarpT) -> bool:
+        """Step the warp's next instruction and time it; True when it was a control instruction (BAR, EXIT,
+        branches, convergence barriers), the only ones that change what _release and _retire read."""
         t, w = self.t, wt.w
         g = self.M.runnable(w)
         assert g is not None
@@ -322,6 +365,11 @@ class SassTiming:
         if self.M.count > self.budget:
             raise ExecutionError(f"more than {self.budget} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.L.file)
+        p = self._pipe_of(ins)[0]
+        if p is not None and self.hw.pipe_for(p).count < len(c.scheds):  # a unit other schedulers share
+            c.wake[:] = [0] * len(c.scheds)
+        d = self.M.decoded[pc]
+        return d is not None and d.ctl
 
     def _trace(self, wt: _WarpT, ins: SassInstruction, unit: str, taken: int, done: int) -> None:
         """Chrome trace events as PTX mode writes them: the instruction on its warp's track (issue to result),
@@ -464,6 +512,7 @@ class SassTiming:
     def _release_bars(self, c: _CoreT) -> None:
         for cta, _ in c.ctas:
             if _release(cta):
+                c.wake[:] = [0] * len(c.scheds)
                 for sched in c.scheds:
                     for wt in sched:
                         if wt.w.cta is cta:
@@ -474,6 +523,7 @@ class SassTiming:
             if all(w.done for w in cta.warps):
                 self.spans[cta.index] = self.t - start
                 c.ctas.remove((cta, start))
+                c.wake[:] = [0] * len(c.scheds)
                 for i, sched in enumerate(c.scheds):
                     c.scheds[i] = [wt for wt in sched if wt.w.cta is not cta]
         self._start(c)
@@ -485,32 +535,44 @@ class SassTiming:
         while any(c.ctas for c in self.cores):
             issued = False
             idle: list[str] = []  # why each scheduler without an issue this cycle had none
+            t = self.t
             for c in self.cores:
                 here = False  # an issue on this core: only then can a barrier complete or a CTA end
+                flow = False  # a control instruction issued here (only those arrive at barriers or exit)
+                wake, why = c.wake, c.why
                 for s, sched in enumerate(c.scheds):
                     if not sched:
+                        continue
+                    if wake[s] > t:  # no warp here can issue yet, for the reason found then (cached)
+                        idle.append(why[s])
                         continue
                     n = len(sched)
                     k = c.last[s] % n
                     reason = "no_eligible"
+                    soon = NEVER
                     for i in range(n):
                         j = (k + i) % n
                         r = self._eligible(sched[j])
                         if r == "":
                             prev = sched[j]
-                            self._issue(c, s, prev)
+                            flow = self._issue(c, s, prev) or flow
                             ctl_yield = self.L.code[prev.w.rec.index].control.yields if prev.w.rec else False
                             c.last[s] = j + 1 if ctl_yield else j
                             here = True
                             break
                         if r != "done":
                             reason = r
+                        if self.until < soon:
+                            soon = self.until
                     else:
                         idle.append(reason)
-                if here:  # (the functional state _release and _retire read changes only by an issue)
-                    issued = True
-                    self._release_bars(c)
-                    self._retire(c)
+                        if self.cached:
+                            wake[s], why[s] = soon, reason
+                if here:  # (the functional state _release and _retire read changes only by an issue, and with
+                    issued = True  # the cached scan only by a control instruction's)
+                    if flow or not self.cached:
+                        self._release_bars(c)
+                        self._retire(c)
             if self.clusters is not None:  # UCGABAR waits whose cluster arrived (sim/sass/timing_cluster.py)
                 self.clusters.release()
             if not issued:
