@@ -377,25 +377,25 @@ def b_hmma(cx: Ctx) -> Exec:
     rc, wd = cx.rn(c, 4), cx.wn(d, 4)
     bf = "BF16" in mods
 
-    def unpack(regs: list[Reader], w: Warp) -> list[Any]:
-        out = []
-        for r in regs:
-            v = np.broadcast_to(np.asarray(r(w)), (32,)).astype(U32)
-            for h in ((v & U32(0xFFFF)).astype(np.uint16), (v >> U32(16)).astype(np.uint16)):
-                out.append(bf16_to_f32(h).astype(F64) if bf else h.view(np.float16).astype(F64))
-        return out
+    def flat(maps: list, cols: int) -> np.ndarray:  # the (row, column) maps as flat indices, map after map
+        return np.concatenate([np.broadcast_to(r * cols + c, (32,)) for r, c in maps]).astype(np.intp)
+
+    aidx, bidx, cidx = flat(amap, k), flat(bmap, 8), flat(cmap, 8)
+
+    def unpack(regs: list[Reader], w: Warp) -> np.ndarray:
+        """Each register's low then high half of every lane, as f64: (2 x registers) rows of 32, flattened."""
+        v = np.array([np.broadcast_to(np.asarray(r(w)), (32,)) for r in regs], dtype=U32)
+        h = np.stack(((v & U32(0xFFFF)).astype(np.uint16), (v >> U32(16)).astype(np.uint16)), axis=1)
+        return (bf16_to_f32(h) if bf else h.view(np.float16)).astype(F64).ravel()
 
     def run(w: Warp, m: np.ndarray) -> None:
-        A, B, C = np.zeros((16, k)), np.zeros((k, 8)), np.zeros((16, 8))
-        for i, h in enumerate(unpack(ra, w)):
-            A[amap[i][0], amap[i][1]] = h
-        for i, h in enumerate(unpack(rb, w)):
-            B[bmap[i][0], bmap[i][1]] = h
-        for i, r in enumerate(rc):
-            C[cmap[i][0], cmap[i][1]] = np.broadcast_to(np.asarray(r(w)).view(F32), (32,))
-        D = (A @ B + C).astype(F32)
+        A, B, C = np.zeros(16 * k), np.zeros(k * 8), np.zeros(16 * 8)
+        A[aidx] = unpack(ra, w)
+        B[bidx] = unpack(rb, w)
+        C[cidx] = np.array([np.broadcast_to(np.asarray(r(w)).view(F32), (32,)) for r in rc], dtype=F32).ravel()
+        D = (A.reshape(16, k) @ B.reshape(k, 8) + C.reshape(16, 8)).astype(F32).ravel()[cidx].reshape(4, 32)
         for i, wr in enumerate(wd):
-            wr(w, D[cmap[i][0], cmap[i][1]].view(U32), m)
+            wr(w, D[i].view(U32), m)
     return run
 
 

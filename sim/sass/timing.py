@@ -224,6 +224,7 @@ class SassTiming:
         self.halves = (fma.heavy_lanes or fma.lanes, fma.lanes - (fma.heavy_lanes or 0))  # lanes: heavy, lite
         self.pipes: dict[int, tuple[str | None, int]] = {}  # id(instruction) -> (pipe class, ANY/HEAVY_ONLY/BOTH)
         self.info: list[tuple | None] = [None] * len(L.code)  # pc -> _info
+        self.pipe_by: dict[str, Any] = {}  # pipe class -> hw.pipe_for(class)
         self.until = 0  # set by _eligible
         # a scheduler with no warp to issue keeps its answer until a cycle _eligible named, unless an issue or
         # release on its core changes a warp's state (run); not with TMA / mbarrier / cluster waits, which other
@@ -242,7 +243,7 @@ class SassTiming:
     def place(self, c: _CoreT, cta: Cta) -> None:
         """Start ``cta`` on core ``c`` now: its warps join the core's schedulers."""
         c.ctas.append((cta, self.t))
-        c.wake[:] = [0] * len(c.scheds)
+        self._invalidate(c)
         if c.sched_start is None:  # the launch's code reaches the sub-partitions one after another
             stagger = self.hw.core.cold_code_stagger or 0
             c.sched_start = [self.t + i * stagger for i in range(len(c.scheds))]
@@ -366,8 +367,8 @@ class SassTiming:
             raise ExecutionError(f"more than {self.budget} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.L.file)
         p = self._pipe_of(ins)[0]
-        if p is not None and self.hw.pipe_for(p).count < len(c.scheds):  # a unit other schedulers share
-            c.wake[:] = [0] * len(c.scheds)
+        if p is not None and self.pipe(p).count < len(c.scheds):  # a unit other schedulers share
+            self._invalidate(c)
         d = self.M.decoded[pc]
         return d is not None and d.ctl
 
@@ -403,7 +404,7 @@ class SassTiming:
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
         if ROLES.get(ins.opcode) == "s2r" and self.hw.core.s2r_latency:
             return self.hw.core.s2r_latency  # source: core.s2r_latency
-        return self.hw.pipe_for(self._pipe_of(ins)[0] or "alu").latency
+        return self.pipe(self._pipe_of(ins)[0] or "alu").latency
 
     def _store_units(self, c: _CoreT, rec: SassExecuted) -> float:
         """What a global store costs the core's store port, in bytes at its rate: its bytes, or, when more,
@@ -466,7 +467,7 @@ class SassTiming:
         p, half = self._pipe_of(ins)
         if p is None:
             return
-        pipe = self.hw.pipe_for(p)
+        pipe = self.pipe(p)
         if ROLES.get(ins.opcode) == "gmma" and self.hw.wgmma is not None:
             key = (p, s % pipe.count)
             c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + self.hw.wgmma.issue * pipe.interval
@@ -488,6 +489,13 @@ class SassTiming:
             return
         c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
 
+    def pipe(self, cls: str) -> Any:
+        """hw.pipe_for(cls), remembered."""
+        got = self.pipe_by.get(cls)
+        if got is None:
+            got = self.pipe_by[cls] = self.hw.pipe_for(cls)
+        return got
+
     def _pipe_of(self, ins: SassInstruction) -> tuple[str | None, int]:
         """(pipe class, ANY / HEAVY_ONLY / BOTH: the halves of a split fma pipe it may take), per instruction."""
         got = self.pipes.get(id(ins))
@@ -502,17 +510,22 @@ class SassTiming:
     def _free(self, c: _CoreT, s: int, p: str, half: int) -> int:
         """The cycle a unit of pipe class p on scheduler s's side can take the instruction (split fma pipe: the
         heavy half, either half, or both)."""
-        unit = s % self.hw.pipe_for(p).count
+        unit = s % self.pipe(p).count
         busy = c.pipe_free.get((p, unit), 0)
         if p != "fma" or not self.split or half == HEAVY_ONLY:
             return busy
         lite = c.pipe_free.get(("fma.lite", unit), 0)
         return max(busy, lite) if half == BOTH else min(busy, lite)
 
+    @staticmethod
+    def _invalidate(c: _CoreT) -> None:
+        """Every scheduler of the core looks at its warps again next time (an issue or release changed them)."""
+        c.wake[:] = [0] * len(c.scheds)
+
     def _release_bars(self, c: _CoreT) -> None:
         for cta, _ in c.ctas:
             if _release(cta):
-                c.wake[:] = [0] * len(c.scheds)
+                self._invalidate(c)
                 for sched in c.scheds:
                     for wt in sched:
                         if wt.w.cta is cta:
@@ -523,7 +536,7 @@ class SassTiming:
             if all(w.done for w in cta.warps):
                 self.spans[cta.index] = self.t - start
                 c.ctas.remove((cta, start))
-                c.wake[:] = [0] * len(c.scheds)
+                self._invalidate(c)
                 for i, sched in enumerate(c.scheds):
                     c.scheds[i] = [wt for wt in sched if wt.w.cta is not cta]
         self._start(c)
@@ -532,6 +545,7 @@ class SassTiming:
         for k in range(1, self.per_core + 1):  # breadth-first: one CTA per core, then a second, ...
             for c in self.cores:
                 self._start(c, k)
+        stalls = self.stalls
         while any(c.ctas for c in self.cores):
             issued = False
             idle: list[str] = []  # why each scheduler without an issue this cycle had none
@@ -579,41 +593,45 @@ class SassTiming:
                 self.bulk.check_stuck()
             dt = 1 if issued else self._skip()
             for reason in idle:
-                self.stalls[reason] = self.stalls.get(reason, 0) + dt
+                stalls[reason] = stalls.get(reason, 0) + dt
             self.t += dt
             self.bulk.land(self.t)
-
-    @staticmethod
-    def _group_wait(wt: _WarpT, ins: SassInstruction) -> int:
-        """When the groups a DEPBAR.LE SB0, N (LDGDEPBAR groups) or WARPGROUP.DEPBAR.LE gsb0, N (GMMA groups)
-        waits for are complete (0 for any other instruction)."""
-        role = ROLES.get(ins.opcode)
-        if role == "depbar":
-            m = _DEPBAR.search(ins.text)
-            groups, keep = wt.groups, int(m.group(2), 0) if m else 0
-        elif role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):
-            groups, keep = wt.wg_groups, int(ins.operands[-1].value or 0) if ins.operands else 0
-        else:
-            return 0
-        return max(groups[:max(0, len(groups) - keep)], default=0)
 
     def _skip(self) -> int:
         """Cycles to the next time a warp's stall count, awaited scoreboard slots, DEPBAR groups or pipe unit run
         out (at least 1; at most 64, as barriers are not in this bound)."""
-        nxt = min(self.t + 64, self.bulk.next_landing())
+        t = self.t
+        nxt = min(t + 64, self.bulk.next_landing())
+        info_of, runnable = self.info, self.M.runnable
         for c in self.cores:
             for sched in c.scheds:
                 for wt in sched:
-                    g = None if wt.w.done or wt.mbar_sleep else self.M.runnable(wt.w)
+                    w = wt.w
+                    if w.done or wt.mbar_sleep:
+                        continue
+                    gs = w.groups
+                    g = gs[0] if len(gs) == 1 and gs[0].wait == "" else runnable(w)
                     if g is None:
                         continue
-                    ins = self.L.code[g.pc]
-                    p, half = self._pipe_of(ins)
-                    busy = self._free(c, wt.sched, p, half) if p else 0
-                    cand = max([wt.ready, busy, *(wt.sb[s] for s in ins.control.waits), self._group_wait(wt, ins)])
-                    if cand > self.t:
-                        nxt = min(nxt, cand)
-        return max(1, nxt - self.t)
+                    info = info_of[g.pc]
+                    if info is None:
+                        info = self._info(g.pc)
+                    waits, _, p, half, kind, keep = info
+                    cand = wt.ready
+                    if p is not None:
+                        busy = self._free(c, wt.sched, p, half)
+                        if busy > cand:
+                            cand = busy
+                    sb = wt.sb
+                    for s in waits:
+                        if sb[s] > cand:
+                            cand = sb[s]
+                    if kind:  # DEPBAR.LE SB0, N / WARPGROUP.DEPBAR.LE gsb0, N: the groups it waits for
+                        groups = wt.groups if kind == 1 else wt.wg_groups
+                        cand = max(cand, max(groups[:max(0, len(groups) - keep)], default=0))
+                    if t < cand < nxt:
+                        nxt = cand
+        return max(1, nxt - t)
 
 
 def sampled(hw: HwConfig, ctas: list, sample: int | None, per_core: int) -> tuple[list, int | None]:
