@@ -97,6 +97,11 @@ class Core:
     # SASS mode: cycles from an S2R (a special register: thread/CTA ids, lane id, ...) to its result, which its
     # consumers wait for through its write barrier; None: the ALU pipe's latency
     s2r_latency: int | None = None
+    # SASS mode: cycles the SM's barrier unit takes per warp arriving at a BAR (arrivals of all its schedulers
+    # one after another), and from the last arrival to the release of the waiting warps; None: BAR takes no
+    # unit and the release is the sync pipe's latency (as PTX mode times bar.sync)
+    barrier_arrive_cycles: int | None = None
+    barrier_release_latency: int | None = None
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,32 @@ def test_sass_viadd_issues_to_the_fma_heavy_half(monkeypatch):
     monkeypatch.setattr(timing, "HEAVY", tuple(h for h in timing.HEAVY if h != "VIADD"))
     _, span_alu = run()
     assert span < span_alu
+
+
+def _bars(n: int) -> str:
+    """n bar.sync in a row and nothing else (a bare barrier's cost, as benchmarks/sass_probe/micro.py bar_only)."""
+    return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 k_param_0)\n{\n"
+            + "bar.sync 0;\n" * n + "ret;\n}\n")
+
+
+@needs_tools
+def test_sass_barrier_arrivals_take_the_sm_barrier_unit_in_turn():
+    """core.barrier_arrive_cycles / barrier_release_latency (H200 bar_only: 13.1 + 2.0 W cycles per barrier of W
+    warps): a barrier of 8 warps costs 2 x 4 cycles more than one of 4 warps; without the fields the warps
+    arrive at once and every barrier costs the sync pipe's latency whatever the warps."""
+    import dataclasses
+
+    from sim.sass.timing import simulate_sass
+
+    hw = load_hw("h200.yaml")
+    assert (hw.core.barrier_arrive_cycles, hw.core.barrier_release_latency) == (2, 13)
+    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, cold_code_stagger=None))  # all start at once
+
+    def cycles(h, warps):
+        launch = Launch("k", (1, 1, 1), (32 * warps, 1, 1), [Arg("buffer", "u32", array=np.zeros(1, np.uint32))])
+        return simulate_sass(_bars(8), launch, h).cycles
+
+    assert 0 <= cycles(hw, 8) - cycles(hw, 4) - 8 * 2 * 4 <= 2  # 8 barriers, 4 more warps arriving 2 cycles apart
+    old = dataclasses.replace(hw, core=dataclasses.replace(hw.core, barrier_arrive_cycles=None,
+                                                           barrier_release_latency=None))
+    assert cycles(old, 8) - cycles(old, 4) < 8 * 2  # (the second warp of a scheduler issues a cycle later)

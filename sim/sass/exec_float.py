@@ -361,6 +361,12 @@ def b_dfma(cx: Ctx, op: str) -> Exec:
 # -- tensor core -----------------------------------------------------------------------------------
 
 
+def _lanes(v: Any) -> np.ndarray:
+    """A register read as 32 lanes (a uniform value repeated), without np.broadcast_to's cost."""
+    a = np.asarray(v)
+    return a if a.shape == (32,) else np.full(32, a, dtype=a.dtype)
+
+
 def b_hmma(cx: Ctx) -> Exec:
     """HMMA.16816.F32[.BF16] d, a, b, c (m16n8k16, f32 accumulate) and HMMA.1688.F32: the fragment layout
     of PTX mma.sync (sim/functional/fragments.py), products summed in f64 and rounded once to f32, as the
@@ -384,7 +390,7 @@ def b_hmma(cx: Ctx) -> Exec:
 
     def unpack(regs: list[Reader], w: Warp) -> np.ndarray:
         """Each register's low then high half of every lane, as f64: (2 x registers) rows of 32, flattened."""
-        v = np.array([np.broadcast_to(np.asarray(r(w)), (32,)) for r in regs], dtype=U32)
+        v = np.array([_lanes(r(w)) for r in regs], dtype=U32)
         h = np.stack(((v & U32(0xFFFF)).astype(np.uint16), (v >> U32(16)).astype(np.uint16)), axis=1)
         return (bf16_to_f32(h) if bf else h.view(np.float16)).astype(F64).ravel()
 
@@ -392,7 +398,7 @@ def b_hmma(cx: Ctx) -> Exec:
         A, B, C = np.zeros(16 * k), np.zeros(k * 8), np.zeros(16 * 8)
         A[aidx] = unpack(ra, w)
         B[bidx] = unpack(rb, w)
-        C[cidx] = np.array([np.broadcast_to(np.asarray(r(w)).view(F32), (32,)) for r in rc], dtype=F32).ravel()
+        C[cidx] = np.array([_lanes(r(w)).view(F32) for r in rc], dtype=F32).ravel()
         D = (A.reshape(16, k) @ B.reshape(k, 8) + C.reshape(16, 8)).astype(F32).ravel()[cidx].reshape(4, 32)
         for i, wr in enumerate(wd):
             wr(w, D[i].view(U32), m)

@@ -86,11 +86,14 @@ NEVER = 1 << 62
 ASYNC_WAITS = ("SYNCS", "UTMA", "UBLK", "UCGABAR")
 
 
-def _pipe(ins: SassInstruction, split: bool = False) -> str | None:
+def _pipe(ins: SassInstruction, split: bool = False, bar: bool = False) -> str | None:
     """The pipe class (sim.hw.PIPE_CLASSES) an instruction occupies; None for memory instructions (their
     units are the memory system's) and for control and uniform-datapath ones, which take no unit here.
-    split: the fma pipe has an FMA-heavy half (Pipe.heavy_lanes), which takes the integer multiply-adds."""
+    split: the fma pipe has an FMA-heavy half (Pipe.heavy_lanes), which takes the integer multiply-adds;
+    bar: BAR arrives through the SM's barrier unit (the sync pipe's unit, Core.barrier_arrive_cycles)."""
     op = ins.opcode
+    if op == "BAR" and bar:
+        return "sync"
     if op in MEMORY:  # charged by the memory system's own units (SharedBanks ports, L2Port, DRAM banks)
         return None
     if op in UNPIPED or op.startswith("U") or op.startswith("R2U") or op == "VOTEU":
@@ -211,7 +214,9 @@ class SassTiming:
         self.clusters = ClusterTiming(self) if n > 1 else None  # sim/sass/timing_cluster.py
         self.spans: dict[int, int] = {}
         self.stalls = dict.fromkeys(STALL_REASONS, 0)
-        self.bar_latency = hw.pipe_for("sync").latency  # source: h200.yaml pipes sync latency
+        # source: core.barrier_release_latency (else pipes sync latency) of the hwconfig
+        self.bar_latency = hw.core.barrier_release_latency or hw.pipe_for("sync").latency
+        self.bar_arrive = hw.core.barrier_arrive_cycles  # source: core.barrier_arrive_cycles
         self.read_latency = hw.registers.latency + 1  # source: registers.latency (+ the issue cycle)
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.t = 0
@@ -404,7 +409,8 @@ class SassTiming:
             return self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
         if ROLES.get(ins.opcode) == "s2r" and self.hw.core.s2r_latency:
             return self.hw.core.s2r_latency  # source: core.s2r_latency
-        return self.pipe(self._pipe_of(ins)[0] or "alu").latency
+        p = self._pipe_of(ins)[0]
+        return self.pipe("alu" if p is None or p == "sync" else p).latency  # (BAR: no result)
 
     def _store_units(self, c: _CoreT, rec: SassExecuted) -> float:
         """What a global store costs the core's store port, in bytes at its rate: its bytes, or, when more,
@@ -472,8 +478,11 @@ class SassTiming:
             key = (p, s % pipe.count)
             c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + self.hw.wgmma.issue * pipe.interval
             return
-        work = _macs(ins) if p == "tensor" else self.hw.warp_size
         key = (p, s % pipe.count)
+        if p == "sync":  # one warp's arrival at the SM's barrier unit (core.barrier_arrive_cycles)
+            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + (self.bar_arrive or 1)
+            return
+        work = _macs(ins) if p == "tensor" else self.hw.warp_size
         if p == "fma" and self.split:  # the FMA-heavy half is key, the FMA-lite half ("fma.lite", unit)
             lite = ("fma.lite", key[1])
             if half == BOTH:
@@ -500,7 +509,7 @@ class SassTiming:
         """(pipe class, ANY / HEAVY_ONLY / BOTH: the halves of a split fma pipe it may take), per instruction."""
         got = self.pipes.get(id(ins))
         if got is None:
-            p = _pipe(ins, self.split)
+            p = _pipe(ins, self.split, bool(self.bar_arrive))
             half = ANY
             if p == "fma" and self.split:
                 half = HEAVY_ONLY if ins.opcode in HEAVY else BOTH if ins.opcode in PAIRED else ANY
