@@ -229,6 +229,7 @@ class SassTiming:
         self.halves = (fma.heavy_lanes or fma.lanes, fma.lanes - (fma.heavy_lanes or 0))  # lanes: heavy, lite
         self.pipes: dict[int, tuple[str | None, int]] = {}  # id(instruction) -> (pipe class, ANY/HEAVY_ONLY/BOTH)
         self.info: list[tuple | None] = [None] * len(L.code)  # pc -> _info
+        self.iss: list[tuple | None] = [None] * len(L.code)  # pc -> _iss
         self.pipe_by: dict[str, Any] = {}  # pipe class -> hw.pipe_for(class)
         self.until = 0  # set by _eligible
         # a scheduler with no warp to issue keeps its answer until a cycle _eligible named, unless an issue or
@@ -329,53 +330,83 @@ class SassTiming:
         t, w = self.t, wt.w
         g = self.M.runnable(w)
         assert g is not None
-        ins = self.L.code[g.pc]
-        role = ROLES.get(ins.opcode)
-        if role == "gmma" and self.hw.wgmma is None:
-            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {self.hw.name} has no 'wgmma:' "
-                                 "section to time warpgroup MMA by (docs/hwconfig.md)", self.L.file, ins.ptx_line)
+        pc = g.pc
+        ins = self.L.code[pc]
+        iss = self.iss[pc]
+        if iss is None:
+            iss = self._iss(pc)
+        role, stall, wb, rb, fixed, shares = iss
         self.L.clock = t
         epoch = self.L.mbar_epoch
-        pc = g.pc
         self.M.step(w, g)
         rec = w.rec
-        ctl = ins.control
-        wt.ready = t + max(1, ctl.stall)
+        wt.ready = t + stall
         taken, port = t, None  # when the sources are read: at issue, or when a drain port takes it
-        if rec is not None and rec.bulk:  # the TMA unit reads the operands when it accepts the copy
-            taken, port = self.bulk.issue(c, wt, ins, rec.bulk), "tma"
-        self.bulk.after_step(c, wt, ins, epoch)
-        if rec is not None and rec.space == "global" and rec.addrs is not None:
-            if rec.direction == "atomic":
-                taken, port = c.atomics.take(t, len(np.unique(rec.addrs))), "atomic"
-            elif rec.direction == "write":
-                taken, port = c.stores.take(t, self._store_units(c, rec)), "store"
-        done = self._gmma(c, s, wt, ins) if role == "gmma" else taken + self._latency(c, taken, ins, rec)
+        if not self.cached:  # TMA copies, mbarrier waits and bulk groups (none in a kernel without them)
+            if rec is not None and rec.bulk:  # the TMA unit reads the operands when it accepts the copy
+                taken, port = self.bulk.issue(c, wt, ins, rec.bulk), "tma"
+            self.bulk.after_step(c, wt, ins, epoch)
+        access = rec if rec is not None and rec.space and rec.addrs is not None else None  # a memory access
+        if access is not None and access.space == "global":
+            assert access.addrs is not None
+            if access.direction == "atomic":
+                taken, port = c.atomics.take(t, len(np.unique(access.addrs))), "atomic"
+            elif access.direction == "write":
+                taken, port = c.stores.take(t, self._store_units(c, access)), "store"
+        if role == "gmma":
+            done = self._gmma(c, s, wt, ins)
+        elif access is not None and reduce_any(access.mask):
+            done = taken + self._latency(c, taken, ins, access)
+        else:
+            done = taken + fixed
         if role == "ldc" and c.mem.const is not None:  # LDC: the indexed constant cache (docs/const-cold.md)
             done = max(t + c.mem.const.ldc_latency,
                        max((c.mem.const.read(t, b, [o]) for b, o in self._consts(pc, ins)), default=0))
         self._occupy(c, s, ins)
-        if role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):  # the groups it waited for are done
-            wt.wg_groups = [d for d in wt.wg_groups if d > t]
-        if ROLES.get(ins.opcode) == "ldgsts":
-            wt.pending_ldgsts = max(wt.pending_ldgsts, done)
-        elif ROLES.get(ins.opcode) == "ldgdepbar":
-            wt.groups.append(wt.pending_ldgsts)
-            wt.pending_ldgsts = 0
+        if role is not None:
+            if role == "warpgroup" and ins.modifiers[:1] == ("DEPBAR",):  # the groups it waited for are done
+                wt.wg_groups = [d for d in wt.wg_groups if d > t]
+            elif role == "ldgsts":
+                wt.pending_ldgsts = max(wt.pending_ldgsts, done)
+            elif role == "ldgdepbar":
+                wt.groups.append(wt.pending_ldgsts)
+                wt.pending_ldgsts = 0
         if self.trace is not None:
-            self._trace(wt, ins, port or self._pipe_of(ins)[0] or ROLES.get(ins.opcode) or "issue", taken, done)
-        if ctl.write_barrier is not None:
-            wt.sb[ctl.write_barrier] = max(wt.sb[ctl.write_barrier], done)
-        if ctl.read_barrier is not None:
-            wt.sb[ctl.read_barrier] = max(wt.sb[ctl.read_barrier], taken + self.read_latency)
+            self._trace(wt, ins, port or self._pipe_of(ins)[0] or role or "issue", taken, done)
+        sb = wt.sb
+        if wb is not None and done > sb[wb]:
+            sb[wb] = done
+        if rb is not None and taken + self.read_latency > sb[rb]:
+            sb[rb] = taken + self.read_latency
         if self.M.count > self.budget:
             raise ExecutionError(f"more than {self.budget} warp instructions: an endless loop? "
                                  "raise the limit with --max-instructions", self.L.file)
-        p = self._pipe_of(ins)[0]
-        if p is not None and self.pipe(p).count < len(c.scheds):  # a unit other schedulers share
+        if shares:  # a unit other schedulers share
             self._invalidate(c)
         d = self.M.decoded[pc]
         return d is not None and d.ctl
+
+    def _iss(self, pc: int) -> tuple:
+        """What _issue reads of the instruction at pc, once: its role, stall cycles (at least 1), write and read
+        barrier slots, the latency of a result that is not a memory access's (shared with all lanes off:
+        shared.latency; S2R: core.s2r_latency; else its pipe's, the alu's without one), and whether its pipe unit
+        is shared between schedulers."""
+        ins = self.L.code[pc]
+        role = ROLES.get(ins.opcode)
+        if role == "gmma" and self.hw.wgmma is None:
+            raise ExecutionError(f"SASS {ins.kernel}+0x{ins.pc:04x} '{ins.text}': {self.hw.name} has no 'wgmma:' "
+                                 "section to time warpgroup MMA by (docs/hwconfig.md)", self.L.file, ins.ptx_line)
+        ctl = ins.control
+        p = self._pipe_of(ins)[0]
+        if role == "shared":
+            fixed = self.hw.shared.latency  # source: shared.latency (lanes all inactive: no bank work)
+        elif role == "s2r" and self.hw.core.s2r_latency:
+            fixed = self.hw.core.s2r_latency  # source: core.s2r_latency
+        else:
+            fixed = self.pipe("alu" if p is None or p == "sync" else p).latency  # (BAR: no result)
+        shares = p is not None and self.pipe(p).count < self.hw.core.schedulers
+        got = self.iss[pc] = (role, max(1, ctl.stall), ctl.write_barrier, ctl.read_barrier, fixed, shares)
+        return got
 
     def _trace(self, wt: _WarpT, ins: SassInstruction, unit: str, taken: int, done: int) -> None:
         """Chrome trace events as PTX mode writes them: the instruction on its warp's track (issue to result),
