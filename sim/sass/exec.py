@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ExecutionError
-from sim.functional.memory import PARAM_WINDOW, Fault, FlatMemory, reduce_any
+from sim.functional.memory import PARAM_WINDOW, Fault, FlatMemory
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.launch import Launch
 from sim.sass.exec_cluster import SASS_CLUSTER_CTL, SASS_CLUSTER_OPS, cga_release, cluster_bank, link
@@ -37,7 +37,7 @@ from sim.sass.exec_gmma import SASS_GMMA
 from sim.sass.exec_int import SASS_INT
 from sim.sass.exec_mem import SASS_MEM
 from sim.sass.exec_operands import Ctx
-from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp
+from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any
 from sim.sass.exec_tma import SASS_TMA
 from sim.sass.listing import Operand, SassInstruction, disassemble
 from sim.sass.tools import DEFAULT_ARCH, resources
@@ -99,7 +99,7 @@ class Machine:
             return gs[0]
         best = None
         for g in gs:
-            if g.wait == "sync" and not reduce_any(g.want & w.live & ~g.mask):
+            if g.wait == "sync" and not lanes_any(g.want & w.live & ~g.mask):
                 g.wait = ""
                 g.pc += 1
             if g.wait == "" and (best is None or g.pc < best.pc):
@@ -123,7 +123,7 @@ class Machine:
             if d.ctl:
                 d.fn(w, g, m)
             else:
-                if reduce_any(m):
+                if lanes_any(m):
                     d.fn(w, m)
                 g.pc = i + 1
         except Fault as f:
@@ -138,10 +138,10 @@ class Machine:
     @staticmethod
     def _merge(w: Warp) -> None:
         if len(w.groups) == 1:
-            if not reduce_any(w.groups[0].mask):
+            if not lanes_any(w.groups[0].mask):
                 w.groups, w.done = [], True
             return
-        gs = [g for g in w.groups if reduce_any(g.mask)]
+        gs = [g for g in w.groups if lanes_any(g.mask)]
         if len(gs) > 1:
             by_pc: dict[int, Group] = {}
             for g in gs:

@@ -34,14 +34,13 @@ from typing import Any
 import numpy as np
 
 from sim.errors import ExecutionError, UsageError
-from sim.functional.memory import reduce_any
 from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.result import STALL_REASONS, SimResult
 from sim.sass.exec import Machine, _release, cluster_ctas, launched
 from sim.sass.exec_gmma import gmma_group_end, gmma_work
-from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp
+from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp, lanes_any
 from sim.sass.listing import SassInstruction, disassemble
 from sim.sass.timing_cluster import ClusterTiming
 from sim.sass.timing_tma import BulkTiming
@@ -355,7 +354,7 @@ class SassTiming:
                 taken, port = c.stores.take(t, self._store_units(c, access)), "store"
         if role == "gmma":
             done = self._gmma(c, s, wt, ins)
-        elif access is not None and reduce_any(access.mask):
+        elif access is not None and lanes_any(access.mask):
             done = taken + self._latency(c, taken, ins, access)
         else:
             done = taken + fixed
@@ -432,7 +431,7 @@ class SassTiming:
     def _latency(self, c: _CoreT, t: int, ins: SassInstruction, rec: SassExecuted | None) -> int:
         """Cycles from t (the issue, or when the atomic port took it) to the result (what a write barrier
         waits for)."""
-        if rec is not None and rec.space and rec.addrs is not None and reduce_any(rec.mask):
+        if rec is not None and rec.space and rec.addrs is not None and lanes_any(rec.mask):
             cache = "cg" if "STRONG" in ins.modifiers or "BYPASS" in ins.modifiers else ""
             ready, _ = c.mem.access(t, rec.space, rec.addrs, rec.size, rec.direction, cache)  # type: ignore[arg-type]
             return ready - t
@@ -632,8 +631,8 @@ class SassTiming:
             if not issued:
                 self.bulk.check_stuck()
             dt = 1 if issued else self._skip()
-            for reason in idle:
-                stalls[reason] = stalls.get(reason, 0) + dt
+            for reason in dict.fromkeys(idle):  # (first-seen order, as one by one)
+                stalls[reason] = stalls.get(reason, 0) + idle.count(reason) * dt
             self.t += dt
             self.bulk.land(self.t)
 
