@@ -83,3 +83,30 @@ def test_sass_barrier_arrivals_take_the_sm_barrier_unit_in_turn():
     old = dataclasses.replace(hw, core=dataclasses.replace(hw.core, barrier_arrive_cycles=None,
                                                            barrier_release_latency=None))
     assert cycles(old, 8) - cycles(old, 4) < 8 * 2  # (the second warp of a scheduler issues a cycle later)
+
+
+@needs_tools
+@pytest.mark.parametrize("name", ["block_reduce", pytest.param("divergent_loop", marks=pytest.mark.slow)])
+def test_sass_cached_scan_changes_nothing(monkeypatch, name):
+    """The scheduler scan's cache (SassTiming.cached: a scheduler with no warp to issue keeps its answer until the
+    cycle _eligible named, barrier release / retire only after a control instruction) is a speed-up only: with it
+    off (every scheduler looks at every warp every cycle, as before) cycles, per-CTA spans, stall counts, warp
+    instructions and outputs are the same (barriers, shuffles, divergence, early exits)."""
+    import sim.sass.timing as timing
+    from tests.fixtures.cases import by_name
+    from validation.calibrate import to_launch
+
+    c = by_name(name)
+    sizes = c.sizes
+    text = c.ptx_path.read_text()
+    hw = load_hw("h200.yaml")
+
+    def run():
+        launch = to_launch(c, c.make_args(np.random.default_rng(0), sizes))
+        launch.grid, launch.block = c.grid(sizes), c.block(sizes)
+        r = timing.simulate_sass(text, launch, hw, str(c.ptx_path))
+        return r.cycles, r.cycles_per_cta, r.stalls, r.warp_instructions, {i: v.tobytes() for i, v in r.outputs.items()}
+
+    fast = run()
+    monkeypatch.setattr(timing, "ASYNC_WAITS", ("",))  # every opcode counts as one: no cache
+    assert run() == fast
