@@ -122,8 +122,8 @@ class Machine:
         try:
             if d.ctl:
                 d.fn(w, g, m)
-            else:
-                if lanes_any(m):
+            else:  # (a group in w.groups always has a lane: only a guard can leave none)
+                if d.guard is None or lanes_any(m):
                     d.fn(w, m)
                 g.pc = i + 1
         except Fault as f:
@@ -131,7 +131,8 @@ class Machine:
                                  f"{w.wid * 32 + f.lane} of CTA {w.cta.ctaid}: address {f.addr:#x}: {f.message}",
                                  L.file, ins.ptx_line) from None
         w.P[PT] = True
-        self._merge(w)
+        if d.ctl or len(w.groups) > 1:  # only control instructions change masks; groups may meet at a pc
+            self._merge(w)
         if self.on_record is not None:
             self.on_record(rec)
 
