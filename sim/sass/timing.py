@@ -229,6 +229,7 @@ class SassTiming:
         self.pipes: dict[int, tuple[str | None, int]] = {}  # id(instruction) -> (pipe class, ANY/HEAVY_ONLY/BOTH)
         self.info: list[tuple | None] = [None] * len(L.code)  # pc -> _info
         self.iss: list[tuple | None] = [None] * len(L.code)  # pc -> _iss
+        self.occ: dict[int, tuple] = {}  # id(instruction) -> _occ
         self.pipe_by: dict[str, Any] = {}  # pipe class -> hw.pipe_for(class)
         self.until = 0  # set by _eligible
         # a scheduler with no warp to issue keeps its answer until a cycle _eligible named, unless an issue or
@@ -499,34 +500,42 @@ class SassTiming:
     def _occupy(self, c: _CoreT, s: int, ins: SassInstruction) -> None:
         """The pipe unit takes its next warp instruction after warp_size / lanes cycles (HMMA: its MACs /
         lanes; a GMMA: wgmma.issue cycles, its MACs run from the unit's queue), times the pipe's interval;
-        source: pipes[].lanes, .interval, .count and wgmma.issue of the hwconfig."""
+        source: pipes[].lanes, .interval, .count and wgmma.issue of the hwconfig (per instruction: _occ)."""
+        occ = self.occ.get(id(ins))
+        if occ is None:
+            occ = self.occ[id(ins)] = self._occ(ins)
+        if not occ:
+            return
+        p, count, cycles, half, both, lite_cycles = occ
+        key = (p, s % count)
+        free, t = c.pipe_free, self.t
+        if half < 0:  # one unit
+            free[key] = max(t, free.get(key, 0)) + cycles
+            return
+        lite = ("fma.lite", key[1])  # the split fma pipe: the FMA-heavy half is key, the FMA-lite half lite
+        if half == BOTH:
+            free[key] = free[lite] = max(t, free.get(key, 0), free.get(lite, 0)) + both
+        elif half == ANY and free.get(lite, 0) <= max(t, free.get(key, 0)):
+            free[lite] = max(t, free.get(lite, 0)) + lite_cycles  # FP32 prefers the lite half
+        else:
+            free[key] = max(t, free.get(key, 0)) + cycles
+
+    def _occ(self, ins: SassInstruction) -> tuple:
+        """(pipe class, unit count, cycles it holds the unit (the heavy half's on a split fma pipe), half (-1: not a
+        split fma pipe), cycles both halves, cycles the lite half), or () when it takes no unit."""
         p, half = self._pipe_of(ins)
         if p is None:
-            return
+            return ()
         pipe = self.pipe(p)
         if ROLES.get(ins.opcode) == "gmma" and self.hw.wgmma is not None:
-            key = (p, s % pipe.count)
-            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + self.hw.wgmma.issue * pipe.interval
-            return
-        key = (p, s % pipe.count)
+            return (p, pipe.count, self.hw.wgmma.issue * pipe.interval, -1, 0, 0)
         if p == "sync":  # one warp's arrival at the SM's barrier unit (core.barrier_arrive_cycles)
-            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + (self.bar_arrive or 1)
-            return
+            return (p, pipe.count, self.bar_arrive or 1, -1, 0, 0)
         work = _macs(ins) if p == "tensor" else self.hw.warp_size
-        if p == "fma" and self.split:  # the FMA-heavy half is key, the FMA-lite half ("fma.lite", unit)
-            lite = ("fma.lite", key[1])
-            if half == BOTH:
-                end = max(self.t, c.pipe_free.get(key, 0), c.pipe_free.get(lite, 0)) + \
-                    max(1, -(-work // pipe.lanes)) * pipe.interval
-                c.pipe_free[key] = c.pipe_free[lite] = end
-                return
-            if half == ANY and c.pipe_free.get(lite, 0) <= max(self.t, c.pipe_free.get(key, 0)):
-                key, lanes = lite, self.halves[1]  # FP32 prefers the lite half and leaves the heavy one free
-            else:
-                lanes = self.halves[0]
-            c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // lanes)) * pipe.interval
-            return
-        c.pipe_free[key] = max(self.t, c.pipe_free.get(key, 0)) + max(1, -(-work // pipe.lanes)) * pipe.interval
+        if p == "fma" and self.split:
+            return (p, pipe.count, max(1, -(-work // self.halves[0])) * pipe.interval, half,
+                    max(1, -(-work // pipe.lanes)) * pipe.interval, max(1, -(-work // self.halves[1])) * pipe.interval)
+        return (p, pipe.count, max(1, -(-work // pipe.lanes)) * pipe.interval, -1, 0, 0)
 
     def pipe(self, cls: str) -> Any:
         """hw.pipe_for(cls), remembered."""
