@@ -72,11 +72,13 @@ UNPIPED = ("BRA", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "S2R", "CS2
 #: dual-issued to both FMAheavy and FMAlite pipe. On GH100: same as GA10x for FMA pipes and FP16x2"); read
 #: when the hwconfig's fma pipe gives pipes[].heavy_lanes, else integer multiply-adds stay on the ALU.
 #: VIADD (sm_90's add with an immediate or uniform operand, where earlier ptxas wrote IMAD.IADD) goes with them.
-#: source: the stall counts ptxas 13.0/13.5 writes between back-to-back independent instructions over the silicon
-#: suite's SASS (docs/sass-probe.md, session 9): VIADD->VIADD 2 (62 of 64 pairs), VIADD->IMAD 2 (23/26), IMAD->VIADD
-#: 2 (51/69), as IMAD->IMAD 2; but VIADD->LOP3 1 (140/148), VIADD->IADD3 1 (85/107), LOP3->VIADD 1, IADD3->VIADD 1,
-#: as IMAD<->LOP3 1 while ALU->ALU pairs (LOP3, IADD3, LEA, SHF, ISETP) are 2: ptxas's machine model puts VIADD on
-#: IMAD's half-rate pipe, not on the ALU; benchmarks/sass_probe/micro.py pipe_add_lop checks it on the H200
+#: source: the stall counts ptxas 13.5 (the pip wheel; 13.0 writes lds_indep the same) puts between back-to-back
+#: instructions of the silicon suite's SASS (docs/sass-probe.md, session 9): VIADD->VIADD 2 (62 of 64 pairs),
+#: VIADD->IMAD 2 (23/26), IMAD->VIADD 2 (51/69), as IMAD->IMAD 2; but VIADD->LOP3 1 (140/148), VIADD->IADD3 1
+#: (85/107), LOP3->VIADD 1, IADD3->VIADD 1, as IMAD<->LOP3 1, while ALU->ALU pairs (LOP3, IADD3, LEA, SHF, ISETP)
+#: are 2: ptxas's machine model puts VIADD on IMAD's half-rate pipe, not on the ALU. H200 (benchmarks/data/
+#: sass_micro_2026-12-01.json pipe_add_lop): VIADD 1:1 with LOP3 1.17 / 1.10 cycles per instruction, LOP3 alone
+#: 2.15 / 2.06 (benchmarks/sass_probe/stall_pairs.py prints the pair counts)
 HEAVY = ("IMAD", "IMUL", "IDP", "VIADD")
 PAIRED = ("HADD2", "HMUL2", "HFMA2")
 ANY, HEAVY_ONLY, BOTH = 0, 1, 2  # which half of a split fma pipe an instruction takes (Pipe.heavy_lanes)
