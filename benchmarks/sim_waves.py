@@ -10,8 +10,8 @@ the proportional set size (PSS, /proc/PID/smaps_rollup: pages shared after fork 
 the process tree, sampled every second, the 1-minute load average at start and end, and the run's JSON
 (cycles, waves, check). With --stop-per-wave N the child calls sim.timing.sampling.simulate_by_waves
 itself (the command line would refuse the budget up front) and each wave stops after about N warp
-instructions (the simulator's budget error): a fraction of the run, for a projection; the JSON then
-holds the instructions timed (`projection`). --sample-ctas N runs the sampled estimate instead.
+instructions (the simulator's budget error; the run stops when the first wave passes it): a fraction
+of the run, for a projection; the JSON then holds the warp instructions the waves timed (`projection`). --sample-ctas N runs the sampled estimate instead.
 """
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
+class _Seen:
+    """The progress of the wave processes as the parent reads it: warp instructions timed in all waves."""
+
+    count = 0
+
+    def update(self, ctas: int, count: int, cycles: int | None) -> None:
+        self.count = count
+
+
 def child(ptx: str, hw_name: str, jobs: int, stop: int) -> int:
     """simulate_by_waves with each wave's budget `stop` (exit 2 with the budget error on stderr)."""
     import numpy as np
@@ -71,9 +80,11 @@ def child(ptx: str, hw_name: str, jobs: int, stop: int) -> int:
     meta = read_metadata(prog.text, ptx)
     launch = build_launch(prog, build_parser().parse_args(["run", ptx, "--hw", hw_name]), meta,
                           np.random.default_rng(1))
+    seen = _Seen()
     try:
-        r = simulate_by_waves(prog, launch, load_hw(hw_name), stop, jobs=jobs)
-    except ExecutionError as e:
+        r = simulate_by_waves(prog, launch, load_hw(hw_name), stop, progress=seen, jobs=jobs)
+    except ExecutionError as e:  # a wave's budget: the others stop with it; what every wave had timed
+        print(json.dumps({"warp_instructions_timed": seen.count}))
         print(e, file=sys.stderr)
         return 2
     print(json.dumps({"cycles": r.cycles, "warp_instructions": r.warp_instructions, **r.to_json()}))
@@ -133,10 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                    check=r.get("check"), predicted_cycles=(r.get("prediction") or {}).get("cycles"),
                    per_s_process=round(r["warp_instructions"] / max(cpu, 1e-9)))
     elif a.stop_per_wave and "more than" in err:
-        timed = a.stop_per_wave * a.jobs  # each of the first `jobs` waves ran to its budget
+        # what the waves running in parallel had timed when the first passed its budget (the run stops
+        # there; before 2026-12-01 18:20 UTC the queued waves ran to their budgets too, uncounted)
+        timed = json.loads(out)["warp_instructions_timed"]
         res["projection"] = {"warp_instructions_timed": timed, "per_s_process": round(timed / max(cpu, 1e-9)),
-                             "note": "each of the first waves stopped at its budget; process time includes "
-                                     "the set-up (prepare, footprints, L2 hand-over)"}
+                             "note": "the first waves, stopped when one passed its budget; process time "
+                                     "includes the set-up (prepare, footprints, L2 hand-over)"}
     text = json.dumps(res, indent=1)
     print(text)
     if a.json:

@@ -174,6 +174,41 @@ def test_waves_in_two_processes_equal_one():
     assert one.outputs[0].tolist() == two.outputs[0].tolist() == [(t + 32) % 64 + 1 for t in range(64)] * 4
 
 
+_MARKS: Path | None = None  # where _failing_first_wave's slow waves leave a mark when they finish
+
+
+def _failing_first_wave(w: int):
+    """A wave job (sampling._wave_job's place): wave 0 fails at once, the others take 3 s and leave a mark."""
+    import time
+
+    from sim.errors import ExecutionError
+
+    if w == 0:
+        raise ExecutionError("wave 0 ran past its budget", "k.ptx", 1)
+    time.sleep(3)
+    assert _MARKS is not None
+    (_MARKS / str(w)).touch()
+
+
+def test_a_failing_wave_stops_the_others(monkeypatch, tmp_path):
+    """A wave's error (its budget) ends a run in processes at once: the waves running or queued are
+    stopped, not run to their own budgets first (benchmarks/sim_waves.py --stop-per-wave counted on it)."""
+    import time
+
+    import sim.timing.sampling as sampling
+    from sim.errors import ExecutionError
+    from sim.timing.sampling import simulate_by_waves
+
+    monkeypatch.setattr(sampling, "_wave_job", _failing_first_wave)
+    monkeypatch.setitem(globals(), "_MARKS", tmp_path)
+    hw = load_hw("h200")
+    hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, count=1, max_ctas=1))
+    t = time.perf_counter()
+    with pytest.raises(ExecutionError, match="wave 0"):
+        simulate_by_waves(*_exchange(), hw, 10**6, jobs=2)
+    assert time.perf_counter() - t < 2.5 and not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_by_waves_in_processes_equals_one_process(capsys, jobs):

@@ -23,6 +23,7 @@ times every CTA this way (--by-waves), its cycles each core's groups chained (ch
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing as mp
 from collections.abc import Callable
@@ -294,6 +295,8 @@ def waves_in_processes(jobs: int, prog: Program, launch: Launch, hw: HwConfig, P
     slots = ctx.Array("q", 3 * len(waves), lock=False)  # per wave: CTAs done, warp instructions, cycles
     global _JOB
     _JOB = (prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, slots, waves)
+    gc.collect()
+    gc.freeze()  # the children's collections need not walk (nor copy) the parent's objects
     try:
         with ctx.Pool(min(jobs, len(waves))) as pool:
             pending = [pool.apply_async(_wave_job, (w,)) for w in waves]
@@ -301,9 +304,13 @@ def waves_in_processes(jobs: int, prog: Program, launch: Launch, hw: HwConfig, P
                 pending[next(i for i, r in enumerate(pending) if not r.ready())].wait(0.25)
                 if progress is not None:
                     progress.update(sum(slots[0::3]), sum(slots[1::3]), max(slots[2::3]))
+                failed = next((r for r in pending if r.ready() and not r.successful()), None)
+                if failed is not None:  # a wave's error (its budget, a fault) ends the run now: the
+                    failed.get()  # waves still running or queued are stopped as the pool closes
             parts = [r.get() for r in pending]
     finally:
         _JOB = None
+        gc.unfreeze()
     if any(part is None for part in parts):
         raise Abandon("a wave's lock-step records conflicted")
     done = [part for part in parts if part is not None]
