@@ -11,7 +11,8 @@ the process tree, sampled every second, the 1-minute load average at start and e
 (cycles, waves, check). With --stop-per-wave N the child calls sim.timing.sampling.simulate_by_waves
 itself (the command line would refuse the budget up front) and each wave stops after about N warp
 instructions (the simulator's budget error; the run stops when the first wave passes it): a fraction
-of the run, for a projection; the JSON then holds the warp instructions the waves timed (`projection`). --sample-ctas N runs the sampled estimate instead.
+of the run, for a projection; the JSON then holds the warp instructions the waves timed (`projection`).
+--sample-ctas N runs the sampled estimate instead.
 """
 
 from __future__ import annotations
