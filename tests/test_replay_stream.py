@@ -269,3 +269,30 @@ def test_by_waves_chains_each_cores_groups():
 
     assert chained({0: [5, 7], 1: [4, 1], 2: [3]}) == 12  # core 0: 5 + 4 + 3; core 1: 7 + 1
     assert chained({0: [5, 7], 1: [4, 1]}) == 9
+
+
+def test_shared_conflict_is_the_general_check():
+    """lockstep.shared_conflict (one epoch's shared accesses, checked through an array of writers) answers
+    as conflicts.conflict does, on random logs of one epoch: sizes 1-16 bytes, aligned or not, a few
+    warps of two CTAs, sparse and dense words."""
+    from sim.functional.conflicts import conflict
+    from sim.functional.lockstep import shared_conflict
+
+    rng = np.random.default_rng(7)
+    seen = set()
+    for trial in range(300):
+        span = int(rng.choice([64, 4096]))
+        log = []
+        for _ in range(int(rng.integers(1, 6))):
+            size = int(rng.choice([1, 2, 4, 8, 16]))
+            n = int(rng.integers(1, 12))
+            addrs = rng.integers(0, span, n).astype(np.uint64)
+            if trial % 2:
+                addrs -= addrs % np.uint64(size)
+            owners = rng.integers(0, 8, n).astype(np.int64) if rng.random() < 0.5 else \
+                np.full(n, int(rng.integers(0, 8)), dtype=np.int64)
+            log.append((0, 3, addrs, size, owners, bool(rng.random() < 0.4)))
+        want = conflict(log, 4) != ""
+        assert shared_conflict(log) == want, log
+        seen.add(want)
+    assert seen == {True, False}

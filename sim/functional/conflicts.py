@@ -29,6 +29,9 @@ def words(entries: Sequence[Access]
         if k == 1:
             words.append(first)
             owners.append(own)
+        elif int((last - first).min()) == k - 1:  # every lane k words (aligned vectors): no mask
+            words.append((first[:, None] + np.arange(k)).ravel())
+            owners.append(np.repeat(own, k))
         else:
             w = first[:, None] + np.arange(k)
             keep = w <= last[:, None]

@@ -41,6 +41,7 @@ from sim.functional.conflicts import (
     merged,
     touched,
     union,
+    words,
 )
 from sim.functional.memory import Fault, FlatMemory, _gather, _scatter, reduce_all, reduce_any
 from sim.functional.ops_alu import SEMANTICS_ALU
@@ -192,7 +193,7 @@ class Batch:
     def _check_shared(self) -> None:
         shared = [e for e in self.log if e[0] == SHARED_DOMAIN]
         self.log = [e for e in self.log if e[0] != SHARED_DOMAIN]
-        if self.wrote[SHARED_DOMAIN] and conflict(shared, self.wpc):  # CTAs' shared words never meet
+        if self.wrote[SHARED_DOMAIN] and shared_conflict(shared):  # CTAs' shared words never meet
             raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
         self.wrote[SHARED_DOMAIN] = False
 
@@ -213,6 +214,30 @@ class Batch:
             raise Refused("two CTAs of the batch access a global word, one writing it", per_cta=True)
         if found:
             raise Refused("two warps of a CTA access a global word between two barriers, one writing it")
+
+
+def shared_conflict(entries: list[Access]) -> bool:
+    """Whether two warps touch one shared word, at least one writing it, in the accesses of one barrier
+    epoch: `conflict(entries, wpc) != ""` for such a log (all its entries in one epoch, so any two
+    owners meeting at a written word conflict, whether of one CTA or two), found without sorting: each
+    written word's writer in an array over the batch's words (a word with two writers keeps one of
+    them, and the other's lanes read back a different owner), then every access checked against it."""
+    writes = [e for e in entries if e[5]]
+    if not writes:
+        return False
+    ww, wo, _ = words(writes)
+    rw, ro, _ = words([e for e in entries if not e[5]])
+    if (ww.size and int(ww.min()) < 0) or (rw.size and int(rw.min()) < 0):
+        return bool(conflict(entries, 1))  # not batch offsets: the general check
+    top = max(int(ww.max()), int(rw.max()) if rw.size else 0) + 1
+    writer = np.full(top, -1, dtype=np.int64)
+    writer[ww] = wo
+    if reduce_any(writer[ww] != wo):
+        return True
+    if not rw.size:
+        return False
+    w = writer[rw]
+    return bool(reduce_any((w >= 0) & (w != ro)))
 
 
 class Group(Warp):
