@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, cast
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,11 @@ class _Seen:
 
 
 def child(ptx: str, hw_name: str, jobs: int, stop: int) -> int:
-    """simulate_by_waves with each wave's budget `stop` (exit 2 with the budget error on stderr)."""
+    """simulate_by_waves with each wave's budget `stop` (exit 2 with the budget error on stderr), and the
+    numpy check of the outputs (as `sim run` makes it); SIGTERM (--wall-limit) stops the waves and
+    prints what they timed (exit 3)."""
+    import signal
+
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
@@ -75,21 +79,39 @@ def child(ptx: str, hw_name: str, jobs: int, stop: int) -> int:
     from sim.hw import load_hw
     from sim.launch import read_metadata
     from sim.ptx.parser import parse_file
+    from sim.reference import check_from_metadata
     from sim.timing.sampling import simulate_by_waves
 
     prog = parse_file(ptx)
     meta = read_metadata(prog.text, ptx)
     launch = build_launch(prog, build_parser().parse_args(["run", ptx, "--hw", hw_name]), meta,
                           np.random.default_rng(1))
+    before = launch.copy()
     seen = _Seen()
+
+    def stopped(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    signal.signal(signal.SIGTERM, stopped)
     try:
-        r = simulate_by_waves(prog, launch, load_hw(hw_name), stop, progress=seen, jobs=jobs)
+        r = simulate_by_waves(prog, launch, load_hw(hw_name), stop, progress=cast(Any, seen), jobs=jobs)
     except ExecutionError as e:  # a wave's budget: the others stop with it; what every wave had timed
         print(json.dumps({"warp_instructions_timed": seen.count}))
         print(e, file=sys.stderr)
         return 2
-    print(json.dumps({"cycles": r.cycles, "warp_instructions": r.warp_instructions, **r.to_json()}))
+    except _Stopped:  # the waves' processes end as their pool closes
+        print(json.dumps({"warp_instructions_timed": seen.count}))
+        print("stopped at the wall-clock limit", file=sys.stderr)
+        return 3
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    chk = check_from_metadata(meta, before, r.outputs, False)
+    print(json.dumps({"cycles": r.cycles, "warp_instructions": r.warp_instructions, **r.to_json(), "check": chk,
+                      "prediction": (meta or {}).get("prediction")}, default=str))
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM in the child (--wall-limit)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--stop-per-wave", type=int, default=None)
     ap.add_argument("--sample-ctas", type=int, default=None)
+    ap.add_argument("--wall-limit", type=float, default=None,
+                    help="seconds of wall time after which the run is stopped (SIGTERM) and what the waves "
+                         "timed is recorded as a projection")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
@@ -113,16 +138,20 @@ def main(argv: list[str] | None = None) -> int:
     mode = ["--sample-ctas", str(a.sample_ctas)] if a.sample_ctas else ["--by-waves"]
     cmd = [sys.executable, "-m", "sim", "run", str(tmp / "k" / "kernel.ptx"), "--hw", a.hw, "--seed", "1", "--json",
            "--quiet", "--max-instructions", str(10**9), "--jobs", str(a.jobs), *mode]
-    if a.stop_per_wave:
+    if a.stop_per_wave or a.wall_limit:
         cmd = [sys.executable, __file__, "--child", str(tmp / "k" / "kernel.ptx"), a.hw, str(a.jobs),
-               str(a.stop_per_wave)]
+               str(a.stop_per_wave or 10**9)]
     load0 = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
+    stopped = False
     while proc.poll() is None:
         peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
+        if a.wall_limit and not stopped and time.perf_counter() - t > a.wall_limit:
+            proc.terminate()
+            stopped = True
         try:
             proc.wait(1.0)
         except subprocess.TimeoutExpired:
@@ -144,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         res.update(cycles=r["cycles"], warp_instructions=r["warp_instructions"], sampled=r.get("sampled"),
                    check=r.get("check"), predicted_cycles=(r.get("prediction") or {}).get("cycles"),
                    per_s_process=round(r["warp_instructions"] / max(cpu, 1e-9)))
+    elif proc.returncode == 3 and stopped:  # --wall-limit: what the waves had timed when stopped
+        timed = json.loads(out)["warp_instructions_timed"]
+        res["projection"] = {"warp_instructions_timed": timed, "per_s_process": round(timed / max(cpu, 1e-9)),
+                             "note": f"stopped at the wall-clock limit ({a.wall_limit:.0f} s); process time "
+                                     "includes the set-up (prepare, footprints, L2 hand-over)"}
     elif a.stop_per_wave and "more than" in err:
         # what the waves running in parallel had timed when the first passed its budget (the run stops
         # there; before 2026-12-01 18:20 UTC the queued waves ran to their budgets too, uncounted)
