@@ -13,13 +13,9 @@ SASS-mode simulations of the same kernels (benchmarks/sass_probe/micro_sim.py).
 
 from __future__ import annotations
 
-import datetime
 import json
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -87,25 +83,13 @@ def summarize(cases: list[dict]) -> list[dict]:
 
 def main() -> int:
     out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    cubin, exe = Path("/tmp/sass_micro.cubin"), Path("/tmp/sass_micro_host")
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O2", str(HERE / "micro_dev.cu"), "-o", str(cubin)], check=True)
-    subprocess.run(["nvcc", "-O2", str(HERE / "micro_host.cu"), "-o", str(exe), "-lcuda"], check=True)
-    dis = shutil.which("cuobjdump") or shutil.which("nvdisasm")
-    sass = subprocess.run([dis, "-sass" if dis.endswith("cuobjdump") else "-c", str(cubin)],
-                          capture_output=True, text=True).stdout if dis else ""
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
-                          "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    p = subprocess.run([str(exe), str(cubin)], capture_output=True, text=True, timeout=200)
-    if p.returncode != 0:
-        (out / "sass_micro_raw.txt").write_text(p.stdout + "\n--- stderr\n" + p.stderr)
-        print(p.stderr[-2000:], file=sys.stderr)
+    sys.path.insert(0, str(HERE.parents[1]))
+    from benchmarks.sass_probe.run import build_and_run
+
+    res = build_and_run("micro_dev.cu", "micro_host.cu", "sass_micro", out)
+    if res is None:
         return 1
-    res = json.loads(p.stdout)
     res["summary"] = summarize(res["cases"])
-    res.update({"nvidia_smi": smi, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                "wall_s": round(time.time() - t0, 1), "stderr": p.stderr, "sass": sass})
     (out / "sass_micro.json").write_text(json.dumps(res))
     for r in res["summary"]:
         print(" ".join(f"{k}={v}" for k, v in r.items()))

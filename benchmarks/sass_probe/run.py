@@ -22,13 +22,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def main() -> int:
-    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
+def build_and_run(dev_cu: str, host_cu: str, name: str, out: Path) -> dict | None:
+    """nvcc DEV_CU to a cubin and HOST_CU (driver API) to a program, run it once on the cubin: its JSON with the
+    nvidia-smi clocks, the date, the wall time, its stderr and the SASS that ran (cuobjdump/nvdisasm); None when
+    the program fails (its output in OUT/NAME_raw.txt). Shared by run.py and micro.py."""
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    cubin, exe = Path("/tmp/sass_probe.cubin"), Path("/tmp/sass_probe_host")
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O2", str(HERE / "probe_dev.cu"), "-o", str(cubin)], check=True)
-    subprocess.run(["nvcc", "-O2", str(HERE / "probe_host.cu"), "-o", str(exe), "-lcuda"], check=True)
+    cubin, exe = Path(f"/tmp/{name}.cubin"), Path(f"/tmp/{name}_host")
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O2", str(HERE / dev_cu), "-o", str(cubin)], check=True)
+    subprocess.run(["nvcc", "-O2", str(HERE / host_cu), "-o", str(exe), "-lcuda"], check=True)
     dis = shutil.which("cuobjdump") or shutil.which("nvdisasm")
     sass = subprocess.run([dis, "-sass" if dis.endswith("cuobjdump") else "-c", str(cubin)],
                           capture_output=True, text=True).stdout if dis else ""
@@ -36,12 +38,20 @@ def main() -> int:
                           "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
     p = subprocess.run([str(exe), str(cubin)], capture_output=True, text=True, timeout=200)
     if p.returncode != 0:
-        (out / "sass_probe_raw.txt").write_text(p.stdout + "\n--- stderr\n" + p.stderr)
+        (out / f"{name}_raw.txt").write_text(p.stdout + "\n--- stderr\n" + p.stderr)
         print(p.stderr[-2000:], file=sys.stderr)
-        return 1
+        return None
     res = json.loads(p.stdout)
     res.update({"nvidia_smi": smi, "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "wall_s": round(time.time() - t0, 1), "stderr": p.stderr, "sass": sass})
+    return res
+
+
+def main() -> int:
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
+    res = build_and_run("probe_dev.cu", "probe_host.cu", "sass_probe", out)
+    if res is None:
+        return 1
     (out / "sass_probe.json").write_text(json.dumps(res, indent=1))
     for c in res["cases"]:
         keys = ("case", "threads", "two", "ctas", "rep", "launch", "cycles_per_warp_inst_per_subpartition",

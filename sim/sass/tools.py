@@ -158,11 +158,7 @@ def compile_ptx(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") ->
         except (ValueError, KeyError, OSError):
             pass  # a damaged cache entry is recompiled and rewritten
     with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
-        src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
-        src.write_text(ptx_text)
-        r = _run([str(ptxas), f"-arch={arch}", "-lineinfo", "-v", str(src), "-o", str(cubin)], file)
-        if r.returncode != 0:
-            raise _ptxas_error(r.stderr + r.stdout, file)
+        cubin, r = _ptxas_cubin(ptxas, ptx_text, arch, Path(tmp), file)
         d = _run([str(nvdisasm), *_nvdisasm_flags(nvdisasm), str(cubin)], file)
         if d.returncode != 0:
             msg = (d.stderr.strip().splitlines() or ["no message"])[0]
@@ -218,6 +214,18 @@ def parse_resources(log: str) -> dict[str, Resources]:
     return out
 
 
+def _ptxas_cubin(ptxas: Path, ptx_text: str, arch: str, tmp: Path,
+                 file: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """``ptxas -arch=ARCH -lineinfo -v`` on PTX_TEXT written into TMP: the cubin's path and ptxas' completed
+    process; a one-line SassError where ptxas rejects the PTX."""
+    src, cubin = tmp / "kernel.ptx", tmp / "kernel.cubin"
+    src.write_text(ptx_text)
+    r = _run([str(ptxas), f"-arch={arch}", "-lineinfo", "-v", str(src), "-o", str(cubin)], file)
+    if r.returncode != 0:
+        raise _ptxas_error(r.stderr + r.stdout, file)
+    return cubin, r
+
+
 def ptxas_log(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> str:
     """``ptxas -arch=ARCH -v`` alone (no nvdisasm: the resource report needs no listing), cached by content and
     ptxas' version; a listing compile_ptx cached for the same text serves too."""
@@ -231,11 +239,7 @@ def ptxas_log(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> s
             except (ValueError, KeyError, OSError):
                 pass  # a damaged cache entry: ptxas runs again
     with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
-        src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
-        src.write_text(ptx_text)
-        r = _run([str(ptxas), f"-arch={arch}", "-lineinfo", "-v", str(src), "-o", str(cubin)], file)
-        if r.returncode != 0:
-            raise _ptxas_error(r.stderr + r.stdout, file)
+        _, r = _ptxas_cubin(ptxas, ptx_text, arch, Path(tmp), file)
     log = r.stdout + r.stderr
     _store(cached, Compiled(arch, "", log))
     return log
