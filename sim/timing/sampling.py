@@ -120,17 +120,25 @@ def layout_of(P: Prepared, launch: Launch, hw: HwConfig, regs: int) -> Layout:
     return Layout(len(P.ctas), spread * per_core, per_core, groups_of(len(P.ctas), spread, per_core))
 
 
+def _prepared(prog: Program, launch: Launch, hw: HwConfig, regs_per_thread: int | None,
+              no_clusters: str) -> tuple[Prepared, int, Layout]:
+    """The prepared launch, the registers that set residency (ptxas' where not given) and the CTAs' layout over
+    waves and cores; `no_clusters` is the one-line error for a cluster launch (neither mode runs one)."""
+    P = prepare(prog, launch)
+    if cluster_size(P) > 1:
+        raise UsageError(no_clusters, P.L.file)
+    regs = regs_per_thread if regs_per_thread is not None else registers_for_occupancy(prog, P.L.kernel, hw)[0]
+    return P, regs, layout_of(P, launch, hw, regs)
+
+
 def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_instructions: int,
                      regs_per_thread: int | None = None, progress: Progress | None = None,
                      jobs: int = 1) -> SampledResult:
     """About n CTAs: the groups of the CTAs `pick` chooses. Where they are all the CTAs, the run is the
     full simulation (sim.timing.simulate's cycles, bound 0)."""
     with np.errstate(all="ignore"):
-        P = prepare(prog, launch)
-        if cluster_size(P) > 1:
-            raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid", P.L.file)
-        regs = regs_per_thread if regs_per_thread is not None else registers_for_occupancy(prog, P.L.kernel, hw)[0]
-        lay = layout_of(P, launch, hw, regs)
+        P, regs, lay = _prepared(prog, launch, hw, regs_per_thread,
+                                 "--sample-ctas does not sample cluster launches: run the whole grid")
         group_of = {i: gi for gi, g in enumerate(lay.groups) for i in g}
         picked = pick(lay.total, -(-n // lay.per_core), launch.grid[0])
         if lay.total % lay.slots:  # a partial last wave is not like the others: it is always simulated
@@ -160,11 +168,8 @@ def simulate_by_waves(prog: Program, launch: Launch, hw: HwConfig, max_instructi
     overlap as in one simulation of the grid: docs/sampling.md measures the difference); in `jobs`
     processes."""
     with np.errstate(all="ignore"):
-        P = prepare(prog, launch)
-        if cluster_size(P) > 1:
-            raise UsageError("--by-waves does not run cluster launches: run the whole grid", P.L.file)
-        regs = regs_per_thread if regs_per_thread is not None else registers_for_occupancy(prog, P.L.kernel, hw)[0]
-        lay = layout_of(P, launch, hw, regs)
+        P, regs, lay = _prepared(prog, launch, hw, regs_per_thread,
+                                 "--by-waves does not run cluster launches: run the whole grid")
         fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
         r = run_waves(prog, launch, hw, P, lay, lay.groups, fp, regs, max_instructions, progress, jobs)
         spans = [d for w in sorted(r.groups) for d in r.groups[w]]
