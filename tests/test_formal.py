@@ -119,7 +119,8 @@ def test_cli_json_and_exit_status():
     rep = json.loads(r.stdout)
     assert rep["kernel"] == "race_missing_barrier" and "seconds" in rep
     assert [p["name"] for p in rep["properties"]] == ["bounds", "barrier_divergence", "shared_race",
-                                                      "async_copy", "termination", "wgmma", "mbarrier"]
+                                                      "async_copy", "termination", "wgmma", "async_proxy",
+                                                      "mbarrier"]
     assert {"name", "status", "witness", "line"} <= set(rep["properties"][0])
     r = run_cli(str(BUGS / "race_bugs.ptx"), "--kernel", "ok_tree_reduce", *RACE)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,4 +1,6 @@
-"""The wgmma discipline, decided by Z3 over the executor's records (see docs/verify.md):
+"""The wgmma discipline and the async-proxy rule, decided by Z3 over the executor's records (see docs/verify.md).
+
+``wgmma``:
 
 * accumulator registers are not read or written, A-fragment registers not written, by any other
   instruction between a wgmma's issue and the ``wgmma.wait_group`` that retires its group;
@@ -6,9 +8,13 @@
   cp.async) while it is in flight: by the issuing thread before its wait, by another thread in the
   same barrier interval or after a barrier that the wait did not precede;
 * a ``wgmma.fence`` lies on every path from an access of a wgmma's registers (and from the kernel
-  entry) to that wgmma;
-* a ``fence.proxy.async`` separates each generic-proxy write of those bytes (a store once done, a
-  cp.async once its group is waited for) from the wgmma that reads them through the async proxy.
+  entry) to that wgmma.
+
+``async_proxy`` (the PTX ISA's proxy rule, its own property since it is the one real compilers differ on):
+
+* a ``fence.proxy.async`` separates each generic-proxy write of shared bytes (a store once done, a
+  cp.async once its group is waited for) from an async-proxy read of them: a wgmma operand, the source
+  of a bulk (TMA) store.
 """
 
 from __future__ import annotations
@@ -102,7 +108,7 @@ def wgmma_discipline(v: Verifier, r: PropResult) -> None:
         return idx in no_commit[w.index]
 
     writes = _writes(v)
-    for check in (_shared_in_flight, _registers_in_flight, _wgmma_fence, _proxy_fence):
+    for check in (_shared_in_flight, _registers_in_flight, _wgmma_fence):
         check(v, r, open_after, writes)
         if r.status == "violated":
             return
@@ -195,10 +201,46 @@ def _wgmma_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
                 return
 
 
-def _proxy_fence(v: Verifier, r: PropResult, open_after, writes: list) -> None:
-    for w in v.ex.wgmmas:
+# source: PTX ISA (9.x), "cp.async": "cp.async is treated as a weak memory operation performed in the generic proxy
+# in the Memory Consistency Model"; "wgmma.fence": "An async proxy fence must be used to establish an ordering
+# between prior writes to shared memory matrices and subsequent reads of the same matrices in a wgmma.mma_async
+# instruction"; "Async Proxy" (wgmma, cp.async.bulk): "Accessing the same memory location across multiple proxies
+# needs a cross-proxy fence. For the async proxy, fence.proxy.async should be used to synchronize memory between
+# generic proxy and the async proxy."
+CP_ASYNC_PROXY = ("cp.async writes through the generic proxy (PTX ISA, cp.async: \"treated as a weak memory operation "
+                  "performed in the generic proxy\"), so the ISA asks for the fence here too; Triton <= 3.6 and "
+                  "CUTLASS's sm90 cp.async + GMMA mainloops omit it and Hopper has run such kernels correctly, "
+                  "Triton 3.7 inserts it (docs/verify.md, async_proxy)")
+
+
+def async_proxy_discipline(v: Verifier, r: PropResult) -> None:
+    """Every generic-proxy write (st/atom.shared, cp.async) of shared bytes that the async proxy later reads (a
+    wgmma's descriptor footprint, a bulk store's source) in a later barrier interval is ordered by a
+    fence.proxy.async between them (the writer's after its store or its cp.async wait, or the reader's after
+    the barrier)."""
+    ex = v.ex
+    for line, text in ex.unsupported:
+        if "wgmma" in text or "bulk" in text:
+            r.unknown(line, f"instruction not modelled by the verifier: {text}")
+    if not ex.wgmmas and not ex.bulk_stores:
+        r.detail = "no async-proxy read of shared memory (wgmma, bulk store)"
+        return
+    if ex.bulk_stores:
+        named = barriers.analyse(v)
+        if named.unknown:
+            r.unknown(named.unknown[0][0], f"named barriers not modelled: {named.unknown[0][1]}")
+            return
+    writes = _writes(v)
+    for w in ex.wgmmas:
         if _unfenced(v, r, writes, w.footprints, w.sync, w.line, f"the wgmma at line {w.line}", "wgmma_line"):
             return
+    for s in ex.bulk_stores:
+        if _unfenced(v, r, writes, [s], s.sync, s.line, f"the bulk store at line {s.line}", "store_line"):
+            return
+    if r.status == "proved":
+        kinds = sorted({"cp.async" if x.kind == "async" else "st/atom.shared" for x, _ in writes})
+        r.detail = (f"{len(ex.wgmmas)} wgmma and {len(ex.bulk_stores)} bulk store reader(s); generic writes "
+                    f"checked: {', '.join(kinds) or 'none'}")
 
 
 def _unfenced(v: Verifier, r: PropResult, writes: list, reads: list[Access], sync: dict, line: int,
@@ -220,20 +262,23 @@ def _unfenced(v: Verifier, r: PropResult, writes: list, reads: list[Access], syn
     if not hit:
         return False
     m, (x, addr, _) = hit
-    wit = v.witness(m, two=True, address=addr, access=x.text, **{key: line})
-    done = " once its cp.async group completes" if x.kind == "async" else ""
+    cp = x.kind == "async"
+    wit = v.witness(m, two=True, address=addr, access=x.text, writer="cp.async" if cp else "st/atom.shared",
+                    **{key: line})
+    done = " once its cp.async group completes" if cp else ""
     r.violated(x.line, wit, f"no fence.proxy.async between the generic write '{x.text}' (line {x.line}, "
                             f"thread {wit['other_thread']}){done} and {reader} (thread {wit['thread']}) "
-                            f"that reads shared address {wit['address']} through the async proxy")
+                            f"that reads shared address {wit['address']} through the async proxy"
+                            + (f"; {CP_ASYNC_PROXY}" if cp else ""))
     return True
 
 
 def bulk_store_discipline(v: Verifier, r: PropResult) -> None:
     """A cp.async.bulk store reads its shared source until a cp.async.bulk.wait_group(.read) of the issuing
     thread covers its group: no write of those bytes by that thread before (also from a later loop
-    iteration); the generic writes of those bytes in earlier barrier intervals are behind a
-    fence.proxy.async. (Another thread's write in the same barrier interval is a shared_race; one in a
-    later interval is not checked against the issuing thread's wait.)"""
+    iteration). (Another thread's write in the same barrier interval is a shared_race; one in a later
+    interval is not checked against the issuing thread's wait; the proxy fence before the store is
+    async_proxy's.)"""
     stores = v.ex.bulk_stores
     if not stores:
         return
@@ -260,8 +305,6 @@ def bulk_store_discipline(v: Verifier, r: PropResult) -> None:
             r.violated(x.line, wit, f"'{x.text}' (line {x.line}) writes shared address {wit['address']} that the "
                                     f"bulk store at line {s.line} (group {wit['group']}) may still be reading: "
                                     "no cp.async.bulk.wait_group(.read) covering that group in between")
-            return
-        if _unfenced(v, r, writes, [s], s.sync, s.line, f"the bulk store at line {s.line}", "store_line"):
             return
 
 

@@ -22,6 +22,8 @@ GLOBS = ["tests/fixtures/triton/*.ptx", "tests/fixtures/hopper_cuda/*.ptx", "tes
          "tests/fixtures/cuda/*.ptx", "benchmarks/silicon/public/*.ptx"]
 ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z0-9_$]+)", re.M)
 GRACE_S = 5.0  # issue 12: no run exceeds its --timeout by more than 5 s
+SHORT = {"bounds": "bnd", "barrier_divergence": "div", "shared_race": "race", "async_copy": "cp", "termination": "term",
+         "wgmma": "wgmma", "async_proxy": "proxy", "mbarrier": "mbar"}  # the progress line's names
 
 
 def kernels(root: Path = ROOT) -> list[tuple[str, str]]:
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for f, k in kernels(root):
         r = run_one(f, k, a.timeout, root)
         rows.append(r)
-        props = " ".join(f"{n[:4]}={s[0]}" for n, s in r.get("properties", {}).items()) or r.get("error", "")
+        props = " ".join(f"{SHORT.get(n, n)}={s[0]}" for n, s in r.get("properties", {}).items()) or r.get("error", "")
         print(f"{f} {k} rc={r['rc']} wall={r['wall']:.1f} {props}", flush=True)
     if a.out:
         Path(a.out).write_text("".join(json.dumps(r) + "\n" for r in rows))

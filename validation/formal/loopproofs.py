@@ -7,6 +7,8 @@ import z3
 
 from validation.formal.base import ExecutorBase
 
+PROBE_RLIMIT = 1_000_000  # Z3 resource units (3-4M per CPU second): a probe costs at most ~0.3 s
+
 
 class LoopProofsMixin(ExecutorBase):
     def free_consts(self, e: z3.ExprRef, cache: dict) -> frozenset:
@@ -68,12 +70,35 @@ class LoopProofsMixin(ExecutorBase):
         return out
 
     def unsat(self, cs) -> bool:
+        return self.unsat_or_model(cs)[0]
+
+    def unsat_or_model(self, cs) -> tuple[bool, z3.ModelRef | None]:
+        """(unsat?, a model when sat)."""
         s = self.summary_solver()
         s.add(cs)
         r = s.check()
         if r == z3.unknown:
             self.gave_up.append(f"a loop-summary query ({s.reason_unknown()})")
-        return r == z3.unsat
+        return r == z3.unsat, (s.model() if r == z3.sat else None)
+
+    def probe(self, cs, loaded: list) -> z3.ModelRef | None:
+        """A model of cs with the loaded values ``loaded`` all 0, or all 1, each search within PROBE_RLIMIT (a
+        cheap counterexample of a data-dependent loop: a step read from memory that is 0 never ends it, one that
+        is 1 does); None otherwise (nothing is concluded from that, and nothing recorded as given up)."""
+        for val in (0, 1):
+            s = self.summary_solver()
+            s.set("rlimit", PROBE_RLIMIT)
+            s.add(cs)
+            s.add([x == val for x in loaded])
+            if s.check() == z3.sat:
+                return s.model()
+        return None
+
+    @staticmethod
+    def refuted(models: list, cs) -> bool:
+        """Some model (of an earlier sat query) satisfies every formula of cs: cs is satisfiable, no query needed."""
+        f = z3.And(cs)
+        return any(z3.is_true(m.eval(f, model_completion=True)) for m in models)
 
     def ranking_candidates(self, cond, local, cache):
         kinds = {z3.Z3_OP_ULT: False, z3.Z3_OP_ULEQ: False, z3.Z3_OP_UGT: False, z3.Z3_OP_UGEQ: False,

@@ -5,6 +5,7 @@ body run once under those facts. See :mod:`validation.formal.symexec`."""
 from __future__ import annotations
 
 import z3
+from z3.z3util import get_vars
 
 from sim import isa
 from validation.formal.base import ExecutorBase
@@ -183,14 +184,15 @@ class LoopsMixin(ExecutorBase):
         rec.load_lines = sorted({self.loadsyms[n] for n in self.free_consts(back_pc, cache) & local
                                  if n in self.loadsyms})
         K = self.affine_exit_bound(back_pc, hyps, facts[0], next_pairs, init_pairs, local | {str(k)}, cache)
+        models: list = []  # of hyps and back_pc, from the failed ranking candidates: they answer later queries
         if K is None:
-            K = self.ranking_bound(back_pc, hyps, cond_next, next_pairs, init_pairs, local | {str(k)}, cache)
+            K = self.ranking_bound(back_pc, hyps, cond_next, next_pairs, init_pairs, local | {str(k)}, cache, models)
         if K is not None:
             wk = K.size()
             facts.append(z3.ULE(k, z3.ZeroExt(64 - wk, K)) if wk < 64 else z3.ULE(z3.ZeroExt(wk - 64, k), K))
             rec.status = "proved"
             rec.text = "trip count <= " + " ".join(str(z3.simplify(K)).split())
-        elif self.unsat(hyps + [back_pc, z3.Not(cond_next)]):
+        elif not self.exits_somewhere(hyps + [back_pc, z3.Not(cond_next)], models, back_pc):
             rec.status = "violated"
             rec.violation = z3.substitute(back_pc, *init_pairs)
             rec.text = "once its back edge is taken it is taken forever (the exit condition never changes)"
@@ -200,18 +202,42 @@ class LoopsMixin(ExecutorBase):
             if rec.load_lines:
                 rec.text += f"; the exit condition depends on data loaded at line(s) {rec.load_lines}"
 
-    def ranking_bound(self, back_pc, hyps, cond_next, next_pairs, init_pairs, local, cache):
+    def exits_somewhere(self, cs, models: list, back_pc) -> bool:
+        """cs (a back edge followed by an exit) may be satisfiable: a model at hand, a probe of the loaded values,
+        else the solver's answer (False only when it proves cs unsat)."""
+        if self.refuted(models, cs):
+            return True
+        loaded = [x for x in get_vars(back_pc) if x.decl().name() in self.loadsyms]
+        if loaded and self.probe(cs, loaded) is not None:
+            return True
+        return not self.unsat(cs)
+
+    def ranking_bound(self, back_pc, hyps, cond_next, next_pairs, init_pairs, local, cache, models: list):
         """A ranking function b - a from a comparison of the exit condition, positive on every back
-        edge and decreasing by a constant d: at most (R0 - 1) / d + 1 back edges."""
+        edge and decreasing by a constant d: at most (R0 - 1) / d + 1 back edges. A candidate that a model of
+        an earlier candidate's counterexample already refutes is skipped (the models are kept in ``models``)."""
+        loaded = None  # the loaded values the exit condition depends on: probed at 0 first (data-dependent steps)
         for R in self.ranking_candidates(back_pc, local, cache):
             Rn = z3.substitute(R, *next_pairs)
             d = z3.simplify(R - Rn, som=True)
             wr = R.size()
             if not (z3.is_bv_value(d) and 0 < d.as_long() < (1 << (wr - 1))):
                 d = z3.BitVecVal(1, wr)
-            if self.unsat(hyps + [back_pc, z3.Or(R <= 0, z3.And(cond_next, Rn > R - d))]):
+            bad = hyps + [back_pc, z3.Or(R <= 0, z3.And(cond_next, Rn > R - d))]
+            if self.refuted(models, bad):
+                continue
+            if loaded is None:
+                loaded = [x for x in get_vars(back_pc) if x.decl().name() in self.loadsyms]
+            m = self.probe(bad, loaded) if loaded else None
+            if m is not None:
+                models.append(m)
+                continue
+            ok, m = self.unsat_or_model(bad)
+            if ok:
                 R0 = z3.substitute(R, *init_pairs)
                 return z3.If(R0 > 0, z3.UDiv(R0 - 1, d) + 1, z3.BitVecVal(0, wr))
+            if m is not None:
+                models.append(m)
         return None
 
     def find_forms(self, pre: State, bst: State, hv: dict, bv_carried: list[str], h: int,

@@ -18,7 +18,14 @@ import z3
 
 from sim import isa
 from validation.formal import barriers
-from validation.formal.asyncprops import bulk_store_discipline, mbarrier_discipline, overlap, reach, wgmma_discipline
+from validation.formal.asyncprops import (
+    async_proxy_discipline,
+    bulk_store_discipline,
+    mbarrier_discipline,
+    overlap,
+    reach,
+    wgmma_discipline,
+)
 from validation.formal.context import Context
 from validation.formal.intproof import nonlinear, prove_with_integers
 from validation.formal.program import BC, COUNTERS, DONE, GC, NID, VIS
@@ -26,7 +33,8 @@ from validation.formal.state import TYPE_INFO, Access
 from validation.formal.symexec import Executor
 from validation.formal.z3util import Substitution
 
-NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma", "mbarrier")
+NAMES = ("bounds", "barrier_divergence", "shared_race", "async_copy", "termination", "wgmma", "async_proxy",
+         "mbarrier")
 
 
 def _after_commit(sync: dict, copy: Access) -> z3.BoolRef:
@@ -577,6 +585,9 @@ class Verifier:
     # wgmma (validation/formal/asyncprops.py) ----------------------------
     def wgmma(self, r: PropResult) -> None:
         wgmma_discipline(self, r)
+
+    def async_proxy(self, r: PropResult) -> None:
+        async_proxy_discipline(self, r)
 
     def mbarrier(self, r: PropResult) -> None:
         mbarrier_discipline(self, r)
