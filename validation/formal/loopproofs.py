@@ -81,6 +81,25 @@ class LoopProofsMixin(ExecutorBase):
             self.gave_up.append(f"a loop-summary query ({s.reason_unknown()})")
         return r == z3.unsat, (s.model() if r == z3.sat else None)
 
+    def loaded_consts(self, e: z3.ExprRef) -> list:
+        """The constants of e that stand for loaded values (self.loadsyms), each once (a walk over distinct
+        subterms: z3util.get_vars prints every subterm and takes seconds on a loop's path condition)."""
+        out: dict[str, z3.ExprRef] = {}
+        seen: set[int] = set()
+        todo = [e]
+        while todo:
+            x = todo.pop()
+            i = x.get_id()
+            if i in seen:
+                continue
+            seen.add(i)
+            if z3.is_const(x):
+                if x.decl().kind() == z3.Z3_OP_UNINTERPRETED and x.decl().name() in self.loadsyms:
+                    out[x.decl().name()] = x
+            elif z3.is_app(x):
+                todo.extend(x.children())
+        return [out[n] for n in sorted(out)]
+
     def probe(self, cs, loaded: list) -> z3.ModelRef | None:
         """A model of cs with the loaded values ``loaded`` all 0, or all 1, each search within PROBE_RLIMIT (a
         cheap counterexample of a data-dependent loop: a step read from memory that is 0 never ends it, one that

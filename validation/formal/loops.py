@@ -5,7 +5,6 @@ body run once under those facts. See :mod:`validation.formal.symexec`."""
 from __future__ import annotations
 
 import z3
-from z3.z3util import get_vars
 
 from sim import isa
 from validation.formal.base import ExecutorBase
@@ -207,7 +206,7 @@ class LoopsMixin(ExecutorBase):
         else the solver's answer (False only when it proves cs unsat)."""
         if self.refuted(models, cs):
             return True
-        loaded = [x for x in get_vars(back_pc) if x.decl().name() in self.loadsyms]
+        loaded = self.loaded_consts(back_pc)
         if loaded and self.probe(cs, loaded) is not None:
             return True
         return not self.unsat(cs)
@@ -227,7 +226,7 @@ class LoopsMixin(ExecutorBase):
             if self.refuted(models, bad):
                 continue
             if loaded is None:
-                loaded = [x for x in get_vars(back_pc) if x.decl().name() in self.loadsyms]
+                loaded = self.loaded_consts(back_pc)
             m = self.probe(bad, loaded) if loaded else None
             if m is not None:
                 models.append(m)
