@@ -101,14 +101,16 @@ class LoopProofsMixin(ExecutorBase):
         return [out[n] for n in sorted(out)]
 
     def probe(self, cs, loaded: list) -> z3.ModelRef | None:
-        """A model of cs with the loaded values ``loaded`` all 0, or all 1, each search within PROBE_RLIMIT (a
-        cheap counterexample of a data-dependent loop: a step read from memory that is 0 never ends it, one that
-        is 1 does); None otherwise (nothing is concluded from that, and nothing recorded as given up)."""
+        """A model of cs with the loaded values ``loaded`` all 0 (false), or all 1 (true), each search within
+        PROBE_RLIMIT (a cheap counterexample of a data-dependent loop: a step read from memory that is 0 never ends
+        it, one that is 1 does; an mbarrier wait that fails keeps spinning); None otherwise (nothing is concluded
+        from that, and nothing recorded as given up)."""
         for val in (0, 1):
             s = self.summary_solver()
             s.set("rlimit", PROBE_RLIMIT)
             s.add(cs)
-            s.add([x == val for x in loaded])
+            s.add([x == z3.BoolVal(val == 1) if z3.is_bool(x) else x == val  # an mbarrier wait's result is a Bool
+                   for x in loaded if z3.is_bool(x) or z3.is_bv(x)])
             if s.check() == z3.sat:
                 return s.model()
         return None
