@@ -19,3 +19,12 @@ def test_compare_flags_proved_to_violated_and_overlong_runs():
     out = compare(new, old, 10.0)
     assert out == ["a.ptx k: 15.2 s wall > --timeout 10 + 5", "a.ptx k: bounds proved before, violated now"]
     assert compare([{**new[0], "wall": 14.9, "properties": {"bounds": "unknown"}}], old, 10.0) == []
+
+
+def test_a_split_property_is_compared_with_the_ones_it_came_from():
+    # async_proxy was part of wgmma and async_copy: violated now where both were proved is a new alarm
+    old = [{"file": "a.ptx", "kernel": "k", "properties": {"wgmma": "proved", "async_copy": "proved"}},
+           {"file": "b.ptx", "kernel": "k", "properties": {"wgmma": "violated", "async_copy": "proved"}}]
+    new = [{"file": f, "kernel": "k", "wall": 1.0, "properties": {"wgmma": "proved", "async_proxy": "violated"}}
+           for f in ("a.ptx", "b.ptx")]
+    assert compare(new, old, 10.0) == ["a.ptx k: async_proxy proved before, violated now"]

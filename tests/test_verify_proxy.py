@@ -42,7 +42,8 @@ def kernel(fill: str = STORE, fence: str = FENCE, in_flight: str = "") -> str:
         "    mov.f32 %f3, 0f00000000;", "    wgmma.fence.sync.aligned;",
         "    wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0,%f1,%f2,%f3}, %rd5, %rd6, 1, 1, 1, 0, 0;",
         "    wgmma.commit_group.sync.aligned;", in_flight, WAIT,
-        "    cvt.u64.u32 %rd7, %r4;", "    add.s64 %rd8, %rd2, %rd7;", "    st.global.v4.f32 [%rd8], {%f0, %f1, %f2, %f3};",
+        "    cvt.u64.u32 %rd7, %r4;", "    add.s64 %rd8, %rd2, %rd7;",
+        "    st.global.v4.f32 [%rd8], {%f0, %f1, %f2, %f3};",
         "    ret;", "}", ""])
 
 
