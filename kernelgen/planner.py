@@ -122,6 +122,20 @@ def _metric(ev: Evaluated, key: str, hw: HwConfig) -> float:
     raise KeyError(key)
 
 
+# layer 0's tiling variables (spec.TILE_KEYS) of a tiling
+TILE_VARS: dict[str, Any] = {
+    "TILE_M": lambda t: t.bm, "TILE_N": lambda t: t.bn, "TILE_K": lambda t: t.bk, "STAGES": lambda t: t.stages,
+    "THREADS": lambda t: t.threads, "PAD": lambda t: t.pad_a, "UNROLL_K": lambda t: get(t.variant).unroll_k(t),
+    "CLUSTER": lambda t: t.cluster}
+
+
+def register_key(t: Tiling) -> tuple[object, ...]:
+    """The fields of ``t`` the registers layer (models/registers.py estimate: the variant's live ranges, the
+    calibration keys, the threads and grid) reads: all but the stages and pads, so the tilings that differ only
+    in those share one estimate (tests/test_plan_memo.py compares each with its own on whole spaces)."""
+    return (t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.unroll_k, t.mma_k, t.cluster_m, t.cluster_n)
+
+
 def _variables(e: tuple[Any, ...]) -> set[str]:
     """The tiling variables a constraints.evaluate expression reads."""
     if e[0] == "var":
@@ -188,10 +202,10 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     ranged: list[Tiling] = []
     violated: dict[tuple[int, ...], Any] = {}  # the expressions' verdict by the values of the variables they read
     used = sorted({v for x in spec.expressions for side in (x.lhs, x.rhs) for v in _variables(side)})
+    read = [(k, TILE_VARS[k]) for k in dict.fromkeys([r.key for r in spec.tiling] + used)]  # what is checked
     for t in tilings:
-        vals = {"TILE_M": t.bm, "TILE_N": t.bn, "TILE_K": t.bk, "STAGES": t.stages, "THREADS": t.threads,
-                "PAD": t.pad_a, "UNROLL_K": get(t.variant).unroll_k(t), "CLUSTER": t.cluster}
-        bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None)
+        vals = {k: f(t) for k, f in read}
+        bad = next((r for r in spec.tiling if not r.allows(vals[r.key])), None) if spec.tiling else None
         if bad:
             reject("tiling", bad.text(), vals[bad.key], t)
             continue
@@ -229,8 +243,12 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     reg_cap = min(hw.limits.regs_per_thread, hw.registers.per_thread)  # [limits.regs_per_thread]
     fitted: list[tuple[Tiling, Movement, RegisterEstimate]] = []
     hard_registers = [c for c in hard if c.key == "registers_per_thread"]
+    estimated: dict[tuple[object, ...], RegisterEstimate] = {}  # by what the estimate reads (register_key)
     for t, mv in moved:
-        rg = estimate(spec, t, reg_cap)
+        rk = register_key(t)
+        rg = estimated.get(rk)  # type: ignore[assignment]
+        if rg is None:
+            rg = estimated[rk] = estimate(spec, t, reg_cap)
         r = rg.per_thread
         if rg.spill:
             reject("registers", f"registers_per_thread <= {reg_cap} (hw limits.regs_per_thread: spill)", r, t)

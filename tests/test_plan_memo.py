@@ -1,5 +1,7 @@
 """The planner's per-tile memos give every tiling what its own uncached model gives: the data-movement
-model's figures shared by the tilings of one movement.tile_key (all but the stages and unroll_k), the
+model's figures shared by the tilings of one movement.tile_key (all but the stages and unroll_k; those that
+read no pad by the tilings that differ only in their pads too), the registers layer's estimate shared by the
+tilings of one planner.register_key (all but the stages and pads), the
 analytic bound's stage-free parts (models/bound.py _parts), the ALU scheduling layer's work per pipe
 (models/schedule.py _work) and the copies' bank score computed with numpy
 (movement._copy_banks_np) against site_score copy by copy (_copy_banks_py). Both hwconfigs and the seed's
@@ -17,9 +19,9 @@ import kernelgen.models.bound as bound
 import kernelgen.models.movement as mv
 import kernelgen.models.schedule as sch
 from kernelgen.cli import load_any_spec
-from kernelgen.models.registers import estimate
+from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import schedule
-from kernelgen.planner import enumerate_tilings
+from kernelgen.planner import enumerate_tilings, register_key
 from kernelgen.spec import GemmSpec, parse_spec, shorthand
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get, names
@@ -58,6 +60,7 @@ def _tilings(case: int, every: int) -> list[Tiling]:
 
 def _fresh_movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> mv.Movement:
     mv._PER_TILE.clear()
+    mv._PAD_FREE.clear()
     return mv.movement(spec, t, hw, shape)
 
 
@@ -66,9 +69,14 @@ def _check_memos(case: int, every: int) -> None:
     shape = spec.nominal()
     ts = _tilings(case, every)
     mv._PER_TILE.clear()
+    mv._PAD_FREE.clear()
     bound._PARTS.clear()
     shared = [mv.movement(spec, t, hw, shape) for t in ts]
-    regs = [estimate(spec, t, hw.limits.regs_per_thread).per_thread for t in ts]
+    first: dict[tuple[object, ...], RegisterEstimate] = {}  # the planner's registers memo (register_key)
+    for t in ts:
+        e = first.setdefault(register_key(t), estimate(spec, t, hw.limits.regs_per_thread))
+        assert e == estimate(spec, t, hw.limits.regs_per_thread), (name, t.key())
+    regs = [first[register_key(t)].per_thread for t in ts]
     args = [(spec, t, hw, shape, m.smem_bytes, m.dram_cycles, 1.0 - m.l2_hit_rate, r)
             for t, m, r in zip(ts, shared, regs)]
     b_shared = [bound.analytic_bound(*a) for a in args]
@@ -76,6 +84,8 @@ def _check_memos(case: int, every: int) -> None:
     for t, m, a, b, sc, r in zip(ts, shared, args, b_shared, s_shared, regs):
         assert m == _fresh_movement(spec, t, hw, shape), (name, t.key())
         bound._PARTS.clear()
+        bound._OCC.clear()
+        bound._DRAIN.clear()
         assert b == bound.analytic_bound(*a), (name, t.key())
         sch._WORK.clear()
         assert sc == schedule(spec, t, hw, shape, r, m.smem_bytes), (name, t.key())

@@ -62,10 +62,11 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
         return 0.0
     demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident, fixed = pt
     S = hw.core.schedulers  # [core.schedulers]
-    R = max(1, min(occupancy_ptx(hw, T, regs, smem), on_core)) if hw.arch else None  # [arch]
+    occ = _occupancy(hw)
+    R = max(1, min(occ(T, regs, smem), on_core)) if hw.arch else None  # [arch]
     miss_rate = miss_rate * resident  # schedule.resident_inputs
     warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
-        1, min(occupancy_ptx(hw, T, 1, smem), on_core))))  # residency falls as registers grow
+        1, min(occ(T, 1, smem), on_core))))  # residency falls as registers grow
     if R:
         terms = [d * -(-warps // units) for units, d in demand]  # [pipes[].count]
         terms.append(n_all * -(-warps // S) / hw.core.issue_width)  # [core.issue_width]
@@ -74,12 +75,46 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
         terms.append(n_all * (warps / S) / hw.core.issue_width)
     terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
     terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
-    drain = _drain(spec, t, hw, share, cores)
+    drain = _drained(spec, t, hw, share, cores)
     if R:
         launch = rounds * (fixed + ktiles * max(terms) + drain)
     else:
         launch = rounds * fixed + on_core * (ktiles * max(terms) + drain)
     return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+_OCC: dict[int, tuple[HwConfig, Any]] = {}
+
+
+def _occupancy(hw: HwConfig) -> Any:
+    """schedule.occupancy_ptx for ``hw`` as a function of (threads, registers, shared bytes), memoised by them
+    (the bounds ask it per candidate, for a few hundred distinct arguments)."""
+    hit = _OCC.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        memo: dict[tuple[int, int, int], int] = {}
+
+        def occ(threads: int, regs: int, smem: int) -> int:
+            k = (threads, regs, smem)
+            r = memo.get(k)
+            if r is None:
+                r = memo[k] = occupancy_ptx(hw, threads, regs, smem)
+            return r
+
+        hit = _OCC[id(hw)] = (hw, occ)
+    return hit[1]
+
+
+_DRAIN: dict[int, tuple[HwConfig, dict[tuple[object, ...], float]]] = {}
+
+
+def _drained(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
+    """schedule._drain memoised by what it reads: the output type, the block tile, R and the cores."""
+    memo = _hw_memo(_DRAIN, hw)
+    k = (spec.dtype_out, t.bm, t.bn, R, cores)
+    d = memo.get(k)
+    if d is None:
+        d = memo[k] = _drain(spec, t, hw, R, cores)
+    return d
 
 
 Parts = tuple[Any, ...]
@@ -171,13 +206,14 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     counted, T, W, ktiles, cores, on_core, fill, mo, units, fixed = st
     # the PTX registers (a counting build) only where [arch] is unset and they move the residency (else any
     # count gives the same R); with them, or without fill_counts, from the counts
-    occ = occupancy_ptx(hw, T, regs, smem) if hw.arch else occupancy_ptx(hw, T, 1, smem)  # [arch]
-    if counted or (not hw.arch and occ != occupancy_ptx(hw, T, hw.limits.regs_per_thread, smem)):
+    residency = _occupancy(hw)
+    occ = residency(T, regs, smem) if hw.arch else residency(T, 1, smem)  # [arch]
+    if counted or (not hw.arch and occ != residency(T, hw.limits.regs_per_thread, smem)):
         return _fill_counted(spec, t, hw, shape, smem, dram_cycles, regs)
     R = max(1, min(occ, on_core))
     rounds = -(-on_core // R)
     tail = mo * -(-(R * W) // units)  # [pipes[tensor].count]
-    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
+    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drained(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
 

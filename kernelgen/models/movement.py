@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, copy_sites, operand_tiles
@@ -177,8 +178,12 @@ def tile_key(t: Tiling) -> tuple[object, ...]:
             t.cluster_n)
 
 
-@dataclass(frozen=True)
-class _PerTile:
+def _pad_free_key(t: Tiling) -> tuple[object, ...]:
+    """tile_key less the pads: what _pad_free reads."""
+    return (t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k, t.cluster_m, t.cluster_n)
+
+
+class _PerTile(NamedTuple):
     """movement()'s figures that do not depend on the stages (see tile_key)."""
     stage_bytes: int  # both operands' shared bytes of one stage
     per_cta: int
@@ -195,20 +200,42 @@ class _PerTile:
     accesses: int
     sh_read: int
     reg_bytes: int
+    shared_bytes: Any  # the variant's own shared bytes (wgmma_tma: more than its stages), or None
 
 
 _PER_TILE: dict[int, tuple[HwConfig, dict[tuple[object, ...], _PerTile]]] = {}
+_PAD_FREE: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
 
 
-def _per_tile_memo(hw: HwConfig) -> dict[tuple[object, ...], _PerTile]:
-    """_per_tile results for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
-    hit = _PER_TILE.get(id(hw))
+def _hw_memo(table: dict[int, tuple[HwConfig, dict[Any, Any]]], hw: HwConfig) -> dict[Any, Any]:
+    """The memo of ``table`` for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
+    hit = table.get(id(hw))
     if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
-        hit = _PER_TILE[id(hw)] = (hw, {})
+        hit = table[id(hw)] = (hw, {})
     return hit[1]
 
 
+def _per_tile_memo(hw: HwConfig) -> dict[tuple[object, ...], _PerTile]:
+    """_per_tile results for ``hw``; emptied past 65,536."""
+    return _hw_memo(_PER_TILE, hw)
+
+
 def _per_tile(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> _PerTile:
+    """The stage-free figures: the shared bytes of a stage and the bank model read the pads; the rest
+    (_pad_free) does not and is shared by the tilings that differ only in them."""
+    memo = _hw_memo(_PAD_FREE, hw)
+    key = (spec, shape, _pad_free_key(t))
+    free = memo.get(key)
+    if free is None:
+        free = memo[key] = _pad_free(spec, t, hw, shape)
+    a, b = operand_tiles(spec, t)
+    score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
+    return _PerTile(a.stage_bytes + b.stage_bytes, *free[:9], score, passes, acc, *free[9:])
+
+
+def _pad_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...]:
+    """_PerTile's fields from per_cta to burst, then sh_read, reg_bytes and the variant's shared_bytes: they
+    read neither the stages nor the pads (tests/test_plan_memo.py compares every tiling with its own model)."""
     M, N, K = shape
     ein, eout = DTYPE_BYTES[spec.dtype_a], DTYPE_BYTES[spec.dtype_out]
     a, b = operand_tiles(spec, t)
@@ -243,10 +270,10 @@ def _per_tile(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, in
         else:
             effs.append(_layout_burst(layout, tile.row_dim, tile.col_dim, tile.rows, tile.cols,
                                       ext[tile.row_dim], ext[tile.col_dim], ein, hw.dram.burst))
-    score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
-    sh_read, reg_bytes = get(t.variant).shared_traffic(t, ktiles, ein)
-    return _PerTile(a.stage_bytes + b.stage_bytes, per_cta, total, unique, footprint, dram, rows, cols, waves,
-                    min(effs), score, passes, acc, sh_read, reg_bytes)
+    v = get(t.variant)
+    sh_read, reg_bytes = v.shared_traffic(t, ktiles, ein)
+    return (per_cta, total, unique, footprint, dram, rows, cols, waves, min(effs), sh_read, reg_bytes,
+            getattr(v, "shared_bytes", None))
 
 
 def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
@@ -255,10 +282,8 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     pt = memo.get(key)
     if pt is None:
         pt = memo[key] = _per_tile(spec, t, hw, shape)
-    smem = t.stages * pt.stage_bytes
-    own = getattr(get(t.variant), "shared_bytes", None)  # a variant with more than its stages (wgmma_tma)
-    if own is not None:
-        smem = own(spec, t)
+    own = pt.shared_bytes  # a variant with more than its stages (wgmma_tma)
+    smem = t.stages * pt.stage_bytes if own is None else own(spec, t)
     dram = pt.dram
     if pt.wave_rows:
         ein = DTYPE_BYTES[spec.dtype_a]
