@@ -517,9 +517,12 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     has a score below the bound it prunes by. tests/test_plan_bound.py checks both bounds <= cycles and
     the outputs against the exhaustive search."""
     heap: list[tuple[float, int, int, int]] = []  # (key, 0 candidate / 1 dominator, index, bounds taken)
+    # per variant: is it bounded with the counts before timing (_counted_first), and by which bound
+    second_of = {v: (_counted_first(t), counted_bound if not get(v).async_copies else fill_bound)
+                 for v, t in {t.variant: t for t, *_ in staged}.items()}
     for i, (t, mv, rg, *_) in enumerate(staged):
         b = analytic_bound(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
-        heap.append((float(math.floor(b)), 0, i, 1 if _counted_first(t) else 2))
+        heap.append((float(math.floor(b)), 0, i, 1 if second_of[t.variant][0] else 2))
     heapq.heapify(heap)
     stairs = _Staircase()
     out: dict[int, Evaluated] = {}
@@ -536,11 +539,11 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
             untimed.append(Bounded(t, mv, rg, s, int(key), by))
             continue
         # a hard constraint fails on its bound: busy from the counts once the second bound has built them
-        if over_bound is not None and key > 0 and over_bound(t, mv, key, taken == 2 and _counted_first(t)):
+        counted_first, second = second_of[t.variant]
+        if over_bound is not None and key > 0 and over_bound(t, mv, key, taken == 2 and counted_first):
             rejected += 1
             continue
         if taken == 1:
-            second = counted_bound if not get(t.variant).async_copies else fill_bound
             b = second(spec, t, hw, shape, mv.smem_bytes, mv.dram_cycles, 1.0 - mv.l2_hit_rate, rg.per_thread)
             if math.floor(b) > key:
                 heapq.heappush(heap, (float(math.floor(b)), 0, i, 2))

@@ -71,6 +71,7 @@ def _check_memos(case: int, every: int) -> None:
     mv._PER_TILE.clear()
     mv._PAD_FREE.clear()
     bound._PARTS.clear()
+    bound._PARTS_FREE.clear()
     shared = [mv.movement(spec, t, hw, shape) for t in ts]
     first: dict[tuple[object, ...], RegisterEstimate] = {}  # the planner's registers memo (register_key)
     for t in ts:
@@ -84,8 +85,8 @@ def _check_memos(case: int, every: int) -> None:
     for t, m, a, b, sc, r in zip(ts, shared, args, b_shared, s_shared, regs):
         assert m == _fresh_movement(spec, t, hw, shape), (name, t.key())
         bound._PARTS.clear()
+        bound._PARTS_FREE.clear()
         bound._OCC.clear()
-        bound._DRAIN.clear()
         assert b == bound.analytic_bound(*a), (name, t.key())
         sch._WORK.clear()
         assert sc == schedule(spec, t, hw, shape, r, m.smem_bytes), (name, t.key())

@@ -11,7 +11,7 @@ from typing import Any
 
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
-from kernelgen.models.movement import _copy_banks, compute_banks, tile_key
+from kernelgen.models.movement import _copy_banks, _pad_free_key, compute_banks, tile_key
 from kernelgen.models.schedule import (
     _drain,
     _occ,
@@ -57,16 +57,33 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     key = (spec, shape, tile_key(t))
     pt = memo.get(key)
     if pt is None:
-        pt = memo[key] = _parts(spec, t, hw, shape) if uses_shared_model(t.variant) else ()
+        pt = memo[key] = (_parts(spec, t, hw, shape), {}) if uses_shared_model(t.variant) else ()
     if not pt:
         return 0.0
-    demand, n_all, passes, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident, fixed = pt
-    S = hw.core.schedulers  # [core.schedulers]
+    parts, by_residency = pt
+    _, _, _, tile_bytes, W, ktiles, _, on_core, T, per_core_bw, resident, fixed = parts
     occ = _occupancy(hw)
     R = max(1, min(occ(T, regs, smem), on_core)) if hw.arch else None  # [arch]
-    miss_rate = miss_rate * resident  # schedule.resident_inputs
-    warps, share, rounds = (R * W, R, -(-on_core // R)) if R else (W, 1, -(-on_core // max(
-        1, min(occ(T, 1, smem), on_core))))  # residency falls as registers grow
+    rounds = -(-on_core // R) if R else -(-on_core // max(1, min(occ(T, 1, smem), on_core)))  # residency falls
+    fig = by_residency.get(R)  # as registers grow
+    if fig is None:
+        fig = by_residency[R] = _analytic_terms(spec, t, hw, parts, R)
+    most, drain = fig
+    # the DRAM term, the one term that reads the stages (miss_rate): schedule.resident_inputs
+    most = max(most, (R or 1) * tile_bytes * (miss_rate * resident) / max(1e-9, per_core_bw))
+    if R:
+        launch = rounds * (fixed + ktiles * most + drain)
+    else:
+        launch = rounds * fixed + on_core * (ktiles * most + drain)
+    return max(launch, dram_cycles) * (1.0 - 1e-9)
+
+
+def _analytic_terms(spec: GemmSpec, t: Tiling, hw: HwConfig, parts: Parts, R: int | None) -> tuple[float, float]:
+    """analytic_bound's largest term of the iteration but the DRAM one, and the drain, for R resident CTAs
+    (None: [arch] unset, R x rounds >= the CTAs on the busiest core)."""
+    demand, n_all, passes, _, W, _, cores, _, _, _, _, _ = parts
+    S = hw.core.schedulers  # [core.schedulers]
+    warps, share = (R * W, R) if R else (W, 1)
     if R:
         terms = [d * -(-warps // units) for units, d in demand]  # [pipes[].count]
         terms.append(n_all * -(-warps // S) / hw.core.issue_width)  # [core.issue_width]
@@ -74,13 +91,7 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
         terms = [d * (warps / units) for units, d in demand]
         terms.append(n_all * (warps / S) / hw.core.issue_width)
     terms.append(passes * warps / hw.shared.ports)  # [shared.ports]
-    terms.append(share * tile_bytes * miss_rate / max(1e-9, per_core_bw))
-    drain = _drained(spec, t, hw, share, cores)
-    if R:
-        launch = rounds * (fixed + ktiles * max(terms) + drain)
-    else:
-        launch = rounds * fixed + on_core * (ktiles * max(terms) + drain)
-    return max(launch, dram_cycles) * (1.0 - 1e-9)
+    return max(terms), _drain(spec, t, hw, share, cores)
 
 
 _OCC: dict[int, tuple[HwConfig, Any]] = {}
@@ -104,19 +115,6 @@ def _occupancy(hw: HwConfig) -> Any:
     return hit[1]
 
 
-_DRAIN: dict[int, tuple[HwConfig, dict[tuple[object, ...], float]]] = {}
-
-
-def _drained(spec: GemmSpec, t: Tiling, hw: HwConfig, R: int, cores: int) -> float:
-    """schedule._drain memoised by what it reads: the output type, the block tile, R and the cores."""
-    memo = _hw_memo(_DRAIN, hw)
-    k = (spec.dtype_out, t.bm, t.bn, R, cores)
-    d = memo.get(k)
-    if d is None:
-        d = memo[k] = _drain(spec, t, hw, R, cores)
-    return d
-
-
 Parts = tuple[Any, ...]
 _PARTS: dict[int, tuple[HwConfig, dict[tuple[object, ...], Parts]]] = {}
 
@@ -134,7 +132,45 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     movement.tile_key: per-warp demand by pipe name, instructions and shared passes per K tile, the operand
     tiles' bytes, warps per CTA, K tiles, cores used and CTAs on the busiest core, then what analytic_bound
     reads of the hardware: the threads, a core's DRAM share, the inputs' part beyond the L2
-    (resident_inputs) and the fixed latencies."""
+    (resident_inputs) and the fixed latencies. The shared-memory passes read the pads; the rest (_parts_free)
+    is shared by the tilings that differ only in them."""
+    memo = _hw_memo(_PARTS_FREE, hw)
+    key = (spec, shape, _pad_free_key(t))
+    free = memo.get(key)
+    if free is None:
+        free = memo[key] = _parts_free(spec, t, hw, shape)
+    v = get(t.variant)
+    (demand0, n_all, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident, fixed, lsu, copies, occ_l,
+     loads) = free
+    tiles = operand_tiles(spec, t)
+    banks, bw = hw.shared.banks, hw.shared.bank_width
+    comp_passes = compute_banks(spec, t, banks, bw)[1]
+    copy_passes = copy_sites = 0
+    for x in tiles:
+        if v.copy_stores_shared(x):
+            copy_passes += _copy_banks(x, T, banks, bw)[1]
+            copy_sites += x.chunks // T
+    # LSU: (loads + copies) x occupancy + replays x [shared.pass_cycles], replays = passes - loads
+    # (at least 0); the fewest loads or as many as the passes, whichever costs less
+    pc = hw.shared.pass_cycles
+    d_lsu = min((n_ld + sum(copies)) * occ_l + max(0, comp_passes - n_ld) * pc
+                for n_ld in (loads, max(loads, comp_passes))) + max(0, copy_passes - copy_sites) * pc
+    demand = dict(demand0)
+    demand[lsu.name] = demand.get(lsu.name, 0.0) + d_lsu
+    S = hw.core.schedulers  # [core.schedulers]
+    pipes = _pipes(hw)
+    units = tuple((max(1, min(pipes[name].count, S)), d) for name, d in demand.items())  # [pipes[].count]
+    return (units, n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core, T, per_core_bw, resident,
+            fixed)
+
+
+_PARTS_FREE: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+
+
+def _parts_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...]:
+    """_parts' figures that read no pad (tests/test_plan_memo.py compares every tiling with its own bound): the
+    demand of the compute pipe, the instructions per K tile, then the figures _parts returns from the tile
+    bytes on, and the LSU, copies per thread, the LSU occupancy and the compute-side loads per thread."""
     M, N, K = shape
     v = get(t.variant)
     pipes = _pipes(hw)
@@ -160,28 +196,14 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
         occ = _occ(cp, cp.tensor_ops(t.mma_macs, spec.dtype_a) if v.compute_class == "tensor" else ws)
         demand[cp.name] = n * (occ + rf.get(v.compute_class, 0))
         n_all += n
-    banks, bw = hw.shared.banks, hw.shared.bank_width
-    comp_passes = compute_banks(spec, t, banks, bw)[1]
-    copy_passes = copy_sites = 0
-    for x in tiles:
-        if v.copy_stores_shared(x):
-            copy_passes += _copy_banks(x, T, banks, bw)[1]
-            copy_sites += x.chunks // T
-    # LSU: (loads + copies) x occupancy + replays x [shared.pass_cycles], replays = passes - loads
-    # (at least 0); the fewest loads or as many as the passes, whichever costs less
-    occ_l, pc = _occ(lsu, ws) + rf.get("lsu", 0), hw.shared.pass_cycles
+    occ_l = _occ(lsu, ws) + rf.get("lsu", 0)
     loads = v.compute_work(spec, t, 1).get("lsu", 0) / T
-    d_lsu = min((n_ld + sum(copies)) * occ_l + max(0, comp_passes - n_ld) * pc
-                for n_ld in (loads, max(loads, comp_passes))) + max(0, copy_passes - copy_sites) * pc
-    demand[lsu.name] = demand.get(lsu.name, 0.0) + d_lsu
     n_all += loads + sum(copies)
     ein = DTYPE_BYTES[spec.dtype_a]
     tile_bytes = sum(x.rows * x.cols for x in tiles) * ein
-    S = hw.core.schedulers  # [core.schedulers]
-    units = tuple((max(1, min(pipes[name].count, S)), d) for name, d in demand.items())  # [pipes[].count]
     fixed = hw.branch.frontend_depth + 2 * lsu.latency  # [branch.frontend_depth], [pipes[lsu].latency]
-    return (units, n_all, comp_passes + copy_passes, tile_bytes, W, ktiles, cores, on_core, T,
-            dram_share(hw, cores), resident_inputs(spec, hw, shape, 1.0)[0], fixed)
+    return (demand, n_all, tile_bytes, W, ktiles, cores, on_core, T, dram_share(hw, cores),
+            resident_inputs(spec, hw, shape, 1.0)[0], fixed, lsu, copies, occ_l, loads)
 
 
 def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], smem: int,
@@ -198,9 +220,10 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     planner checks every candidate it times."""
     memo = _hw_memo(_FILL, hw)
     key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)
-    if key not in memo:
-        memo[key] = _fill_static(spec, t, hw, shape)
-    st = memo[key]
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (_fill_static(spec, t, hw, shape), {})
+    st, by_residency = hit
     if st is None:
         return 0.0
     counted, T, W, ktiles, cores, on_core, fill, mo, units, fixed = st
@@ -211,13 +234,15 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     if counted or (not hw.arch and occ != residency(T, hw.limits.regs_per_thread, smem)):
         return _fill_counted(spec, t, hw, shape, smem, dram_cycles, regs)
     R = max(1, min(occ, on_core))
-    rounds = -(-on_core // R)
-    tail = mo * -(-(R * W) // units)  # [pipes[tensor].count]
-    launch = rounds * (fixed + ktiles * (fill / R + tail) + _drained(spec, t, hw, R, cores))
+    launch = by_residency.get(R)  # the launch reads the stages, pads and registers only through R
+    if launch is None:
+        rounds = -(-on_core // R)
+        tail = mo * -(-(R * W) // units)  # [pipes[tensor].count]
+        launch = by_residency[R] = rounds * (fixed + ktiles * (fill / R + tail) + _drain(spec, t, hw, R, cores))
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
 
-_FILL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...] | None]]] = {}
+_FILL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
 
 
 def _fill_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...] | None:
