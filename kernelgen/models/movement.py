@@ -126,9 +126,10 @@ def _copy_banks_py(tile: OperandTile, threads: int, banks: int, width: int) -> t
     period = banks * width
     score, passes, acc = 0.0, 0, 0
     seen: dict[int, tuple[float, int, int]] = {}  # by residue: the copies repeat a few of them
+    cpr, vec = tile.chunks_per_row, tile.vec
     for i in range(n):
         e = i * threads
-        imm = tile.shared_offset(e // tile.chunks_per_row, (e % tile.chunks_per_row) * tile.vec) % period
+        imm = tile.shared_offset(e // cpr, (e % cpr) * vec) % period
         hit = seen.get(imm)
         if hit is None:
             hit = seen[imm] = _shifted_site("st", w, tuple(a + imm for a in base), banks, width)
@@ -164,9 +165,10 @@ def compute_banks(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[fl
 def bank_model(spec: GemmSpec, t: Tiling, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) per K tile for warp 0: copies into shared + compute-side loads."""
     a, b = operand_tiles(spec, t)
-    parts = (_copy_banks(a, t.threads, banks, width), _copy_banks(b, t.threads, banks, width),
-             compute_banks(spec, t, banks, width))
-    return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
+    T = t.threads
+    (s0, p0, n0), (s1, p1, n1), (s2, p2, n2) = (_copy_banks(a, T, banks, width), _copy_banks(b, T, banks, width),
+                                                compute_banks(spec, t, banks, width))
+    return sum((s0, s1, s2)), sum((p0, p1, p2)), sum((n0, n1, n2))
 
 
 def tile_key(t: Tiling) -> tuple[object, ...]:
@@ -277,7 +279,8 @@ def _pad_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, in
 
 
 def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
-    memo = _per_tile_memo(hw)
+    hit = _PER_TILE.get(id(hw))
+    memo = hit[1] if hit is not None and hit[0] is hw and len(hit[1]) <= 65536 else _per_tile_memo(hw)
     key = (spec, shape, tile_key(t))
     pt = memo.get(key)
     if pt is None:
