@@ -246,9 +246,8 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     estimated: dict[tuple[object, ...], RegisterEstimate] = {}  # by what the estimate reads (register_key)
     for t, mv in moved:
         rk = register_key(t)
-        rg = estimated.get(rk)  # type: ignore[assignment]
-        if rg is None:
-            rg = estimated[rk] = estimate(spec, t, reg_cap)
+        got = estimated.get(rk)
+        rg = got if got is not None else estimated.setdefault(rk, estimate(spec, t, reg_cap))
         r = rg.per_thread
         if rg.spill:
             reject("registers", f"registers_per_thread <= {reg_cap} (hw limits.regs_per_thread: spill)", r, t)

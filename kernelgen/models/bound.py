@@ -11,7 +11,7 @@ from typing import Any
 
 from kernelgen.counting import Counts
 from kernelgen.int4 import emulated_counts
-from kernelgen.models.movement import _copy_banks, _pad_free_key, compute_banks, tile_key
+from kernelgen.models.movement import SpecMemo, _copy_banks, _pad_free_key, compute_banks, spec_memo, tile_key
 from kernelgen.models.schedule import (
     _drain,
     _occ,
@@ -53,14 +53,15 @@ def analytic_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, in
     fewest loads leave), each at the unit occupancy the model charges, with the variant's
     register-bank extra (rf_extra reads only the copies per thread of the counts). Scaled by 1 - 1e-9:
     its arithmetic is not the model's, so rounding may differ."""
-    memo = _parts_memo(hw)
-    key = (spec, shape, tile_key(t))
-    pt = memo.get(key)
+    memo = spec_memo(_PARTS, spec, hw)
+    key = (shape, tile_key(t))
+    pt: Any = memo.get(key)  # (_parts, by residency: _analytic_terms), () outside the shared model
     if pt is None:
         pt = memo[key] = (_parts(spec, t, hw, shape), {}) if uses_shared_model(t.variant) else ()
     if not pt:
         return 0.0
-    parts, by_residency = pt
+    parts: Parts = pt[0]
+    by_residency: dict[int | None, tuple[float, float]] = pt[1]
     _, _, _, tile_bytes, W, ktiles, _, on_core, T, per_core_bw, resident, fixed = parts
     occ = _occupancy(hw)
     R = max(1, min(occ(T, regs, smem), on_core)) if hw.arch else None  # [arch]
@@ -116,15 +117,7 @@ def _occupancy(hw: HwConfig) -> Any:
 
 
 Parts = tuple[Any, ...]
-_PARTS: dict[int, tuple[HwConfig, dict[tuple[object, ...], Parts]]] = {}
-
-
-def _parts_memo(hw: HwConfig) -> dict[tuple[object, ...], Parts]:
-    """_parts results for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
-    hit = _PARTS.get(id(hw))
-    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
-        hit = _PARTS[id(hw)] = (hw, {})
-    return hit[1]
+_PARTS: SpecMemo = {}
 
 
 def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Parts:
@@ -134,8 +127,8 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
     reads of the hardware: the threads, a core's DRAM share, the inputs' part beyond the L2
     (resident_inputs) and the fixed latencies. The shared-memory passes read the pads; the rest (_parts_free)
     is shared by the tilings that differ only in them."""
-    memo = _hw_memo(_PARTS_FREE, hw)
-    key = (spec, shape, _pad_free_key(t))
+    memo = spec_memo(_PARTS_FREE, spec, hw)
+    key = (shape, _pad_free_key(t))
     free = memo.get(key)
     if free is None:
         free = memo[key] = _parts_free(spec, t, hw, shape)
@@ -164,7 +157,7 @@ def _parts(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int])
             fixed)
 
 
-_PARTS_FREE: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+_PARTS_FREE: SpecMemo = {}
 
 
 def _parts_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...]:
@@ -218,8 +211,8 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     registers where [arch] is set, else the PTX-declared ones (counts.ptx_regs). The bound mirrors those
     terms of models/schedule.py: tests/test_plan_bound.py checks it <= cycles over whole spaces, and the
     planner checks every candidate it times."""
-    memo = _hw_memo(_FILL, hw)
-    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)
+    memo = spec_memo(_FILL, spec, hw)
+    key = (shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.vec_a, t.vec_b, t.mma_k)
     hit = memo.get(key)
     if hit is None:
         hit = memo[key] = (_fill_static(spec, t, hw, shape), {})
@@ -242,7 +235,7 @@ def fill_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     return max(launch, dram_cycles) * (1.0 - 1e-9)
 
 
-_FILL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+_FILL: SpecMemo = {}
 
 
 def _fill_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...] | None:
@@ -324,23 +317,15 @@ def busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, i
     and at most EPILOGUE_PER_ACC fma-class instructions per accumulator of a thread (bm bn / threads) +
     EPILOGUE_PER_WARP. Whole spaces against pipe_busy: tests/test_plan_upper.py. Memoised by the fields it
     reads (not the stages, pads or unroll): the returned dict is shared, not to be changed."""
-    memo = _hw_memo(_BUSY, hw)
-    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k)
+    memo = spec_memo(_BUSY, spec, hw)
+    key = (shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k)
     if key in memo:
         return memo[key]
     out = memo[key] = _busy_bound(spec, t, hw, shape)
     return out
 
 
-_BUSY: dict[int, tuple[HwConfig, dict[tuple[object, ...], dict[str, float] | None]]] = {}
-
-
-def _hw_memo(table: dict[int, tuple[HwConfig, dict[Any, Any]]], hw: HwConfig) -> dict[Any, Any]:
-    """The memo of ``table`` for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
-    hit = table.get(id(hw))
-    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
-        hit = table[id(hw)] = (hw, {})
-    return hit[1]
+_BUSY: SpecMemo = {}
 
 
 def _busy_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> dict[str, float] | None:
@@ -380,8 +365,8 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     ``counted`` (they are built already) or busy_bound does not cover the pipes, else from busy_bound.
     Raises KeyError for the LSU (its busy reads the model's replays) and for a variant outside the shared
     model (its cores differ)."""
-    memo = _hw_memo(_UTIL, hw)
-    key = (spec, shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k, pipe_names)
+    memo = spec_memo(_UTIL, spec, hw)
+    key = (shape, t.variant, t.bm, t.bn, t.bk, t.tm, t.tn, t.mma_k, pipe_names)
     st = memo.get(key)
     if st is None:
         st = memo[key] = _util_static(spec, t, hw, shape, pipe_names)
@@ -391,7 +376,7 @@ def utilization_bound(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int,
     return {n: min(1.0, busy.get(n, 0.0) / max(1.0, cycles_lb * count * cores)) for n, count in counts}
 
 
-_UTIL: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+_UTIL: SpecMemo = {}
 
 
 def _util_static(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int],

@@ -205,34 +205,35 @@ class _PerTile(NamedTuple):
     shared_bytes: Any  # the variant's own shared bytes (wgmma_tma: more than its stages), or None
 
 
-_PER_TILE: dict[int, tuple[HwConfig, dict[tuple[object, ...], _PerTile]]] = {}
-_PAD_FREE: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[Any, ...]]]] = {}
+# memos by (hw, spec) identity (a loaded HwConfig and a GemmSpec are not mutated): keyed by the shape and the
+# tiling's fields, without hashing the spec (the planner asks them per candidate)
+SpecMemo = dict[tuple[int, int], tuple[HwConfig, GemmSpec, dict[Any, Any]]]
+_PER_TILE: SpecMemo = {}
+_PAD_FREE: SpecMemo = {}
 
 
-def _hw_memo(table: dict[int, tuple[HwConfig, dict[Any, Any]]], hw: HwConfig) -> dict[Any, Any]:
-    """The memo of ``table`` for ``hw`` (by identity: a loaded HwConfig is not mutated); emptied past 65,536."""
-    hit = table.get(id(hw))
-    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
-        hit = table[id(hw)] = (hw, {})
-    return hit[1]
-
-
-def _per_tile_memo(hw: HwConfig) -> dict[tuple[object, ...], _PerTile]:
-    """_per_tile results for ``hw``; emptied past 65,536."""
-    return _hw_memo(_PER_TILE, hw)
+def spec_memo(table: SpecMemo, spec: GemmSpec, hw: HwConfig) -> dict[Any, Any]:
+    """The memo of ``table`` for ``spec`` on ``hw`` (by identity; the entry holds both, so their ids are not
+    reused while it lives); emptied past 65,536 entries, the table past 16 (spec, hw) pairs."""
+    hit = table.get((id(hw), id(spec)))
+    if hit is None or hit[0] is not hw or hit[1] is not spec or len(hit[2]) > 65536:
+        if len(table) >= 16:
+            table.clear()
+        hit = table[(id(hw), id(spec))] = (hw, spec, {})
+    return hit[2]
 
 
 def _per_tile(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> _PerTile:
     """The stage-free figures: the shared bytes of a stage and the bank model read the pads; the rest
     (_pad_free) does not and is shared by the tilings that differ only in them."""
-    memo = _hw_memo(_PAD_FREE, hw)
-    key = (spec, shape, _pad_free_key(t))
+    memo = spec_memo(_PAD_FREE, spec, hw)
+    key = (shape, _pad_free_key(t))
     free = memo.get(key)
     if free is None:
         free = memo[key] = _pad_free(spec, t, hw, shape)
     a, b = operand_tiles(spec, t)
     score, passes, acc = bank_model(spec, t, hw.shared.banks, hw.shared.bank_width)
-    return _PerTile(a.stage_bytes + b.stage_bytes, *free[:9], score, passes, acc, *free[9:])
+    return _PerTile._make((a.stage_bytes + b.stage_bytes, *free[:9], score, passes, acc, *free[9:]))
 
 
 def _pad_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[Any, ...]:
@@ -279,9 +280,10 @@ def _pad_free(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, in
 
 
 def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> Movement:
-    hit = _PER_TILE.get(id(hw))
-    memo = hit[1] if hit is not None and hit[0] is hw and len(hit[1]) <= 65536 else _per_tile_memo(hw)
-    key = (spec, shape, tile_key(t))
+    hit = _PER_TILE.get((id(hw), id(spec)))
+    memo = hit[2] if hit is not None and hit[0] is hw and hit[1] is spec and len(hit[2]) <= 65536 else \
+        spec_memo(_PER_TILE, spec, hw)
+    key = (shape, tile_key(t))
     pt = memo.get(key)
     if pt is None:
         pt = memo[key] = _per_tile(spec, t, hw, shape)
