@@ -14,7 +14,8 @@ in both trees, alternating run by run so that both see the same load. The machin
 the figure less disturbed by other load (it still grows on a loaded machine: shared caches and cores).
 
     python3 benchmarks/plan_speed.py [--before DIR] [--runs 5] [--hw h200] [--hw seed] [--compile-only]
-    # writes the top of benchmarks/plan_speed.md (the sections from "## Profile" on are kept)
+    # writes the top of benchmarks/plan_speed.md (its header and the two generated tables; every other section,
+    # written by hand, is kept)
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hw", action="append", help=f"hardware to measure (default: {', '.join(HWS)}; 'seed': the "
                     "seed's gemm.dgemm on its hardware.yaml, compiled with deepgemm)")
     ap.add_argument("--compile-only", action="store_true", help="only the `kernelgen compile` rows")
+    ap.add_argument("--no-write", action="store_true", help="print the rows only, leave plan_speed.md as it is")
     args = ap.parse_args(argv)
     before: list[Path] = [args.before.resolve()] if args.before else []
     plan_cols: list[tuple[str, Fn, Path]] = [("before", cold_plan, t) for t in before] + [
@@ -142,12 +144,24 @@ def main(argv: list[str] | None = None) -> int:
              "## `python -m kernelgen compile --hw HW --gemm SHAPE -o DIR` end to end (fresh process)", "",
              "| hw | shape | tree | timed | wall s | process s | search.seconds | load |",
              "|---|---|---|---|---|---|---|---|", *compiles]
-    text = "\n".join(lines) + "\n"
+    if args.no_write:
+        return 0
     md = ROOT / "benchmarks/plan_speed.md"
-    old = md.read_text() if md.exists() else ""
-    rest = old[old.index("\n## Profile"):] if "\n## Profile" in old else ""
-    md.write_text(text + rest)
+    md.write_text(_merged(lines, md.read_text() if md.exists() else ""))
     return 0
+
+
+def _merged(lines: list[str], old: str) -> str:
+    """The new header and generated tables, then every section of ``old`` but its header and the tables an
+    earlier run generated (the dated sections written by hand are kept, in their order)."""
+    generated = {ln for ln in lines if ln.startswith("## ")}
+    kept, keep = [], False
+    for ln in old.splitlines():
+        if ln.startswith("## "):
+            keep = ln not in generated
+        if keep:
+            kept.append(ln)
+    return "\n".join(lines) + "\n" + ("\n" + "\n".join(kept) + "\n" if kept else "")
 
 
 if __name__ == "__main__":
