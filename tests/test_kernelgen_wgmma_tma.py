@@ -101,7 +101,10 @@ def test_unavailable_and_default_search():
         TMA.emit(spec, p.best.tiling, pred))["grid"][0], 1)
 
 
-@pytest.mark.parametrize("layouts", LAYOUTS, ids=lambda x: "".join(x))
+# row/col in the default tier; the other three layouts with the slow set (4 s of CPU each): every layout is
+# numpy-checked in the default tier by test_numpy_check_tilings_in_the_simulator below (colcol at this tiling)
+@pytest.mark.parametrize("layouts", [la if la == ("row", "col") else pytest.param(la, marks=pytest.mark.slow)
+                                     for la in LAYOUTS], ids=lambda x: "".join(x))
 def test_numpy_check_in_the_simulator(layouts):
     spec = _spec(296, 136, 264, *layouts, beta=-1.0, epilogue=["bias", "gelu"])  # TMA strides: 16-byte multiples
     ptx = TMA.emit(spec, _tiling(256, 128, 128, 3), {})  # 2 x 2 tiles of 5 K tiles, a ring of 3
