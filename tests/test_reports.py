@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from reports import FIGURES, render, to_markdown
-from reports.figures import normalize_series
+# reports is imported by the tests that use it, not at collection: it imports matplotlib.pyplot (1 s of CPU, paid
+# by every pytest-xdist worker that collects this file)
 
 
 def fake_report() -> dict:
@@ -52,6 +52,8 @@ def fake_report() -> dict:
 
 
 def test_render_writes_all_files(tmp_path):
+    from reports import FIGURES, render
+
     paths = render(tmp_path, fake_report())
     assert set(paths) == {"markdown", "html"} | {f"{k}.png" for k in FIGURES}
     for name in FIGURES:
@@ -61,6 +63,8 @@ def test_render_writes_all_files(tmp_path):
 
 
 def test_html_is_self_contained(tmp_path):
+    from reports import FIGURES, render
+
     render(tmp_path, fake_report())
     page = (tmp_path / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(FIGURES)
@@ -71,6 +75,8 @@ def test_html_is_self_contained(tmp_path):
 
 
 def test_markdown_tables_and_figure_links(tmp_path):
+    from reports import FIGURES, render
+
     paths = render(tmp_path, fake_report())
     md = paths["markdown"].read_text()
     assert "| cycles (cycles) | 1,682 | 1,890 | -11.0% |" in md
@@ -81,6 +87,8 @@ def test_markdown_tables_and_figure_links(tmp_path):
 
 
 def test_render_without_series_stalls_or_roofline(tmp_path):
+    from reports import render, to_markdown
+
     rep = fake_report()
     rep["simulated"] = {"cycles": 10}
     rep["causes"], rep["roofline_points"], rep["hw"] = [], [], {}
@@ -95,5 +103,7 @@ def test_render_without_series_stalls_or_roofline(tmp_path):
     [{"cycle": 0, "utilization": {"alu": 0.5}}, {"cycle": 10, "alu": 0.25}],
 ])
 def test_series_layouts(series):
+    from reports.figures import normalize_series
+
     t, units = normalize_series(series)
     assert t == [0.0, 10.0] and units["alu"] == [0.5, 0.25] and "ipc" not in units
