@@ -186,7 +186,8 @@ DEFAULT_NO_SPILL = {("simt", "f32", 0), ("simt", "f16", 1), ("simt", "bf16", 0),
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 # wgmma's ptxas/no-spill coverage is tests/test_kernelgen_wgmma.py (its tilings; sm_90a only)
 @pytest.mark.parametrize("shape,variant,dtype,extra", [
-    pytest.param(s, v, d, e, marks=() if s == (33, 17, 40) and (v, d, e) in DEFAULT_NO_SPILL else pytest.mark.slow)
+    pytest.param(s, v, d, e, marks=() if s == (33, 17, 40) and (v, d, e) in DEFAULT_NO_SPILL else pytest.mark.slow,
+                 id=f"{'x'.join(map(str, s))}-{v}-{d}-{e}")
     for s in SHAPES for v, d in VARIANTS if v != "wgmma" for e in range(len(EXTRA))])
 def test_kernel_assembles_no_spill_registers_predicted(shape, variant, dtype, extra, tmp_path):
     M, N, K = shape
