@@ -92,6 +92,14 @@ class Machine:
         self.on_record = on_record
         self.count = 0
 
+    def cta(self, index: int, ctaid: tuple[int, int, int]) -> Cta:
+        """A new CTA of the launch (its warps at pc 0)."""
+        return Cta(self.L, index, ctaid)
+
+    @staticmethod
+    def release(cta: Cta) -> bool:
+        return _release(cta)
+
     def runnable(self, w: Warp) -> Group | None:
         """The group with the lowest pc that is not held at a barrier."""
         gs = w.groups

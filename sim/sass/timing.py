@@ -38,10 +38,11 @@ from sim.functional.runner import DEFAULT_MAX_INSTRUCTIONS, prepare, read_output
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.result import STALL_REASONS, SimResult
-from sim.sass.exec import Machine, _release, cluster_ctas, launched
+from sim.sass.exec import Machine, cluster_ctas, launched
 from sim.sass.exec_gmma import gmma_group_end, gmma_work
 from sim.sass.exec_state import Cta, Launched, SassExecuted, Warp, lanes_any
 from sim.sass.listing import SassInstruction, disassemble
+from sim.sass.lockstep import Replay, RunAhead, refusal
 from sim.sass.timing_cluster import ClusterTiming
 from sim.sass.timing_tma import BulkTiming
 from sim.sass.tools import resources
@@ -198,11 +199,13 @@ class _CoreT:
 
 class SassTiming:
     def __init__(self, L: Launched, hw: HwConfig, ctas: list[tuple[int, int, int]], per_core: int,
-                 max_instructions: int, ctas_total: int, trace: bool = False, cores: int | None = None):
+                 max_instructions: int, ctas_total: int, trace: bool = False, cores: int | None = None,
+                 machine: Machine | Replay | None = None):
         self.L, self.hw = L, hw
         self.trace: list[dict[str, Any]] | None = [] if trace else None
         self.units: dict[str, int] = {}  # unit name -> its trace track
-        self.M = Machine(L)
+        # the functional model: stepped warp by warp (Machine), or the records of a lock-step run ahead (Replay)
+        self.M: Any = machine or Machine(L)
         self.todo = list(enumerate(ctas))
         self.per_core = per_core
         self.budget = max_instructions
@@ -239,6 +242,7 @@ class SassTiming:
         # cores and landings change
         self.cached = n <= 1 and not any(i.opcode.startswith(ASYNC_WAITS) for i in L.code)
         self.shared_units = any(p.count < hw.core.schedulers for p in hw.pipes)  # an issue may busy another's unit
+        self.lockstep = "off"  # "" when the functional model ran ahead in lock-step (run_ahead), else why not
 
     def _start(self, c: _CoreT, most: int | None = None) -> None:
         if self.clusters is not None:  # whole clusters on groups of cores (sim/sass/timing_cluster.py)
@@ -246,7 +250,7 @@ class SassTiming:
             return
         while self.todo and len(c.ctas) < (self.per_core if most is None else most):
             n, ctaid = self.todo.pop(0)
-            self.place(c, Cta(self.L, n, ctaid))
+            self.place(c, self.M.cta(n, ctaid))
 
     def place(self, c: _CoreT, cta: Cta) -> None:
         """Start ``cta`` on core ``c`` now: its warps join the core's schedulers."""
@@ -574,7 +578,7 @@ class SassTiming:
 
     def _release_bars(self, c: _CoreT) -> None:
         for cta, _ in c.ctas:
-            if _release(cta):
+            if self.M.release(cta):
                 self._invalidate(c)
                 for sched in c.scheds:
                     for wt in sched:
@@ -697,6 +701,26 @@ def sampled(hw: HwConfig, ctas: list, sample: int | None, per_core: int) -> tupl
     return [c for i, c in enumerate(ctas) if i % cores < k], k
 
 
+def run_ahead(L: Launched, ctas: list, budget: int) -> tuple[Replay | None, str]:
+    """The launch's CTAs (``ctas``, in the order SassTiming numbers them) run ahead in lock-step
+    (sim/sass/lockstep.py): (the replay for the cycle loop, "") or (None, why not: "off" when not tried, so L is
+    untouched). $WORKBENCH_SASS_LOCKSTEP=0 turns it off (the cycle loop then steps warp by warp, as it does
+    for any launch the run ahead refuses; results are the same either way)."""
+    import os
+
+    if os.environ.get("WORKBENCH_SASS_LOCKSTEP", "1") == "0":
+        return None, "off"
+    why = refusal(L)
+    if why is not None:
+        return None, "off"
+    R = RunAhead(L, budget)
+    try:
+        streams = R.run(list(enumerate(ctas)))
+    except Exception as e:  # (a conflict, a fault or anything else: stepping gives the answer, or the error)
+        return None, f"{type(e).__name__}: {e}"
+    return Replay(L, streams, R.decoded), ""
+
+
 def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx>",
                   max_instructions: int = DEFAULT_MAX_INSTRUCTIONS, sample_ctas: int | None = None, *,
                   warm_l2: bool = False, trace: bool = False) -> SimResult:
@@ -725,7 +749,13 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
         if cluster_ctas(L) > 1 and sample_ctas is not None:  # as PTX mode (sim/timing/engine.py)
             raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid", file)
         run, cores = sampled(hw, list(P.ctas), sample_ctas, occ["ctas_per_core"])
-        T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores)
+        machine, why = run_ahead(L, run, max_instructions)
+        if machine is None and why != "off":  # the run ahead changed memory: start again from the launch
+            P = prepare(prog, launch)
+            L = launched(P, prog, launch, kernels[launch.kernel], res, file)
+            L.defer_tx = hw.tma is not None
+        T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores, machine)
+        T.lockstep = why
         if warm_l2:
             memory.warm_l2(T.dev, hw, P.buffers, launch)
         T.run()
