@@ -177,6 +177,10 @@ class Ctx:
                 return lambda w, v, m: None
 
             def wu(w: Warp, v: Any, m: np.ndarray) -> None:
+                if w.UR.ndim == 3:  # a lock-step wide warp (sim/sass/lockstep.py): each warp's value, where it ran
+                    ran = m.any(axis=1)[:, None]
+                    w.UR[i] = np.where(ran, _uniform_wide(v, m), w.UR[i])
+                    return
                 w.UR[i] = U32(_uniform(v, m))
             return wu
         raise self.err(f"destination '{op.text}' is not a register")
@@ -231,6 +235,18 @@ def _uniform(v: Any, m: np.ndarray) -> Any:
     if a.ndim == 0:
         return a[()]
     return a[int(np.argmax(m))] if m.any() else a[0]
+
+
+def _uniform_wide(v: Any, m: np.ndarray) -> Any:
+    """_uniform for each warp of a wide warp: v a scalar, per-warp (warps, 1) or per-lane (warps, 32) values, m the
+    (warps, 32) mask; (warps, 1) uint32 (the first active lane's value, lane 0's where none is active)."""
+    a = np.asarray(v)
+    if a.ndim == 0:
+        return np.full((m.shape[0], 1), a).astype(U32)
+    if a.shape[-1] == 1:
+        return np.broadcast_to(a, (m.shape[0], 1)).astype(U32)
+    a = np.broadcast_to(a, m.shape)
+    return a[np.arange(m.shape[0]), np.argmax(m, axis=1)][:, None].astype(U32)
 
 
 def _next_reg(op: Operand) -> Operand:

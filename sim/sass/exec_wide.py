@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN
+from sim.functional.fragments import a_fragment, accumulator_map, b_fragment
 from sim.functional.lockstep import Refused
-from sim.sass.exec_mem import _SIZES, _CACHE, _matrices, _shape, address
+from sim.functional.types import bf16_to_f32
+from sim.sass.exec_mem import _CACHE, _SIZES, _matrices, _shape, address
 from sim.sass.exec_operands import U32, Ctx
 from sim.sass.listing import Operand
 
@@ -155,3 +157,49 @@ WIDE_MEM: dict[str, Callable[[Ctx], WideExec]] = {
     "LDS": lambda cx: b_ld(cx, "shared"), "LDG": lambda cx: b_ld(cx, "global"),
     "STS": lambda cx: b_st(cx, "shared"), "STG": lambda cx: b_st(cx, "global"), "LDGSTS": b_ldgsts, "LDSM": b_ldsm,
 }
+
+
+def b_hmma(cx: Ctx) -> Callable[[Any, np.ndarray], None]:
+    """exec_float.b_hmma over the wide warp: every warp's fragments gathered at once, each warp's
+    (16 x k) @ (k x 8) f64 product as the one-warp builder computes it (np.matmul on the stacked matrices runs the
+    same product per matrix), rounded once to f32."""
+    mods = cx.mods({"16816", "1688", "F32", "BF16"})
+    if "F32" not in mods:
+        raise cx.err("HMMA with an f16 accumulator is not modelled")
+    k = 16 if "16816" in mods else 8
+    amap = [a_fragment(2, i // 2, i % 2) for i in range(k // 2)]
+    bmap = [b_fragment(2, i // 2, i % 2) for i in range(k // 4)]
+    cmap = [accumulator_map(i) for i in range(4)]
+    d, a, b, c = cx.ins.operands[:4]
+    ra, rb = cx.rn(a, len(amap) // 2), cx.rn(b, len(bmap) // 2)
+    rc, wd = cx.rn(c, 4), cx.wn(d, 4)
+    bf = "BF16" in mods
+
+    def flat(maps: list, cols: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(r * cols + c, (32,)) for r, c in maps]).astype(np.intp)
+
+    aidx, bidx, cidx = flat(amap, k), flat(bmap, 8), flat(cmap, 8)
+
+    def regs(rs: list, x: Any, shape: tuple[int, int]) -> np.ndarray:
+        return np.stack([np.broadcast_to(np.asarray(r(x)), shape) for r in rs], axis=1).astype(U32)
+
+    def unpack(rs: list, x: Any, shape: tuple[int, int]) -> np.ndarray:
+        v = regs(rs, x, shape)  # (warps, registers, 32)
+        h = np.stack(((v & U32(0xFFFF)).astype(np.uint16), (v >> U32(16)).astype(np.uint16)), axis=2)
+        return (bf16_to_f32(h) if bf else h.view(np.float16)).astype(np.float64).reshape(shape[0], -1)
+
+    def run(x: Any, m: np.ndarray) -> None:
+        n = m.shape[0]
+        A, B, C = np.zeros((n, 16 * k)), np.zeros((n, k * 8)), np.zeros((n, 16 * 8))
+        A[:, aidx] = unpack(ra, x, m.shape)
+        B[:, bidx] = unpack(rb, x, m.shape)
+        C[:, cidx] = regs(rc, x, m.shape).view(np.float32).reshape(n, -1)
+        D = (A.reshape(n, 16, k) @ B.reshape(n, k, 8) + C.reshape(n, 16, 8)).astype(np.float32)
+        D = D.reshape(n, 128)[:, cidx].reshape(n, 4, 32)
+        for i, wr in enumerate(wd):
+            wr(x, D[:, i].view(U32), m)
+    return run
+
+
+#: wide builders of instructions with no memory access, run as the lane-wise ones (fn(x, m))
+WIDE_OPS: dict[str, Callable[[Ctx], Callable[[Any, np.ndarray], None]]] = {"HMMA": b_hmma}

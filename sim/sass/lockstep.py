@@ -36,7 +36,7 @@ from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.sass.exec import Machine, _decode, _Decoded
 from sim.sass.exec_operands import Ctx
 from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any
-from sim.sass.exec_wide import WIDE_MEM
+from sim.sass.exec_wide import WIDE_MEM, WIDE_OPS
 from sim.sass.listing import SassInstruction
 
 #: opcodes whose builders (sim/sass/exec_int.py, exec_float.py) compute lane by lane with numpy broadcasting and
@@ -66,14 +66,23 @@ def refusal(L: Launched) -> str | None:
     return None
 
 
+#: uniform-datapath opcodes (and R2UR) whose builders are lane-wise too, writing a uniform register through
+#: exec_operands' writer, which takes each warp's first active lane on a wide warp
+UNIFORM = frozenset({"UIADD3", "UMOV", "UIMAD", "ULEA", "ULOP3", "USHF", "UPRMT", "ULDC", "USGXT", "R2UR"})
+
+
 def _elementwise(ins: SassInstruction) -> bool:
-    """Whether the instruction runs once over a wide warp's lanes: an ELEMENTWISE opcode with no uniform
-    destination, no uniform predicate operand or guard (their readers give Python booleans) and no
-    register-indexed constant (its reader builds 32 lanes)."""
-    if ins.opcode not in ELEMENTWISE or ins.guard.startswith("UP"):
-        return False
+    """Whether the instruction runs once over a wide warp's lanes with its one-warp builder: an ELEMENTWISE opcode
+    with no uniform destination, or a UNIFORM one writing a uniform register; neither with a uniform predicate
+    operand or guard (their readers give Python booleans) nor a register-indexed constant (its reader builds 32
+    lanes)."""
     ops = ins.operands
-    if ops and ops[0].kind == "ureg":
+    if ins.guard.startswith("UP") or not ops:
+        return ins.opcode == "NOP"
+    if ins.opcode in UNIFORM:
+        if ops[0].kind != "ureg" or (ins.opcode == "ULDC" and ins.modifiers and ins.modifiers != ("64",)):
+            return False
+    elif ins.opcode not in ELEMENTWISE or ops[0].kind == "ureg":
         return False
     for o in ops:
         if o.kind == "upred":
@@ -242,7 +251,7 @@ class RunAhead:
         self.budget = budget
         self.count = 0
         self.decoded: list[_Decoded | None] = [None] * len(L.code)
-        self.wide: list[bool] = [_elementwise(ins) for ins in L.code]
+        self.wide: list[Any] = [None] * len(L.code)  # pc -> fn(x, m) running it over a wide warp, or False
         self.wmem: list[Any] = [None] * len(L.code)  # pc -> its wide memory builder (sim/sass/exec_wide.py), or False
         self.shared_rec: list[tuple | None] = [None] * len(L.code)  # pc -> (record, None) of a lane-wise instruction
         self.streams: dict[int, list[list]] = {}  # CTA launch index -> each warp's [(record, After)]
@@ -353,10 +362,13 @@ class RunAhead:
         self.count += n
         if d.ctl:
             return self._control(x, g, d, i, ins)
-        if self.wide[i]:
+        f = self.wide[i]
+        if f is None:
+            f = self.wide[i] = self._wide(ins, d)
+        if f is not False:
             m = g.mask if d.guard is None else g.mask & d.guard(x)  # type: ignore[arg-type]
             if d.guard is None or lanes_any(m):
-                d.fn(x, m)
+                f(x, m)
             item = self.shared_rec[i]
             if item is None:
                 item = self.shared_rec[i] = (SassExecuted(-1, -1, i, ins, np.zeros(32, bool)), None)
@@ -391,6 +403,15 @@ class RunAhead:
                     o.wait = "" if "" in (o.wait, h.wait) else o.wait
             x.groups = list(by_pc.values())
         return None
+
+    def _wide(self, ins: SassInstruction, d: _Decoded) -> Any:
+        """The function that runs ins over a wide warp (its one-warp builder when lane-wise), or False."""
+        if _elementwise(ins):
+            return d.fn
+        build = WIDE_OPS.get(ins.opcode)
+        if build is not None and not ins.guard.startswith("UP") and not any(o.kind == "upred" for o in ins.operands):
+            return build(Ctx(self.L, ins))
+        return False
 
     def _wmem(self, i: int, ins: SassInstruction, d: _Decoded) -> bool:
         """Whether the memory instruction at i has a wide builder (built the first time; its builder checks its
