@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN, Access, conflict
-from sim.functional.lockstep import BATCH_LANES, Refused
+from sim.functional.lockstep import BATCH_LANES, Refused, shared_conflict
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.sass.exec import Machine, _decode, _Decoded
 from sim.sass.exec_operands import Ctx
@@ -100,7 +100,7 @@ class _Log:
         self.wpc = wpc
         self.owner = 0
         self.epoch = 0
-        self.shared: list[Access] = []
+        self.shared: dict[int, list[Access]] = {}  # barrier epoch -> the batch's shared accesses in it
         self.shared_wrote = False
         self.glob: list[Access] = []
         self.glob_wrote = False
@@ -111,16 +111,18 @@ class _Log:
         own = np.full(a.size, self.owner, dtype=np.int64) if owners is None else owners
         e = (domain, self.epoch if epoch is None else epoch, a, size, own, write)
         if domain == SHARED_DOMAIN:
-            self.shared.append(e)
+            self.shared.setdefault(e[1], []).append(e)
             self.shared_wrote = self.shared_wrote or write
         else:
             self.glob.append(e)
             self.glob_wrote = self.glob_wrote or write
 
     def end_batch(self) -> None:
-        if self.shared_wrote and conflict(self.shared, self.wpc):
+        """Check the batch's shared accesses epoch by epoch (CTAs' words never meet at batch offsets, so the
+        accesses of one epoch number conflict only within a CTA): sim.functional.lockstep.shared_conflict."""
+        if self.shared_wrote and any(shared_conflict(log) for log in self.shared.values()):
             raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
-        self.shared, self.shared_wrote = [], False
+        self.shared, self.shared_wrote = {}, False
 
     def finish(self) -> None:
         self.end_batch()
@@ -429,6 +431,8 @@ class RunAhead:
     def _control(self, x: _Wide, g: Group, d: _Decoded, i: int, ins: SassInstruction) -> list[_Wide] | None:
         """A control instruction, warp by warp with the stepping builders and Machine._merge; then x again when
         the members' groups still agree, else its parts."""
+        if len(x.groups) == 1 and self._uniform_control(x, g, d, i, ins):
+            return None
         gi = x.groups.index(g)
         n = len(x.warps)
         sigs = []
@@ -472,6 +476,48 @@ class RunAhead:
                       x.wpc, x.bases)
             parts.append(y)
         return parts
+
+    def _uniform_control(self, x: _Wide, g: Group, d: _Decoded, i: int, ins: SassInstruction) -> bool:
+        """A BRA every lane of the group takes or none does, a BSSY, a BAR.SYNC with an immediate id, an EXIT of
+        every lane of the group, on a wide warp of one group: what exec_ctl's builder and Machine._merge do to
+        each warp, done once (the warps' groups stay alike). False (nothing done) for anything else."""
+        op = ins.opcode
+        if op not in ("BRA", "BSSY", "BAR", "EXIT"):
+            return False
+        m = g.mask if d.guard is None else g.mask & d.guard(x)  # type: ignore[arg-type]
+        bar = -1
+        if op == "BRA":
+            if set(ins.modifiers) - {"U"} or any(o.kind != "label" for o in ins.operands):
+                return False
+            if np.array_equal(m, g.mask):
+                g.pc = self.L.index[self.L.kernel.target(ins)]  # type: ignore[index]
+            elif not lanes_any(m):
+                g.pc = i + 1
+            else:
+                return False
+        elif op == "BSSY":
+            x.B[int(ins.operands[0].text[1:])] = g.mask
+            g.pc = i + 1
+        elif op == "BAR":
+            if set(ins.modifiers) - {"SYNC", "DEFER_BLOCKING"}:
+                return False
+            bar = int(ins.operands[0].value or 0) & 0xFFFFFFFF
+            g.bar, g.count, g.wait = bar, 0, "bar"
+        else:  # EXIT
+            if not np.array_equal(m, g.mask):
+                return False
+            x.live &= ~m
+            x.groups = []
+        live = np.count_nonzero(x.live, axis=1).tolist()
+        arrived = np.count_nonzero(g.mask, axis=1).tolist() if bar >= 0 else [0] * len(live)
+        item = self.shared_rec[i]
+        if item is None:
+            item = self.shared_rec[i] = (SassExecuted(-1, -1, i, ins, np.zeros(32, bool)), None)
+        rec, done = item[0], op == "EXIT"
+        for stream, lv, ar in zip(x.streams, live, arrived):
+            stream.append((rec, (lv, done, bar, 0, ar)))
+        x.P[PT] = True
+        return True
 
     @staticmethod
     def _joined(warps: list[Warp], sel: list[int]) -> list[Group]:
