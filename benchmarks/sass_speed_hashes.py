@@ -65,6 +65,16 @@ def cases() -> dict:
         return ld.text, make_launch(ld), str(k.ptx), {}
     for name in SUITE:
         out[name] = (lambda n=name: suite(n))
+
+    def raw(name: str):  # the suite kernel as compiled, without the clock64 profiling (so it may run lock-step)
+        from benchmarks.silicon.suite import SUITE as ALL
+        from sim.launch import launch_from_metadata, read_metadata
+
+        k = next(k for k in ALL if k.name == name)
+        text = k.ptx.read_text()
+        return text, launch_from_metadata(read_metadata(text, str(k.ptx)), np.random.default_rng(0)), str(k.ptx), {}
+    for name in SUITE:
+        out[name + "_raw"] = (lambda n=name: raw(n))
     return out
 
 
