@@ -711,7 +711,7 @@ def run_ahead(L: Launched, ctas: list, budget: int) -> tuple[Replay | None, str]
     if os.environ.get("WORKBENCH_SASS_LOCKSTEP", "1") == "0":
         return None, "off"
     why = refusal(L)
-    if why is not None:
+    if why is not None or any(i.opcode.startswith(ASYNC_WAITS) for i in L.code):  # (SassTiming.cached's test too)
         return None, "off"
     R = RunAhead(L, budget)
     try:
