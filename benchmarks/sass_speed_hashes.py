@@ -72,7 +72,9 @@ def cases() -> dict:
 
         k = next(k for k in ALL if k.name == name)
         text = k.ptx.read_text()
-        return text, launch_from_metadata(read_metadata(text, str(k.ptx)), np.random.default_rng(0)), str(k.ptx), {}
+        meta = read_metadata(text, str(k.ptx))
+        assert meta is not None
+        return text, launch_from_metadata(meta, np.random.default_rng(0)), str(k.ptx), {}
     for name in SUITE:
         out[name + "_raw"] = (lambda n=name: raw(n))
     return out

@@ -178,7 +178,7 @@ class Ctx:
 
             def wu(w: Warp, v: Any, m: np.ndarray) -> None:
                 if w.UR.ndim == 3:  # a lock-step wide warp (sim/sass/lockstep.py): each warp's value, where it ran
-                    ran = m.any(axis=1)[:, None]
+                    ran = np.any(m, axis=1).reshape(-1, 1)
                     w.UR[i] = np.where(ran, _uniform_wide(v, m), w.UR[i])
                     return
                 w.UR[i] = U32(_uniform(v, m))

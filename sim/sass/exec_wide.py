@@ -140,7 +140,8 @@ def b_ldsm(cx: Ctx) -> WideExec:
     u16 = np.dtype(np.uint16)
 
     def run(x: Any, m: np.ndarray, recs: list) -> None:
-        nd = np.broadcast_to(need, m.shape) & m.any(axis=1)[:, None]  # (a warp its guard keeps out loads nothing)
+        # (a warp its guard keeps out loads nothing)
+        nd = np.broadcast_to(need, m.shape) & np.any(m, axis=1).reshape(-1, 1)
         act = np.broadcast_to(fa(x), m.shape)[nd]
         _split(act, nd, m, recs, "shared", 16, "read")
         where = _shared(x, act, nd, 16)
