@@ -30,7 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN, Access, conflict
+from sim.functional.conflicts import (
+    EMPTY,
+    GLOBAL_DOMAIN,
+    SHARED_DOMAIN,
+    Access,
+    Intervals,
+    conflict,
+    meets,
+    merged,
+    touched,
+    union,
+)
 from sim.functional.lockstep import BATCH_LANES, Refused, shared_conflict
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.sass.exec import Machine, _decode, _Decoded
@@ -102,8 +113,10 @@ class _Log:
         self.epoch = 0
         self.shared: dict[int, list[Access]] = {}  # barrier epoch -> the batch's shared accesses in it
         self.shared_wrote = False
-        self.glob: list[Access] = []
+        self.glob: list[Access] = []  # the current batch's global accesses
         self.glob_wrote = False
+        self.reads: Intervals = (EMPTY, EMPTY)  # global words earlier batches read, wrote
+        self.writes: Intervals = (EMPTY, EMPTY)
 
     def add(self, domain: int, addrs: np.ndarray, size: int, write: bool, owners: np.ndarray | None = None,
             epoch: int | None = None) -> None:
@@ -119,15 +132,30 @@ class _Log:
 
     def end_batch(self) -> None:
         """Check the batch's shared accesses epoch by epoch (CTAs' words never meet at batch offsets, so the
-        accesses of one epoch number conflict only within a CTA): sim.functional.lockstep.shared_conflict."""
+        accesses of one epoch number conflict only within a CTA: sim.functional.lockstep.shared_conflict); its
+        global accesses between its warps and CTAs (conflicts.conflict), then as word intervals against every
+        earlier batch's (a word one batch writes and another touches: the CTAs may run at the same time)."""
         if self.shared_wrote and any(shared_conflict(log) for log in self.shared.values()):
             raise Refused("two warps of a CTA access a shared word between two barriers, one writing it")
         self.shared, self.shared_wrote = {}, False
+        if not self.glob:
+            return
+        if self.glob_wrote and conflict(self.glob, self.wpc):
+            raise Refused("two warps or CTAs access a global word, one writing it")
+        reads, writes = (_words(touched(self.glob, w, self.wpc)) for w in (False, True))
+        if meets(writes, self.reads) or meets(writes, self.writes) or meets(reads, self.writes):
+            raise Refused("two warps or CTAs access a global word, one writing it")
+        self.reads, self.writes = union(self.reads, reads), union(self.writes, writes)
+        self.glob, self.glob_wrote = [], False
 
     def finish(self) -> None:
         self.end_batch()
-        if self.glob_wrote and conflict(self.glob, self.wpc):
-            raise Refused("two warps or CTAs access a global word, one writing it")
+
+
+def _words(per_cta: dict[int, Intervals]) -> Intervals:
+    """The union of CTAs' word intervals."""
+    return merged(np.concatenate([EMPTY, *(iv[0] for iv in per_cta.values())]),
+                  np.concatenate([EMPTY, *(iv[1] for iv in per_cta.values())]))
 
 
 class _LoggedShared(FlatMemory):
@@ -262,22 +290,41 @@ class RunAhead:
         self.wpc = wpc
         self.epochs: dict[int, int] = {}
 
-    def run(self, ctas: list[tuple[int, tuple[int, int, int]]]) -> dict[int, list[list]]:
-        L = self.L
-        gmem = L.gmem
-        gmem_class = gmem.__class__
+    def start(self, ctas: list[tuple[int, tuple[int, int, int]]]) -> None:
+        """Run ``ctas`` (index, ctaid) ahead batch by batch, each when the timing places its first CTA (`streams_of`),
+        so that only the records of CTAs about to be timed are kept; global memory logs its accesses until
+        `close`."""
+        self.todo = ctas
+        self.next = 0
+        self.per = max(1, BATCH_LANES // (32 * self.wpc))
+        gmem = self.L.gmem
+        self.gmem_class = gmem.__class__
         self.gmem = _Unlogged(gmem)
         gmem.__class__ = _LoggedGlobal
         gmem.log = self.log  # type: ignore[attr-defined]
-        try:
-            per = max(1, BATCH_LANES // (32 * self.wpc))
-            for i in range(0, len(ctas), per):
-                self._batch([Cta(L, n, ctaid) for n, ctaid in ctas[i:i + per]])
-            self.log.finish()
-        finally:
-            gmem.__class__ = gmem_class
+
+    def streams_of(self, index: int) -> list[list]:
+        """The records of CTA ``index``'s warps (its batch runs now if it has not)."""
+        while index not in self.streams:
+            if self.next >= len(self.todo):
+                raise Refused(f"CTA {index} is not in the launch run ahead")
+            batch = self.todo[self.next:self.next + self.per]
+            self.next += self.per
+            self._batch([Cta(self.L, n, ctaid) for n, ctaid in batch])
+        return self.streams.pop(index)
+
+    def finish(self) -> None:
+        """After the timing: the batches no CTA of which was placed (none, normally), the last global check."""
+        while self.next < len(self.todo):
+            self.streams_of(self.todo[self.next][0])
+        self.log.finish()
+        self.close()
+
+    def close(self) -> None:
+        gmem = self.L.gmem
+        if isinstance(gmem, _LoggedGlobal):
+            gmem.__class__ = self.gmem_class
             del gmem.log  # type: ignore[attr-defined]
-        return self.streams
 
     def _batch(self, ctas: list[Cta]) -> None:
         size = ctas[0].shared.size
@@ -611,15 +658,15 @@ class _Ctl:
 class Replay:
     """What SassTiming asks of sim.sass.exec.Machine, answered from the records of a run ahead."""
 
-    def __init__(self, L: Launched, streams: dict[int, list[list]], decoded: list[_Decoded | None]):
+    def __init__(self, L: Launched, ahead: RunAhead):
         self.L = L
-        self.streams = streams
-        self.decoded = [None if d is None else _Ctl(d.ctl) for d in decoded]
+        self.ahead = ahead
+        self.decoded = ahead.decoded  # (filled as the run ahead decodes; SassTiming reads .ctl)
         self.count = 0
 
     def cta(self, index: int, ctaid: tuple[int, int, int]) -> RCta:
         bx, by, bz = self.L.block
-        return RCta(index, ctaid, self.streams.pop(index), bx * by * bz)
+        return RCta(index, ctaid, self.ahead.streams_of(index), bx * by * bz)
 
     @staticmethod
     def runnable(w: Any) -> Any:

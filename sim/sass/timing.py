@@ -702,10 +702,10 @@ def sampled(hw: HwConfig, ctas: list, sample: int | None, per_core: int) -> tupl
 
 
 def run_ahead(L: Launched, ctas: list, budget: int) -> tuple[Replay | None, str]:
-    """The launch's CTAs (``ctas``, in the order SassTiming numbers them) run ahead in lock-step
-    (sim/sass/lockstep.py): (the replay for the cycle loop, "") or (None, why not: "off" when not tried, so L is
-    untouched). $WORKBENCH_SASS_LOCKSTEP=0 turns it off (the cycle loop then steps warp by warp, as it does
-    for any launch the run ahead refuses; results are the same either way)."""
+    """The launch's CTAs (``ctas``, in the order SassTiming numbers them) to run ahead in lock-step
+    (sim/sass/lockstep.py), batch by batch as the cycle loop places them: (the replay for the cycle loop, "") or
+    (None, why not). $WORKBENCH_SASS_LOCKSTEP=0 turns it off (the cycle loop then steps warp by warp, as it
+    does for any launch the run ahead refuses; results are the same either way)."""
     import os
 
     if os.environ.get("WORKBENCH_SASS_LOCKSTEP", "1") == "0":
@@ -714,11 +714,8 @@ def run_ahead(L: Launched, ctas: list, budget: int) -> tuple[Replay | None, str]
     if why is not None or any(i.opcode.startswith(ASYNC_WAITS) for i in L.code):  # (SassTiming.cached's test too)
         return None, "off"
     R = RunAhead(L, budget)
-    try:
-        streams = R.run(list(enumerate(ctas)))
-    except Exception as e:  # (a conflict, a fault or anything else: stepping gives the answer, or the error)
-        return None, f"{type(e).__name__}: {e}"
-    return Replay(L, streams, R.decoded), ""
+    R.start(list(enumerate(ctas)))
+    return Replay(L, R), ""
 
 
 def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx>",
@@ -750,15 +747,26 @@ def simulate_sass(ptx_text: str, launch: Launch, hw: HwConfig, file: str = "<ptx
             raise UsageError("--sample-ctas does not sample cluster launches: run the whole grid", file)
         run, cores = sampled(hw, list(P.ctas), sample_ctas, occ["ctas_per_core"])
         machine, why = run_ahead(L, run, max_instructions)
-        if machine is None and why != "off":  # the run ahead changed memory: start again from the launch
-            P = prepare(prog, launch)
-            L = launched(P, prog, launch, kernels[launch.kernel], res, file)
-            L.defer_tx = hw.tma is not None
         T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores, machine)
         T.lockstep = why
         if warm_l2:
             memory.warm_l2(T.dev, hw, P.buffers, launch)
-        T.run()
+        try:
+            T.run()
+            if machine is not None:
+                machine.ahead.finish()
+        except Exception as e:  # (a conflict, a fault or anything else: stepping gives the answer, or the error)
+            if machine is None:
+                raise
+            machine.ahead.close()
+            P = prepare(prog, launch)  # the run ahead changed memory: start again from the launch
+            L = launched(P, prog, launch, kernels[launch.kernel], res, file)
+            L.defer_tx = hw.tma is not None
+            T = SassTiming(L, hw, run, occ["ctas_per_core"], max_instructions, len(P.ctas), trace, cores)
+            T.lockstep = f"{type(e).__name__}: {e}"
+            if warm_l2:
+                memory.warm_l2(T.dev, hw, P.buffers, launch)
+            T.run()
         outputs = read_outputs(P, launch)
     return _result(T, hw, launch, occ, outputs)
 
