@@ -2,7 +2,9 @@
 vs ``--isa ptx``, one fresh process each, on sgemm 128^3 (tests/fixtures/cuda/sgemm_tiled.ptx) and the kernelgen mma
 f16 256^3 GEMM. Per mode: the process's CPU time (user + system, from the child's rusage: ptxas/nvdisasm children
 included), its warp instructions (each mode's own: SASS has other instructions than the PTX) and their rate, and
-the 1-minute load average at the start; the ratio SASS / PTX of warp instructions per CPU second. Best of --repeat.
+the 1-minute load average at the start; the ratio SASS / PTX of warp instructions per CPU second. --repeat rounds of
+PTX then SASS back to back; the median run of each mode (and the median of the rounds' own ratios). Which PTX timing
+core ran (python / compiled: `python -m sim native build`, $WORKBENCH_NATIVE=0 turns it off) is in the row.
 
     PYTHONPATH=. python benchmarks/sass_speed_cli.py [--repeat N] [--json FILE] [--only sgemm_128 mma_f16_256]
 """
@@ -55,6 +57,15 @@ def run_once(args: list[str], isa: str) -> dict:
             "per_s_cpu": round(n / cpu), "load1": round(load, 1)}
 
 
+def core() -> str:
+    """Which PTX timing core the child processes get: "compiled" when a build for the sources exists and
+    $WORKBENCH_NATIVE is not 0 (sim/timing/native.py), else "python"."""
+    p = subprocess.run([sys.executable, "-m", "sim", "native", "status"], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = p.stdout
+    return "compiled" if "built" in out and "enabled" in out and "disabled" not in out else "python"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
@@ -66,16 +77,24 @@ def main() -> int:
         for name, args in commands(Path(d)).items():
             if a.only and name not in a.only:
                 continue
-            row: dict = {"kernel": name}
+            row: dict = {"kernel": name, "core": core()}
+            runs: dict[str, list[dict]] = {"ptx": [], "sass": []}
+            for _ in range(a.repeat):  # PTX and SASS back to back, so that both see the same load
+                for isa in ("ptx", "sass"):
+                    runs[isa].append(run_once(args, isa))
             for isa in ("ptx", "sass"):
-                runs = [run_once(args, isa) for _ in range(a.repeat)]
-                row[isa] = max(runs, key=lambda r: r["per_s_cpu"])
+                rs = sorted(runs[isa], key=lambda r: r["per_s_cpu"])
+                row[isa] = rs[len(rs) // 2]  # the median run
+                row[isa + "_runs"] = runs[isa]
             row["ratio_sass_over_ptx"] = round(row["sass"]["per_s_cpu"] / row["ptx"]["per_s_cpu"], 2)
+            pairs = sorted(s["per_s_cpu"] / p["per_s_cpu"] for p, s in zip(runs["ptx"], runs["sass"]))
+            row["ratio_pairs_median"] = round(pairs[len(pairs) // 2], 2)
             rows.append(row)
             print(f"{name:12s} " + "  ".join(
                 f"{m.upper()} {row[m]['per_s_cpu']:,} warp inst/s CPU ({row[m]['warp_instructions']:,} in "
-                f"{row[m]['cpu_s']} s, load {row[m]['load1']})" for m in ("ptx", "sass"))
-                + f"  ratio {row['ratio_sass_over_ptx']}", flush=True)
+                f"{row[m]['cpu_s']} s, load {row[m]['load1']}; median of {a.repeat})" for m in ("ptx", "sass"))
+                + f"  ratio {row['ratio_sass_over_ptx']} (pairs {row['ratio_pairs_median']}, {row['core']} core)",
+                flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
