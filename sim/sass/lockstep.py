@@ -60,6 +60,8 @@ TIMED_SOURCES = ("SR_CLOCK", "SR_GLOBALTIMER")
 #: opcodes whose functional effect or wait ends by timed events (mbarriers, TMA, clusters) or that arrive at a barrier
 #: without waiting (no barrier epoch for all warps)
 TIMED_OPS = ("SYNCS", "UTMA", "UBLK", "UCGABAR", "CCTL", "ERRBAR", "MEMBAR", "FENCE", "NANOSLEEP")
+GMMA = frozenset({"WARPGROUP", "HGMMA", "QGMMA", "IGMMA"})  # warpgroup MMA: its groups complete when timed
+BARRIER = frozenset({"BAR"})
 
 
 def refusal(L: Launched) -> str | None:
@@ -67,11 +69,12 @@ def refusal(L: Launched) -> str | None:
     if L.cluster != (1, 1, 1) or L.tensormaps:
         return "clusters and tensor maps"
     for ins in L.code:
-        if ins.opcode.startswith(TIMED_OPS) or ins.opcode in ("WARPGROUP", "HGMMA", "QGMMA", "IGMMA"):
+        op = ins.opcode
+        if op.startswith(TIMED_OPS) or op in GMMA:
             return f"'{ins.text}' waits for or orders timed events"
         if any(o.text.startswith(TIMED_SOURCES) for o in ins.operands):
             return f"'{ins.text}' reads the clock"
-        if ins.opcode == "BAR" and ("ARV" in ins.modifiers or len(ins.operands) != 1
+        if op in BARRIER and ("ARV" in ins.modifiers or len(ins.operands) != 1
                                     or ins.operands[0].kind != "imm"):
             return f"'{ins.text}' (a barrier some threads only arrive at, or counted, or register-named)"
     return None
@@ -80,6 +83,7 @@ def refusal(L: Launched) -> str | None:
 #: uniform-datapath opcodes (and R2UR) whose builders are lane-wise too, writing a uniform register through
 #: exec_operands' writer, which takes each warp's first active lane on a wide warp
 UNIFORM = frozenset({"UIADD3", "UMOV", "UIMAD", "ULEA", "ULOP3", "USHF", "UPRMT", "ULDC", "USGXT", "R2UR"})
+CONSTANT_LOAD = frozenset({"ULDC"})  # lane-wise only in its 32/64-bit forms
 
 
 def _elementwise(ins: SassInstruction) -> bool:
@@ -87,13 +91,13 @@ def _elementwise(ins: SassInstruction) -> bool:
     with no uniform destination, or a UNIFORM one writing a uniform register; neither with a uniform predicate
     operand or guard (their readers give Python booleans) nor a register-indexed constant (its reader builds 32
     lanes)."""
-    ops = ins.operands
+    ops, op = ins.operands, ins.opcode
     if ins.guard.startswith("UP") or not ops:
-        return ins.opcode == "NOP"
-    if ins.opcode in UNIFORM:
-        if ops[0].kind != "ureg" or (ins.opcode == "ULDC" and ins.modifiers and ins.modifiers != ("64",)):
+        return not ops and op in ELEMENTWISE  # (NOP)
+    if op in UNIFORM:
+        if ops[0].kind != "ureg" or (op in CONSTANT_LOAD and ins.modifiers and ins.modifiers != ("64",)):
             return False
-    elif ins.opcode not in ELEMENTWISE or ops[0].kind == "ureg":
+    elif op not in ELEMENTWISE or ops[0].kind == "ureg":
         return False
     for o in ops:
         if o.kind == "upred":
