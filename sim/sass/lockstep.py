@@ -325,10 +325,11 @@ class RunAhead:
         self.close()
 
     def close(self) -> None:
-        gmem = self.L.gmem
-        if isinstance(gmem, _LoggedGlobal):
-            gmem.__class__ = self.gmem_class
-            del gmem.log  # type: ignore[attr-defined]
+        gmem: Any = self.L.gmem
+        cls: Any = self.gmem_class
+        if gmem.__class__ is _LoggedGlobal:
+            gmem.__class__ = cls
+            del gmem.log
 
     def _batch(self, ctas: list[Cta]) -> None:
         size = ctas[0].shared.size
