@@ -175,6 +175,11 @@ class GlobalMemory:
     # what cp.async (LDGSTS) streams reach from DRAM with every core loading (GB/s, whole device; None:
     # bandwidth_gbps): the planner's DRAM share per core, the rate a K tile's misses wait behind those in flight
     stream_bandwidth_gbps: float | None = None
+    # independent channels of the whole device that every core's misses share (sim/timing/dram.py); None: each
+    # core gets `banks` private banks at its share of the bandwidth (sim/timing/units.py Dram)
+    channels: int | None = None
+    channel_banks: int | None = None  # banks per channel (None: no bank level)
+    row_cycle: int | None = None  # cycles an access holds its bank (a row opened and closed), with channel_banks
 
 
 @dataclass(frozen=True)
@@ -393,7 +398,8 @@ _MAX: dict[tuple[str, str], int] = {
     ("SharedMemory", "size"): 1 << 30, ("SharedMemory", "banks"): 1024, ("SharedMemory", "bank_width"): 1024,
     ("SharedMemory", "ports"): 64,
     ("Cache", "size"): 1 << 34, ("Cache", "line"): 1 << 16, ("Cache", "sector"): 1 << 16, ("Cache", "assoc"): 1024,
-    ("GlobalMemory", "banks"): 1 << 16, ("GlobalMemory", "burst"): 1 << 16,
+    ("GlobalMemory", "banks"): 1 << 16, ("GlobalMemory", "burst"): 1 << 16, ("GlobalMemory", "channels"): 1 << 16,
+    ("GlobalMemory", "channel_banks"): 1 << 10,
     ("Limits", "threads_per_block"): 1 << 16, ("Limits", "regs_per_thread"): 1 << 16,
     ("Limits", "smem_per_block"): 1 << 30,
 }

@@ -209,11 +209,12 @@ class SassTiming:
         self.todo = list(enumerate(ctas))
         self.per_core = per_core
         self.budget = max_instructions
-        self.dev = DeviceMemory(hw, hw.cores_used(ctas_total))  # DRAM and L2 shared as by the whole grid
         ncores = cores or hw.cores_used(len(ctas))
         n = cluster_ctas(L)
         if n > 1:
             ncores = ClusterTiming.cores(hw, n, ncores, L.file)
+        # DRAM and L2 shared as by the whole grid, of which these ncores are simulated (sim/timing/dram.py)
+        self.dev = DeviceMemory(hw, hw.cores_used(ctas_total), ncores)
         self.cores = [_CoreT(hw, self.dev) for _ in range(ncores)]
         self.clusters = ClusterTiming(self) if n > 1 else None  # sim/sass/timing_cluster.py
         self.spans: dict[int, int] = {}

@@ -129,7 +129,7 @@ class Simulation:
         self.pending = list(enumerate(ctas))
         self.launching = 0  # CTAs popped from `pending` whose launch is scheduled but not done
         # cores the whole launch keeps busy at once share the DRAM bandwidth (also when sampling)
-        self.devmem = DeviceMemory(hw, spread)
+        self.devmem = DeviceMemory(hw, spread, max(1, ncores))  # ncores of them simulated (sim/timing/dram.py)
         if warm_l2:
             self.warm_l2(launch)
         self.cta_spans: dict[int, int] = {}
@@ -322,7 +322,7 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     util["shared"] = round(sh_busy / (cycles * hw.shared.ports * ncores), 6)
     dram_busy = sum(c.mem.dram.busy for c in sim.cores)
     busy["dram"] = int(dram_busy)
-    util["dram"] = round(dram_busy / (cycles * hw.dram.banks * ncores), 6)
+    util["dram"] = round(dram_busy / (cycles * sum(c.mem.dram.capacity for c in sim.cores)), 6)
     l1h = [c.mem.l1 for c in sim.cores if c.mem.l1 is not None]
     l1_hits = sum(x.hits for x in l1h)
     l1_all = l1_hits + sum(x.misses for x in l1h)

@@ -38,6 +38,7 @@ from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.timing.constant import ConstantCache
 from sim.timing.crossbar import CrossbarPort
+from sim.timing.dram import DeviceDram, DramPort
 from sim.timing.units import Dram, L2Port, SetAssocCache, SharedBanks
 
 PARAM_BANK, USER_BANK = 0, 3  # constant banks of kernel parameters and of __constant__ data (ptxas sm_90a SASS)
@@ -54,11 +55,15 @@ def generic_space(addrs: np.ndarray) -> tuple[str, np.ndarray]:
 
 
 class DeviceMemory:
-    """What all cores share: the L2, and the number of cores sharing the DRAM bandwidth."""
+    """What all cores share: the L2, the number of cores sharing the DRAM bandwidth, and the device's DRAM
+    channels where dram.channels is set (simulated_cores: how many of the sharing cores the run simulates;
+    default all of them)."""
 
-    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None, simulated_cores: int | None = None):
         self.l2 = SetAssocCache(hw.l2)
         self.sharing_cores = sharing_cores
+        self.dram = DeviceDram(hw, sharing_cores, simulated_cores) if hw.dram.channels else None
+        self.xbar = CrossbarPort(hw, sharing_cores, simulated_cores or sharing_cores or hw.core.count)
         self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
         # CoreMemory._lines memo: (addresses - the first, dtype, first % l2.line, size) -> (line - the first's
         # line, sector mask) per line touched
@@ -67,7 +72,7 @@ class DeviceMemory:
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
         # sampled runs (docs/sampling.md): line -> (the DRAM queue of the core whose un-simulated CTA fetches
         # it, bytes it charges there); present in the L2, filled through that queue at the first touch
-        self.fetched_by_others: dict[int, tuple[Dram, int]] = {}
+        self.fetched_by_others: dict[int, tuple[Dram | DramPort, int]] = {}
         c = hw.l2
         self.partition_mask = sum(1 << b for b in c.partition_bits)  # 0: not partitioned
         self.far_latency = c.far_latency if self.partition_mask else 0
@@ -78,6 +83,11 @@ class DeviceMemory:
     def home(self, line: int) -> int:
         """The partition (0 or 1) a line lives in: parity of its address's l2.partition_bits."""
         return (line * self.l2.c.line & self.partition_mask).bit_count() & 1
+
+
+def dram_for(hw: HwConfig, dev: DeviceMemory) -> Dram | DramPort:
+    """A core's DRAM: its door to the device's channels (dram.channels), else private banks at its share."""
+    return DramPort(dev.dram) if dev.dram is not None else Dram(hw, dev.sharing_cores)
 
 
 def warm_l2(dev: DeviceMemory, hw: HwConfig, buffers: dict[int, int], launch: Launch) -> None:
@@ -101,7 +111,7 @@ class CoreMemory:
         self.l2 = dev.l2
         self.dev = dev
         self.l1_fill: dict[int, int] = {}  # L1 line -> cycle its pending fill arrives
-        self.dram = Dram(hw, dev.sharing_cores)
+        self.dram = dram_for(hw, dev)
         self.l2_port = L2Port(hw, dev.sharing_cores)
         # TMA copies reach the L2 through the TMA unit at its own rate (docs/tma-timing.md: 107 B/cycle
         # into one SM, where cp.async fills reach 58), so they take a path of their own
@@ -109,7 +119,7 @@ class CoreMemory:
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.partition = dev.cores_made & 1  # the L2 partition this core is attached to
         self.const = ConstantCache(hw.constant) if hw.constant is not None else None  # cold: a new launch
-        self.xbar = CrossbarPort(hw, dev.sharing_cores)  # far reads cross between the L2 partitions
+        self.xbar = dev.xbar  # far reads cross between the L2 partitions
         dev.cores_made += 1
 
     def _far(self, line: int) -> bool:
@@ -185,7 +195,7 @@ class CoreMemory:
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
         far = self._far(line)
-        if far:  # its bytes come across the partition crossbar
+        if far and not missing:  # its bytes come across the partition crossbar
             t = self.xbar.take(t, nbytes)
         if not missing:
             other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
@@ -202,6 +212,8 @@ class CoreMemory:
             if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses
                 done += self.dev.far_latency // 2 if self.dev.home(line) != self.partition else \
                     -(self.dev.far_latency // 2)
+            if far:  # the fill crosses the partition crossbar as it comes back from the far partition's DRAM
+                done = max(done, self.xbar.take(done, nbytes))
             lat = max(done, pending)
             self.dev.l2_fill[line] = lat
         if l1line >= 0:

@@ -38,6 +38,7 @@ from sim.functional.runner import Prepared, cluster_size, prepare, read_outputs
 from sim.hw import HwConfig
 from sim.launch import Launch
 from sim.ptx.ir import Program
+from sim.timing.dram import DeviceDram, DramPort
 from sim.timing.engine import Simulation, occupancy
 from sim.timing.footprint import Footprints
 from sim.timing.regalloc import registers_for_occupancy
@@ -402,7 +403,7 @@ def _touch(l2: SetAssocCache, sectors: np.ndarray, spl: int) -> dict[int, int]:
 
 
 def _warm_same_wave(l2: SetAssocCache, sectors: dict[int, np.ndarray], sampled: set[int], spl: int,
-                    hw: HwConfig, spread: int) -> dict[int, tuple[Dram, int]]:
+                    hw: HwConfig, spread: int) -> dict[int, tuple[Dram | DramPort, int]]:
     """Touch what the wave's un-simulated CTAs bring in (launch order). The lines one of them fetches
     first that a sampled CTA touches too are filled through a stand-in for that CTA's core's DRAM
     queue, each charged the bytes of its sectors scaled by (all the bytes the core fetches first in
@@ -426,7 +427,9 @@ def _warm_same_wave(l2: SetAssocCache, sectors: dict[int, np.ndarray], sampled: 
         fetched[core] = fetched.get(core, 0) + n
         if ln in wanted:
             used[core] = used.get(core, 0) + n
-    queues = {core: Dram(hw, spread) for core in used}
+    # the fetcher's core alone: its slice of the device's channels (sim/timing/dram.py), else its private banks
+    queues: dict[int, Dram | DramPort] = {
+        core: DramPort(DeviceDram(hw, spread, 1)) if hw.dram.channels else Dram(hw, spread) for core in used}
     return {ln: (queues[core], round(n * hw.l2.sector * fetched[core] / used[core]))
             for ln, (core, n) in fetcher.items() if ln in wanted}
 

@@ -189,6 +189,7 @@ class Dram:
         self.burst_cycles = g.banks * g.burst / per_core
         self.shift = max(1, (g.banks - 1).bit_length())
         self.free = [0.0] * g.banks
+        self.capacity = float(g.banks)  # bank-cycles per cycle (utilization's denominator)
         self.bytes = 0
         self.busy = 0.0
 
