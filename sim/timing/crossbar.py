@@ -14,12 +14,10 @@ from sim.hw import HwConfig
 
 
 class CrossbarPort:
-    def __init__(self, hw: HwConfig, sharing_cores: int | None = None, simulated_cores: int = 1):
+    def __init__(self, hw: HwConfig, sharing_cores: int | None = None):
         bw = hw.l2.far_bandwidth_gbps
         n = max(1, min(hw.core.count, sharing_cores or hw.core.count))
-        k = max(1, min(n, simulated_cores))
-        # the k simulated cores' slice of the crossbar: k / n of its throughput, one queue for all k
-        self.cycles_per_byte = n / k / (bw * 1e3 / hw.clock_mhz) if bw else 0.0  # GB/s / MHz = bytes per cycle / 1e3
+        self.cycles_per_byte = n / (bw * 1e3 / hw.clock_mhz) if bw else 0.0  # GB/s / MHz = bytes per cycle / 1e3
         self.free = 0.0
 
     def take(self, t: int, nbytes: int) -> int:

@@ -23,8 +23,9 @@ sys.path.insert(0, str(HERE.parents[2]))
 
 from benchmarks.silicon.dram.probe import summarize  # noqa: E402
 
-PER = 32768  # float4 per stream CTA (dram_host.cu PER); the chase's background CTAs use it too here (the H200's
-STEPS = 256  # use 4x: the summary reads the walk's steps 8..96, long before either ends)
+PER = 32768  # float4 per stream CTA (dram_host.cu PER)
+PER_BG = 4 * PER  # the chase's background CTAs (dram_host.cu PER_BG): they outlast the walk's steps 8..96
+STEPS = 256
 SMS = 132
 
 
@@ -58,12 +59,13 @@ def chain(words: int) -> np.ndarray:
 def simulate_case(text: str, kernel: str, grid: int, ctas: int, hw, isa: str, sample: int | None) -> dict:
     from sim.launch import Arg, Launch
 
-    big = np.ones(max(ctas, 1) * PER * 4, np.float32)
+    chase = kernel.startswith("chase")
+    per = PER_BG if chase else PER
+    big = np.ones(max(ctas, 1) * per * 4, np.float32)
     args = [Arg("buffer", "f32", array=big, name="in"),
             Arg("buffer", "f32", array=np.zeros((grid + 1) * 256, np.float32), name="out"),
-            Arg("scalar", "s64", value=PER),
+            Arg("scalar", "s64", value=per),
             Arg("buffer", "s64", array=np.zeros(max(ctas, 1) * 16, np.int64), name="T")]
-    chase = kernel.startswith("chase")
     if chase:
         args += [Arg("buffer", "u32", array=chain(64 << 20), name="chain"), Arg("scalar", "s32", value=STEPS),
                  Arg("buffer", "s64", array=np.zeros(STEPS + 1, np.int64), name="C")]
@@ -84,7 +86,7 @@ def simulate_case(text: str, kernel: str, grid: int, ctas: int, hw, isa: str, sa
         st = T[c * 16:(c + 1) * 16]
         if st[1] > 0 or st[0] > 0:
             spans.append(int(max(st[1::2]) - min(st[0::2])))
-    row = {"kernel": kernel, "grid": grid, "stream_ctas": ctas, "per_float4": PER, "rep": 0, "ms": 1.0,
+    row = {"kernel": kernel, "grid": grid, "stream_ctas": ctas, "per_float4": per, "rep": 0, "ms": 1.0,
            "cta_spans": spans}
     if chase:
         C = r.outputs[6].view(np.int64)
