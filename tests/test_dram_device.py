@@ -3,10 +3,14 @@ pseudo-channels and their banks; a run simulating k of n cores keeps k / n of th
 
 from __future__ import annotations
 
+import pytest
+
 from sim.hw import load_hw
+from sim.sass.tools import tools_available
 from sim.timing.dram import DeviceDram, DramPort
 from sim.timing.memory import CoreMemory, DeviceMemory
 
+needs_tools = pytest.mark.skipif(not tools_available(), reason="SASS mode needs ptxas and nvdisasm")
 BASE = 0x7F0000000000
 H200 = load_hw("h200")
 LINE = H200.l2.line
@@ -88,3 +92,21 @@ def test_npu7nm_keeps_private_banks():
     hw = load_hw("npu7nm")
     assert hw.dram.channels is None
     assert isinstance(CoreMemory(hw, DeviceMemory(hw, 4, 4)).dram, Dram)
+
+
+# The H200 probe (benchmarks/silicon/dram, benchmarks/data/dram_probe_2026-12-01.json): per-CTA cycles of the
+# float4 stream at 4 CTAs per SM with one load in flight per thread (latency-bound: the suite's stream_read_264m is
+# of this kind) and with four (bandwidth-bound), medians of 3 launches after an L2 flush.
+MEASURED = {"stream_u1": 138_905, "stream_u4": 119_503}
+
+
+@pytest.mark.slow
+@needs_tools
+@pytest.mark.parametrize("kernel", sorted(MEASURED))
+def test_latency_and_bandwidth_bound_streams_match_the_h200(kernel):
+    from benchmarks.silicon.dram.probe import summarize
+    from benchmarks.silicon.dram.sim import ptx, simulate_case
+
+    row = simulate_case(ptx(), kernel, 528, 528, H200, "sass", 16)
+    got = summarize([row])[0]["per_cta_median"]
+    assert abs(got - MEASURED[kernel]) / MEASURED[kernel] < 0.10, got

@@ -63,7 +63,6 @@ class DeviceMemory:
         self.l2 = SetAssocCache(hw.l2)
         self.sharing_cores = sharing_cores
         self.dram = DeviceDram(hw, sharing_cores, simulated_cores) if hw.dram.channels else None
-        self.xbar = CrossbarPort(hw, sharing_cores, simulated_cores or sharing_cores or hw.core.count)
         self.shared_passes: dict[tuple[bytes, str, int], int] = {}  # SharedBanks memo shared by all cores
         # CoreMemory._lines memo: (addresses - the first, dtype, first % l2.line, size) -> (line - the first's
         # line, sector mask) per line touched
@@ -119,7 +118,7 @@ class CoreMemory:
         self.lsu_latency = hw.pipe_for("lsu").latency
         self.partition = dev.cores_made & 1  # the L2 partition this core is attached to
         self.const = ConstantCache(hw.constant) if hw.constant is not None else None  # cold: a new launch
-        self.xbar = dev.xbar  # far reads cross between the L2 partitions
+        self.xbar = CrossbarPort(hw, dev.sharing_cores)  # far reads cross between the L2 partitions
         dev.cores_made += 1
 
     def _far(self, line: int) -> bool:
@@ -195,7 +194,10 @@ class CoreMemory:
         self._write_back(t, self.l2.victim)
         pending = self.dev.l2_fill.get(line, 0)
         far = self._far(line)
-        if far and not missing:  # its bytes come across the partition crossbar
+        # an L2 hit's bytes come across the partition crossbar (l2.far_bandwidth_gbps, measured on L2-resident far
+        # reads); a far-homed DRAM fill does not queue there: the H200 streams 4.6 TB/s from DRAM with half of the
+        # lines far-homed (benchmarks/silicon/dram: stream_u4), which the far hits' rate would cap near 2.45 x 2
+        if far and not missing:
             t = self.xbar.take(t, nbytes)
         if not missing:
             other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
@@ -212,8 +214,6 @@ class CoreMemory:
             if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses
                 done += self.dev.far_latency // 2 if self.dev.home(line) != self.partition else \
                     -(self.dev.far_latency // 2)
-            if far:  # the fill crosses the partition crossbar as it comes back from the far partition's DRAM
-                done = max(done, self.xbar.take(done, nbytes))
             lat = max(done, pending)
             self.dev.l2_fill[line] = lat
         if l1line >= 0:
