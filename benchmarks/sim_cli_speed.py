@@ -1,14 +1,18 @@
 """Speed of the timing model as a user meets it (issue 17 item 1): `python -m sim run K.ptx --hw h200` in a
 fresh process for the three kernels of benchmarks/sim_kernels.py, start-up, imports, parsing, the
 lock-step records and the numpy check included, with the Python core (WORKBENCH_NATIVE=0) and with the
-compiled one (sim/timing/native.py; only when built: `python -m sim native build`).
+compiled one (sim/timing/native.py; only when built: `python -m sim native build`), and functional only
+(`--functional`).
 
-    PYTHONPATH=. python benchmarks/sim_cli_speed.py [--repeat N] [--kernels a,b] [--modes python,native]
-                                                   [--json FILE]
+    PYTHONPATH=. python benchmarks/sim_cli_speed.py [--repeat N] [--kernels a,b] [--modes python,native,functional]
+                                                   [--against DIR] [--json FILE]
 
 Per kernel and mode, after one uncounted warm-up run (it writes the bytecode cache, in a temporary
-PYTHONPYCACHEPREFIX, as an installed package has one), the best of N runs by the child's process (CPU)
-time: warp instructions / process time and / wall time, and the 1-minute load average before and after.
+PYTHONPYCACHEPREFIX, as an installed package has one), N runs: the median and the best by the child's
+process (CPU) time, warp instructions / process time and / wall time, and the 1-minute load average
+before and after. --against DIR (another checkout, e.g. `git archive` of main, with its compiled core
+built in the same WORKBENCH_NATIVE_DIR) runs the same measurements there too, alternating run by run with
+this tree's, so that both see the same load ("before" / "after").
 """
 
 from __future__ import annotations
@@ -62,19 +66,20 @@ def command(name: str, d: pathlib.Path) -> list[str]:
     raise ValueError(name)
 
 
-def one(argv: list[str], native: bool, pycache: str) -> dict:
+def one(argv: list[str], mode: str, pycache: str, root: pathlib.Path = ROOT) -> dict:
     # bytecode cached as in a user's installation (this machine sets PYTHONDONTWRITEBYTECODE, which would
     # add ~0.3 s of compiling the sources to every run), kept outside the tree
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=pycache)
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=pycache)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if not native:
+    if mode != "native":
         env["WORKBENCH_NATIVE"] = "0"
+    extra = ["--functional"] if mode == "functional" else []
     load0 = os.getloadavg()[0]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "sim", "run", *argv, "--hw", "h200", "--seed", "0", "--json",
-                          "--quiet", "--max-instructions", "10000000"], cwd=ROOT, env=env, capture_output=True,
-                         text=True)
+                          "--quiet", "--max-instructions", "10000000", *extra], cwd=root, env=env,
+                         capture_output=True, text=True)
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -82,15 +87,24 @@ def one(argv: list[str], native: bool, pycache: str) -> dict:
     res = json.loads(out.stdout)
     n = res["warp_instructions"]
     proc = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return {"warp_instructions": n, "cycles": res["cycles"], "process_s": round(proc, 3), "wall_s": round(wall, 3),
+    return {"warp_instructions": n, "cycles": res.get("cycles"), "process_s": round(proc, 3), "wall_s": round(wall, 3),
             "per_s_process": round(n / proc), "per_s_wall": round(n / wall),
             "load": f"{load0:.2f} / {os.getloadavg()[0]:.2f}"}
 
 
-def _built() -> bool:
-    from sim.timing import native as nat
+def summary(runs: list[dict]) -> dict:
+    """The median and the best run by process time, with every run's process time and load."""
+    by = sorted(runs, key=lambda r: r["process_s"])
+    med = by[len(by) // 2]
+    return {**med, "best_per_s_process": by[0]["per_s_process"], "runs": len(runs),
+            "process_s_all": [r["process_s"] for r in runs], "loads": [r["load"] for r in runs]}
 
-    return (nat.cache_dir() / nat.MANIFEST).exists()
+
+def _built(root: pathlib.Path = ROOT) -> bool:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, "-m", "sim", "native", "status"], cwd=root, env=env, capture_output=True,
+                         text=True)
+    return out.returncode == 0 and ": built" in out.stdout
 
 
 def main() -> int:
@@ -98,29 +112,34 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--modes", default="python,native")
+    ap.add_argument("--against", default=None, help="another checkout measured alternately (\"before\")")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     modes = a.modes.split(",")
-    if "native" in modes and not _built():
-        print("benchmarks/sim_cli_speed.py: the compiled core is not built; fix: python -m sim native build",
-              file=sys.stderr)
-        return 2
-    out: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": {}}
+    trees = {"after": ROOT} if not a.against else {"before": pathlib.Path(a.against).resolve(), "after": ROOT}
+    for root in trees.values():
+        if "native" in modes and not _built(root):
+            print(f"benchmarks/sim_cli_speed.py: the compiled core of {root} is not built; "
+                  f"fix: (cd {root} && python -m sim native build)", file=sys.stderr)
+            return 2
+    out: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "statistic": "median of --repeat",
+                 "trees": {k: str(v) for k, v in trees.items()}, "runs": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        pycache = str(pathlib.Path(tmp) / "pycache")
         for name in a.kernels.split(","):
             argv = command(name, pathlib.Path(tmp))
             for mode in modes:
-                one(argv, mode == "native", pycache)  # warm-up: writes the bytecode cache, not counted
-                best: dict = {}
+                got: dict[str, list[dict]] = {k: [] for k in trees}
+                for k, root in trees.items():  # warm-up: writes the bytecode cache, not counted
+                    one(argv, mode, str(pathlib.Path(tmp) / f"pycache-{k}"), root)
                 for _ in range(a.repeat):
-                    got = one(argv, mode == "native", pycache)
-                    if not best or got["process_s"] < best["process_s"]:
-                        best = got
-                out["runs"][f"{name}.{mode}"] = best
-                print(f"{name} ({mode} core): {best['warp_instructions']:,} warp instructions, {best['cycles']:,} "
-                      f"cycles, process {best['process_s']} s = {best['per_s_process']:,}/s, wall {best['wall_s']} s "
-                      f"= {best['per_s_wall']:,}/s (load {best['load']})", flush=True)
+                    for k, root in trees.items():
+                        got[k].append(one(argv, mode, str(pathlib.Path(tmp) / f"pycache-{k}"), root))
+                for k in trees:
+                    best = out["runs"][f"{name}.{mode}" + ("" if len(trees) == 1 else f".{k}")] = summary(got[k])
+                    print(f"{name} ({mode}{'' if len(trees) == 1 else ', ' + k}): {best['warp_instructions']:,} warp "
+                          f"instructions, {best['cycles']} cycles, median process {best['process_s']} s = "
+                          f"{best['per_s_process']:,}/s (best {best['best_per_s_process']:,}/s), wall "
+                          f"{best['wall_s']} s (load {best['load']}; all {best['process_s_all']})", flush=True)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0

@@ -29,14 +29,15 @@ def test_no_build_or_disabled_means_the_python_core(tmp_path, monkeypatch):
 
 
 def test_the_build_key_follows_the_sources_and_what_they_import(tmp_path, monkeypatch):
-    for m in (*native.MODULES, "sim.timing.memory"):
+    assert "sim.timing.memory" in native.MODULES and "sim.timing.units" in native.MODULES  # compiled with the core
+    for m in (*native.MODULES, "sim.functional.record"):
         dst = tmp_path.joinpath(*m.split(".")).with_suffix(".py")
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native._source(m), dst)
     monkeypatch.setattr(native, "_root", lambda: tmp_path)
     keys = {native.key()}
-    for name in ("warp.py", "memory.py"):  # a compiled source; a module it imports (types it reads)
-        f = tmp_path / "sim" / "timing" / name
+    for name in ("timing/warp.py", "functional/record.py"):  # a compiled source; a module it imports
+        f = tmp_path / "sim" / name
         f.write_text(f.read_text() + "\n# edited\n")
         keys.add(native.key())
     assert len(keys) == 3  # each edit makes the build stale: the Python files run

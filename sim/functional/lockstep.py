@@ -151,6 +151,11 @@ class Batch:
         self.epoch = 0
         self.log: list[Access] = []
         self.wrote = [False, False]  # per domain: a write since the last check
+        # replay of a kernel whose clock values only reach stored data (sim/functional/replay.py
+        # ClockStores): pc of such a store -> its data register; each warp's values of it (the lock-step
+        # %clock reads are the warp's instruction count: which read a lane's value came from), by CTA and warp
+        self.clock_data: dict[int, str] | None = None
+        self.clock_tags: dict[tuple[int, int, int], list[Any]] = {}
 
     def record(self, domain: int, addrs: np.ndarray, size: int, owners: np.ndarray, write: bool) -> None:
         self.log.append((domain, self.epoch, addrs, size, owners, write))
@@ -424,6 +429,16 @@ class Group(Warp):
                     got = same[key] = Executed(m[32 * j: 32 * j + 32], ctl if run else None, nxt_l[j], landed_l[j])
                 r = got
             dests[j](r)
+        if B.clock_data is not None and addrs is not None and ins.index in B.clock_data:
+            self._clock_tags(B, B.clock_data[ins.index], runs, counts, ends)
+
+    def _clock_tags(self, B: Batch, reg: str, runs: list[bool], counts: list[int], ends: list[int]) -> None:
+        """Each accessing warp's values of the store's data register, lanes as in its record's addrs."""
+        vals = self.r[reg] if self.amask is None else self.r[reg][self.amask]
+        for j, o in enumerate(self.owner[::32].tolist()):
+            if runs[j] and counts[j]:
+                c = B.ctas[(o - B.base) // B.wpc].ctaid
+                B.clock_tags[c][(o - B.base) % B.wpc].append(vals[ends[j] - counts[j]: ends[j]].astype(np.uint64))
 
     def _branch(self, top: Frame, pc: int, ins: Instruction, taken: np.ndarray) -> None:
         target = ins.info["target"]

@@ -16,12 +16,22 @@ The timing model executes warps in the order its schedulers fetch them, CTAs of 
 side; the records hold for that order too only when no two warps can tell orders apart. So the lock-step
 run must find no conflict anywhere in the launch (shared: two warps of a CTA between two barriers;
 global: two warps of a CTA between two barriers, or two CTAs at all), no warp may read a clock (%clock
-reads the issue cycle in the timing model), and the kernel must run in lock-step at all (`refusal`).
+reads the issue cycle in the timing model) unless its values only reach the data of global stores
+(`ClockStores`, below), and the kernel must run in lock-step at all (`refusal`).
 Otherwise `recorded` answers None and the timing model executes as before. A `Stream` finds a conflict
 only as its batches run, after the timing model has used some of their records: it raises `Abandon`,
 and the caller runs the launch again, executing (sim.timing.engine.simulate).
 Between batches, `Touched` keeps the words earlier batches read and wrote as merged intervals (a GEMM's
 come to a few hundred), instead of every access.
+
+Clock-fed stores (`ClockStores`: a profiling wrapper's `mov.u64 %rd, %clock64` ... `st.global.u64 [a], %rd`,
+`red.global.max.u64`): where the registers that %clock / %clock64 set are read only as the data of global
+st / red.{add,min,max}, the launch still replays (`recorded`). The lock-step run's clock reads give each warp's
+instruction count (Warp.clock), so the value a lane stores names the read that set it; the run keeps those
+values per store (Batch.clock_tags), and the words these stores wrote are put back as they were before the
+run. The replayed warps (`ClockWarp`) note the issue cycle of each clock read and, when a clock-fed store is
+replayed (in the timing model's order, at its fetch, as an executing warp stores), write the cycles in place
+of the counts. Refused (executed as before) when any other access touches those words.
 """
 
 from __future__ import annotations
@@ -29,16 +39,18 @@ from __future__ import annotations
 import warnings
 from collections import deque
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim import isa
 from sim.cluster import link as link_cluster
 from sim.functional.conflicts import GLOBAL_DOMAIN, Access, Intervals, conflict, meets, union
 from sim.functional.lockstep import Batch, OverBudget, Refused, _effects, batch_ctas, refusal, run_batch, steps
-from sim.functional.ops_mem import BARRIER
+from sim.functional.ops_mem import _ATOM, BARRIER
 from sim.functional.record import Executed
 from sim.functional.warp import CTA
+from sim.ptx.types import type_mods
 
 if TYPE_CHECKING:
     from sim.functional.runner import Prepared
@@ -85,17 +97,157 @@ class ReplayWarp:
         return rec
 
 
+class ClockWarp(ReplayWarp):
+    """A ReplayWarp of a kernel with clock-fed stores (ClockStores): the issue cycle of each clock read,
+    by the warp's instruction count at it (what the lock-step run stored in its place), and the stores
+    made again with those cycles."""
+
+    def __init__(self, cta: CTA, wid: int, records: Records, body: list[Instruction], clocks: ClockStores,
+                 tags: deque[np.ndarray], P: Prepared):
+        super().__init__(cta, wid, records, body)
+        self.clocks = clocks
+        self.tags = tags
+        self.gmem = P.L.gmem
+        self.count = 0  # warp instructions so far (the lock-step %clock value)
+        self.cycles: dict[int, int] = {0: 0}  # that count at a clock read -> the value read (0: never read)
+
+    def step(self, cycle: int | None = None) -> Executed:
+        pc = self.pc
+        rec = ReplayWarp.step(self, cycle)
+        self.count += 1
+        width = self.clocks.reads.get(pc)
+        if width is not None:
+            self.cycles[self.count] = (self.count if cycle is None else cycle) & width
+        store = self.clocks.stores.get(pc)
+        if store is not None and rec.addrs is not None:
+            self._store(store, rec.addrs, self.tags.popleft())
+        return rec
+
+    def _store(self, store: tuple[str, np.dtype], addrs: np.ndarray, tags: np.ndarray) -> None:
+        op, dt = store
+        mask = (1 << (8 * dt.itemsize)) - 1
+        vals = np.array([self.cycles[t] & mask for t in tags.tolist()], dtype=np.uint64)
+        vals = vals.astype(np.dtype(f"u{dt.itemsize}")).view(dt)
+        if op == "st":
+            self.gmem.store(addrs, vals.reshape(-1, 1), dt)
+            return
+        fn = _ATOM[op]
+        for i in range(addrs.size):  # one lane at a time, as atomics serialize
+            a = addrs[i: i + 1]
+            old = self.gmem.load(a, dt)[:, 0]
+            self.gmem.store(a, np.asarray(fn(old, vals[i: i + 1], vals[i: i + 1]), dtype=dt).reshape(1, 1), dt)
+
+
+class ClockStores:
+    """A kernel whose %clock / %clock64 values reach nothing but the data of global stores: `reads`, pc of
+    each clock read -> the mask of its value (32 or 64 bits); `stores`, pc of each store of such a value ->
+    (st, add, min or max; its type); `data`, that pc -> the stored register (`of` finds them)."""
+
+    def __init__(self, reads: dict[int, int], stores: dict[int, tuple[str, np.dtype]], data: dict[int, str]):
+        self.reads, self.stores, self.data = reads, stores, data
+
+    @staticmethod
+    def of(P: Prepared) -> ClockStores | None:
+        body = P.L.body
+        reads: dict[int, int] = {}
+        fed: set[str] = set()
+        for ins in body:
+            names = [op.name for op in ins.operands if op.kind == "sreg"]
+            if any(n == "%globaltimer" for n in names):
+                return None
+            clock = [n for n in names if n in ("%clock", "%clock64")]
+            if not clock:
+                continue
+            ops, tys = ins.operands, type_mods(ins.mods)
+            width = 64 if clock[0] == "%clock64" else 32
+            if isa.op_of(ins) is not isa.ISA["mov"] or len(ops) != 2 or ops[0].kind != "reg" or \
+                    not tys or _bits(tys[-1]) != width:
+                return None
+            reads[ins.index] = (1 << width) - 1
+            fed.add(ops[0].name)
+        if not reads:
+            return None
+        stores: dict[int, tuple[str, np.dtype]] = {}
+        data: dict[int, str] = {}
+        for ins in body:
+            if ins.index in reads:
+                continue
+            if fed & set(ins.dst_regs):
+                return None  # a clock-fed register written by something else
+            used = fed & {*ins.src_regs, *([ins.guard] if ins.guard else [])}
+            if not used:
+                continue
+            ops, tys = ins.operands, type_mods(ins.mods)
+            red = isa.op_of(ins) is isa.ISA["red"]
+            op = "st" if isa.op_of(ins) is isa.ISA["st"] else \
+                next((m for m in ins.mods if m in ("add", "min", "max")), "") if red else ""
+            if not op or isa.mem_space(ins) != "global" or len(ops) != 2 or ops[1].kind != "reg" or \
+                    used != {ops[1].name} or ins.guard in fed or not tys or tys[-1][0] not in "usb" or \
+                    _bits(tys[-1]) not in (32, 64) or (ops[0].base is not None and ops[0].base.name in fed):
+                return None
+            kind = "i" if tys[-1][0] == "s" else "u"
+            stores[ins.index] = (op, np.dtype(f"{kind}{_bits(tys[-1]) // 8}"))
+            data[ins.index] = ops[1].name
+        return ClockStores(reads, stores, data)
+
+    def restore(self, P: Prepared, before: list[np.ndarray], traces: dict[tuple[int, int, int], list[Records]],
+                ) -> bool:
+        """Put the words the clock-fed stores wrote back as `before` (the allocations' bytes before the
+        lock-step run) held them; False when another access touched them (the launch then executes)."""
+        mine: list[np.ndarray] = []
+        others: list[np.ndarray] = []
+        for recs in (r for warps in traces.values() for r in warps):
+            pc = 0
+            for rec in recs:
+                if rec.addrs is not None and rec.space == "global":
+                    words = _words(rec.addrs, rec.size)
+                    (mine if pc in self.stores else others).append(words)
+                pc = rec.next_pc
+        if not mine:
+            return True
+        w = np.unique(np.concatenate(mine))
+        if others and np.isin(np.concatenate(others), w).any():
+            return False
+        allocs = P.L.gmem.allocs
+        bases = np.array([a.base for a in allocs], dtype=np.int64)
+        k = np.searchsorted(bases, w * 4, side="right") - 1
+        for i in np.unique(k).tolist():
+            off = w[k == i] * 4 - bases[i]
+            for b in range(4):
+                allocs[i].data[off + b] = before[i][off + b]
+        return True
+
+
+def _bits(ty: str) -> int:
+    digits = "".join(c for c in ty if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def _words(addrs: np.ndarray, size: int) -> np.ndarray:
+    """The 4-byte words the accesses of `size` bytes at `addrs` touch."""
+    a = addrs.astype(np.int64) // 4
+    return (a[:, None] + np.arange(max(1, size // 4))[None, :]).ravel()
+
+
 class Replay:
     """A launch run in lock-step with its records: P holds the memories after the run (the outputs)."""
 
-    def __init__(self, P: Prepared, traces: dict[tuple[int, int, int], list[Records]]):
+    def __init__(self, P: Prepared, traces: dict[tuple[int, int, int], list[Records]],
+                 clocks: ClockStores | None = None, tags: dict[tuple[int, int, int], list[Any]] | None = None):
         self.P = P
         self.traces = traces
+        self.clocks = clocks
+        self.tags = tags or {}
 
     def cta(self, ctaid: tuple[int, int, int]) -> CTA:
         """A CTA whose warps replay their records (runner.make_cta's for the timing model)."""
         P = self.P
         cta = _cta(P, ctaid)
+        if self.clocks is not None:
+            tags = self.tags.pop(ctaid)
+            cta.warps = [ClockWarp(cta, w, recs, P.L.body, self.clocks, tags[w], P)  # type: ignore[misc]
+                         for w, recs in enumerate(self.traces.pop(ctaid))]
+            return cta
         cta.warps = [ReplayWarp(cta, w, recs, P.L.body) for w, recs in enumerate(self.traces.pop(ctaid))]  # type: ignore[misc]
         return cta
 
@@ -129,9 +281,16 @@ def recorded(prog: Program, launch: Launch, max_instructions: int, over: bool = 
     with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         P = prepare(prog, launch)
-        if not replayable(P):
+        clocks = None
+        if reads_clock(P):
+            clocks = ClockStores.of(P)
+            if clocks is None or refusal(P.L.kernel, P):
+                return None
+            before = [a.data.copy() for a in P.L.gmem.allocs]
+        elif not replayable(P):
             return None
         effects = _effects(P.L.kernel)
+        tags: dict[tuple[int, int, int], list[Any]] = {}
         n = batch_ctas(P)
         traces: dict[tuple[int, int, int], list[Records]] = {}
         kept: list[Access] = []
@@ -143,6 +302,10 @@ def recorded(prog: Program, launch: Launch, max_instructions: int, over: bool = 
                 B = Batch(P, ctas, effects, first=i, trace=traces)
                 for c in ctas:
                     traces[c.ctaid] = [deque() for _ in range(B.wpc)]
+                if clocks is not None:
+                    B.clock_data, B.clock_tags = clocks.data, tags
+                    for c in ctas:
+                        tags[c.ctaid] = [deque() for _ in range(B.wpc)]
                 if over:  # no batch past its share of REPLAY_LIMIT: a large launch streams at once
                     budget[0] = min(budget[0], REPLAY_LIMIT * (i + len(ctas)) // len(P.ctas) - total)
                 total += run_batch(B, budget)
@@ -157,9 +320,11 @@ def recorded(prog: Program, launch: Launch, max_instructions: int, over: bool = 
             return None
         if conflict(kept, -(-P.L.block[0] * P.L.block[1] * P.L.block[2] // 32)):
             return None  # CTAs of two batches meet: the timing model may run them side by side
+        if clocks is not None and not clocks.restore(P, before, traces):
+            return None
     for w in caught:  # prepare's warnings, once
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return Replay(P, traces)
+    return Replay(P, traces, clocks, tags)
 
 
 def replayable(P: Prepared) -> bool:
@@ -281,5 +446,6 @@ def _cta(P: Prepared, ctaid: tuple[int, int, int]) -> CTA:
     return cta
 
 
-__all__ = ["recorded", "Replay", "ReplayWarp", "Stream", "Abandon", "Touched", "REPLAY_LIMIT", "replayable",
+__all__ = ["recorded", "Replay", "ReplayWarp", "ClockWarp", "ClockStores",
+           "Stream", "Abandon", "Touched", "REPLAY_LIMIT", "replayable",
            "replay_for"]

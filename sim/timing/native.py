@@ -1,6 +1,7 @@
-"""The timing core compiled with mypyc (issue 17 item 1): sim/timing/pipe.py, static.py, warp.py and
-core.py built into extension modules and imported in place of the Python files, when a build of exactly
-these sources (and this Python) exists. Otherwise the same Python runs as it is: the compiled modules
+"""The timing core compiled with mypyc (issue 17 item 1): sim/timing/pipe.py, static.py, warp.py, core.py
+and the memory system they call (memory.py, units.py, crossbar.py, constant.py) built into extension
+modules and imported in place of the Python files, when a build of exactly these sources (and this
+Python) exists. Otherwise the same Python runs as it is: the compiled modules
 are these sources, typed as mypy checks them, so both give the same results (tests/test_native.py).
 
     python -m sim native build    # once, ~40 s: needs mypy (it ships mypyc) and a C compiler
@@ -8,7 +9,7 @@ are these sources, typed as mypy checks them, so both give the same results (tes
     WORKBENCH_NATIVE=0 python -m sim ... # the Python core even with a build present
 
 Builds live in ~/.cache/gemm-workbench/native/<key> (or $WORKBENCH_NATIVE_DIR/<key>), the key a hash
-of the four sources, of the `sim` modules they import and of the interpreter's ABI: editing any of them
+of the compiled sources, of the `sim` modules they import and of the interpreter's ABI: editing any of them
 makes the build stale, and the Python files run again until the next `build`. Nothing is compiled
 implicitly.
 """
@@ -31,7 +32,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 # the modules compiled together (one mypyc group: calls and attribute reads between them are native)
-MODULES = ("sim.timing.pipe", "sim.timing.static", "sim.timing.warp", "sim.timing.core")
+MODULES = ("sim.timing.pipe", "sim.timing.units", "sim.timing.crossbar", "sim.timing.constant", "sim.timing.memory",
+           "sim.timing.static", "sim.timing.warp", "sim.timing.core")
 GROUP = "sim_timing_native"  # the group's shared library is the module GROUP + "__mypyc"
 MANIFEST = "modules.json"
 

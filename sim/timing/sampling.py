@@ -64,13 +64,15 @@ class SampledResult:
     outputs: dict[int, np.ndarray]
     execution: str = ""  # how the waves ran: "replayed", "replayed, N processes", "executed"
     by_waves: bool = False  # every CTA timed, wave by wave (simulate_by_waves)
+    core: str = ""  # the timing core the waves ran on: "compiled" (sim/timing/native.py), "python", "mixed"
 
     def to_json(self) -> dict[str, Any]:
         return {"cycles": self.cycles, "sampled": {
             "estimate": self.cycles, "bound": self.bound, "confidence": CONFIDENCE, "waves": self.waves,
             "wave_cycles": {str(k): v for k, v in self.wave_cycles.items()}, "group_cycles": self.group_cycles,
             "ctas_simulated": len(self.ctas_simulated), "ctas_total": self.ctas_total,
-            "footprint": self.footprint, "execution": self.execution, "by_waves": self.by_waves},
+            "footprint": self.footprint, "execution": self.execution, "by_waves": self.by_waves,
+            "core": self.core},
             "warp_instructions": self.warp_instructions,
             "ctas_simulated": len(self.ctas_simulated), "ctas_total": self.ctas_total}
 
@@ -152,13 +154,13 @@ def simulate_sampled(prog: Program, launch: Launch, hw: HwConfig, n: int, max_in
             sim.run()
             spans = [sim.cta_spans[i] for i in range(lay.total)]
             return SampledResult(sim.end, 0, lay.waves, {}, spans, list(range(lay.total)), lay.total, sim.count,
-                                 "not needed (every CTA simulated)", read_outputs(P, launch))
+                                 "not needed (every CTA simulated)", read_outputs(P, launch), core=core_name())
         fp = Footprints(prog, launch, hw.l2.sector, max_instructions)
         r = run_waves(prog, launch, hw, P, lay, chosen, fp, regs, max_instructions, progress, jobs)
         est, bound = estimate(r.cycles, r.groups, lay)
         return SampledResult(est, bound, lay.waves, r.cycles, [d for w in sorted(r.groups) for d in r.groups[w]],
                              sorted(i for g in chosen for i in g), lay.total, r.count, fp.method,
-                             read_outputs(r.P or P, launch), r.how)
+                             read_outputs(r.P or P, launch), r.how, core=r.core)
 
 
 def simulate_by_waves(prog: Program, launch: Launch, hw: HwConfig, max_instructions: int,
@@ -175,7 +177,7 @@ def simulate_by_waves(prog: Program, launch: Launch, hw: HwConfig, max_instructi
         r = run_waves(prog, launch, hw, P, lay, lay.groups, fp, regs, max_instructions, progress, jobs)
         spans = [d for w in sorted(r.groups) for d in r.groups[w]]
         return SampledResult(chained(r.groups), 0, lay.waves, r.cycles, spans, list(range(lay.total)),
-                             lay.total, r.count, fp.method, read_outputs(r.P or P, launch), r.how, True)
+                             lay.total, r.count, fp.method, read_outputs(r.P or P, launch), r.how, True, r.core)
 
 
 def chained(groups: dict[int, list[int]]) -> int:
@@ -226,6 +228,14 @@ class Waves:
     ctas_done: int = 0
     how: str = ""  # "replayed", "replayed, N processes", "executed"
     P: Prepared | None = None
+    core: str = ""  # the timing core that ran the waves (core_name; "mixed" if processes differed)
+
+
+def core_name() -> str:
+    """The timing core this process runs: "compiled" (sim/timing/native.py's build) or "python"."""
+    from sim.timing.native import active
+
+    return "compiled" if active() else "python"
 
 
 def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay: Layout, chosen: list[list[int]],
@@ -239,7 +249,7 @@ def simulate_waves(prog: Program, launch: Launch, hw: HwConfig, P: Prepared, lay
         by_wave.setdefault(lay.wave_of(g), []).append(g)
     shadow = SetAssocCache(hw.l2)  # the L2 as the whole grid leaves it after the waves so far
     spl = hw.l2.line // hw.l2.sector
-    out = Waves({}, {}, 0, {}, {})
+    out = Waves({}, {}, 0, {}, {}, core=core_name())
     last = max(by_wave) if only is None else max(only)
     for w in range(last + 1):
         members = range(w * lay.slots, min(lay.total, (w + 1) * lay.slots))
@@ -320,7 +330,8 @@ def waves_in_processes(jobs: int, prog: Program, launch: Launch, hw: HwConfig, P
     if any(part is None for part in parts):
         raise Abandon("a wave's lock-step records conflicted")
     done = [part for part in parts if part is not None]
-    out = Waves({}, {}, 0, {}, {})
+    cores = {part.core for part in done}
+    out = Waves({}, {}, 0, {}, {}, core=cores.pop() if len(cores) == 1 else "mixed")
     for part in done:
         out.cycles.update(part.cycles)
         out.groups.update(part.groups)
