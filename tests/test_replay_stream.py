@@ -162,13 +162,16 @@ def test_folded_busy_cycles_give_the_same_series(monkeypatch):
 def test_waves_in_two_processes_equal_one():
     """The exchange on one core, one CTA at a time (4 waves): --by-waves in two processes gives the
     durations, instructions and outputs of one process."""
-    from sim.timing.sampling import simulate_by_waves
+    from sim.timing import native
+    from sim.timing.sampling import core_name, simulate_by_waves
 
     hw = load_hw("h200")
     hw = dataclasses.replace(hw, core=dataclasses.replace(hw.core, count=1, max_ctas=1))
     one = simulate_by_waves(*_exchange(), hw, 10**6)
     two = simulate_by_waves(*_exchange(), hw, 10**6, jobs=2)
     assert (one.execution, two.execution) == ("replayed", "replayed, 2 processes")
+    assert one.core == two.core == core_name() == ("compiled" if native.active() else "python")  # the forks' core
+    assert two.to_json()["sampled"]["core"] == two.core
     assert one.waves == 4 and one.wave_cycles == two.wave_cycles and one.cycles == two.cycles
     assert one.warp_instructions == two.warp_instructions
     assert one.outputs[0].tolist() == two.outputs[0].tolist() == [(t + 32) % 64 + 1 for t in range(64)] * 4
