@@ -156,7 +156,7 @@ def build(quiet: bool = False) -> pathlib.Path:
 def _compile(root: pathlib.Path, tmp: pathlib.Path, quiet: bool) -> None:
     """mypyc's C for MODULES under tmp/c, compiled into tmp/lib."""
     from mypyc.build import mypycify  # mypy ships mypyc
-    from setuptools import Distribution  # type: ignore[import-untyped]
+    from setuptools import Distribution  # type: ignore[import-untyped, unused-ignore]
 
     here = os.getcwd()
     os.chdir(root)  # mypy finds the `sim` package (and pyproject's [tool.mypy]) from here
