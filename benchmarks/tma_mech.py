@@ -56,8 +56,12 @@ def trip_hist(buf: np.ndarray, grid: int, stages: int, steps: int) -> dict:
     """The stage trips (full - issue) of the steady steps (stages .. n - 2) of the CTAs that recorded the most
     steps: a histogram in 100-cycle bins up to 8000 and the fractions under 1200 / 1500 cycles (an L2-served
     stage vs a DRAM one: the trace of run 2 put them at ~930 and ~2000)."""
+    from kernelgen.variants.wgmma_tma import TRACE_SLOTS
+
+    ns = len(TRACE_SLOTS)
     v = np.asarray(buf).view(np.uint64).astype(np.int64)
-    tr = v[grid * 4:grid * 4 + grid * 3 * steps].reshape(grid, steps, 3)
+    tr = v[grid * 4:grid * 4 + grid * ns * steps].reshape(grid, steps, ns)
+    tr = tr[:, :, [TRACE_SLOTS.index(k) for k in ("issue", "full", "release_prev")]]
     counts = (tr[:, :, 1] != 0).sum(axis=1)
     tr = tr[counts == counts.max()]
     n = int(counts.max())

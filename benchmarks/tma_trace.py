@@ -82,7 +82,12 @@ def analyse(buf: np.ndarray, grid: int, stages: int, steps: int = STEPS, timer: 
         ok = (tm[:, 1] > tm[:, 0]) & (rec[:, 3] > rec[:, 0])
         if ok.any():
             clock = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tm[ok, 1] - tm[ok, 0]) * 1e3))
-    tr = v[grid * 4:grid * 4 + grid * 3 * steps].reshape(grid, steps, 3)
+    from kernelgen.variants.wgmma_tma import PROFILE_SLOTS, TRACE_SLOTS
+
+    ns = len(TRACE_SLOTS)
+    rec = v[:grid * PROFILE_SLOTS].reshape(grid, PROFILE_SLOTS)
+    tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * steps].reshape(grid, steps, ns)
+    tr = tr[:, :, [TRACE_SLOTS.index(k) for k in ("issue", "full", "release_prev")]]
     counts = (tr[:, :, 1] != 0).sum(axis=1)
     tr, rec = tr[counts == counts.max()], rec[counts == counts.max()]
     out: dict = {"span": float(np.median(rec[:, 3] - rec[:, 0])), "clock_mhz": clock,

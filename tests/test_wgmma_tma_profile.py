@@ -59,18 +59,22 @@ def test_profile_one_record_per_persistent_cta():
 
 
 def test_trace_steps_and_analysis():
-    """trace=N: the buffer grows by 3 u64 per K step and CTA after the records (the header's count and extent);
-    in the simulator every CTA records its 9 K steps (3 tiles x 3 K tiles, counted across tiles), nothing past
-    them, and tma_trace.analyse reads the buffer."""
+    """trace=N: the buffer grows by 10 u64 per K step and CTA after the records (the header's count and extent):
+    the producer's two slots and four per consumer warpgroup; in the simulator every CTA records its 9 K steps
+    (3 tiles x 3 K tiles, counted across tiles) in the slots of its one consumer (the second's stay 0), in order
+    (issue <= issued; full <= wgmma issued <= wait_group returned <= release), nothing past them, and
+    tma_trace.analyse reads the buffer."""
     ptx = wgmma_tma.emit(_spec(), T, {}, trace=12)
     meta, _, out, _ = sim_check(ptx, 2, 1, corrupt=False)
     prof = meta["profile"]
-    assert prof["trace"] == {"steps": 12, "slots": ["issue", "full", "release_prev"]}
-    n = 6 * (PROFILE_SLOTS + 3 * 12)
+    assert prof["trace"] == {"steps": 12, "slots": list(wgmma_tma.TRACE_SLOTS)}
+    ns = len(wgmma_tma.TRACE_SLOTS)
+    n = 6 * (PROFILE_SLOTS + ns * 12)
     assert meta["params"][prof["param"]]["count"] == n
     buf = out[prof["param"]].view(np.uint64).astype(np.int64)
-    tr = buf[2 * PROFILE_SLOTS:2 * PROFILE_SLOTS + 2 * 3 * 12].reshape(2, 12, 3)
-    assert (tr[:, :9] > 0).all() and (tr[:, 9:] == 0).all()
+    tr = buf[2 * PROFILE_SLOTS:2 * PROFILE_SLOTS + 2 * ns * 12].reshape(2, 12, ns)
+    assert (tr[:, :9, :6] > 0).all() and (tr[:, 9:] == 0).all() and (tr[:, :, 6:] == 0).all()
+    assert (tr[:, :9, 1] >= tr[:, :9, 0]).all() and (np.diff(tr[:, :9, 2:6], axis=2) >= 0).all()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import tma_trace
 

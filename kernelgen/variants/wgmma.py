@@ -155,7 +155,7 @@ def emit_descriptors(b: PtxBuilder, stage: str, stage_bytes: tuple[int, int], ba
 def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str], tiles: tuple[OperandTile, OperandTile],
                     k_steps: int, ab: str, pending: int, pone: str) -> None:
     """One K tile: wgmma.fence, k_steps x len(acc) m64nNk16 wgmmas from the stage descriptors, commit, and
-    wait until at most `pending` groups are in flight."""
+    wait until at most `pending` groups are in flight (pending < 0: no wait; the caller's, e.g. a trace's)."""
     ta, tb = tiles
     da, db = descs
     BN = 2 * len(acc[0])
@@ -180,7 +180,8 @@ def emit_wgmma_tile(b: PtxBuilder, acc: list[list[str]], descs: tuple[str, str],
                 b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k{kk_}.{dt}.{ab}.{ab} {{{', '.join(acc[j])}}}, {dak}, "
                     f"{dbk}, {pone}{tail}")
         b.i("wgmma.commit_group.sync.aligned")
-        b.i(f"wgmma.wait_group.sync.aligned {pending}")
+        if pending >= 0:
+            b.i(f"wgmma.wait_group.sync.aligned {pending}")
     b.comment(f"Compute on the read stage: {k_steps} k16 steps x {ms} wgmma m64n{BN}k16, one group, "
               f"then at most {pending} group(s) in flight")
     b.part(("wgmma.compute", ms, BN, k_steps, ab, kmajor(ta), kmajor(tb), pending), compute)

@@ -335,7 +335,11 @@ class Profile:
     timer: str = ""
 
 
-TRACE_SLOTS = ("issue", "full", "release_prev")  # per K step g: the producer's issue, full[g] seen, stage g-1 released
+# per K step g: the producer's issue (empty[s] seen) and the end of its TMA issues; for each consumer warpgroup c
+# (thread 0 of it) full[g] seen, its wgmmas issued and committed, its wait_group 1 returned, stage g-1 released
+TRACE_SLOTS = ("issue", "issued", "full", "wgmma", "waited", "release_prev", "full1", "wgmma1", "waited1",
+               "release_prev1")
+CONSUMER_SLOTS = 4  # the consumer slots per warpgroup: full, wgmma, waited, release_prev (+ CONSUMER_SLOTS x c)
 
 
 def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int) -> str:
@@ -352,13 +356,16 @@ def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int) -> str:
     return a
 
 
-def _trace_step(b: PtxBuilder, base: str, g: str, steps: int, j: int, who: str) -> None:
-    """clock64 into slot j of K step g (a running count across the CTA's tiles) when g < steps, by `who`."""
+def _trace_step(b: PtxBuilder, base: str, g: str, steps: int, j: int, who: str, shift: str = "") -> None:
+    """clock64 into slot j of K step g (a running count across the CTA's tiles) when g < steps, by `who`;
+    `shift` (u64 bytes, a register) moves the slot: the consumer warpgroup's own slots."""
     p, o, a, r = b.reg("pred"), b.reg("u64"), b.reg("u64"), b.reg("u64")
     b.i(f"mov.u64 {r}, %clock64")
     b.i(f"setp.lt.and.u32 {p}, {g}, {steps}, {who}")
     b.i(f"mul.wide.u32 {o}, {g}, {8 * len(TRACE_SLOTS)}")
     b.i(f"add.u64 {a}, {base}, {o}")
+    if shift:
+        b.i(f"add.u64 {a}, {a}, {shift}")
     b.i(f"@{p} st.global.u64 [{a}+{8 * j}], {r}")
 
 
@@ -467,10 +474,15 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"mov.u32 {s}, 0")
     b.i(f"mov.u32 {ph}, 0")
     b.i(f"mov.u32 {ps}, 0")
-    gc = ""
+    gc = tw = tsh = ""
     if prof is not None and prof.steps:
-        gc = b.reg("u32")
+        gc, tw, tsh = b.reg("u32"), b.reg("pred"), b.reg("u64")
         b.i(f"mov.u32 {gc}, 0")
+        b.comment("Trace: thread 0 of each consumer warpgroup writes its own slots (+ 8 x 4 x c bytes)")
+        tl = b.reg("u32")
+        b.i(f"and.b32 {tl}, {tid}, 127")
+        b.i(f"setp.eq.u32 {tw}, {tl}, 0")
+        b.i(f"mul.wide.u32 {tsh}, {cw}, {8 * CONSUMER_SLOTS}")
     tloop, cend, kloop, kdone = b.label("c_tile"), b.label("c_end"), b.label("c_k"), b.label("c_kdone")
     b.put_label(tloop)
     pe = b.reg("pred")
@@ -493,9 +505,14 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     _wait(b, fb, ph, "c_full")
     if gc:
         assert prof is not None
-        _trace_step(b, prof.trace, gc, prof.steps, 1, prof.writer)
+        _trace_step(b, prof.trace, gc, prof.steps, 2, tw, tsh)
     da, db = emit_descriptors(b, s, (a_bytes, b_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
-    emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, 1, pone)
+    emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, -1 if gc else 1, pone)
+    if gc:
+        assert prof is not None
+        _trace_step(b, prof.trace, gc, prof.steps, 3, tw, tsh)
+        b.i("wgmma.wait_group.sync.aligned 1")
+        _trace_step(b, prof.trace, gc, prof.steps, 4, tw, tsh)
     b.comment("wait_group 1: the previous K tile's wgmmas are done, so its stage goes back to the producer")
     pk, eb = b.reg("pred"), b.reg("u32")
     b.i(f"setp.ne.u32 {pk}, {kt}, 0")
@@ -505,7 +522,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"@{pk} {arrive_op(t)} _, [{eb}]")
     if gc:
         assert prof is not None
-        _trace_step(b, prof.trace, gc, prof.steps, 2, prof.writer)
+        _trace_step(b, prof.trace, gc, prof.steps, 5, tw, tsh)
         b.i(f"add.u32 {gc}, {gc}, 1")
     b.i(f"mov.u32 {ps}, {s}")
     _advance_ring(b, s, ph, S)
@@ -835,7 +852,6 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
         pt = b.reg("pred")
         b.i(f"setp.eq.u32 {pt}, {tid}, 0")
         _trace_step(b, trace[0], gp, trace[1], 0, pt)
-        b.i(f"add.u32 {gp}, {gp}, 1")
     b.i(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{fb}], {a_bytes + b_bytes}")
     for tile_op, base, nbytes, org, mn, role in ((ta, sa, a_bytes, bm0, t.bm, "a"), (tb, sb, b_bytes, bn0, t.bn, "b")):
         dst = b.reg("u32")
@@ -863,6 +879,9 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
                 continue
             b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], "
                 f"[{tmap[role]}, {{{c0}, {c1}}}], [{fb}]")
+    if trace:
+        _trace_step(b, trace[0], gp, trace[1], 1, pt)
+        b.i(f"add.u32 {gp}, {gp}, 1")
     _advance_ring(b, s, ph, t.stages)
     pl = b.reg("pred")
     b.i(f"add.u32 {kl}, {kl}, {t.bk}")

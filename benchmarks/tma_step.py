@@ -1,0 +1,246 @@
+"""On the H200: what holds a 256x128 t128 stage beyond its K step (issue 14, the large-shape top-4 misses), one
+invocation, < 4 minutes:
+
+    source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
+    python3 benchmarks/tma_step.py --out $OUT        # writes $OUT/tma_step.json
+
+Each case is a wgmma_tma kernel (bf16, A row-major, B col-major, D bf16) emitted with `trace=STEPS`
+(kernelgen/variants/wgmma_tma.TRACE_SLOTS): per K step g of the CTA's first STEPS, the producer's clock64 once
+empty[s] let it refill the stage (P) and after its TMA issues (Q); for each consumer warpgroup c (its thread 0):
+full[s] seen (F), its wgmmas issued and committed (I), its `wait_group 1` returned (W: group g - 1 done), its
+arrive on empty[] of stage g - 1 (R). The last of 6 back-to-back launches is read (the clock settled).
+
+Variations (what each separates):
+- 256x128 t128 (2 consumers x 8 m64n128, two accumulator sets) vs 128x256 t64 (2 x 4 m64n256) at s3 / s4,
+  6144^3 and 4096^3 (DRAM-served) and 2048x2048x4096 (one wave, inputs L2-resident);
+- 128x128 t64 (2 x 4 m64n128, one set each: N per wgmma) and 128x128 t128 (1 x 8 m64n128, two sets: consumer
+  count) at 6144^3;
+- `notma`: the producer arrives on full[s] with no TMA load (PTX patched): the ring without memory, so the
+  consumer side alone (tensor, shared-memory operand reads, barriers) sets the K step;
+- `morder`: 256x128 t128 with each consumer's 8 wgmmas ordered by accumulator set (4 on set 0, then 4 on set 1)
+  instead of alternating (chain dependence vs issue order);
+- `warparrive`: one arrive per consumer warp (lane 0; empty[] counts 4 per warpgroup) instead of every thread's
+  (256 arrivals per stage on one mbarrier).
+
+Per case: medians / p10 / p90 / means over the steady K steps (no tile's first K step) of every CTA, and the
+raw clocks of 8 CTAs' first 160 steps (relative to each CTA's start), wall time and the SM clock (clock64 span /
+%globaltimer span). Derived (c = 0, 1): step_c = F_c[g] - F_c[g-1]; issue_c = I - F; wait_c = W - I (group g-1
+still running); arrive_c = R - W; starve_c = F_c[g+1] - R_c[g]; done_c = W_c[g+1] - I_c[g] (a group's commit to
+its completion seen); skew_full = F_1 - F_0, skew_rel = R_1 - R_0; reissue = P[g-1+S] - max_c R_c[g] (the
+producer's wake after the later release); tma_issue = Q - P; trip = min_c F_c[g] - Q[g]; hold = max_c
+R_c[g+1] - min_c F_c[g] (a stage from landing to its release by both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STEPS = 320
+RAW_CTAS, RAW_STEPS = 8, 160
+L6, L4, RES = (6144, 6144, 6144), (4096, 4096, 4096), (2048, 2048, 4096)
+T256, T128W, T128N, T128C = (256, 128, 128), (128, 256, 64), (128, 128, 64), (128, 128, 128)
+# (name, shape, (bm, bn, tm), stages, patch)
+CASES = (
+    ("6144_256x128_s3", L6, T256, 3, ""), ("6144_128x256_s3", L6, T128W, 3, ""),
+    ("6144_256x128_s3_notma", L6, T256, 3, "notma"), ("6144_128x256_s3_notma", L6, T128W, 3, "notma"),
+    ("6144_256x128_s4", L6, T256, 4, ""), ("6144_128x256_s4", L6, T128W, 4, ""),
+    ("4096_256x128_s3", L4, T256, 3, ""), ("4096_128x256_s3", L4, T128W, 3, ""), ("4096_128x256_s4", L4, T128W, 4, ""),
+    ("res_256x128_s3", RES, T256, 3, ""), ("res_128x256_s3", RES, T128W, 3, ""),
+    ("6144_256x128_s3_morder", L6, T256, 3, "morder"), ("6144_256x128_s3_warparrive", L6, T256, 3, "warparrive"),
+    ("6144_128x256_s3_warparrive", L6, T128W, 3, "warparrive"),
+    ("6144_128x128t64_s4", L6, T128N, 4, ""), ("6144_128x128t128_s4", L6, T128C, 4, ""),
+    ("6144_128x128t64_s4_notma", L6, T128N, 4, "notma"), ("6144_128x128t128_s4_notma", L6, T128C, 4, "notma"),
+    ("6144_256x128_s3_morder_notma", L6, T256, 3, "morder,notma"), ("4096_256x128_s4", L4, T256, 4, ""),
+)
+
+
+def patch(ptx: str, what: str, consumers: int) -> str:
+    """The probe's PTX variations (see the module docstring); each checked to have changed something."""
+    for w in filter(None, what.split(",")):
+        before = ptx
+        if w == "notma":
+            ptx = re.sub(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[(%r\d+)\], \d+;",
+                         r"mbarrier.arrive.shared::cta.b64 _, [\1];", ptx)
+            ptx = "\n".join(x for x in ptx.split("\n")
+                            if "cp.async.bulk.tensor.2d.shared::cluster.global" not in x)
+        elif w == "morder":
+            lines = ptx.split("\n")
+            i = next(k for k, x in enumerate(lines) if x.strip() == "wgmma.fence.sync.aligned;")
+            j = next(k for k in range(i, len(lines)) if lines[k].strip() == "wgmma.commit_group.sync.aligned;")
+            body = lines[i + 1:j]
+            mm = [x for x in body if "wgmma.mma_async" in x]
+            rest = [x for x in body if "wgmma.mma_async" not in x]
+            first = [x.split("{")[1].split(",")[0] for x in mm]
+            order = sorted(range(len(mm)), key=lambda k: (first[k], k))
+            lines[i + 1:j] = rest + [mm[k] for k in order]
+            ptx = "\n".join(lines)
+        elif w == "warparrive":
+            n = 128 * consumers
+            ptx = re.sub(rf"(mbarrier\.init\.shared::cta\.b64 \[%r\d+\+?\d*\]), {n};", rf"\1, {4 * consumers};", ptx)
+
+            def one(m: re.Match) -> str:
+                pred, bar = m.group(1), m.group(2)
+                s = "mov.u32 %qlane, %laneid;\n\t"
+                s += (f"setp.eq.and.u32 %qone, %qlane, 0, {pred};\n\t" if pred
+                      else "setp.eq.u32 %qone, %qlane, 0;\n\t")
+                return s + f"@%qone mbarrier.arrive.shared::cta.b64 _, [{bar}];"
+            ptx = re.sub(r"(?:@(%p\d+) )?mbarrier\.arrive\.shared::cta\.b64 _, \[(%r\d+)\];", one, ptx)
+            k = ptx.index("\t.reg ")
+            ptx = ptx[:k] + "\t.reg .b32 %qlane;\n\t.reg .pred %qone;\n" + ptx[k:]
+        if ptx == before:
+            raise ValueError(f"patch {w!r} changed nothing")
+    return ptx
+
+
+def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, what: str) -> tuple[str, dict]:
+    from kernelgen.planner import plan, prediction_dict
+    from kernelgen.spec import shorthand
+    from kernelgen.tiling import Tiling
+    from kernelgen.variants import wgmma_tma
+    from sim.hw import load_hw
+
+    M, N, K = shape
+    bm, bn, tm = tile
+    spec = shorthand(f"{M}x{N}x{K}", "bf16", "bf16")
+    t = Tiling("wgmma_tma", bm, bn, 64, tm, bn, stages, 0, 0, 8, 8, 0)
+    p = plan(spec, load_hw("h200"), "wgmma_tma")
+    ev = next((e for e in p.survivors if e.tiling.key() == t.key()), None)
+    pred: dict = {}
+    model = None
+    if ev is not None:
+        import dataclasses
+
+        pred = prediction_dict(dataclasses.replace(p, best=ev))
+        model = {"cycles_per_cta": ev.cycles_per_cta, "k_tile": ev.model.iter_cycles, "terms": ev.model.terms,
+                 "bound": ev.model.bound}
+    ptx = wgmma_tma.emit(spec, t, pred, trace=STEPS)
+    return patch(ptx, what, bm // tm), {"tiling": t.key(), "model": model, "ktiles": -(-K // 64),
+                                        "consumers": bm // tm}
+
+
+def _stats(x: np.ndarray) -> dict:
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return {}
+    return {"med": float(np.median(x)), "p10": float(np.percentile(x, 10)), "p90": float(np.percentile(x, 90)),
+            "mean": float(x.mean()), "n": int(x.size)}
+
+
+def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, consumers: int) -> dict:
+    from kernelgen.variants.wgmma_tma import PROFILE_SLOTS, TRACE_SLOTS
+
+    ns = len(TRACE_SLOTS)
+    v = np.asarray(buf).view(np.uint64).astype(np.int64)
+    rec = v[:grid * PROFILE_SLOTS].reshape(grid, PROFILE_SLOTS)
+    tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * STEPS].reshape(grid, STEPS, ns)
+    tm = np.asarray(timer).view(np.uint64).astype(np.int64)[:2 * grid].reshape(grid, 2)
+    out: dict = {}
+    ok = (tm[:, 1] > tm[:, 0]) & (rec[:, 3] > rec[:, 0])
+    if ok.any():
+        out["clock_mhz"] = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tm[ok, 1] - tm[ok, 0]) * 1e3))
+    out["span"] = _stats((rec[:, 3] - rec[:, 0]).astype(float))
+    counts = (tr[:, :, 2] != 0).sum(axis=1)
+    sel = counts == counts.max()
+    tr, rec = tr[sel], rec[sel]
+    n = int(counts.max())
+    out["steps"], out["ctas"] = n, int(sel.sum())
+    raw = tr[:RAW_CTAS, :RAW_STEPS] - rec[:RAW_CTAS, 0][:, None, None]
+    raw[tr[:RAW_CTAS, :RAW_STEPS] == 0] = -1
+    out["raw"] = raw.tolist()
+    if n < stages + 4:
+        return out
+    f = tr.astype(float)
+    f[tr == 0] = np.nan
+    P, Q = f[:, :, 0], f[:, :, 1]
+    C = [f[:, :, 2 + 4 * c:6 + 4 * c] for c in range(consumers)]  # F, I, W, R
+    g = np.arange(stages + 1, n - stages - 1)
+    g = g[g % ktiles != 0]  # no tile's first K step (its interval holds the epilogue)
+    m: dict = {}
+    for c, X in enumerate(C):
+        F, I, W, R = (X[:, :, k] for k in range(4))
+        m[f"step{c}"] = F[:, g] - F[:, g - 1]
+        m[f"issue{c}"] = I[:, g] - F[:, g]
+        m[f"wait{c}"] = W[:, g] - I[:, g]
+        m[f"arrive{c}"] = R[:, g] - W[:, g]
+        m[f"starve{c}"] = F[:, g + 1] - R[:, g]
+        m[f"done{c}"] = W[:, g + 1] - I[:, g]
+    Fmin = np.nanmin(np.stack([X[:, :, 0] for X in C]), axis=0)
+    Rmax = np.nanmax(np.stack([X[:, :, 3] for X in C]), axis=0)
+    if consumers == 2:
+        m["skew_full"] = C[1][:, g, 0] - C[0][:, g, 0]
+        m["skew_rel"] = C[1][:, g, 3] - C[0][:, g, 3]
+    m["reissue"] = P[:, g - 1 + stages] - Rmax[:, g]
+    m["tma_issue"] = Q[:, g] - P[:, g]
+    m["producer_wait"] = P[:, g] - Q[:, g - 1]
+    m["trip"] = Fmin[:, g] - Q[:, g]
+    m["hold"] = Rmax[:, g + 1] - Fmin[:, g]
+    out["stats"] = {k: _stats(x.ravel()) for k, x in m.items()}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    a = ap.parse_args()
+    from sim.launch import launch_from_metadata, read_metadata
+    from validation.gpu import run_on_gpu
+    from validation.gpu_tma import without_tensormaps
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    only = set(filter(None, a.only.split(",")))
+    t0 = time.time()
+    res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                 "load_average": os.getloadavg()[0], "steps": STEPS, "rows": []}
+    for name, shape, tile, stages, what in CASES:
+        if only and name not in only:
+            continue
+        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what}
+        if time.time() - t0 > a.budget:
+            row["error"] = "skipped: budget spent"
+            res["rows"].append(row)
+            continue
+        try:
+            text, info = emit(shape, tile, stages, what)
+            row.update(info)
+            meta = read_metadata(text) or {}
+            launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))
+            grid = meta["grid"][0]
+            roles = [x.role for x in launch.args]
+            i, j = roles.index("profile"), roles.index("timer")
+            m = run_on_gpu(text, launch, warmup=2, repeats=6, check=None, read_after=("profile", "timer"))
+            after = m.extra.get("after") or {}
+            M, N, K = shape
+            row["time_ms"] = m.wall_ms_median
+            row["tflops"] = 2 * M * N * K / (m.wall_ms_median * 1e-3) / 1e12
+            row["device"] = m.device
+            if i in after and j in after:
+                row.update(analyse(after[i], after[j], grid, stages, info["ktiles"], info["consumers"]))
+        except Exception as e:  # noqa: BLE001 - record and go on
+            row["error"] = f"{type(e).__name__}: {e}"[:400]
+        res["rows"].append(row)
+        brief = {k: v for k, v in row.items() if k not in ("raw", "model")}
+        if "stats" in brief:
+            brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
+        print(json.dumps(brief, default=float)[:1500], flush=True)
+        res["seconds"] = time.time() - t0
+        (out / "tma_step.json").write_text(json.dumps(res, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
