@@ -37,7 +37,7 @@ def score(path: Path, full_pick: bool = True, hw=None) -> dict:
         spec = shorthand("x".join(map(str, r["shape"])), r["dtype"], r["out_dtype"])
         ts = [t for t in get("wgmma_tma").tilings(spec) if t.key() == r["tiling"]]
         base = plan(spec, hw, "wgmma_tma", only=ts).best.cycles_per_cta
-        clk = dataclasses.replace(hw, clock_mhz=float(r["measured_clock_mhz"]))
+        clk = dataclasses.replace(hw, clock_mhz=float(r["measured_clock_mhz"]), planner_clock_mhz=None)
         at = plan(spec, clk, "wgmma_tma", only=ts).best.cycles_per_cta
         meas = r["measured_cycles_per_cta"]
         out.append({"shape": r["shape"], "dtype": r["dtype"], "out_dtype": r["out_dtype"], "rank_then": r["rank"],

@@ -129,7 +129,7 @@ def at_clock(row: dict, clock_mhz: float) -> int | None:
     from kernelgen.variants import MODULES, get
     from sim.hw import load_hw
 
-    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz))
+    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz), planner_clock_mhz=None)
     spec = shorthand("x".join(map(str, row["shape"])), row.get("dtype", "f16"), row.get("out_dtype", "f32"))
     variant = max((v for v in MODULES if row["tiling"].startswith(v + "_")), key=len, default=None)
     if variant is None:

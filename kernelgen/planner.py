@@ -25,6 +25,7 @@ from kernelgen.models.schedule import (
     cycle_model,
     launch_ctas,
     pipe_busy,
+    planner_hw,
     schedule,
 )
 from kernelgen.models.sync import SyncPlan, sync_plan
@@ -167,6 +168,7 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
         p.log.insert(0, s4_note(p.spec, hw))
         return p
     t0 = time.perf_counter()
+    hw = planner_hw(hw)  # cycles at [planner_clock_mhz] where given (models/schedule.py)
     shape = spec.nominal()
     M, N, K = shape
     if variant:

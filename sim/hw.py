@@ -313,6 +313,9 @@ class HwConfig:
     tma: Tma | None = None  # TMA unit per core; None: the hardware has none (a timed TMA kernel stops)
     constant: Constant | None = None  # constant caches cold at each launch; None: every constant read hits
     path: str = ""  # file it was loaded from
+    # the SM clock the planner counts its cycles at (kernelgen/models/schedule.py planner_hw): measured under load,
+    # where the hardware holds a clock below clock_mhz (the simulator keeps clock_mhz); None: clock_mhz
+    planner_clock_mhz: float | None = None
 
     def pipe_for(self, pipe_class: str) -> Pipe:
         for p in self.pipes:
@@ -714,6 +717,10 @@ def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
         raise ctx.fail(line, p, f"must be less than lanes ({obj.lanes})", obj.heavy_lanes,
                        "give the FMA-heavy half's lanes, or leave the key out for one unit")
     if isinstance(obj, HwConfig):
+        if obj.planner_clock_mhz is not None and obj.planner_clock_mhz > obj.clock_mhz:
+            line, p = at("planner_clock_mhz")
+            raise ctx.fail(line, p, f"must be <= clock_mhz ({obj.clock_mhz:g})", obj.planner_clock_mhz,
+                           "write the SM clock measured under load, at most the maximum clock")
         owner: dict[str, int] = {}
         names: dict[str, int] = {}
         for i, pipe in enumerate(obj.pipes):
