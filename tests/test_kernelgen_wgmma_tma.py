@@ -193,10 +193,9 @@ def _bench_ratios() -> list[tuple[tuple[int, int, int], float]]:
 def test_cycle_model_at_large_shapes_at_the_planner_clock(registers_epilogue):
     """Predicted / measured time for the 2026-12-01 H200 run, bf16 and f16, at 4096^3, 6144^3, 8192^3 and
     4096x7168x2048 (several tiles per CTA), the prediction's cycles at the planner's clock ([planner_clock_mhz]
-    1780): 0.75-0.95. The H200 ran these power-limited at 1.3-1.7 GHz (top4 runs 2 and 3), below the planner's
-    clock, so their wall time is longer than the cycles at 1780 MHz say; per-CTA cycles at each kernel's measured
-    clock decide (tests/test_wgmma_tma_percta.py). At clock_mhz 1980 they read 0.97-1.05: the bandwidth shares'
-    extra cycles at 1980 MHz offset the clock. Bounds it so a change shows up here."""
+    1550, the clock these shapes ran at in top4 runs 2 and 3): 0.76-0.95 (0.97-1.05 at clock_mhz 1980, where the L2
+    share's extra cycles offset the clock). This run (f32 D, an older emitter) is not the top4 runs: per-CTA cycles
+    at each kernel's measured clock decide (tests/test_wgmma_tma_percta.py). Bounds it so a change shows up here."""
     large = [(s, q) for s, q in _bench_ratios() if s[0] >= 4096]
     assert len(large) == 8
     assert all(0.74 <= q <= 0.96 for _, q in large), large
@@ -206,14 +205,14 @@ def test_cycle_model_at_m_64_128(registers_epilogue):
     """M = 64 / 128 (one tile per CTA, one wave, K 4096-7168, 3 stages): the ring keeps stages - 1 stages loading
     (the consumer holds one until the next K tile's wait_group 1), a stage waits for its slowest box, and its DRAM
     trip is the measured one at the device's DRAM bytes in flight ([tma.dram_trip_inflight] / [tma.dram_trip_cycles]:
-    every core's stages - 1 stages of misses). Predicted cycles at the planner's clock (1780) over the measured wall
+    every core's stages - 1 stages of misses). Predicted cycles at the planner's clock (1550) over the measured wall
     time (launch included, the SM at ~1780 MHz: per-CTA cycles at the measured clock are
-    tests/test_wgmma_tma_percta.py's) 0.83-0.94 (0.75-0.90 at clock_mhz 1980). Bounds it so a change shows up here."""
+    tests/test_wgmma_tma_percta.py's) 0.95-1.08 (0.75-0.90 at clock_mhz 1980). Bounds it so a change shows up here."""
     from kernelgen.models.tma_cycles import _interp
 
     small = [(s, q) for s, q in _bench_ratios() if s[0] < 4096]
     assert len(small) == 8
-    assert all(0.82 <= q <= 0.95 for _, q in small), small
+    assert all(0.93 <= q <= 1.09 for _, q in small), small
     hw = load_hw("h200")
     assert hw.tma is not None and hw.tma.dram_trip_inflight and hw.tma.release_wake
     t = _tiling(64, 64, 64, 4)

@@ -304,9 +304,9 @@ _PLANNER_HW: dict[int, tuple[HwConfig, HwConfig]] = {}
 
 def planner_hw(hw: HwConfig) -> HwConfig:
     """`hw` as the planner counts cycles: at [planner_clock_mhz], the SM clock measured under load, where given
-    (the H200 holds ~1,780 MHz under the wgmma kernels' load, not its 1,980 MHz maximum: the bandwidth shares,
-    bytes per second, are fewer cycles at it, so ranking at clock_mhz can hide tensor and ring differences behind
-    the L2 share). The simulator keeps clock_mhz. One object per `hw` (the models memoise by identity)."""
+    (the H200 runs the tensor-bound GEMMs power-limited at ~1,550 MHz, not its 1,980 MHz maximum: the bandwidth
+    shares, bytes per second, are fewer cycles at it, so ranking at clock_mhz hides tensor and ring differences
+    behind the L2 share). The simulator keeps clock_mhz. One object per `hw` (the models memoise by identity)."""
     f = hw.planner_clock_mhz
     if f is None or f == hw.clock_mhz:
         return hw
