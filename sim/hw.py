@@ -207,6 +207,10 @@ class Wgmma:
     issue_lone: float | None = None
     issue_shared: float | None = None
     lone_gap: float | None = None
+    # accepted wgmmas (of the SM, either warpgroup) that may wait for the tensor pipe to start them; one more is
+    # refused until one starts, so a group's issue (and the wait_group and release after it) returns only once the
+    # pipe has started all but `queue` of it. None: not limited
+    queue: int | None = None
 
     def macs(self, atype: str) -> int:
         """MACs per cycle for the A/B element type of a wgmma."""

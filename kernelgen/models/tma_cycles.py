@@ -208,11 +208,18 @@ def _interp(xs: tuple[int, ...], ys: tuple[int, ...], x: float) -> float:
     return y1 + (y1 - y0) * (x - x1) / (x1 - x0)
 
 
-def consumer_step(t: Tiling, hw: HwConfig, c: Counts) -> float:
-    """Cycles a consumer warpgroup takes from a stage's full wait to its release of the previous stage when the
-    tensor pipe is free (benchmarks/tma_trace.py: release - full): its K-loop instructions ([core.issue_width])
-    and its wgmmas at the measured issue spacing, [wgmma.issue_lone] alone or, with two consumers issuing at once,
-    twice [wgmma.issue_shared] each (the SM's issue slot taken in turns)."""
+def consumer_step(t: Tiling, hw: HwConfig, c: Counts, tensor: float = 0.0) -> float:
+    """Cycles from a stage's full wait to its release of the previous stage by the later consumer warpgroup when
+    the ring starves the tensor pipe (benchmarks/tma_trace.py / tma_step.py: release - full): its K-loop
+    instructions ([core.issue_width]) and the longer of
+    - its wgmmas at the measured issue spacing, [wgmma.issue_lone] alone or, with two consumers issuing at once,
+      twice [wgmma.issue_shared] each (the SM's issue slot taken in turns);
+    - the tensor pipe's queue ([wgmma.queue]): the pipe accepts a wgmma while at most `queue` of the SM's wait to
+      start, and the group's issue returns (then its wait_group 1 and the release) only once the last of the SM's
+      `parts` wgmmas of this K tile is accepted, i.e. when the pipe starts the (parts - queue)-th: [wgmma.latency]
+      after the stage lands, then parts - queue - 1 wgmmas of `tensor` / parts cycles each (`tensor`: the K tile's
+      wgmmas on the unit). 16 m64n128 per K tile (256x128 t128) wait for 11 of them, 8 m64n256 (128x256 t64) for
+      3: measured 819-839 vs 572-634 cycles full-to-release, the same L2-resident and from DRAM."""
     assert hw.wgmma is not None
     consumers = t.bm // t.tm
     per = hw.wgmma.issue_lone or 0.0
@@ -220,7 +227,11 @@ def consumer_step(t: Tiling, hw: HwConfig, c: Counts) -> float:
         per = max(per, consumers * (hw.wgmma.issue_shared or 0.0))
     n_mma = t.k_steps * (t.tm // 64)  # one consumer's wgmmas per K tile
     instr = sum(c.iter.values()) * -(-4 // hw.core.schedulers) / hw.core.issue_width
-    return instr + n_mma * per
+    issue = n_mma * per
+    if hw.wgmma.queue and tensor > 0:
+        parts = consumers * n_mma  # the SM's wgmmas per K tile
+        issue = max(issue, hw.wgmma.latency + max(0, parts - hw.wgmma.queue - 1) * tensor / parts)
+    return instr + issue
 
 
 def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], c: Counts, cores: int,
@@ -261,7 +272,7 @@ def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int,
         tm_, tn_ = -(-M // t.bm), -(-N // t.bn)
         edge = 1.0 - (M // t.bm) * (N // t.bn) / (tm_ * tn_)
         trip = (1.0 - edge) * trip + edge * max(trip, float(hw.tma.oob_trip))
-    step = consumer_step(t, hw, c)
+    step = consumer_step(t, hw, c, tensor)
     ring = (trip + step + (hw.tma.release_wake or 0)) / s1
     peak = hw.tma.dram_peak_gbps * 1e3 / hw.clock_mhz  # bytes per cycle, the device
     return ring, trip, step, p, max(transfer_l2, cores * dram_stage / peak)
