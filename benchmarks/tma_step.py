@@ -190,6 +190,45 @@ def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: 
     return out
 
 
+def fifo_step(parts: int, mac_cycles: float, stages: int, lead: float, queue: int, consumers: int = 2,
+              issue: float = 23.7, latency: float = 42.0, wait: float = 28.0, arrive: float = 28.0,
+              steps: int = 240) -> float:
+    """The mean K step of a wgmma_tma ring whose tensor pipe is a FIFO that accepts a wgmma while at most `queue`
+    accepted ones of the SM wait to start (docs/wgmma-tma.md section 12): each K step's `parts` wgmmas (the SM's,
+    `consumers` warpgroups issuing their share in turn, `issue` cycles apart, each `mac_cycles` on the pipe after
+    `latency`); a consumer's wait_group 1 returns when its previous group is done and its issue returned, then
+    `wait` + `arrive` cycles to its release; a stage is refilled when both released it and lands `lead` cycles
+    later (the producer's wake, TMA issue and the trip, measured). The model's closed form
+    (tma_cycles.consumer_step) is this ring's lag when the pipe starves."""
+    n = parts // consumers
+    ends: list[float] = []  # completion times of the accepted wgmmas, in pipe order
+    full: dict[int, float] = {}
+    release: dict[int, float] = {}
+    ready = [0.0] * consumers  # each consumer's release of its previous stage
+    done: dict[tuple[int, int], float] = {}
+    for g in range(steps):
+        full[g] = (release[g - stages + 1] if g >= stages else 0.0) + lead
+        at = [max(full[g], ready[c]) for c in range(consumers)]
+        k, last = [0] * consumers, [0.0] * consumers
+        while any(x < n for x in k):
+            c = min((c for c in range(consumers) if k[c] < n), key=lambda c: at[c])
+            now = at[c]
+            waiting = sorted(e - mac_cycles for e in ends if e - mac_cycles > now)
+            if len(waiting) >= queue:
+                now = waiting[len(waiting) - queue]  # a place frees when one of them starts
+            end = max(now + latency, ends[-1] if ends else 0.0) + mac_cycles
+            ends = (ends + [end])[-64:]
+            k[c] += 1
+            at[c], last[c] = now + issue, now
+            if k[c] == n:
+                done[c, g] = end
+        for c in range(consumers):
+            ready[c] = max(last[c] + issue, done.get((c, g - 1), 0.0)) + wait + arrive
+        release[g] = max(ready)
+    a, b = steps // 2, steps - 10
+    return (full[b] - full[a]) / (b - a)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
