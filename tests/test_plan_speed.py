@@ -74,8 +74,12 @@ def test_shared_walk_equals_own_walks(monkeypatch: pytest.MonkeyPatch) -> None:
 # h200 re-recorded on purpose (s9-tma branch, session 9): wgmma_tma's ring from the H200's measured L2 hold between
 # launches, DRAM trip against bytes in flight, producer stage loop, consumer step and lone-warpgroup wgmma spacing
 # (docs/wgmma-tma.md section 10); the pick stays wgmma_tma 128x64 s6 (5,668 -> 5,506 cycles); before: 1a38b2f4...7303
+# h200 re-recorded on purpose (s10-top4 branch, session 10): the planner counts cycles at the measured
+# planner_clock_mhz 1550 (the simulator keeps clock_mhz 1980) and wgmma_tma's ring waits for the tensor pipe's
+# queue (wgmma.queue 4; docs/wgmma-tma.md sections 11-12); the pick stays wgmma_tma 128x64 s6 (5,506 -> 4,895
+# cycles at 1550 MHz); before: be44c662...7db5
 DIGESTS = {
-    ("h200", "1000x520x264", "f16"): "be44c662577d6282dc30ce65e1ecbfcbe862d8d5f0aaa69711fe648b566f7db5",
+    ("h200", "1000x520x264", "f16"): "0289db1b2dc53d4fe8a7eb17c666d489ec2af47c484f059e7cd674f7aa4be366",
     ("npu7nm", "128x64x32", "bf16"): "a40206afa130b4850c0959cb95a3c04657aa1946cc0abc2bb7ae3ab2bd71d4e3",
 }
 
