@@ -34,9 +34,13 @@ def score(path: Path, full_pick: bool = True, hw=None) -> dict:
     rows = [r for r in json.loads(path.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")
             and r["tiling"].startswith("wgmma_tma_")]  # this model's kernels (a cp.async wgmma may join a top 4)
     out = []
+    excluded: list[str] = []
     for r in rows:
         spec = shorthand("x".join(map(str, r["shape"])), r["dtype"], r["out_dtype"])
         ts = [t for t in get("wgmma_tma").tilings(spec) if t.key() == r["tiling"]]
+        if not ts:  # no longer a candidate (e.g. a consumer warpgroup wholly beyond M): not scored
+            excluded.append(r["tiling"] + " @ " + "x".join(map(str, r["shape"])))
+            continue
         base = plan(spec, hw, "wgmma_tma", only=ts).best.cycles_per_cta
         clk = dataclasses.replace(hw, clock_mhz=float(r["measured_clock_mhz"]), planner_clock_mhz=None)
         at = plan(spec, clk, "wgmma_tma", only=ts).best.cycles_per_cta
@@ -44,7 +48,7 @@ def score(path: Path, full_pick: bool = True, hw=None) -> dict:
         out.append({"shape": r["shape"], "dtype": r["dtype"], "out_dtype": r["out_dtype"], "rank_then": r["rank"],
                     "tiling": r["tiling"], "pred": base, "pred_at_clock": at, "meas": meas, "q": at / meas,
                     "time_ms": r["time_ms"]})
-    res: dict = {"kernels": out, "shapes": []}
+    res: dict = {"kernels": out, "shapes": [], "excluded": excluded}
     for key in dict.fromkeys((x["dtype"], tuple(x["shape"])) for x in out):
         grp = [x for x in out if (x["dtype"], tuple(x["shape"])) == key]
         pick = min(grp, key=lambda x: x["pred"])
@@ -68,7 +72,8 @@ def score(path: Path, full_pick: bool = True, hw=None) -> dict:
         "picks_within_10": sum(abs(x["q"] - 1) <= 0.10 for x in picks), "picks": len(picks),
         "top4_holds": sum(s["holds"] for s in res["shapes"]),
         "top4_holds_time": sum(s["holds_time"] for s in res["shapes"]), "shapes": len(res["shapes"]),
-        "planner_pick_measured": sum(s.get("planner_pick_measured", False) for s in res["shapes"])}
+        "planner_pick_measured": sum(s.get("planner_pick_measured", False) for s in res["shapes"]),
+        "excluded": len(excluded)}
     return res
 
 

@@ -992,6 +992,12 @@ class WgmmaTma(Wgmma):
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
         out = []
         for bm, tm in ((64, 64), (128, 64), (128, 128), (256, 128)):
+            if spec.M.hi <= bm - tm:
+                # the last consumer warpgroup's rows lie beyond M in every tile: it multiplies the zero-filled half of
+                # each A box. Measured (H200, benchmarks/data/top4_bench_h200_2026-12-01_run4.json, 128x64 t64x64
+                # s6 at 64x7168xK): 1.6-1.75x the time of 64x64 s6 and 1.4-1.5x the modelled cycles (the zero-fill
+                # trip under that load is not modelled): never worth emitting
+                continue
             for bn in (64, 128, 256):
                 if tm // 64 * bn // 2 > 128:
                     continue
