@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kernelgen.cli import main
+from kernelgen.models.schedule import planner_hw
 from kernelgen.planner import plan
 from kernelgen.spec import parse_spec
 from kernelgen.variants import get
@@ -249,21 +250,22 @@ def test_cycle_model_against_the_h200_round2():
     """Predicted / measured time of the round-2 H200 run (benchmarks/data/fp8_check_2026-12-01_r2.json, TILE_N 256 and
     the TMA-store epilogue, docs/wgmma-fp8.md): 128x256 s3 0.80-0.86, s4 0.88-0.96, 128x128 s3 0.97-0.98 with the
     TMA stores draining at the L2 write share; 0.79-0.83, 0.85-0.89, 0.96-0.98 with the measured
-    drain (tma.store_bandwidth_gbps). Bounds each (both models inside) so a model change shows up here; nothing is
-    fitted to them. The planner's pick (s3) runs within 5% of the measured best (s4)."""
+    drain (tma.store_bandwidth_gbps); the plan's cycles at the planner's clock ([planner_clock_mhz] 1550; the fp8 run
+    held ~1,425 MHz, docs/wgmma-fp8.md): 0.92-0.95, 0.86-0.90, 1.00-1.07. Bounds each so a model change shows up
+    here; nothing is fitted to them. The planner's pick (s3) runs within 5% of the measured best (s4)."""
     import json
     import re
 
     hw = load_hw("h200")
     data = json.loads((Path(__file__).parent.parent / "benchmarks/data/fp8_check_2026-12-01_r2.json").read_text())
-    bounds = {(128, 256, 3): (0.78, 0.88), (128, 256, 4): (0.84, 0.98), (128, 128, 3): (0.94, 1.0)}
+    bounds = {(128, 256, 3): (0.88, 0.98), (128, 256, 4): (0.83, 0.93), (128, 128, 3): (0.97, 1.10)}
     for r in data["speed"]:
         m = re.match(r"wgmma_fp8_(\d+)x(\d+)x128_t(\d+)x\d+_s(\d+)", r["tiling"])
         assert m, r["tiling"]
         bm, bn, tm, st = (int(x) for x in m.groups())
         ev = plan(_spec(r["M"], r["N"], r["K"]), hw, "wgmma_fp8", only=[fp8_tiling(bm, bn, tm, st)]).best
         lo, hi = bounds[(bm, bn, st)]
-        assert lo <= ev.cycles / (r["time_ms"] * 1e3 * hw.clock_mhz) <= hi, (r["tiling"], r["M"])
+        assert lo <= ev.cycles / (r["time_ms"] * 1e3 * planner_hw(hw).clock_mhz) <= hi, (r["tiling"], r["M"])
     for n in (4096, 8192):
         rows = [r for r in data["speed"] if r["M"] == n]
         pick = next(r for r in rows if r["pick"])
