@@ -118,8 +118,8 @@ def _metric(ev: Evaluated, key: str, hw: HwConfig) -> float:
         return ev.utilization.get("tensor", 0.0)
     if key == "cycles":
         return ev.cycles
-    if key == "bandwidth_demand_gbps":  # DRAM bytes over the predicted time: [clock_mhz]
-        return ev.movement.dram_bytes * hw.clock_mhz * 1e6 / max(1, ev.cycles) / 1e9
+    if key == "bandwidth_demand_gbps":  # DRAM bytes over the predicted time: the cycles at [planner_clock_mhz]
+        return ev.movement.dram_bytes * planner_hw(hw).clock_mhz * 1e6 / max(1, ev.cycles) / 1e9
     raise KeyError(key)
 
 

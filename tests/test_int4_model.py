@@ -14,6 +14,7 @@ import pytest
 
 from kernelgen.analysis import schedule_lines
 from kernelgen.int4 import EMULATED_IMMA, emulated_counts, packed_spec, s4_note, unpack_alu
+from kernelgen.models.schedule import planner_hw
 from kernelgen.planner import plan
 from kernelgen.spec import parse_spec
 from kernelgen.tiling import Tiling
@@ -61,17 +62,19 @@ def test_s4_prediction_against_the_h200():
     an SM clock under 1980 MHz would do it, benchmarks/s4_gpu.py --profile measures it). Before the emulation
     was modelled the prediction was 0.143 ms (0.043x)."""
     hw = load_hw("h200")
-    ms = 1e3 / (hw.clock_mhz * 1e6)
+    ms = 1e3 / (planner_hw(hw).clock_mhz * 1e6)  # the plan's cycles are at [planner_clock_mhz]
     big = plan(_spec("s4"), hw, "mma", only=[TILE]).best.cycles * ms
     pick = plan(_spec("s4"), hw, "mma", only=[PICK]).best.cycles * ms
     assert abs((big / pick) / (MEASURED_MS["128x256"] / MEASURED_MS["64x128"]) - 1) < 0.02, (big, pick)
-    assert 0.85 < big / MEASURED_MS["128x256"] < 1.0 and 0.85 < pick / MEASURED_MS["64x128"] < 1.0, (big, pick)
+    # at the planner's 1550 MHz (the clock of sustained wgmma load) these ALU-bound kernels read 1.15-1.17 of their
+    # measured time (0.90-0.92 at 1980 MHz): they ran between the two
+    assert 1.05 < big / MEASURED_MS["128x256"] < 1.25 and 1.05 < pick / MEASURED_MS["64x128"] < 1.25, (big, pick)
     s8 = plan(_spec("s8"), hw, "mma", only=[TILE]).best
     # s8 (measured 0.252 ms) in the s4 times' band: 0.87 since the planner stopped charging the PTX registers'
     # bank cycles on the mma's occupancy (session 8; 0.94 before), as the f16 128x256 4096^3 kernel of
     # docs/top4.md, whose per-CTA cycles it now predicts within 1% while its wall time is 11% over cycles x
     # clock_mhz (an SM clock under 1980 MHz under load, launch and wave tail)
-    assert 0.85 < s8.cycles * ms / 0.252 < 1.0, s8.cycles * ms
+    assert 0.95 < s8.cycles * ms / 0.252 < 1.15, s8.cycles * ms  # 1.06 at 1550 MHz (0.83 at 1980)
 
 
 @pytest.mark.slow
