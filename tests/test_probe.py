@@ -32,6 +32,7 @@ def test_probe_yaml_takes_every_probed_field(tmp_path):
     out.write_text(probe_yaml(FAKE, base, "2026-12-01"))
     hw = load_hw(out)
     assert (hw.name, hw.clock_mhz, hw.arch) == ("probe_nvidia_fake_90", 1500, "sm_90a")
+    assert hw.planner_clock_mhz is None  # the base's clock measured under load is not this device's
     assert (hw.core.count, hw.core.max_threads, hw.core.max_ctas, hw.core.max_warps) == (100, 1536, 24, 48)
     assert (hw.shared.size, hw.l2.size, hw.limits.smem_per_block) == (167936, 41943040, 166912)
     assert hw.dram.bandwidth_gbps == round(2 * 2619000e3 * 5120 / 8 / 1e9)  # 3352

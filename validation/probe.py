@@ -96,6 +96,8 @@ def probe_yaml(dev: dict[str, Any], base: pathlib.Path, date: str) -> str:
     changes = changes_for(dev, date)
     changes[("", None, "name")] = (f"probe_{name}", f"probe (device name {dev['name']!r})")
     text, done = rewrite_fields(base.read_text(), changes)
+    # the base's planner clock is the SM clock measured under load on the base's device: not this one's
+    text = re.sub(r"(?m)^planner_clock_mhz:.*\n", "", text)
     missing = sorted(".".join(p for p in f if p) for f in set(changes) - done)
     header = (f"# Written by `python -m validation probe` on {date} for {dev['name']} "
               f"({dev['total_memory'] / 2**30:.0f} GiB): lines marked `# source: probe` come from the driver;\n"
