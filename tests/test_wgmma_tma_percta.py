@@ -73,15 +73,19 @@ def test_trace_the_ring_keeps_stages_minus_one_loading():
 
 @pytest.mark.slow
 def test_every_candidate_per_cta():
-    """All 96 kernels of the run (24 shapes x their top 4), each predicted at its own clock: MAPE 4.9%, 94 within 10%
+    """All 96 kernels of the run (24 shapes x their top 4; 92 still candidates), each predicted at its own clock: MAPE
+    4.7%, 90 of 92 within 10% (session 9: 4.9%, 94 of 96)
     (11.5% and 61 before section 10's mechanisms); the picks of the run, 24 of 24 within 10%. The two outside: 64x64
     at 128 x 4096 x 4096 (1.51: 128 CTAs read each A box at once and the L2 serves them faster than its share)."""
     top4 = _top4()
     rows = _rows()
     assert len(rows) == 96
-    qs = [(top4.at_clock(r, r["measured_clock_mhz"]) / r["measured_cycles_per_cta"], r) for r in rows]
+    at = [(top4.at_clock(r, r["measured_clock_mhz"]), r) for r in rows]
+    # 4 kernels are no longer candidates (128x64 t64x64 at M = 64: the second consumer wholly beyond M)
+    qs = [(a / r["measured_cycles_per_cta"], r) for a, r in at if a is not None]
+    assert len(qs) == 92
     assert sum(abs(q - 1) for q, _ in qs) / len(qs) <= 0.055
-    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 92
+    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 88
     picks = [(q, r) for q, r in qs if r["rank"] == 0]
     assert sum(abs(q - 1) <= 0.10 for q, _ in picks) == 24
 
@@ -96,6 +100,9 @@ def test_run3_own_top4_per_cta():
     rows = [r for r in json.loads(run3.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")
             and r["tiling"].startswith("wgmma_tma_")]
     assert len(rows) == 90
-    qs = [(top4.at_clock(r, r["measured_clock_mhz"]) / r["measured_cycles_per_cta"], r) for r in rows]
-    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 86
+    at = [(top4.at_clock(r, r["measured_clock_mhz"]), r) for r in rows]
+    # 2 kernels are no longer candidates (128x128 t64x128 at M = 64: the second consumer wholly beyond M)
+    qs = [(a / r["measured_cycles_per_cta"], r) for a, r in at if a is not None]
+    assert len(qs) == 88
+    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 84
     assert all(abs(q - 1) <= 0.10 for q, r in qs if r["rank"] == 0)
