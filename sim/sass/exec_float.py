@@ -367,10 +367,10 @@ def _lanes(v: Any) -> np.ndarray:
     return a if a.shape == (32,) else np.full(32, a, dtype=a.dtype)
 
 
-def b_hmma(cx: Ctx) -> Exec:
-    """HMMA.16816.F32[.BF16] d, a, b, c (m16n8k16, f32 accumulate) and HMMA.1688.F32: the fragment layout
-    of PTX mma.sync (sim/functional/fragments.py), products summed in f64 and rounded once to f32, as the
-    PTX model does."""
+def hmma_operands(cx: Ctx) -> tuple:
+    """HMMA's decoding, shared by b_hmma and the wide builder (sim/sass/exec_wide.py): K, the A/B/accumulator
+    fragment maps as flat indices into the row-major (16 x K), (K x 8), (16 x 8) matrices (map after map, 32 lanes
+    each), the readers of A, B, C, the writers of D and whether the inputs are bf16."""
     mods = cx.mods({"16816", "1688", "F32", "BF16"})
     if "F32" not in mods:
         raise cx.err("HMMA with an f16 accumulator is not modelled")
@@ -381,12 +381,18 @@ def b_hmma(cx: Ctx) -> Exec:
     d, a, b, c = cx.ins.operands[:4]
     ra, rb = cx.rn(a, len(amap) // 2), cx.rn(b, len(bmap) // 2)
     rc, wd = cx.rn(c, 4), cx.wn(d, 4)
-    bf = "BF16" in mods
 
-    def flat(maps: list, cols: int) -> np.ndarray:  # the (row, column) maps as flat indices, map after map
+    def flat(maps: list, cols: int) -> np.ndarray:
         return np.concatenate([np.broadcast_to(r * cols + c, (32,)) for r, c in maps]).astype(np.intp)
 
-    aidx, bidx, cidx = flat(amap, k), flat(bmap, 8), flat(cmap, 8)
+    return k, flat(amap, k), flat(bmap, 8), flat(cmap, 8), ra, rb, rc, wd, "BF16" in mods
+
+
+def b_hmma(cx: Ctx) -> Exec:
+    """HMMA.16816.F32[.BF16] d, a, b, c (m16n8k16, f32 accumulate) and HMMA.1688.F32: the fragment layout
+    of PTX mma.sync (sim/functional/fragments.py), products summed in f64 and rounded once to f32, as the
+    PTX model does."""
+    k, aidx, bidx, cidx, ra, rb, rc, wd, bf = hmma_operands(cx)
 
     def unpack(regs: list[Reader], w: Warp) -> np.ndarray:
         """Each register's low then high half of every lane, as f64: (2 x registers) rows of 32, flattened."""

@@ -136,11 +136,10 @@ def b_st(cx: Ctx, space: str) -> Exec:
     return run
 
 
-def b_ldgsts(cx: Ctx) -> Exec:
-    """LDGSTS[.BYPASS][.128] [smem], [gmem][, P]: copy 4/8/16 bytes per lane; lanes where the trailing
-    predicate (source valid) is false get zeros (ptxas writes cp.async's src-size 0 as ``, !PT``).
-    With .ZFILL the printed offset is the count of trailing bytes zero-filled (ptxas writes cp.async's
-    src-size 4/8/12 of a 16-byte copy as +0xc/+0x8/+0x4 on the source address)."""
+def ldgsts_operands(cx: Ctx) -> tuple:
+    """LDGSTS's decoding, shared by b_ldgsts and the wide builder (sim/sass/exec_wide.py): bytes per lane, bytes
+    read from global (less the .ZFILL tail), the shared and global address functions and the source-valid
+    predicate (None when absent)."""
     mods = cx.mods(_CACHE | {"64", "128"})
     size = 16 if "128" in mods else 8 if "64" in mods else 4
     ops = cx.ins.operands
@@ -152,7 +151,15 @@ def b_ldgsts(cx: Ctx) -> Exec:
         src = Operand(src.kind, src.text, regs=src.regs, value=0, desc=src.desc, suffixes=src.suffixes)
     fs = address(cx, src, True)
     zp = cx.pred(ops[2]) if len(ops) > 2 else None
-    nread = size - zfill
+    return size, size - zfill, fd, fs, zp
+
+
+def b_ldgsts(cx: Ctx) -> Exec:
+    """LDGSTS[.BYPASS][.128] [smem], [gmem][, P]: copy 4/8/16 bytes per lane; lanes where the trailing
+    predicate (source valid) is false get zeros (ptxas writes cp.async's src-size 0 as ``, !PT``).
+    With .ZFILL the printed offset is the count of trailing bytes zero-filled (ptxas writes cp.async's
+    src-size 4/8/12 of a 16-byte copy as +0xc/+0x8/+0x4 on the source address)."""
+    size, nread, fd, fs, zp = ldgsts_operands(cx)
     u8 = np.dtype(np.uint8)
 
     def run(w: Warp, m: np.ndarray) -> None:

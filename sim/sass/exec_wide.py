@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 
 from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN
-from sim.functional.fragments import a_fragment, accumulator_map, b_fragment
 from sim.functional.lockstep import Refused
 from sim.functional.types import bf16_to_f32
-from sim.sass.exec_mem import _CACHE, _SIZES, _matrices, _shape, address
+from sim.sass.exec_float import hmma_operands
+from sim.sass.exec_mem import _CACHE, _SIZES, _matrices, _shape, address, ldgsts_operands
 from sim.sass.exec_operands import U32, Ctx
-from sim.sass.listing import Operand
 
 WideExec = Callable[[Any, np.ndarray, list], None]
 
@@ -103,18 +102,7 @@ def b_st(cx: Ctx, space: str) -> WideExec:
 def b_ldgsts(cx: Ctx) -> WideExec:
     """exec_mem.b_ldgsts over the wide warp: the global read (lanes whose source is valid) in the records, the
     shared write of every lane that runs it (zeros where the source is not valid)."""
-    mods = cx.mods(_CACHE | {"64", "128"})
-    size = 16 if "128" in mods else 8 if "64" in mods else 4
-    ops = cx.ins.operands
-    dst, src = ops[0], ops[1]
-    fd = address(cx, dst, False)
-    zfill = 0
-    if "ZFILL" in mods:
-        zfill = int(src.value or 0)
-        src = Operand(src.kind, src.text, regs=src.regs, value=0, desc=src.desc, suffixes=src.suffixes)
-    fs = address(cx, src, True)
-    zp = cx.pred(ops[2]) if len(ops) > 2 else None
-    nread = size - zfill
+    size, nread, fd, fs, zp = ldgsts_operands(cx)
     u8 = np.dtype(np.uint8)
 
     def run(x: Any, m: np.ndarray, recs: list) -> None:
@@ -164,22 +152,7 @@ def b_hmma(cx: Ctx) -> Callable[[Any, np.ndarray], None]:
     """exec_float.b_hmma over the wide warp: every warp's fragments gathered at once, each warp's
     (16 x k) @ (k x 8) f64 product as the one-warp builder computes it (np.matmul on the stacked matrices runs the
     same product per matrix), rounded once to f32."""
-    mods = cx.mods({"16816", "1688", "F32", "BF16"})
-    if "F32" not in mods:
-        raise cx.err("HMMA with an f16 accumulator is not modelled")
-    k = 16 if "16816" in mods else 8
-    amap = [a_fragment(2, i // 2, i % 2) for i in range(k // 2)]
-    bmap = [b_fragment(2, i // 2, i % 2) for i in range(k // 4)]
-    cmap = [accumulator_map(i) for i in range(4)]
-    d, a, b, c = cx.ins.operands[:4]
-    ra, rb = cx.rn(a, len(amap) // 2), cx.rn(b, len(bmap) // 2)
-    rc, wd = cx.rn(c, 4), cx.wn(d, 4)
-    bf = "BF16" in mods
-
-    def flat(maps: list, cols: int) -> np.ndarray:
-        return np.concatenate([np.broadcast_to(r * cols + c, (32,)) for r, c in maps]).astype(np.intp)
-
-    aidx, bidx, cidx = flat(amap, k), flat(bmap, 8), flat(cmap, 8)
+    k, aidx, bidx, cidx, ra, rb, rc, wd, bf = hmma_operands(cx)
 
     def regs(rs: list, x: Any, shape: tuple[int, int]) -> np.ndarray:
         return np.stack([np.broadcast_to(np.asarray(r(x)), shape) for r in rs], axis=1).astype(U32)
