@@ -37,7 +37,7 @@ from sim.sass.exec_gmma import SASS_GMMA
 from sim.sass.exec_int import SASS_INT
 from sim.sass.exec_mem import SASS_MEM
 from sim.sass.exec_operands import Ctx
-from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any
+from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any, merged_at_pc
 from sim.sass.exec_tma import SASS_TMA
 from sim.sass.listing import Operand, SassInstruction, disassemble
 from sim.sass.tools import DEFAULT_ARCH, resources
@@ -152,15 +152,7 @@ class Machine:
             return
         gs = [g for g in w.groups if lanes_any(g.mask)]
         if len(gs) > 1:
-            by_pc: dict[int, Group] = {}
-            for g in gs:
-                h = by_pc.get(g.pc)
-                if h is None:
-                    by_pc[g.pc] = g
-                else:
-                    h.mask = h.mask | g.mask
-                    h.wait = "" if "" in (h.wait, g.wait) else h.wait
-            gs = list(by_pc.values())
+            gs = merged_at_pc(gs)
         w.groups = gs
         w.done = not gs
 

@@ -66,6 +66,20 @@ class Group:
         self.want = mask  # the lanes a "sync" wait is for
 
 
+def merged_at_pc(groups: list[Group]) -> list[Group]:
+    """Groups that stand at one pc merged into the first of them (masks or-ed; it waits only if both wait):
+    warp-by-warp execution and the lock-step wide warp (sim/sass/lockstep.py) reconverge this way."""
+    by_pc: dict[int, Group] = {}
+    for g in groups:
+        h = by_pc.get(g.pc)
+        if h is None:
+            by_pc[g.pc] = g
+        else:
+            h.mask = h.mask | g.mask
+            h.wait = "" if "" in (h.wait, g.wait) else h.wait
+    return list(by_pc.values())
+
+
 class Launched:
     """What every warp of a launch shares: the code, the memories, the constant bank, the grid."""
 

@@ -46,7 +46,7 @@ from sim.functional.lockstep import BATCH_LANES, Refused, shared_conflict
 from sim.functional.memory import FlatMemory, GlobalMemory
 from sim.sass.exec import Machine, _decode, _Decoded
 from sim.sass.exec_operands import Ctx
-from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any
+from sim.sass.exec_state import PT, Cta, Group, Launched, SassExecuted, Warp, lanes_any, merged_at_pc
 from sim.sass.exec_wide import WIDE_MEM, WIDE_OPS
 from sim.sass.listing import SassInstruction
 
@@ -447,15 +447,7 @@ class RunAhead:
         x.P[PT] = True
         g.pc = i + 1
         if len(x.groups) > 1:  # groups that meet at a pc merge (masks are unchanged: no member loses a group)
-            by_pc: dict[int, Group] = {}
-            for h in x.groups:
-                o = by_pc.get(h.pc)
-                if o is None:
-                    by_pc[h.pc] = h
-                else:
-                    o.mask = o.mask | h.mask
-                    o.wait = "" if "" in (o.wait, h.wait) else o.wait
-            x.groups = list(by_pc.values())
+            x.groups = merged_at_pc(x.groups)
         return None
 
     def _wide(self, ins: SassInstruction, d: _Decoded) -> Any:
