@@ -13,7 +13,6 @@ SASS-mode simulations of the same kernels (benchmarks/sass_probe/micro_sim.py).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -82,19 +81,10 @@ def summarize(cases: list[dict]) -> list[dict]:
 
 
 def main() -> int:
-    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
     sys.path.insert(0, str(HERE.parents[1]))
-    from benchmarks.sass_probe.run import build_and_run
+    from benchmarks.sass_probe.run import summarized_main
 
-    res = build_and_run("micro_dev.cu", "micro_host.cu", "sass_micro", out)
-    if res is None:
-        return 1
-    res["summary"] = summarize(res["cases"])
-    (out / "sass_micro.json").write_text(json.dumps(res))
-    for r in res["summary"]:
-        print(" ".join(f"{k}={v}" for k, v in r.items()))
-    print(f"{res['wall_s']} s")
-    return 0
+    return summarized_main("micro_dev.cu", "micro_host.cu", "sass_micro", summarize)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,21 @@ def build_and_run(dev_cu: str, host_cu: str, name: str, out: Path) -> dict | Non
     return res
 
 
+def summarized_main(dev_cu: str, host_cu: str, name: str, summarize) -> int:
+    """The main of a probe that summarises its cases: build and run it (--out DIR, default out), add
+    summarize(cases) as "summary", write DIR/NAME.json, print one line per summary row and the wall time.
+    Shared by micro.py and benchmarks/silicon/dram/probe.py."""
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
+    res = build_and_run(dev_cu, host_cu, name, out)
+    if res is None:
+        return 1
+    res["summary"] = summarize(res["cases"])
+    (out / f"{name}.json").write_text(json.dumps(res))
+    for r in res["summary"]:
+        print(" ".join(f"{k}={v}" for k, v in r.items()))
+    print(f"{res['wall_s']} s")
+    return 0
+
 def main() -> int:
     out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
     res = build_and_run("probe_dev.cu", "probe_host.cu", "sass_probe", out)

@@ -11,7 +11,6 @@ prints the summary. benchmarks/silicon/dram/sim.py simulates the same cases.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -47,19 +46,10 @@ def summarize(cases: list[dict]) -> list[dict]:
 
 
 def main() -> int:
-    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else Path("out")
     sys.path.insert(0, str(HERE.parents[2]))
-    from benchmarks.sass_probe.run import build_and_run
+    from benchmarks.sass_probe.run import summarized_main
 
-    res = build_and_run(str(HERE / "dram_dev.cu"), str(HERE / "dram_host.cu"), "dram_probe", out)
-    if res is None:
-        return 1
-    res["summary"] = summarize(res["cases"])
-    (out / "dram_probe.json").write_text(json.dumps(res))
-    for r in res["summary"]:
-        print(" ".join(f"{k}={v}" for k, v in r.items()))
-    print(f"{res['wall_s']} s")
-    return 0
+    return summarized_main(str(HERE / "dram_dev.cu"), str(HERE / "dram_host.cu"), "dram_probe", summarize)
 
 
 if __name__ == "__main__":
