@@ -3,6 +3,7 @@ invocation, < 4 minutes:
 
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
     python3 benchmarks/tma_step.py --out $OUT        # writes $OUT/tma_step.json
+    python3 benchmarks/tma_step.py --set cta --out $OUT   # session 11's cases (CTA_CASES): $OUT/tma_step_cta.json
 
 Each case is a wgmma_tma kernel (bf16, A row-major, B col-major, D bf16) emitted with `trace=STEPS`
 (kernelgen/variants/wgmma_tma.TRACE_SLOTS): per K step g of the CTA's first STEPS, the producer's clock64 once
@@ -65,6 +66,28 @@ CASES = (
     ("6144_256x128_s3_morder_notma", L6, T256, 3, "morder,notma"), ("4096_256x128_s4", L4, T256, 4, ""),
 )
 
+# `--set cta` (session 11, issue 14's last two per-CTA misses): (name, shape, (bm, bn, tm), stages, patch, steps);
+# steps 0 = no trace, the per-CTA profile record only (the kernel's own K step, no trace stores in its loops)
+L8, M64 = (8192, 8192, 8192), (64, 4096, 4096)
+T64, T128Z, T128O = (64, 64, 64), (128, 64, 64), (128, 64, 128)
+CTA_CASES = (
+    # 64x64 at 64x4096x4096 (inputs L2-resident between launches): s5 measured as s6, predicted 1.15x; is the
+    # L2-served trip (920 in the s6 traces) a queue that shrinks with the stages in flight?
+    ("m64_64x64_s3", M64, T64, 3, "", STEPS), ("m64_64x64_s4", M64, T64, 4, "", STEPS),
+    ("m64_64x64_s5", M64, T64, 5, "", STEPS), ("m64_64x64_s6", M64, T64, 6, "", STEPS),
+    ("m64_64x64_s3_prof", M64, T64, 3, "", 0), ("m64_64x64_s4_prof", M64, T64, 4, "", 0),
+    ("m64_64x64_s5_prof", M64, T64, 5, "", 0), ("m64_64x64_s6_prof", M64, T64, 6, "", 0),
+    # 256x128 t128 s3 at 8192^3 (1.07-1.08x at its own clock, 1,318-1,356 MHz) and its siblings, the whole CTA
+    # traced (16 tiles x 128 K steps): the stage trip in cycles at a low SM clock
+    ("8192_256x128_s3", L8, T256, 3, "", 2048), ("8192_128x256_s3", L8, T128W, 3, "", 2048),
+    ("8192_256x128_s4", L8, T256, 4, "", 2048),
+    ("8192_256x128_s3_prof", L8, T256, 3, "", 0), ("8192_128x256_s3_prof", L8, T128W, 3, "", 0),
+    ("6144_256x128_s3_all", L6, T256, 3, "", 900), ("6144_256x128_s3_prof", L6, T256, 3, "", 0),
+    # the zero-fill: 128-row A boxes half beyond M = 64 (two consumers, the second's rows all outside; one consumer)
+    ("m64_128x64t64_s6", M64, T128Z, 6, "", STEPS), ("m64_128x64t128_s6", M64, T128O, 6, "", STEPS),
+    ("m64_128x64t64_s6_prof", M64, T128Z, 6, "", 0),
+)
+
 
 def patch(ptx: str, what: str, consumers: int) -> str:
     """The probe's PTX variations (see the module docstring); each checked to have changed something."""
@@ -104,7 +127,8 @@ def patch(ptx: str, what: str, consumers: int) -> str:
     return ptx
 
 
-def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, what: str) -> tuple[str, dict]:
+def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, what: str,
+         steps: int = STEPS) -> tuple[str, dict]:
     from kernelgen.planner import plan, prediction_dict
     from kernelgen.spec import shorthand
     from kernelgen.tiling import Tiling
@@ -125,7 +149,7 @@ def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, w
         pred = prediction_dict(dataclasses.replace(p, best=ev))
         model = {"cycles_per_cta": ev.cycles_per_cta, "k_tile": ev.model.iter_cycles, "terms": ev.model.terms,
                  "bound": ev.model.bound}
-    ptx = wgmma_tma.emit(spec, t, pred, trace=STEPS)
+    ptx = wgmma_tma.emit(spec, t, pred, trace=steps) if steps else wgmma_tma.emit(spec, t, pred, profile=True)
     return patch(ptx, what, bm // tm), {"tiling": t.key(), "model": model, "ktiles": -(-K // 64),
                                         "consumers": bm // tm}
 
@@ -138,19 +162,25 @@ def _stats(x: np.ndarray) -> dict:
             "mean": float(x.mean()), "n": int(x.size)}
 
 
-def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, consumers: int) -> dict:
+def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, consumers: int,
+            steps: int = STEPS) -> dict:
     from kernelgen.variants.wgmma_tma import PROFILE_SLOTS, TRACE_SLOTS
 
     ns = len(TRACE_SLOTS)
     v = np.asarray(buf).view(np.uint64).astype(np.int64)
     rec = v[:grid * PROFILE_SLOTS].reshape(grid, PROFILE_SLOTS)
-    tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * STEPS].reshape(grid, STEPS, ns)
     tm = np.asarray(timer).view(np.uint64).astype(np.int64)[:2 * grid].reshape(grid, 2)
     out: dict = {}
     ok = (tm[:, 1] > tm[:, 0]) & (rec[:, 3] > rec[:, 0])
     if ok.any():
         out["clock_mhz"] = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tm[ok, 1] - tm[ok, 0]) * 1e3))
     out["span"] = _stats((rec[:, 3] - rec[:, 0]).astype(float))
+    # per CTA: the profile record's phases (start, walk start, last K loop done, end) and its %globaltimer span
+    out["per_cta"] = {"span": (rec[:, 3] - rec[:, 0]).tolist(), "walk": (rec[:, 2] - rec[:, 1]).tolist(),
+                      "ns": (tm[:, 1] - tm[:, 0]).tolist()}
+    if not steps:
+        return out
+    tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * steps].reshape(grid, steps, ns)
     counts = (tr[:, :, 2] != 0).sum(axis=1)
     sel = counts == counts.max()
     tr, rec = tr[sel], rec[sel]
@@ -186,7 +216,19 @@ def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: 
     m["producer_wait"] = P[:, g] - Q[:, g - 1]
     m["trip"] = Fmin[:, g] - Q[:, g]
     m["hold"] = Rmax[:, g + 1] - Fmin[:, g]
+    m["trip_p"] = Fmin[:, g] - P[:, g]  # from the empty wait's end (the TMA issue included)
     out["stats"] = {k: _stats(x.ravel()) for k, x in m.items()}
+    out["first_trip"] = _stats((Fmin[:, 0] - Q[:, 0]).ravel())
+    # per tile of the CTA's walk (g // ktiles): the K step and the trip as the kernel goes on (the clock falls)
+    tiles = max(1, n // ktiles)
+    if tiles > 1:
+        by: dict = {"step0": [], "trip": []}
+        for j in range(tiles):
+            gj = g[(g // ktiles) == j]
+            if gj.size:
+                by["step0"].append(float(np.nanmean(C[0][:, gj, 0] - C[0][:, gj - 1, 0])))
+                by["trip"].append(float(np.nanmean(Fmin[:, gj] - Q[:, gj])))
+        out["by_tile"] = by
     return out
 
 
@@ -234,6 +276,8 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--set", default="top4", choices=("top4", "cta"),
+                    help="the case table: session 10's (top4) or session 11's (cta: CTA_CASES)")
     a = ap.parse_args()
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
@@ -245,16 +289,18 @@ def main() -> int:
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "steps": STEPS, "rows": []}
-    for name, shape, tile, stages, what in CASES:
+    table = CTA_CASES if a.set == "cta" else tuple(c + (STEPS,) for c in CASES)
+    for name, shape, tile, stages, what, steps in table:
         if only and name not in only:
             continue
-        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what}
+        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
+                     "trace_steps": steps}
         if time.time() - t0 > a.budget:
             row["error"] = "skipped: budget spent"
             res["rows"].append(row)
             continue
         try:
-            text, info = emit(shape, tile, stages, what)
+            text, info = emit(shape, tile, stages, what, steps)
             row.update(info)
             meta = read_metadata(text) or {}
             launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))
@@ -268,16 +314,16 @@ def main() -> int:
             row["tflops"] = 2 * M * N * K / (m.wall_ms_median * 1e-3) / 1e12
             row["device"] = m.device
             if i in after and j in after:
-                row.update(analyse(after[i], after[j], grid, stages, info["ktiles"], info["consumers"]))
+                row.update(analyse(after[i], after[j], grid, stages, info["ktiles"], info["consumers"], steps))
         except Exception as e:  # noqa: BLE001 - record and go on
             row["error"] = f"{type(e).__name__}: {e}"[:400]
         res["rows"].append(row)
-        brief = {k: v for k, v in row.items() if k not in ("raw", "model")}
+        brief = {k: v for k, v in row.items() if k not in ("raw", "model", "per_cta", "by_tile")}
         if "stats" in brief:
             brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
         print(json.dumps(brief, default=float)[:1500], flush=True)
         res["seconds"] = time.time() - t0
-        (out / "tma_step.json").write_text(json.dumps(res, default=float))
+        (out / ("tma_step_cta.json" if a.set == "cta" else "tma_step.json")).write_text(json.dumps(res, default=float))
     return 0
 
 
