@@ -20,6 +20,8 @@ Variations (what each separates):
   consumer side alone (tensor, shared-memory operand reads, barriers) sets the K step;
 - `morder`: 256x128 t128 with each consumer's 8 wgmmas ordered by accumulator set (4 on set 0, then 4 on set 1)
   instead of alternating (chain dependence vs issue order);
+- `gtimer` (`--set cta`): every clock64 read of the record and the trace reads %globaltimer instead, so the same
+  intervals come out in ns (32 ns steps on the H200);
 - `warparrive`: one arrive per consumer warp (lane 0; empty[] counts 4 per warpgroup) instead of every thread's
   (256 arrivals per stage on one mbarrier).
 
@@ -77,12 +79,21 @@ CTA_CASES = (
     ("m64_64x64_s5", M64, T64, 5, "", STEPS), ("m64_64x64_s6", M64, T64, 6, "", STEPS),
     ("m64_64x64_s3_prof", M64, T64, 3, "", 0), ("m64_64x64_s4_prof", M64, T64, 4, "", 0),
     ("m64_64x64_s5_prof", M64, T64, 5, "", 0), ("m64_64x64_s6_prof", M64, T64, 6, "", 0),
+    ("m64_64x64_s4_ns", M64, T64, 4, "gtimer", STEPS), ("m64_64x64_s6_ns", M64, T64, 6, "gtimer", STEPS),
     # 256x128 t128 s3 at 8192^3 (1.07-1.08x at its own clock, 1,318-1,356 MHz) and its siblings, the whole CTA
-    # traced (16 tiles x 128 K steps): the stage trip in cycles at a low SM clock
-    ("8192_256x128_s3", L8, T256, 3, "", 2048), ("8192_128x256_s3", L8, T128W, 3, "", 2048),
-    ("8192_256x128_s4", L8, T256, 4, "", 2048),
+    # traced (16 tiles x 128 K steps): the stage trip in cycles at a low SM clock; `_ns` twins trace %globaltimer
+    # instead of clock64 (the same trip in ns: is it the clock-independent part?)
+    ("8192_256x128_s3", L8, T256, 3, "", 2048), ("8192_256x128_s3_ns", L8, T256, 3, "gtimer", 2048),
+    ("8192_128x256_s3", L8, T128W, 3, "", 2048), ("8192_256x128_s4", L8, T256, 4, "", 2048),
     ("8192_256x128_s3_prof", L8, T256, 3, "", 0), ("8192_128x256_s3_prof", L8, T128W, 3, "", 0),
-    ("6144_256x128_s3_all", L6, T256, 3, "", 900), ("6144_256x128_s3_prof", L6, T256, 3, "", 0),
+    ("6144_256x128_s3_all", L6, T256, 3, "", 900), ("6144_256x128_s3_ns", L6, T256, 3, "gtimer", 900),
+    ("6144_256x128_s3_prof", L6, T256, 3, "", 0),
+    ("4096_256x128_s3_all", L4, T256, 3, "", 320), ("4096_256x128_s3_ns", L4, T256, 3, "gtimer", 320),
+    # M = 64 from DRAM (one wave): the GEMM's DRAM trip in cycles and ns against the tma_l2res table
+    ("m64d_64x64_s6", (64, 7168, 4096), T64, 6, "", STEPS),
+    ("m64d_64x64_s6_ns", (64, 7168, 4096), T64, 6, "gtimer", STEPS),
+    ("m64d_64x128_s6", (64, 4096, 7168), (64, 128, 64), 6, "", STEPS),
+    ("m64d_64x128_s6_ns", (64, 4096, 7168), (64, 128, 64), 6, "gtimer", STEPS),
     # the zero-fill: 128-row A boxes half beyond M = 64 (two consumers, the second's rows all outside; one consumer)
     ("m64_128x64t64_s6", M64, T128Z, 6, "", STEPS), ("m64_128x64t128_s6", M64, T128O, 6, "", STEPS),
     ("m64_128x64t64_s6_prof", M64, T128Z, 6, "", 0),
@@ -109,6 +120,8 @@ def patch(ptx: str, what: str, consumers: int) -> str:
             order = sorted(range(len(mm)), key=lambda k: (first[k], k))
             lines[i + 1:j] = rest + [mm[k] for k in order]
             ptx = "\n".join(lines)
+        elif w == "gtimer":  # every clock64 read (the profile record and the trace) reads %globaltimer (ns)
+            ptx = ptx.replace("%clock64", "%globaltimer")
         elif w == "warparrive":
             n = 128 * consumers
             ptx = re.sub(rf"(mbarrier\.init\.shared::cta\.b64 \[%r\d+\+?\d*\]), {n};", rf"\1, {4 * consumers};", ptx)
