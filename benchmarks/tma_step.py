@@ -4,6 +4,7 @@ invocation, < 4 minutes:
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
     python3 benchmarks/tma_step.py --out $OUT        # writes $OUT/tma_step.json
     python3 benchmarks/tma_step.py --set cta --out $OUT   # session 11's cases (CTA_CASES): $OUT/tma_step_cta.json
+    python3 benchmarks/tma_step.py --set cta2 --out $OUT  # session 11's round 2 (CTA2_CASES): $OUT/tma_step_cta2.json
 
 Each case is a wgmma_tma kernel (bf16, A row-major, B col-major, D bf16) emitted with `trace=STEPS`
 (kernelgen/variants/wgmma_tma.TRACE_SLOTS): per K step g of the CTA's first STEPS, the producer's clock64 once
@@ -100,6 +101,36 @@ CTA_CASES = (
     # the same at N = 7168 (112 CTAs instead of 64): measured 803-837 cycles per K step against 520-550 at N = 4096
     ("m64w_128x64t64_s6", (64, 7168, 4096), T128Z, 6, "", STEPS),
     ("m64w_128x64t128_s6", (64, 7168, 4096), T128O, 6, "", STEPS),
+)
+
+# `--set cta2` (session 11, round 2): (name, shape, (bm, bn, tm), stages, patch, steps, warmup launches)
+T64O = (64, 64, 64)
+CTA2_CASES = (
+    # the zero-fill: is the K step of a ring whose A boxes are partly beyond M set by the device's zero-filled bytes
+    # per K step (run 1: 64 CTAs x 8 KiB in 486-525 cycles, 112 CTAs in 843: ~1,070 B/cycle)? 128x64 t128 at
+    # M = 64 over 32 / 80 / 96 / 112 CTAs (N = 2048 / 5120 / 6144 / 7168), and a quarter of the box outside
+    # (M = 96, 128-row boxes: 4 KiB; M = 32, 64-row boxes: 4 KiB) at 112 CTAs; the in-bounds 64x64 control
+    ("z32_128x64t128_s6", (64, 2048, 4096), T128O, 6, "", 0, 2),
+    ("z80_128x64t128_s6", (64, 5120, 4096), T128O, 6, "", 0, 2),
+    ("z96_128x64t128_s6", (64, 6144, 4096), T128O, 6, "", 0, 2),
+    ("z112_128x64t128_s6", (64, 7168, 4096), T128O, 6, "", 0, 2),
+    ("q96_128x64t128_s6", (96, 7168, 4096), T128O, 6, "", 0, 2),
+    ("q32_64x64_s6", (32, 7168, 4096), T64O, 6, "", 0, 2),
+    ("z80_128x64t128_s6_tr", (64, 5120, 4096), T128O, 6, "", STEPS, 2),
+    ("c112_64x64_s6", (64, 7168, 4096), T64O, 6, "", 0, 2),
+    # the L2-served ring at other shapes, untraced: 64x64 s3 / s4 at 64x4096x3072 (25 MB, L2-resident), the M = 128
+    # tiling whose default pick moves (128x64 t64x64 s4 / s5 / s6 at 128x4096x4096)
+    ("l2_64x64_s3_k3072", (64, 4096, 3072), T64O, 3, "", 0, 2),
+    ("l2_64x64_s4_k3072", (64, 4096, 3072), T64O, 4, "", 0, 2),
+    ("l2_128x64t64_s4", (128, 4096, 4096), T128Z, 4, "", 0, 2),
+    ("l2_128x64t64_s5", (128, 4096, 4096), T128Z, 5, "", 0, 2),
+    ("l2_128x64t64_s6", (128, 4096, 4096), T128Z, 6, "", 0, 2),
+    # 256x128 s3 at 8192^3 after 400 back-to-back launches (~0.6 s of load: the power-limited clock of the top4 runs,
+    # 1,320-1,450 MHz, instead of run 1's 1,650): the stage trip in cycles and in ns at a low SM clock
+    ("8192_256x128_s3_hot", L8, T256, 3, "", 2048, 400),
+    ("8192_256x128_s3_hot_ns", L8, T256, 3, "gtimer", 2048, 400),
+    ("8192_256x128_s3_hot_prof", L8, T256, 3, "", 0, 400),
+    ("8192_128x256_s3_hot_prof", L8, T128W, 3, "", 0, 400),
 )
 
 
@@ -292,8 +323,8 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
-    ap.add_argument("--set", default="top4", choices=("top4", "cta"),
-                    help="the case table: session 10's (top4) or session 11's (cta: CTA_CASES)")
+    ap.add_argument("--set", default="top4", choices=("top4", "cta", "cta2"),
+                    help="the case table: session 10's (top4) or session 11's (cta: CTA_CASES, cta2: CTA2_CASES)")
     a = ap.parse_args()
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
@@ -305,12 +336,13 @@ def main() -> int:
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "steps": STEPS, "rows": []}
-    table = CTA_CASES if a.set == "cta" else tuple(c + (STEPS,) for c in CASES)
-    for name, shape, tile, stages, what, steps in table:
+    table = (CTA2_CASES if a.set == "cta2" else tuple(c + (2,) for c in CTA_CASES) if a.set == "cta"
+             else tuple(c + (STEPS, 2) for c in CASES))
+    for name, shape, tile, stages, what, steps, warm in table:
         if only and name not in only:
             continue
         row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
-                     "trace_steps": steps}
+                     "trace_steps": steps, "warmup": warm}
         if time.time() - t0 > a.budget:
             row["error"] = "skipped: budget spent"
             res["rows"].append(row)
@@ -323,7 +355,7 @@ def main() -> int:
             grid = meta["grid"][0]
             roles = [x.role for x in launch.args]
             i, j = roles.index("profile"), roles.index("timer")
-            m = run_on_gpu(text, launch, warmup=2, repeats=6, check=None, read_after=("profile", "timer"))
+            m = run_on_gpu(text, launch, warmup=warm, repeats=6, check=None, read_after=("profile", "timer"))
             after = m.extra.get("after") or {}
             M, N, K = shape
             row["time_ms"] = m.wall_ms_median
@@ -339,7 +371,8 @@ def main() -> int:
             brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
         print(json.dumps(brief, default=float)[:1500], flush=True)
         res["seconds"] = time.time() - t0
-        (out / ("tma_step_cta.json" if a.set == "cta" else "tma_step.json")).write_text(json.dumps(res, default=float))
+        (out / {"cta": "tma_step_cta.json", "cta2": "tma_step_cta2.json"}.get(a.set, "tma_step.json")).write_text(
+            json.dumps(res, default=float))
     return 0
 
 
