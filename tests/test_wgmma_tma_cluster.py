@@ -276,8 +276,10 @@ def test_h200_run_checks_and_cluster_cost():
 
 def test_model_against_the_h200_run():
     """The cluster-1 kernels of the run, predicted / measured (cycles at the planner's clock, 1550 MHz): 0.95-1.10 at
-    the four large shapes (0.98-1.07), 0.60-1.05 at M = 64/128 (0.66-1.01; 0.50-0.85 at clock_mhz 1980; 0.52-0.59 for
-    the L2-resident 64/128 x 4096 x 4096, 13-20 us kernels: docs/wgmma-tma.md section 10; 0.66-0.94 before it). This
+    the four large shapes (0.98-1.07), 0.55-1.05 at M = 64/128 (0.59-1.01; 0.50-0.85 at clock_mhz 1980; 0.52-0.59 for
+    the L2-resident 64/128 x 4096 x 4096, 13-20 us kernels: docs/wgmma-tma.md section 10; 0.66-0.94 before it; the
+    64x64 s5 at 64x4096x4096 0.66-0.70 -> 0.59-0.63 since its L2-served trip holds no ring queue, section 13, where
+    its per-CTA clock64 went 1.15 -> 1.03 of measured). This
     run's wall time holds the host's cuLaunchKernelEx call (torch events around a cuda-python launch): the same
     kernels read 1.1-1.6x slower than under pycuda's events in the auto run (docs/benchmarks.md) and ran at
     ~1780 MHz, so per-CTA clock64 at the measured clock (top4.py --table bench, tests/test_wgmma_tma_percta.py:
@@ -294,4 +296,4 @@ def test_model_against_the_h200_run():
         (small if r["M"] <= 128 else big).append(q)
     assert len(big) == 8 and len(small) == 16
     assert all(0.95 <= q <= 1.10 for q in big), big
-    assert all(0.60 <= q <= 1.05 for q in small), small
+    assert all(0.55 <= q <= 1.05 for q in small), small
