@@ -257,9 +257,9 @@ class Tma:
     # cycles from a stage's issue to its landing when its boxes are served by the L2 with every core loading (a
     # stage of two boxes); None: [l2.hit_latency] + latency + its transfer only
     l2_round_trip: int | None = None
-    # cycles from issue to landing of a box with rows outside the tensor (TMA fills them with zeros); None: no such
-    # cost beyond the in-bounds trip
-    oob_trip: int | None = None
+    # bytes per second the whole device fills with zeros for the rows of TMA boxes outside the tensor (GB/s): with
+    # every SM loading such boxes, their stages land no faster; None: the fill costs nothing beyond the in-bounds trip
+    oob_fill_gbps: float | None = None
     dram_peak_gbps: float | None = None
     # cycles from a consumer's release (mbarrier arrive on empty[s]) to the producer's next TMA issue into s (its
     # try_wait wake and loop); None: 0

@@ -266,13 +266,25 @@ def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int,
     # an L2-served stage: at least [tma.l2_round_trip] (measured under load), or its transfer at the L2 share
     trip_l2 = max(float(hw.tma.l2_round_trip or 0), issue + hw.l2.hit_latency + hw.tma.latency + transfer_l2)
     trip = p * trip_d + (1.0 - p) * trip_l2 + (hw.shared.remote_extra if t.clustered else 0)
-    if hw.tma.oob_trip:
-        # the tiles overhanging M or N: their A or B box has rows outside the tensor, and such a box lands
-        # [tma.oob_trip] after its issue (zero fill), the stage with it
-        tm_, tn_ = -(-M // t.bm), -(-N // t.bn)
-        edge = 1.0 - (M // t.bm) * (N // t.bn) / (tm_ * tn_)
-        trip = (1.0 - edge) * trip + edge * max(trip, float(hw.tma.oob_trip))
     step = consumer_step(t, hw, c, tensor)
     ring = (trip + step + (hw.tma.release_wake or 0)) / s1
     peak = hw.tma.dram_peak_gbps * 1e3 / hw.clock_mhz  # bytes per cycle, the device
-    return ring, trip, step, p, max(transfer_l2, cores * dram_stage / peak)
+    return ring, trip, step, p, max(transfer_l2, cores * dram_stage / peak, oob_fill(spec, t, hw, shape, cores))
+
+
+def oob_fill(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], cores: int) -> float:
+    """The K step's floor from the zero fill ([tma.oob_fill_gbps], device-wide): the tiles overhanging M (N) load
+    A (B) boxes whose rows beyond the tensor the TMA fills with zeros, and the device fills them at that rate
+    whatever the number of SMs loading them (benchmarks/tma_step.py --set cta / cta2: 128x64 at M = 64, 64 CTAs
+    486-525 cycles per K step, 112 CTAs 843, i.e. 8 KiB x CTAs per K step at ~1,070 B/cycle). Per K step the cores
+    zero-fill their mean tile's outside rows: the last tile row's A boxes, the last tile column's B boxes."""
+    from kernelgen.spec import DTYPE_BYTES
+
+    assert hw.tma is not None
+    if not hw.tma.oob_fill_gbps:
+        return 0.0
+    M, N, _ = shape
+    tm_, tn_ = -(-M // t.bm), -(-N // t.bn)
+    out_m, out_n = (-M) % t.bm, (-N) % t.bn  # rows of the last tile row's A boxes / last column's B boxes outside
+    outside = (tn_ * out_m * DTYPE_BYTES[spec.dtype_a] + tm_ * out_n * DTYPE_BYTES[spec.dtype_b]) * t.bk
+    return cores * outside / (tm_ * tn_) / (hw.tma.oob_fill_gbps * 1e3 / hw.clock_mhz)
