@@ -93,8 +93,9 @@ def test_every_candidate_per_cta():
 @pytest.mark.slow
 def test_run3_own_top4_per_cta():
     """Batch 2's run of this model's own top 4 (benchmarks/data/top4_bench_h200_2026-12-01_run3.json, docs/wgmma-tma.md
-    section 10b): the 90 wgmma_tma kernels predicted at their clocks, 88 within 10% (the two outside: 64x64 s5 at
-    64x4096x4096, 1.15), the 24 picks within 10%."""
+    section 10b): the 90 wgmma_tma kernels predicted at their clocks (88 still candidates), 88 within 10% (MAPE 3.6%;
+    session 10: 86, the two outside 64x64 s5 at 64x4096x4096, 1.15, until the L2-served trip lost the ring's queue,
+    docs/wgmma-tma.md section 13), the 24 picks within 10%."""
     top4 = _top4()
     run3 = ROOT / "benchmarks/data/top4_bench_h200_2026-12-01_run3.json"
     rows = [r for r in json.loads(run3.read_text())["rows"] if "rank" in r and r.get("measured_cycles_per_cta")
@@ -104,5 +105,5 @@ def test_run3_own_top4_per_cta():
     # 2 kernels are no longer candidates (128x128 t64x128 at M = 64: the second consumer wholly beyond M)
     qs = [(a / r["measured_cycles_per_cta"], r) for a, r in at if a is not None]
     assert len(qs) == 88
-    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 84
+    assert sum(abs(q - 1) <= 0.10 for q, _ in qs) >= 88
     assert all(abs(q - 1) <= 0.10 for q, r in qs if r["rank"] == 0)

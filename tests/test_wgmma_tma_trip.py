@@ -5,6 +5,7 @@ L2-resident between launches) with 3..6 stages, traced and untraced."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "benchmarks/data/tma_step_cta_h200_2026-12-01.json"
 
 
+@functools.cache
 def _rows() -> dict[str, dict]:
     return {r["case"]: r for r in json.loads(PROBE.read_text())["rows"]}
 
