@@ -255,7 +255,7 @@ class Tma:
     dram_trip_inflight: tuple[int, ...] = ()
     dram_trip_cycles: tuple[int, ...] = ()
     # cycles from a stage's issue to its landing when its boxes are served by the L2 with every core loading (a
-    # stage of two boxes); None: [l2.hit_latency] + latency + its transfer only
+    # stage of two boxes) and no landed stage waits for its consumer; None: [l2.hit_latency] + latency + its transfer
     l2_round_trip: int | None = None
     # bytes per second the whole device fills with zeros for the rows of TMA boxes outside the tensor (GB/s): with
     # every SM loading such boxes, their stages land no faster; None: the fill costs nothing beyond the in-bounds trip

@@ -263,7 +263,9 @@ def _queued_ring(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int,
         dram_stage = min(dram_stage, foot / (tiles * -(-K // t.bk)))
     dram_stage *= 1.0 - held  # a core's DRAM bytes per stage
     trip_d = _interp(hw.tma.dram_trip_inflight, hw.tma.dram_trip_cycles, cores * s1 * dram_stage)
-    # an L2-served stage: at least [tma.l2_round_trip] (measured under load), or its transfer at the L2 share
+    # an L2-served stage: its issue, [l2.hit_latency], [tma.latency] and its transfer at the L2 share, at least
+    # [tma.l2_round_trip] where given (h200: null; a trip traced in a ring that steps at another engine's rate holds
+    # the landed stages' wait, docs/wgmma-tma.md section 13)
     trip_l2 = max(float(hw.tma.l2_round_trip or 0), issue + hw.l2.hit_latency + hw.tma.latency + transfer_l2)
     trip = p * trip_d + (1.0 - p) * trip_l2 + (hw.shared.remote_extra if t.clustered else 0)
     step = consumer_step(t, hw, c, tensor)
