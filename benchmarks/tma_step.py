@@ -22,7 +22,7 @@ Variations (what each separates):
 - `morder`: 256x128 t128 with each consumer's 8 wgmmas ordered by accumulator set (4 on set 0, then 4 on set 1)
   instead of alternating (chain dependence vs issue order);
 - `gtimer` (`--set cta`): every clock64 read of the record and the trace reads %globaltimer instead, so the same
-  intervals come out in ns (32 ns steps on the H200);
+  intervals come out in ns (the reads advanced in 256 ns steps in session 11's runs: use means over many steps);
 - `warparrive`: one arrive per consumer warp (lane 0; empty[] counts 4 per warpgroup) instead of every thread's
   (256 arrivals per stage on one mbarrier).
 
