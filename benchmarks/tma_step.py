@@ -5,6 +5,7 @@ invocation, < 4 minutes:
     python3 benchmarks/tma_step.py --out $OUT        # writes $OUT/tma_step.json
     python3 benchmarks/tma_step.py --set cta --out $OUT   # session 11's cases (CTA_CASES): $OUT/tma_step_cta.json
     python3 benchmarks/tma_step.py --set cta2 --out $OUT  # session 11's round 2 (CTA2_CASES): $OUT/tma_step_cta2.json
+    python3 benchmarks/tma_step.py --set cta3 --out $OUT  # session 11's round 3 (CTA3_CASES): $OUT/tma_step_cta3.json
 
 Each case is a wgmma_tma kernel (bf16, A row-major, B col-major, D bf16) emitted with `trace=STEPS`
 (kernelgen/variants/wgmma_tma.TRACE_SLOTS): per K step g of the CTA's first STEPS, the producer's clock64 once
@@ -131,6 +132,20 @@ CTA2_CASES = (
     ("8192_256x128_s3_hot_ns", L8, T256, 3, "gtimer", 2048, 400),
     ("8192_256x128_s3_hot_prof", L8, T256, 3, "", 0, 400),
     ("8192_128x256_s3_hot_prof", L8, T128W, 3, "", 0, 400),
+)
+
+# `--set cta3` (session 11, round 3): the zero fill against the rows of each A box outside the tensor, 112 CTAs
+# (N = 7168, K = 4096), untraced: 128-row boxes (128x64 t128) at M = 64 / 96 / 112 / 120 / 127 / 128 (64 / 32 / 16 /
+# 8 / 1 / 0 rows outside) and 64-row boxes (64x64) at M = 16 / 32 / 48 / 56 / 63 / 64 (48 / 32 / 16 / 8 / 1 / 0):
+# is the cost per zero-filled byte (run 2: a quarter outside costs more than its bytes) or per box with any outside?
+Z7 = (7168, 4096)
+CTA3_CASES = tuple(
+    (f"r{M}_128x64t128_s6", (M,) + Z7, T128O, 6, "", 0, 2) for M in (64, 96, 112, 120, 127, 128)
+) + tuple(
+    (f"r{M}_64x64_s6", (M,) + Z7, T64O, 6, "", 0, 2) for M in (16, 32, 48, 56, 63, 64)
+) + (
+    ("r96_128x64t128_s6_tr", (96,) + Z7, T128O, 6, "", STEPS, 2),
+    ("r32_64x64_s6_k4096n4096", (32, 4096, 4096), T64O, 6, "", 0, 2),
 )
 
 
@@ -323,8 +338,9 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
-    ap.add_argument("--set", default="top4", choices=("top4", "cta", "cta2"),
-                    help="the case table: session 10's (top4) or session 11's (cta: CTA_CASES, cta2: CTA2_CASES)")
+    ap.add_argument("--set", default="top4", choices=("top4", "cta", "cta2", "cta3"),
+                    help="the case table: session 10's (top4) or session 11's (cta, cta2, cta3: CTA_CASES, CTA2_CASES,"
+                    " CTA3_CASES)")
     a = ap.parse_args()
     from sim.launch import launch_from_metadata, read_metadata
     from validation.gpu import run_on_gpu
@@ -336,7 +352,8 @@ def main() -> int:
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "steps": STEPS, "rows": []}
-    table = (CTA2_CASES if a.set == "cta2" else tuple(c + (2,) for c in CTA_CASES) if a.set == "cta"
+    table = (CTA2_CASES if a.set == "cta2" else CTA3_CASES if a.set == "cta3"
+             else tuple(c + (2,) for c in CTA_CASES) if a.set == "cta"
              else tuple(c + (STEPS, 2) for c in CASES))
     for name, shape, tile, stages, what, steps, warm in table:
         if only and name not in only:
@@ -371,7 +388,8 @@ def main() -> int:
             brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
         print(json.dumps(brief, default=float)[:1500], flush=True)
         res["seconds"] = time.time() - t0
-        (out / {"cta": "tma_step_cta.json", "cta2": "tma_step_cta2.json"}.get(a.set, "tma_step.json")).write_text(
+        (out / {"cta": "tma_step_cta.json", "cta2": "tma_step_cta2.json", "cta3": "tma_step_cta3.json"}.get(
+            a.set, "tma_step.json")).write_text(
             json.dumps(res, default=float))
     return 0
 
