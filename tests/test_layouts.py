@@ -107,6 +107,32 @@ def test_burst_model_reads_the_layout_addresses():
     assert _layout_burst("striped-1", "k", "m", 8, 4, 128, 64, 2, 32) == 0.5  # 4 runs of 16 B
 
 
+def test_blocked_runs_equal_the_sorted_element_addresses():
+    """movement._blocked_runs (block by block) == the maximal runs of every element's sorted index, and
+    _layout_burst's figure from them == the element-wise one bit for bit: tiles inside and across blocks,
+    partial blocks, a tile wider than the matrix's block columns, whole block rows (runs across rows)."""
+    import numpy as np
+
+    from kernelgen.models.movement import _blocked_runs, _layout_burst
+    from sim.layouts import parse_layout
+
+    for p, q in ((32, 32), (2, 8), (3, 5), (1, 7), (16, 4)):
+        lay = parse_layout(f"blocked-{p}x{q}")
+        for ext_r, ext_c in ((64, 64), (50, 35), (96, 40)):
+            for rows, cols in ((16, 16), (33, 20), (64, 64), (7, 40), (40, 7), (100, 100)):
+                r, c = min(rows, ext_r), min(cols, ext_c)
+                gr, gc = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
+                srt = np.sort(lay.index(gr, gc, ext_r, ext_c).ravel())
+                starts = np.flatnonzero(np.diff(srt) != 1) + 1
+                runs = np.diff(np.concatenate(([0], starts, [srt.size])))
+                assert _blocked_runs(p, q, r, c, -(-ext_c // q)) == runs.tolist(), (p, q, ext_r, ext_c, rows, cols)
+                for ein, burst in ((2, 32), (4, 64), (1, 128)):
+                    b = runs * ein
+                    want = float(srt.size * ein / (np.sum(-(-b // burst)) * burst))
+                    got = _layout_burst.__wrapped__(lay.name, "m", "k", rows, cols, ext_r, ext_c, ein, burst)
+                    assert got == want
+
+
 def test_l1_line_walk_reads_the_layout_addresses():
     """kernelgen.models.l1lines takes each copy's lines from the layout's formula: warp 0's first copy
     of a 64 x 32 f16 A tile (8-element chunks, 128 threads) stored blocked-16x16 touches the lines of

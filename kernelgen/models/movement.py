@@ -144,16 +144,42 @@ def _layout_burst(layout: str, row_dim: str, col_dim: str, rows: int, cols: int,
     """Burst efficiency of the tile at the origin stored ``layout`` (blocked-PxQ, striped-N): its element
     addresses (sim/layouts.py) in maximal contiguous runs, each run from a burst boundary, bytes over
     [dram.burst]-sized bursts touched. The tile's (row, col) are the logical (r, c) of a row-like layout,
-    (c, r) of a col-like one."""
+    (c, r) of a col-like one. blocked-PxQ walks its blocks (_blocked_runs), the others every element."""
     import numpy as np
 
     lay = parse_layout(layout)
+    if lay.kind == "blocked":
+        r, c = min(rows, ext_row), min(cols, ext_col)
+        runs_b = _blocked_runs(lay.p, lay.q, r, c, -(-ext_col // lay.q))
+        return float(r * c * ein / (sum(-(-(n * ein) // burst) for n in runs_b) * burst))
     gr, gc = np.meshgrid(np.arange(min(rows, ext_row)), np.arange(min(cols, ext_col)), indexing="ij")
     idx = lay.index(gr, gc, ext_row, ext_col) if lay.row_like else lay.index(gc, gr, ext_col, ext_row)
     srt = np.sort(idx.ravel())
     starts = np.flatnonzero(np.diff(srt) != 1) + 1
     runs = np.diff(np.concatenate(([0], starts, [srt.size]))) * ein
     return float(srt.size * ein / (np.sum(-(-runs // burst)) * burst))
+
+
+def _blocked_runs(p: int, q: int, rows: int, cols: int, nbc: int) -> list[int]:
+    """The maximal contiguous runs (elements, in address order) of rows x cols elements at the origin of a
+    blocked-PxQ matrix of nbc block columns (sim/layouts.py: block (I, J) at (I nbc + J) P Q, row-major
+    inside): a block's covered part is its first rows' first columns, one run where they span the block's
+    width, else a run per row; a run goes on into the next block where it ends at the block's end and
+    the next block starts there. What sorting every element's index gives (tests/test_layouts.py)."""
+    runs: list[int] = []
+    end = -1  # where the last run ends
+    for bi in range(-(-rows // p)):
+        pr = min(p, rows - bi * p)
+        for bj in range(-(-cols // q)):
+            qc = min(q, cols - bj * q)
+            base = (bi * nbc + bj) * p * q
+            for start, n in ((base, pr * q),) if qc == q else ((base + i * q, qc) for i in range(pr)):
+                if start == end:
+                    runs[-1] += n
+                else:
+                    runs.append(n)
+                end = start + n
+    return runs
 
 
 @lru_cache(maxsize=65536)
