@@ -21,6 +21,7 @@ from kernelgen.counting import Counts
 from kernelgen.emit_common import copy_extra_alu
 from kernelgen.int4 import emulated_counts, emulated_work
 from kernelgen.models.l1lines import copy_line_latencies
+from kernelgen.models.movement import tile_key
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -111,16 +112,16 @@ def tensor_occupancy(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> floa
     return wgmma_unit_cycles(spec, t, hw) / max(1, c.iter.get("tensor", 0))
 
 
-_WORK: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[dict[str, int], int, str]]]] = {}
+# per hw: schedule()'s work by (spec, shape, tile key), its residency by (threads, registers, shared bytes)
+_WORK: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[dict[str, int], int, str]],
+                       dict[tuple[int, int, int], tuple[int, str, float]]]] = {}
 
 
 def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int], regs: int,
              smem: int) -> Schedule:
-    from kernelgen.models.movement import tile_key
-
     hit = _WORK.get(id(hw))
-    if hit is None or hit[0] is not hw or len(hit[1]) > 65536:
-        hit = _WORK[id(hw)] = (hw, {})
+    if hit is None or hit[0] is not hw or len(hit[1]) > 65536 or len(hit[2]) > 65536:
+        hit = _WORK[id(hw)] = (hw, {}, {})
     key = (spec, shape, tile_key(t))  # the work reads neither the stages nor unroll_k (tests/test_plan_memo.py)
     got = hit[1].get(key)
     if got is None:
@@ -128,12 +129,14 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     work, min_cycles, bound = got
     M, N, K = shape
     T = t.threads
-    lim = hw.resident_limits(T, regs, smem)
-    by = min(lim, key=lambda k: lim[k])
-    per_core = lim[by]
+    res = hit[2].get((T, regs, smem))  # the residency, by what it reads (a few hundred distinct a plan)
+    if res is None:
+        lim = hw.resident_limits(T, regs, smem)
+        by = min(lim, key=lambda k: lim[k])
+        res = hit[2][(T, regs, smem)] = (lim[by], by, lim[by] * T / hw.core.max_threads)
+    per_core, by, occ = res
     ctas = -(-M // t.bm) * -(-N // t.bn)
     waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
-    occ = per_core * T / hw.core.max_threads
     return Schedule(dict(work), min_cycles, bound, per_core, by, occ, waves, ctas)
 
 

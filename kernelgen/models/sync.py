@@ -28,11 +28,23 @@ class SyncPlan:
 
 def sync_plan(t: Tiling, hw: HwConfig, ktiles: int, compute_cycles_per_tile: float, l2_hit: float,
               ctas_per_core: int) -> SyncPlan:
-    try:
-        sync_lat = hw.pipe_for("sync").latency  # [pipes[sync].latency]
-    except KeyError:
-        sync_lat = 20
+    sync_lat = _sync_latency(hw)
     mem_lat = l2_hit * hw.l2.hit_latency + (1 - l2_hit) * hw.dram.latency  # [l2.hit_latency], [dram.latency]
     from kernelgen.variants import get
 
     return get(t.variant).sync_plan(t, ktiles, sync_lat, mem_lat, compute_cycles_per_tile, ctas_per_core)
+
+
+_SYNC_LAT: dict[int, tuple[HwConfig, int]] = {}
+
+
+def _sync_latency(hw: HwConfig) -> int:
+    """[pipes[sync].latency] (20 without a sync pipe), once per hw (the planner asks per candidate)."""
+    hit = _SYNC_LAT.get(id(hw))
+    if hit is None or hit[0] is not hw:
+        try:
+            lat = hw.pipe_for("sync").latency  # [pipes[sync].latency]
+        except KeyError:
+            lat = 20
+        hit = _SYNC_LAT[id(hw)] = (hw, lat)
+    return hit[1]

@@ -348,6 +348,7 @@ def _s4_buffers(meta: dict[str, Any]) -> None:
             meta["extents"][f"p{i}"] = f"({expr.removesuffix('*1')})/2"
 
 
+@lru_cache(maxsize=4096)
 def _check_pipeline(stages: int, ktiles: int) -> tuple[bool, str]:
     """Replay the commit/wait schedule: at iteration kt, tile kt must be complete after the wait."""
     if stages < 2:
