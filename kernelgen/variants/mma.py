@@ -197,55 +197,14 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
     ab = spec.dtype_a
     mma_ab = "s4" if spec.packed_s4 else ab
 
-    b.comment(f"Thread coordinates (plan: {T} threads = {t.grid_m}x{t.grid_n} warps, warp tile "
-              f"{t.tm}x{t.tn} = {t.mi}x{t.ni} m16n8 tiles):\nlane, warp, wm = warp / {t.grid_n}, "
-              f"wn = warp % {t.grid_n}, g = lane / 4, t4 = lane % 4; bm0 = ctaid.y*{t.bm}, bn0 = ctaid.x*{t.bn}")
-    tid, lane, warp, wm, wn, g, t4, bm0, bn0 = b.regs("u32", 9)
-    b.i(f"mov.u32 {tid}, %tid.x")
-    b.i(f"and.b32 {lane}, {tid}, 31")
-    b.i(f"shr.u32 {warp}, {tid}, 5")
-    b.i(f"shr.u32 {wm}, {warp}, {log2(t.grid_n)}")
-    b.i(f"and.b32 {wn}, {warp}, {t.grid_n - 1}")
-    b.i(f"shr.u32 {g}, {lane}, 2")
-    b.i(f"and.b32 {t4}, {lane}, 3")
-    c = b.reg("u32")
-    b.i(f"mov.u32 {c}, %ctaid.y")
-    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}" if pow2(t.bm) else f"mul.lo.u32 {bm0}, {c}, {t.bm}")
-    c = b.reg("u32")
-    b.i(f"mov.u32 {c}, %ctaid.x")
-    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}" if pow2(t.bn) else f"mul.lo.u32 {bn0}, {c}, {t.bn}")
-
-    b.comment(f"Shared tiles (plan: stages={S}, tile.bk={t.bk}, pad_a={t.pad_a}, pad_b={t.pad_b}):\n"
-              f"smem_a: {S} x {ta.stage_bytes} B ({ta.row_dim}-rows of {ta.cols}+{ta.pad} {ab}), "
-              f"smem_b: {S} x {tb.stage_bytes} B ({tb.row_dim}-rows of {tb.cols}+{tb.pad} {ab})")
-    sa, sb = b.reg("u32"), b.reg("u32")
-    b.i(f"mov.u32 {sa}, {name}_smem_a")
-    b.i(f"mov.u32 {sb}, {name}_smem_b")
-    ca = emit_thread_copy_coords(b, ta, tid)
-    cb = emit_thread_copy_coords(b, tb, tid)
-
-    b.comment("ldmatrix row addresses of this lane at k = 0, stage 0 (ptx-facts: lanes 8j..8j+7 supply\n"
-              "the rows of matrix j); A .x4 per m16 tile" + ("" if ta.row_dim == "m" else " (.trans: A col)")
-              + ", B .x4 per pair of n8 tiles" + ("" if tb.row_dim == "n" else " (.trans: B row)"))
-    woa, wob = b.reg("u32"), b.reg("u32")
-    b.i(f"mul.lo.u32 {woa}, {wm}, {t.tm}")
-    b.i(f"mul.lo.u32 {wob}, {wn}, {t.tn}")
-    la = _ldmatrix_lane_offset(b, ta, lane, woa, False)
-    lb = _ldmatrix_lane_offset(b, tb, lane, wob, False)
-    lb2 = _ldmatrix_lane_offset(b, tb, lane, wob, True) if t.ni % 2 else None
+    # the parts below (PtxBuilder.part: a counting build replays them) are keyed by the spec and what their
+    # instructions and registers read of the tiling
+    tid, lane, wm, wn, g, t4, bm0, bn0, sa, sb, ca, cb, woa, wob, la, lb, lb2 = b.part(
+        ("mma.setup", spec, pow2(t.bm), pow2(t.bn), t.grid_n, ta.chunks_per_row, ta.vec, tb.chunks_per_row, tb.vec,
+         ta.row_dim, tb.row_dim, t.ni % 2), lambda: _setup(b, spec, t, name, ta, tb))
     trans_a = "" if ta.row_dim == "m" else ".trans"
     trans_b = "" if tb.row_dim == "n" else ".trans"
-
-    integer = ab == "s8"
-    b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 {spec.dtype_acc} (plan: warp tile), zeroed")
-    acc = [[b.regs("u32" if integer else "f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
-
-    def zero() -> None:
-        for row in acc:
-            for frag in row:
-                for r in frag:
-                    b.i(f"mov.b32 {r}, 0" if integer else f"mov.f32 {r}, {f32_hex(0.0)}")
-    b.part(("mma.zero", t.mi, t.ni), zero)
+    acc = b.part(("mma.acc", spec, t.mi, t.ni), lambda: _accumulators(b, spec, t))
 
     def issue_tile(kreg: str, stage_reg: str) -> None:
         _issue_tile(b, spec, (ta, tb), T, (ca, cb), P, (sa, sb), (bm0, bn0, kreg), stage_reg)
@@ -290,6 +249,75 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
            lambda: _compute(b, t, ra, rb, rb2, acc, trans_a, trans_b, mma_ab, (k_step_a, k_step_b, m_step, n_step)))
     emit_stage_advance(b, (rs, ws), S, kl, kt, t.bk, ktiles, loop, done, prof)
 
+    b.part(("mma.store", spec, t.mi, t.ni), lambda: _store(b, spec, P, (bm0, bn0, woa, wob, g, t4), acc, t))
+    emit_profile_slot(b, prof, 3, "at CTA end")
+    b.i("ret")
+    return b, params
+
+
+def _setup(b: PtxBuilder, spec: GemmSpec, t: Tiling, name: str, ta: OperandTile, tb: OperandTile
+           ) -> tuple[Any, ...]:
+    """_build's thread coordinates, shared bases, copy coordinates and ldmatrix lane offsets."""
+    T, S = t.threads, t.stages
+    ab = spec.dtype_a
+    b.comment(f"Thread coordinates (plan: {T} threads = {t.grid_m}x{t.grid_n} warps, warp tile "
+              f"{t.tm}x{t.tn} = {t.mi}x{t.ni} m16n8 tiles):\nlane, warp, wm = warp / {t.grid_n}, "
+              f"wn = warp % {t.grid_n}, g = lane / 4, t4 = lane % 4; bm0 = ctaid.y*{t.bm}, bn0 = ctaid.x*{t.bn}")
+    tid, lane, warp, wm, wn, g, t4, bm0, bn0 = b.regs("u32", 9)
+    b.i(f"mov.u32 {tid}, %tid.x")
+    b.i(f"and.b32 {lane}, {tid}, 31")
+    b.i(f"shr.u32 {warp}, {tid}, 5")
+    b.i(f"shr.u32 {wm}, {warp}, {log2(t.grid_n)}")
+    b.i(f"and.b32 {wn}, {warp}, {t.grid_n - 1}")
+    b.i(f"shr.u32 {g}, {lane}, 2")
+    b.i(f"and.b32 {t4}, {lane}, 3")
+    c = b.reg("u32")
+    b.i(f"mov.u32 {c}, %ctaid.y")
+    b.i(f"shl.b32 {bm0}, {c}, {log2(t.bm)}" if pow2(t.bm) else f"mul.lo.u32 {bm0}, {c}, {t.bm}")
+    c = b.reg("u32")
+    b.i(f"mov.u32 {c}, %ctaid.x")
+    b.i(f"shl.b32 {bn0}, {c}, {log2(t.bn)}" if pow2(t.bn) else f"mul.lo.u32 {bn0}, {c}, {t.bn}")
+
+    b.comment(f"Shared tiles (plan: stages={S}, tile.bk={t.bk}, pad_a={t.pad_a}, pad_b={t.pad_b}):\n"
+              f"smem_a: {S} x {ta.stage_bytes} B ({ta.row_dim}-rows of {ta.cols}+{ta.pad} {ab}), "
+              f"smem_b: {S} x {tb.stage_bytes} B ({tb.row_dim}-rows of {tb.cols}+{tb.pad} {ab})")
+    sa, sb = b.reg("u32"), b.reg("u32")
+    b.i(f"mov.u32 {sa}, {name}_smem_a")
+    b.i(f"mov.u32 {sb}, {name}_smem_b")
+    ca = emit_thread_copy_coords(b, ta, tid)
+    cb = emit_thread_copy_coords(b, tb, tid)
+
+    b.comment("ldmatrix row addresses of this lane at k = 0, stage 0 (ptx-facts: lanes 8j..8j+7 supply\n"
+              "the rows of matrix j); A .x4 per m16 tile" + ("" if ta.row_dim == "m" else " (.trans: A col)")
+              + ", B .x4 per pair of n8 tiles" + ("" if tb.row_dim == "n" else " (.trans: B row)"))
+    woa, wob = b.reg("u32"), b.reg("u32")
+    b.i(f"mul.lo.u32 {woa}, {wm}, {t.tm}")
+    b.i(f"mul.lo.u32 {wob}, {wn}, {t.tn}")
+    la = _ldmatrix_lane_offset(b, ta, lane, woa, False)
+    lb = _ldmatrix_lane_offset(b, tb, lane, wob, False)
+    lb2 = _ldmatrix_lane_offset(b, tb, lane, wob, True) if t.ni % 2 else None
+    return tid, lane, wm, wn, g, t4, bm0, bn0, sa, sb, ca, cb, woa, wob, la, lb, lb2
+
+
+def _accumulators(b: PtxBuilder, spec: GemmSpec, t: Tiling) -> list[list[list[str]]]:
+    """_build's mi x ni accumulator fragments, declared and zeroed."""
+    integer = spec.dtype_a == "s8"
+    b.comment(f"Accumulators: {t.mi}x{t.ni} fragments of 4 {spec.dtype_acc} (plan: warp tile), zeroed")
+    acc = [[b.regs("u32" if integer else "f32", 4) for _ in range(t.ni)] for _ in range(t.mi)]
+
+    def zero() -> None:
+        for row in acc:
+            for frag in row:
+                for r in frag:
+                    b.i(f"mov.b32 {r}, 0" if integer else f"mov.f32 {r}, {f32_hex(0.0)}")
+    b.part(("mma.zero", t.mi, t.ni), zero)
+    return acc
+
+
+def _store(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], regs: tuple[str, ...], acc: list[list[list[str]]],
+           t: Tiling) -> None:
+    """_build's C fragment coordinates and epilogue."""
+    bm0, bn0, woa, wob, g, t4 = regs
     b.comment("C fragment coordinates: rows wm*tm + mi*16 + g (+8), cols wn*tn + ni*8 + 2*t4 (+1)")
     rbase, cbase = b.reg("u32"), b.reg("u32")
     b.i(f"add.u32 {rbase}, {bm0}, {woa}")
@@ -313,9 +341,6 @@ def _build(spec: GemmSpec, t: Tiling, name: str, profile: bool, counting: bool) 
             for ci in range(4):
                 elems.append((2 * mi + (ci >> 1), 2 * ni + (ci & 1), acc[mi][ni][ci]))
     emit_epilogue(b, spec, P, rows, cols, elems)
-    emit_profile_slot(b, prof, 3, "at CTA end")
-    b.i("ret")
-    return b, params
 
 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
