@@ -150,3 +150,18 @@ def test_copy_banks_numpy_equals_site_scores(case: int) -> None:
 @pytest.mark.parametrize("case", range(5))
 def test_copy_banks_numpy_on_every_tile(case: int) -> None:
     _check_copy_banks(case, 1)
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_ldmatrix_banks_by_shared_row_equal_each_tiles_own(case: int) -> None:
+    """mma._ldmatrix_banks, memoised by the shared row the lanes' addresses read (operand, orientation, row
+    elements with the pad, element bytes), == site_score of each operand tile's own ldmatrix addresses."""
+    from kernelgen.variants import mma
+
+    _, spec, hw = _case(case)
+    if get("mma").unavailable(spec, hw):
+        pytest.skip("no mma on this case")
+    tiles = {x for t in mma.VARIANT.tilings(spec) for x in operand_tiles(spec, t)}
+    for x in tiles:
+        assert mma._ldmatrix_banks(x, hw.shared.banks, hw.shared.bank_width) == \
+            mma._ldmatrix_score(x, hw.shared.banks, hw.shared.bank_width), x

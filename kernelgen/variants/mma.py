@@ -387,8 +387,24 @@ def _check_pipeline(stages: int, ktiles: int) -> tuple[bool, str]:
     return True, "every wait is reached by all threads (uniform loop), each waited tile was committed"
 
 
-@lru_cache(maxsize=65536)
 def _ldmatrix_banks(tile: OperandTile, banks: int, width: int) -> tuple[float, int, int]:
+    """site_score of warp 0's ldmatrix of ``tile`` (warp offset 0): its lane rows (lane_ldmatrix_row reads the
+    operand, its orientation and element bytes) at the shared offsets (a row of cols + pad elements; mma
+    tiles are never stored f32), memoised by those (a few dozen distinct a plan, not one per tile)."""
+    if tile.f32:
+        return _ldmatrix_score(tile, banks, width)
+    return _ldmatrix_row_banks(tile.name, tile.row_dim, tile.col_dim, tile.cols + tile.pad, tile.elem_shared, banks,
+                               width)
+
+
+@lru_cache(maxsize=4096)
+def _ldmatrix_row_banks(name: str, row_dim: str, col_dim: str, row_elems: int, elem: int, banks: int,
+                        width: int) -> tuple[float, int, int]:
+    """_ldmatrix_score of a stand-in tile with the same shared rows (one row of row_elems, no pad)."""
+    return _ldmatrix_score(OperandTile(name, 1, row_elems, row_dim, col_dim, 1, 0, elem, elem, False, 0), banks, width)
+
+
+def _ldmatrix_score(tile: OperandTile, banks: int, width: int) -> tuple[float, int, int]:
     addrs = tuple(tile.shared_offset(*lane_ldmatrix_row(tile, l, 0)) for l in range(32))
     return site_score(Site("", "ldmatrix", 16, addrs, 1), banks, width)
 
