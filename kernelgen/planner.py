@@ -7,6 +7,7 @@ Layers, in order: spec tiling ranges -> data movement (shared memory) -> registe
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import time
@@ -160,7 +161,23 @@ def plan(spec: GemmSpec, hw: HwConfig, variant: str | None = None, verbose: bool
     """``only``: evaluate these tilings instead of enumerating every variant's (kernelgen.krange).
     ``exhaustive=False``: branch and bound (``_bounded``): the same choice, Pareto frontier and ranking
     of the frontier, with the candidates that provably cannot join the frontier left untimed
-    (``Plan.bounded``); ``survivors`` then holds the timed ones only."""
+    (``Plan.bounded``); ``survivors`` then holds the timed ones only.
+
+    The cyclic garbage collector is paused while it runs: the search allocates some 250,000 objects that
+    live on in its memos, and each full collection they trigger walks every live object of the process
+    (three during the seed's search: ~10% of it, benchmarks/plan_speed.md); nothing it allocates needs the
+    collector (reference counting frees it), and what cyclic garbage there is waits for the next one."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(spec, hw, variant, verbose, only, exhaustive)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _plan(spec: GemmSpec, hw: HwConfig, variant: str | None, verbose: bool, only: list[Tiling] | None,
+          exhaustive: bool) -> Plan:
     if spec.dtype_a == "s4":  # planned as the s8 GEMM over packed bytes (kernelgen/int4.py)
         from kernelgen.int4 import packed_spec, s4_note
 
