@@ -332,11 +332,12 @@ def emit_epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[s
     scale), or stored as they are when dtype.out is s32."""
     flavour = (spec.has_c, spec.has_bias, spec.activation, spec.dtype_out, spec.layout_c, spec.dtype_acc,
                spec.has_scale)
-    b.part(("epilogue", flavour, len(rows), len(cols), len(elems)), lambda: _epilogue(b, spec, P, rows, cols, elems))
+    b.part(("epilogue", flavour, len(rows), len(cols), len(elems)),
+           lambda: _epilogue(b, spec, P, rows, cols, elems, flavour))
 
 
 def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str], cols: list[str],
-              elems: list[tuple[int, int, str]]) -> None:
+              elems: list[tuple[int, int, str]], flavour: tuple[object, ...]) -> None:
     b.comment("Epilogue (spec: alpha, beta, epilogue, dtype.out, layout.c): per-row and per-column\n"
               "edge predicates, then each accumulator is scaled, combined, activated, cast, stored.")
     rp = []
@@ -351,59 +352,69 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
         cp.append(p)
     bias = _column_vector(b, spec.has_bias, "bias", P, cols, cp)
     scale = _column_vector(b, spec.has_scale, "scale", P, cols, cp)
+    for ri, ci, acc in elems:  # each element the same instructions and registers: a part (PtxBuilder.part)
+        b.part(("epilogue.element", flavour), lambda ri=ri, ci=ci, acc=acc: _epilogue_element(
+            b, spec, P, (rows[ri], cols[ci]), (rp[ri], cp[ci]), acc, bias[ci] if bias else None,
+            scale[ci] if scale else None))
+
+
+def _epilogue_element(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rc: tuple[str, str], preds: tuple[str, str],
+                      acc: str, bias: str | None, scale: str | None) -> None:
+    """One accumulator of _epilogue: its edge predicate, address, alpha (beta C, scale, bias, activation), store."""
+    row, col = rc
+    prow, pcol = preds
     es = DTYPE_BYTES[spec.dtype_out]
     bits = 8 * es
-    for ri, ci, acc in elems:
-        p = b.reg("pred")
-        b.i(f"and.pred {p}, {rp[ri]}, {cp[ci]}")
-        lay = parse_layout(spec.layout_c)
-        if lay.kind == "row":
-            idx = b.reg("u32")
-            b.i(f"mad.lo.u32 {idx}, {rows[ri]}, {P['N']}, {cols[ci]}")
-        elif lay.kind == "col":
-            idx = b.reg("u32")
-            b.i(f"mad.lo.u32 {idx}, {cols[ci]}, {P['M']}, {rows[ri]}")
-        else:
-            idx = emit_layout_index(b, lay, rows[ri], cols[ci], P["M"], P["N"])
-        b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
-        off = b.reg("u64")
-        b.i(f"mul.wide.u32 {off}, {idx}, {es}")
-        if spec.dtype_out == "s32":
-            da = b.reg("u64")
-            b.i(f"add.u64 {da}, {P['D']}, {off}")
-            b.i(f"@{p} st.global.b32 [{da}], {acc}")
-            continue
-        if spec.dtype_acc == "s32":
-            f = b.reg("f32")
-            b.i(f"cvt.rn.f32.s32 {f}, {acc}")
-            acc = f
-        v = b.reg("f32")
-        b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
-        if spec.has_c:
-            ca, cv = b.reg("u64"), b.reg("f32")
-            b.i(f"add.u64 {ca}, {P['C']}, {off}")
-            if spec.dtype_out == "f32":
-                b.i(f"mov.f32 {cv}, {f32_hex(0.0)}")
-                b.i(f"@{p} ld.global.f32 {cv}, [{ca}]")
-            else:
-                h = b.reg("b16")
-                b.i(f"mov.b16 {h}, 0")
-                b.i(f"@{p} ld.global.b16 {h}, [{ca}]")
-                b.i(f"{CVT_TO_F32[spec.dtype_out]} {cv}, {h}")
-            b.i(f"fma.rn.f32 {v}, {cv}, {P['beta']}, {v}")
-        if scale:
-            b.i(f"mul.f32 {v}, {v}, {scale[ci]}")
-        if bias:
-            b.i(f"add.f32 {v}, {v}, {bias[ci]}")
-        emit_activation(b, spec, v)
+    p = b.reg("pred")
+    b.i(f"and.pred {p}, {prow}, {pcol}")
+    lay = parse_layout(spec.layout_c)
+    if lay.kind == "row":
+        idx = b.reg("u32")
+        b.i(f"mad.lo.u32 {idx}, {row}, {P['N']}, {col}")
+    elif lay.kind == "col":
+        idx = b.reg("u32")
+        b.i(f"mad.lo.u32 {idx}, {col}, {P['M']}, {row}")
+    else:
+        idx = emit_layout_index(b, lay, row, col, P["M"], P["N"])
+    b.i(f"selp.b32 {idx}, {idx}, 0, {p}")
+    off = b.reg("u64")
+    b.i(f"mul.wide.u32 {off}, {idx}, {es}")
+    if spec.dtype_out == "s32":
         da = b.reg("u64")
         b.i(f"add.u64 {da}, {P['D']}, {off}")
-        if bits == 32:
-            b.i(f"@{p} st.global.f32 [{da}], {v}")
+        b.i(f"@{p} st.global.b32 [{da}], {acc}")
+        return
+    if spec.dtype_acc == "s32":
+        f = b.reg("f32")
+        b.i(f"cvt.rn.f32.s32 {f}, {acc}")
+        acc = f
+    v = b.reg("f32")
+    b.i(f"mul.f32 {v}, {acc}, {P['alpha']}")
+    if spec.has_c:
+        ca, cv = b.reg("u64"), b.reg("f32")
+        b.i(f"add.u64 {ca}, {P['C']}, {off}")
+        if spec.dtype_out == "f32":
+            b.i(f"mov.f32 {cv}, {f32_hex(0.0)}")
+            b.i(f"@{p} ld.global.f32 {cv}, [{ca}]")
         else:
             h = b.reg("b16")
-            b.i(f"{CVT_FROM_F32[spec.dtype_out]} {h}, {v}")
-            b.i(f"@{p} st.global.b16 [{da}], {h}")
+            b.i(f"mov.b16 {h}, 0")
+            b.i(f"@{p} ld.global.b16 {h}, [{ca}]")
+            b.i(f"{CVT_TO_F32[spec.dtype_out]} {cv}, {h}")
+        b.i(f"fma.rn.f32 {v}, {cv}, {P['beta']}, {v}")
+    if scale:
+        b.i(f"mul.f32 {v}, {v}, {scale}")
+    if bias:
+        b.i(f"add.f32 {v}, {v}, {bias}")
+    emit_activation(b, spec, v)
+    da = b.reg("u64")
+    b.i(f"add.u64 {da}, {P['D']}, {off}")
+    if bits == 32:
+        b.i(f"@{p} st.global.f32 [{da}], {v}")
+    else:
+        h = b.reg("b16")
+        b.i(f"{CVT_FROM_F32[spec.dtype_out]} {h}, {v}")
+        b.i(f"@{p} st.global.b16 [{da}], {h}")
 
 
 def _column_vector(b: PtxBuilder, present: bool, role: str, P: dict[str, str], cols: list[str],
