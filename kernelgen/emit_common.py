@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kernelgen.ptxbuild import PtxBuilder, f32_hex
@@ -190,7 +191,13 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
             b.i(f"shr.u32 {cc}, {col0}, {log2(tile.vec)}")
         b.i(f"sub.u32 {sbase}, {sdst}, {soff0}")
         rs, cs = shared_strides(tile)
-    for i in range(n):
+    else:
+        rr = cc = sbase = ""
+        rs = cs = 0
+
+    def one(i: int, rr: str, cc: str) -> tuple[str, str]:
+        """Copy i (its registers and instructions the same for every copy of a linear tile, and for every
+        copy but the first of one that is not): a part (PtxBuilder.part)."""
         e = i * threads
         gr, gc = b.reg("u32"), b.reg("u32")
         if linear:
@@ -253,6 +260,10 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
             b.i(f"selp.b32 {sz}, {nbytes}, 0, {p}")
             cache = "cg" if nbytes == 16 else "ca"
             b.i(f"cp.async.{cache}.shared.global [{dst}], [{ga}], {nbytes}, {sz}")
+        return rr, cc
+
+    for i in range(n):
+        rr, cc = b.part(("copy.one", mode, dtype, lay, linear, i > 0, tile.vec, b.times), partial(one, i, rr, cc))
 
 
 def pow2(x: int) -> bool:
@@ -353,8 +364,8 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
     bias = _column_vector(b, spec.has_bias, "bias", P, cols, cp)
     scale = _column_vector(b, spec.has_scale, "scale", P, cols, cp)
     for ri, ci, acc in elems:  # each element the same instructions and registers: a part (PtxBuilder.part)
-        b.part(("epilogue.element", flavour), lambda ri=ri, ci=ci, acc=acc: _epilogue_element(
-            b, spec, P, (rows[ri], cols[ci]), (rp[ri], cp[ci]), acc, bias[ci] if bias else None,
+        b.part(("epilogue.element", flavour), partial(
+            _epilogue_element, b, spec, P, (rows[ri], cols[ci]), (rp[ri], cp[ci]), acc, bias[ci] if bias else None,
             scale[ci] if scale else None))
 
 
