@@ -77,3 +77,40 @@ def test_two_stage_counts_come_from_the_three_stage_build() -> None:
     got = mma._counts(spec, t)
     assert mma._counts_2_3.cache_info().misses == 1
     assert got == own
+
+
+@pytest.mark.parametrize("variant", ["simt", "mma", "wgmma", "wgmma_tma", "wgmma_fp8"])
+def test_counting_build_equals_the_written_kernel_for_every_variant(variant: str) -> None:
+    """A counting build replays its parts (PtxBuilder.part: the copies' per-copy part, the epilogue's
+    per-element part, mma's setup, accumulators and store) where the written kernel writes every
+    instruction: the same Counts, dict keys in the same order, on a sample of tilings of specs with
+    blocked / striped / col layouts, beta, bias and gelu, s8 and f32."""
+    import importlib
+
+    from kernelgen.spec import parse_spec
+    from kernelgen.variants import get
+    from sim.hw import load_hw
+
+    mod = importlib.import_module(type(get(variant)).__module__)
+    specs = [shorthand("1000x520x264", "bf16"), shorthand("256x256x512", "s8"), shorthand("512x256x128", "e4m3"),
+             parse_spec({"name": "lay", "M": 512, "N": 384, "K": 256, "beta": 1.0, "epilogue": ["bias", "gelu"],
+                         "dtype": {"a": "f16", "b": "f16", "acc": "f32", "out": "f16"},
+                         "layout": {"a": "blocked-32x32", "b": "striped-8", "c": "col"}})]
+    hws = (load_hw("h200"), load_hw("npu7nm"))
+    checked = 0
+    for spec in specs:
+        if all(get(variant).unavailable(spec, hw) for hw in hws):
+            continue
+        ts = get(variant).tilings(spec)
+        for t in ts[::max(1, len(ts) // 3)]:
+            fp8 = variant in ("wgmma_tma", "wgmma_fp8")  # their _build takes no profile flag, copies by TMA
+            built = [(mod._build(spec, t, "k", c) if fp8 else mod._build(spec, t, "k", False, c))[0]
+                     for c in (True, False)]
+            a, b = operand_tiles(spec, t)
+            copies = (0, 0) if fp8 else (a.chunks // t.threads, b.chunks // t.threads)
+            got, own = tally(built[0], copies), tally(built[1], copies)
+            assert got == own, t.key()
+            assert [list(getattr(got, r)) for r in ("pre", "iter", "post", "pre_after")] == \
+                [list(getattr(own, r)) for r in ("pre", "iter", "post", "pre_after")], t.key()
+            checked += 1
+    assert checked, "no tiling of these specs for this variant"
