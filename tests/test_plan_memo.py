@@ -165,3 +165,32 @@ def test_ldmatrix_banks_by_shared_row_equal_each_tiles_own(case: int) -> None:
     for x in tiles:
         assert mma._ldmatrix_banks(x, hw.shared.banks, hw.shared.bank_width) == \
             mma._ldmatrix_score(x, hw.shared.banks, hw.shared.bank_width), x
+
+
+def test_frozen_makes_the_constructors_instance() -> None:
+    """kernelgen.models.frozen (the planner's Movement, Schedule and SyncPlan per candidate) == the dataclass's
+    own constructor: equal, same hash, repr and fields, still frozen; a wrong field count is refused."""
+    import dataclasses
+
+    from kernelgen.models import frozen
+    from kernelgen.models.movement import Movement
+    from kernelgen.models.schedule import Schedule
+    from kernelgen.models.sync import SyncPlan
+
+    _, spec, hw = _case(1)
+    t = get("mma").tilings(spec)[0]
+    mv_ = mv.movement(spec, t, hw, spec.nominal())
+    s = schedule(spec, t, hw, spec.nominal(), 128, mv_.smem_bytes)
+    y = get("mma").sync_plan(t, 8, 20, 300.0, 50.0, 2)
+    for x in (mv_, s, y):
+        values = tuple(getattr(x, f.name) for f in dataclasses.fields(x))
+        a, b = frozen(type(x), *values), type(x)(*values)
+        assert a == b and repr(a) == repr(b) and type(a) is type(b)
+        if x is not s:  # Schedule holds a dict: no hash
+            assert hash(a) == hash(b)
+        assert dataclasses.asdict(a) == dataclasses.asdict(b)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            a.__setattr__(dataclasses.fields(a)[0].name, 0)
+    with pytest.raises(TypeError):
+        frozen(SyncPlan, 1, 2)
+    assert isinstance(s, Schedule) and isinstance(mv_, Movement)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from kernelgen.models import frozen
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, copy_sites, operand_tiles
 from kernelgen.variants import get
@@ -324,5 +325,5 @@ def movement(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
                                  + pt.unique - pt.footprint))
     l2_hit = 1.0 - dram / pt.total if pt.total else 0.0
     supply = hw.dram_bytes_per_cycle  # [dram.bandwidth_gbps], [clock_mhz]
-    return Movement(smem, pt.per_cta, pt.total, int(dram), l2_hit, pt.sh_read, pt.reg_bytes, dram / supply, pt.burst,
-                    pt.score, pt.passes, pt.accesses)
+    return frozen(Movement, smem, pt.per_cta, pt.total, int(dram), l2_hit, pt.sh_read, pt.reg_bytes, dram / supply,
+                  pt.burst, pt.score, pt.passes, pt.accesses)

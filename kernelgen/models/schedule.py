@@ -20,6 +20,7 @@ from functools import lru_cache
 from kernelgen.counting import Counts
 from kernelgen.emit_common import copy_extra_alu
 from kernelgen.int4 import emulated_counts, emulated_work
+from kernelgen.models import frozen
 from kernelgen.models.l1lines import copy_line_latencies
 from kernelgen.models.movement import tile_key
 from kernelgen.spec import GemmSpec
@@ -137,7 +138,7 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     per_core, by, occ = res
     ctas = -(-M // t.bm) * -(-N // t.bn)
     waves = -(-ctas // max(1, per_core * hw.core.count)) if per_core else 0
-    return Schedule(dict(work), min_cycles, bound, per_core, by, occ, waves, ctas)
+    return frozen(Schedule, dict(work), min_cycles, bound, per_core, by, occ, waves, ctas)
 
 
 def _work(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int]) -> tuple[dict[str, int], int, str]:

@@ -40,6 +40,7 @@ from kernelgen.emit_common import (
     pow2,
 )
 from kernelgen.int4 import packed_spec
+from kernelgen.models import frozen
 from kernelgen.models.movement import site_score
 from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
@@ -557,7 +558,7 @@ class Mma:
                   ctas_per_core: int) -> SyncPlan:
         ok, why = _check_pipeline(t.stages, ktiles)
         exposed = max(0.0, mem_lat - (t.stages - 1) * compute_cycles_per_tile * ctas_per_core)
-        return SyncPlan(1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
+        return frozen(SyncPlan, 1, 1, t.stages - 2, 1, sync_lat, exposed, ok, why)
 
 
 def _run_align(lay: Layout, cap: int) -> int:
