@@ -168,8 +168,8 @@ def test_ldmatrix_banks_by_shared_row_equal_each_tiles_own(case: int) -> None:
 
 
 def test_frozen_makes_the_constructors_instance() -> None:
-    """kernelgen.models.frozen (the planner's Movement, Schedule and SyncPlan per candidate) == the dataclass's
-    own constructor: equal, same hash, repr and fields, still frozen; a wrong field count is refused."""
+    """kernelgen.models.frozen (the planner's Movement, Schedule, SyncPlan per candidate, mma's Tilings) == the
+    dataclass's own constructor: equal, same hash, repr and fields, still frozen; a wrong field count is refused."""
     import dataclasses
 
     from kernelgen.models import frozen
@@ -182,7 +182,7 @@ def test_frozen_makes_the_constructors_instance() -> None:
     mv_ = mv.movement(spec, t, hw, spec.nominal())
     s = schedule(spec, t, hw, spec.nominal(), 128, mv_.smem_bytes)
     y = get("mma").sync_plan(t, 8, 20, 300.0, 50.0, 2)
-    for x in (mv_, s, y):
+    for x in (mv_, s, y, t):  # t: mma.tilings makes its Tilings with frozen too
         values = tuple(getattr(x, f.name) for f in dataclasses.fields(x))
         a, b = frozen(type(x), *values), type(x)(*values)
         assert a == b and repr(a) == repr(b) and type(a) is type(b)

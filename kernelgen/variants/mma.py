@@ -474,9 +474,9 @@ class Mma:
                                 continue
                             for stages in (2, 3, 4):
                                 for pad in (0, 16 // es):  # 16 bytes keep ldmatrix rows aligned
-                                    for u in unrolls(bk):
-                                        out.append(Tiling("mma", bm, bn, bk, tm, tn, stages, pad, pad, va, vb, u,
-                                                          kk))
+                                    for u in unrolls(bk):  # Tiling(..., u, kk) made faster (models.frozen)
+                                        out.append(frozen(Tiling, "mma", bm, bn, bk, tm, tn, stages, pad, pad, va,
+                                                          vb, u, kk, 1, 1))
         return out
 
     def unroll_k(self, t: Tiling) -> int:
