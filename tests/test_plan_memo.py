@@ -194,3 +194,28 @@ def test_frozen_makes_the_constructors_instance() -> None:
     with pytest.raises(TypeError):
         frozen(SyncPlan, 1, 2)
     assert isinstance(s, Schedule) and isinstance(mv_, Movement)
+
+
+def test_site_score_over_touched_banks_equals_the_sum_over_every_bank() -> None:
+    """movement.site_score with power-of-two banks (sum c^2 - words^2 / banks over the banks a phase touches)
+    == _site_score_banks (sum of (c - mean)^2 over every bank), bit for bit: random lanes' addresses of every
+    access width, broadcasts, strides that conflict, and the copies and ldmatrix rows of the seed's tiles."""
+    import random
+
+    from kernelgen.tiling import Site, copy_sites
+
+    rng = random.Random(15)
+    sites = []
+    for width in (2, 4, 8, 16):
+        for stride in (1, 2, 4, 8, 16, 17, 32, 64, 128, 144):
+            sites.append(Site("", "st", width, tuple(width * l * stride for l in range(32)), 1))
+        for _ in range(40):
+            sites.append(Site("", "ld", width, tuple(rng.randrange(0, 4096) // width * width for _ in range(32)), 1))
+        sites.append(Site("", "ld", width, (64,) * 32, 1))
+    _, spec, hw = _case(4)
+    for x, threads in _tiles(4)[::25]:
+        sites += copy_sites(x, threads)  # type: ignore[arg-type]
+    for site in sites:
+        for banks, bw in ((32, 4), (64, 4), (16, 8), (8, 4)):
+            assert mv.site_score(site, banks, bw) == mv._site_score_banks(site, banks, bw), (site, banks, bw)
+    assert mv.site_score(sites[0], 24, 4) == mv._site_score_banks(sites[0], 24, 4)  # not a power of two: that path

@@ -45,7 +45,32 @@ class Movement:
 
 
 def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
-    """(score, passes, accesses) of one warp-wide access; 16-byte accesses go in phases of 8 lanes."""
+    """(score, passes, accesses) of one warp-wide access; 16-byte accesses go in phases of 8 lanes.
+    With [shared.banks] a power of two, a phase's sum over the banks of (c - mean)^2 is sum c^2 - words^2 /
+    banks over the banks it touches: every term a multiple of 1 / banks^2, so both are exact and the same float
+    (_site_score_banks, the sum over every bank, is the other path; tests/test_plan_memo.py compares them)."""
+    if banks & (banks - 1):
+        return _site_score_banks(site, banks, width)
+    per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
+    lanes = len(site.addrs)
+    score, passes, phases = 0.0, 0, 0
+    span = range(max(1, site.width // width))
+    for p0 in range(0, lanes, per_phase):
+        # same word from several lanes: one broadcast access
+        words = {a // width + w for a in site.addrs[p0:p0 + per_phase] for w in span}
+        counts: dict[int, int] = {}
+        for w in words:
+            b = w % banks
+            counts[b] = counts.get(b, 0) + 1
+        k = len(words)
+        score += sum(c * c for c in counts.values()) - k * k / banks
+        passes += max(counts.values(), default=0)
+        phases += 1
+    return score, passes, phases
+
+
+def _site_score_banks(site: Site, banks: int, width: int) -> tuple[float, int, int]:
+    """site_score as the sum over every bank of (accesses - mean)^2."""
     per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
     lanes = len(site.addrs)
     score, passes, phases = 0.0, 0, 0
