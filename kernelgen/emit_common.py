@@ -262,6 +262,9 @@ def _copy_tile(b: PtxBuilder, tile: OperandTile, threads: int, coords: tuple[str
             b.i(f"cp.async.{cache}.shared.global [{dst}], [{ga}], {nbytes}, {sz}")
         return rr, cc
 
+    if linear:  # every copy the same instructions and registers
+        b.repeat(("copy.one", mode, dtype, lay, linear, True, tile.vec, b.times), n, lambda i: one(i, rr, cc))
+        return
     for i in range(n):
         rr, cc = b.part(("copy.one", mode, dtype, lay, linear, i > 0, tile.vec, b.times), partial(one, i, rr, cc))
 
@@ -363,10 +366,12 @@ def _epilogue(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rows: list[str],
         cp.append(p)
     bias = _column_vector(b, spec.has_bias, "bias", P, cols, cp)
     scale = _column_vector(b, spec.has_scale, "scale", P, cols, cp)
-    for ri, ci, acc in elems:  # each element the same instructions and registers: a part (PtxBuilder.part)
-        b.part(("epilogue.element", flavour), partial(
-            _epilogue_element, b, spec, P, (rows[ri], cols[ci]), (rp[ri], cp[ci]), acc, bias[ci] if bias else None,
-            scale[ci] if scale else None))
+    def element(i: int) -> None:
+        ri, ci, acc = elems[i]
+        _epilogue_element(b, spec, P, (rows[ri], cols[ci]), (rp[ri], cp[ci]), acc, bias[ci] if bias else None,
+                          scale[ci] if scale else None)
+
+    b.repeat(("epilogue.element", flavour), len(elems), element)  # each element the same instructions, registers
 
 
 def _epilogue_element(b: PtxBuilder, spec: GemmSpec, P: dict[str, str], rc: tuple[str, str], preds: tuple[str, str],

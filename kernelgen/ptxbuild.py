@@ -168,6 +168,33 @@ class PtxBuilder:
         self.label_n += labels
         return out
 
+    def repeat(self, key: Hashable, n: int, write: Callable[[int], object]) -> None:
+        """``part(key, lambda: write(i))`` for i in range(n): n runs of one instruction sequence (the same
+        registers and first tokens each time, their texts may differ). In counting mode the first is run or
+        replayed and the other n - 1 are added at once (unless a mark's first occurrence falls in them)."""
+        if not self.counting or n <= 1:
+            for i in range(n):
+                self.part(key, lambda: write(i))  # noqa: B023 (part calls it at once)
+            return
+        self.part(key, lambda: write(0))
+        ops, summed, regs, labels, _, marks_in = _PARTS[key]
+        marks = marks_in.get(self._region)
+        if marks is None:
+            marks = marks_in[self._region] = frozenset(m for tok in summed if (m := _mark(self._region, tok)))
+        if any(m not in self.marks for m in marks):  # cannot happen after the first run: it saw them all
+            for i in range(1, n):
+                self.part(key, lambda: write(i))  # noqa: B023
+            return
+        more = n - 1
+        tot = self._tot
+        for tok, times in summed.items():
+            tot[tok] = tot.get(tok, 0) + times * more
+        for rec in self.recording:
+            rec.extend(ops * more)
+        for k, v in regs.items():
+            self.counts[k] += v * more
+        self.label_n += labels * more
+
     def comment(self, text: str) -> None:
         if self.counting:
             return
