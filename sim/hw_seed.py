@@ -55,8 +55,10 @@ def is_seed_schema(data: Any) -> bool:
 
 
 def is_seed_text(text: str) -> bool:
+    from sim.hw import safe_load
+
     try:
-        return is_seed_schema(yaml.safe_load(text))
+        return is_seed_schema(safe_load(text))
     except yaml.YAMLError:
         return False  # the project loader reports the syntax error with its line
 
@@ -91,9 +93,9 @@ def _set(cfg: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 def convert(data: dict[str, Any], src: str, text: str = "",
             base: str = BASE) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
     """(project config mapping, {project key path: 'seed KEY'}) for a seed mapping."""
-    from sim.hw import resolve_hw_path
+    from sim.hw import resolve_hw_path, safe_load
 
-    cfg = yaml.safe_load(resolve_hw_path(base).read_text())
+    cfg = safe_load(resolve_hw_path(base).read_text())
     given: dict[tuple[str, ...], str] = {}
     for key, value in _leaves(data):
         if key not in MAPPING:
@@ -140,8 +142,10 @@ def _emit(node: Any, given: dict[tuple[str, ...], str], base: str, path: tuple[s
 
 def convert_text(text: str, src: str, base: str = BASE) -> str:
     """The project-schema YAML for a seed hardware.yaml, ``# source:`` on each field."""
+    from sim.hw import safe_load
+
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as e:
         raise HwConfigError(f"YAML syntax error: {getattr(e, 'problem', e)}", file=src) from None
     if not is_seed_schema(data):

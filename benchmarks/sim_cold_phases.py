@@ -1,0 +1,127 @@
+"""Where a cold `python -m sim run K.ptx --hw h200 --json --quiet` spends its process time, phase by phase
+(issue 17 item 1: the 100K warp instructions/s goal as a user runs it). For each kernel of
+benchmarks/sim_kernels.py, N fresh processes run sim.cli.main exactly as `python -m sim run` does, with
+timers wrapped around the functions cmd_run calls (parse, load_hw, launch, the estimate, the lock-step
+records, the timing core, the result, the numpy check, the output); the bytecode cache is warm as in a
+user's installation (PYTHONPYCACHEPREFIX in a temporary folder; this machine sets PYTHONDONTWRITEBYTECODE).
+
+    PYTHONPATH=. python benchmarks/sim_cold_phases.py [--repeat N] [--kernels a,b] [--json FILE]
+
+Printed: per kernel and phase the median process time over the runs (seconds), and the 1-minute load
+before and after. "interpreter" is the process time when the child's first line runs (python's start-up,
+site and its .pth files); "imports" is importing sim.cli and the modules a timing run imports later (numpy,
+sim.timing and its compiled core, the parser, sim.hw, yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+PHASES = ("interpreter", "imports", "parse", "load_hw", "launch", "estimate", "records", "timing core",
+          "result", "check", "output", "other")
+
+
+def child(argv: list[str]) -> dict[str, float]:
+    """In the fresh process: run `python -m sim run ARGV` through sim.cli.main with the phases timed."""
+    clock = time.process_time
+    t: dict[str, float] = {p: 0.0 for p in PHASES}
+    t["interpreter"] = clock()
+    t0 = clock()
+    import sim.cli as cli
+    import sim.hw
+    import sim.launch
+    import sim.ptx.parser
+    import sim.reference
+    import sim.timing
+    import sim.timing.engine as engine
+
+    t["imports"] = clock() - t0
+
+    def timed(name: str, f):  # type: ignore[no-untyped-def]
+        def g(*a, **k):  # type: ignore[no-untyped-def]
+            s = clock()
+            try:
+                return f(*a, **k)
+            finally:
+                t[name] += clock() - s
+        return g
+
+    sim.ptx.parser.parse_file = timed("parse", sim.ptx.parser.parse_file)
+    sim.hw.load_hw = timed("load_hw", sim.hw.load_hw)
+    cli.build_launch = timed("launch", cli.build_launch)
+    cli.check_memory_of = timed("launch", cli.check_memory_of)
+    sim.launch.read_metadata = timed("launch", sim.launch.read_metadata)
+    cli.refuse_over_budget = timed("estimate", cli.refuse_over_budget)
+    engine.replay_for = timed("records", engine.replay_for)
+    engine.run_events = timed("timing core", engine.run_events)
+    engine._result = timed("result", engine._result)
+    sim.reference.check_from_metadata = timed("check", sim.reference.check_from_metadata)
+    cli.render_text = timed("output", cli.render_text)
+    cli.json = type("J", (), {"dumps": staticmethod(timed("output", json.dumps))})
+    out = sys.stdout
+    sys.stdout = open(os.devnull, "w")
+    t1 = clock()
+    try:
+        rc = cli.main(["run", *argv])
+    finally:
+        sys.stdout = out
+    total_main = clock() - t1
+    t["other"] = total_main - sum(t[p] for p in PHASES if p not in ("interpreter", "imports", "other"))
+    t["total"] = clock()
+    t["rc"] = rc
+    return t
+
+
+def run_one(argv: list[str], pycache: str) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=pycache)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    code = (f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.sim_cold_phases import child; "
+            f"print(json.dumps(child({argv!r})))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.sim_cli_speed import command
+    from benchmarks.sim_kernels import KERNELS
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "statistic": "median", "kernels": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.kernels.split(","):
+            argv = command(name, pathlib.Path(tmp)) + ["--hw", "h200", "--seed", "0", "--json", "--quiet",
+                                                        "--max-instructions", "10000000"]
+            pyc = str(pathlib.Path(tmp) / "pycache")
+            run_one(argv, pyc)  # warm-up: writes the bytecode cache
+            load0 = os.getloadavg()[0]
+            runs = [run_one(argv, pyc) for _ in range(a.repeat)]
+            load1 = os.getloadavg()[0]
+            med = {p: sorted(r[p] for r in runs)[len(runs) // 2] for p in (*PHASES, "total")}
+            res["kernels"][name] = {"median_s": {p: round(v, 3) for p, v in med.items()},
+                                    "total_s_all": [round(r["total"], 3) for r in runs],
+                                    "load": f"{load0:.2f} / {load1:.2f}"}
+            print(f"{name} (load {load0:.2f} / {load1:.2f}; totals {[round(r['total'], 2) for r in runs]}):")
+            print("  " + "  ".join(f"{p} {med[p]:.3f}" for p in (*PHASES, "total")), flush=True)
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""What a cold `python -m sim run` imports (issue 17: start-up before the first cycle): a PTX timing run
+imports sim.sass.tools (ptxas's register count) but not the SASS listing parser or control codes, which
+`sim.sass` loads on first use (sim/sass/__init__.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 k_out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+"""
+
+CHILD = """
+import io, json, sys, contextlib
+from sim.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    rc = main(sys.argv[1:])
+print(json.dumps({"rc": rc, "cycles": json.loads(out.getvalue())["cycles"],
+                  "modules": sorted(m for m in sys.modules if m.startswith("sim."))}))
+"""
+
+
+def test_ptx_run_does_not_import_the_sass_listing(tmp_path):
+    (tmp_path / "k.ptx").write_text(PTX)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", CHILD, "run", "k.ptx", "--hw", "npu7nm", "--grid", "2", "--block", "64",
+                        "--arg", "zeros:u32:128", "--json", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["rc"] == 0 and got["cycles"] > 0
+    mods = set(got["modules"])
+    assert "sim.timing.engine" in mods and "sim.sass.tools" in mods  # the run did go through the timing model
+    assert not mods & {"sim.sass.listing", "sim.sass.control", "sim.sass.exec", "sim.sass.timing"}
+
+
+def test_sass_names_still_import():
+    import sim.sass as sass
+    from sim.sass import Control, SassKernel, disassemble, tools_available
+
+    assert Control.__module__ == "sim.sass.control" and SassKernel.__module__ == "sim.sass.listing"
+    assert callable(disassemble) and callable(tools_available)
+    assert set(sass.__all__) <= set(dir(sass)) | set(sass._WHERE)
+    try:
+        sass.not_a_name  # noqa: B018
+    except AttributeError as e:
+        assert "not_a_name" in str(e)
+    else:
+        raise AssertionError("sim.sass.not_a_name did not raise AttributeError")
