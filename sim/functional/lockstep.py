@@ -390,20 +390,6 @@ class Group(Warp):
         """Each warp's Executed of the step, as Warp.step would have returned it (for the timing model's
         replay, sim/functional/replay.py)."""
         n, rec, B = self.n, self.rec, self.B
-        nxt = np.empty(n, dtype=np.int64)
-        landed = np.empty(n, dtype=np.int64)
-        for g in self.parts or [self]:
-            idx = g.sel[::32] // 32 if g is not self else slice(None)
-            nxt[idx] = g.stack[-1].pc if g.stack else -1
-            landed[idx] = g.landed
-        runs: list[bool] = [True] * n if full or is_branch(ins) else \
-            np.asarray(m.reshape(n, 32).any(axis=1)).tolist()
-        addrs = rec.addrs
-        counts: list[int] = []
-        ends: list[int] = []
-        if addrs is not None:
-            c = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
-            counts, ends = c.tolist(), np.cumsum(c).tolist()
         dests = self.dests
         if dests is None:  # each warp's record list, found once per group (its warps do not change)
             trace = B.trace
@@ -411,17 +397,57 @@ class Group(Warp):
             base, wpc, ctas = B.base, B.wpc, B.ctas
             dests = self.dests = [trace[ctas[(o - base) // wpc].ctaid][(o - base) % wpc].append
                                   for o in self.owner[::32].tolist()]
-        nxt_l, landed_l = nxt.tolist(), landed.tolist()
+        runs: list[bool] | None = None if full or is_branch(ins) else \
+            np.asarray(m.reshape(n, 32).any(axis=1)).tolist()
+        addrs = rec.addrs
         # warps that made no memory access and agree on (next pc, groups landed, ran it) share one record:
         # nothing reads a record after the timing model's replay took it apart, and the timing model reads no
         # mask (the shared record's is the first such warp's)
+        if self.parts is None:  # the group did not split: one next pc and one count of landed groups
+            nx = self.stack[-1].pc if self.stack else -1
+            if addrs is None:  # the common step: at most two records (ran it or not) for all the warps
+                if runs is None:
+                    r = Executed(m[:32], ctl, nx, self.landed)
+                    for d in dests:
+                        d(r)
+                    return
+                by_run: list[Executed | None] = [None, None]
+                for j, run in enumerate(runs):
+                    got = by_run[run]
+                    if got is None:
+                        got = by_run[run] = Executed(m[32 * j: 32 * j + 32], ctl if run else None, nx, self.landed)
+                    dests[j](got)
+                return
+            if runs is None and self.amask is None and addrs.size == 32 * n:  # every lane accessed: a record each
+                ld, space, size, direction = self.landed, rec.space, rec.size, rec.direction
+                for d, mr, ar in zip(dests, m.reshape(n, 32), addrs.reshape(n, 32)):
+                    d(Executed(mr, ctl, nx, ld, space, ar, size, direction))
+                if B.clock_data is not None and ins.index in B.clock_data:
+                    self._clock_tags(B, B.clock_data[ins.index], [True] * n, [32] * n, list(range(32, 32 * n + 1, 32)))
+                return
+            nxt_l, landed_l = [nx] * n, [self.landed] * n
+        else:
+            nxt = np.empty(n, dtype=np.int64)
+            landed = np.empty(n, dtype=np.int64)
+            for g in self.parts:
+                idx = g.sel[::32] // 32
+                nxt[idx] = g.stack[-1].pc if g.stack else -1
+                landed[idx] = g.landed
+            nxt_l, landed_l = nxt.tolist(), landed.tolist()
+        if runs is None:
+            runs = [True] * n
+        counts: list[int] = []
+        ends: list[int] = []
+        if addrs is not None:
+            c = np.full(n, 32) if self.amask is None else self.amask.reshape(n, 32).sum(axis=1)
+            counts, ends = c.tolist(), np.cumsum(c).tolist()
+            space, size, direction = rec.space, rec.size, rec.direction
         same: dict[tuple[int, int, bool], Executed] = {}
         for j in range(n):  # plain ints and lists: this loop runs for every warp of every step
             run = runs[j]
             if run and addrs is not None and counts[j]:
-                r = Executed(m[32 * j: 32 * j + 32], ctl, nxt_l[j], landed_l[j])
-                r.space, r.addrs, r.size, r.direction = rec.space, addrs[ends[j] - counts[j]: ends[j]], \
-                    rec.size, rec.direction
+                r = Executed(m[32 * j: 32 * j + 32], ctl, nxt_l[j], landed_l[j], space,
+                             addrs[ends[j] - counts[j]: ends[j]], size, direction)
             else:
                 key = (nxt_l[j], landed_l[j], run)
                 got = same.get(key)
