@@ -66,3 +66,22 @@ def test_sass_names_still_import():
         assert "not_a_name" in str(e)
     else:
         raise AssertionError("sim.sass.not_a_name did not raise AttributeError")
+
+
+def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, capsys):
+    """sim/__main__.py: the youngest generation every 10,000 allocations, the imports' objects frozen."""
+    import gc
+    import runpy
+
+    old = gc.get_threshold()
+    monkeypatch.setattr(sys, "argv", ["sim", "native", "status"])
+    try:
+        try:
+            runpy.run_module("sim", run_name="__main__")
+        except SystemExit:
+            pass
+        assert gc.get_threshold()[0] == 10_000 and gc.get_freeze_count() > 0
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+    assert "compiled timing core" in capsys.readouterr().out
