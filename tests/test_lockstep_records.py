@@ -29,3 +29,29 @@ def test_replayed_records_give_the_executed_result(name, monkeypatch):
     assert sorted(replayed.outputs) == sorted(executed.outputs)
     for i in replayed.outputs:
         assert replayed.outputs[i].tobytes() == executed.outputs[i].tobytes()
+
+
+def test_distinct_helpers_are_numpy_unique():
+    import numpy as np
+
+    from sim.functional.lockstep import _all_distinct, _distinct
+
+    rng = np.random.default_rng(0)
+    for v in (np.full(64, 16), np.array([], dtype=np.int64), rng.integers(0, 4, 50), np.arange(4096) * 16,
+              np.r_[np.arange(100), 7]):
+        assert _distinct(v).tolist() == np.unique(v).tolist()
+        assert _all_distinct(v) == (len(np.unique(v)) == len(v))
+
+
+def test_records_are_made_with_the_collector_off(monkeypatch):
+    import gc
+
+    import sim.functional.replay as replay
+    from tests.recorded_sim import ENTRIES, build
+
+    seen = []
+    run0 = replay.run_batch
+    monkeypatch.setattr(replay, "run_batch", lambda *a: seen.append(gc.isenabled()) or run0(*a))
+    assert gc.isenabled()
+    assert replay.recorded(*build(*ENTRIES["saxpy64.h200"]), 10**6) is not None
+    assert seen and not any(seen) and gc.isenabled()
