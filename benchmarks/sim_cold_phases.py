@@ -5,7 +5,10 @@ timers wrapped around the functions cmd_run calls (parse, load_hw, launch, the e
 records, the timing core, the result, the numpy check, the output); the bytecode cache is warm as in a
 user's installation (PYTHONPYCACHEPREFIX in a temporary folder; this machine sets PYTHONDONTWRITEBYTECODE).
 
-    PYTHONPATH=. python benchmarks/sim_cold_phases.py [--repeat N] [--kernels a,b] [--json FILE]
+    PYTHONPATH=. python benchmarks/sim_cold_phases.py [--repeat N] [--kernels a,b] [--against DIR] [--json FILE]
+
+--against DIR (another checkout, e.g. `git archive` of main, with its compiled core built) times the same
+phases there too, alternating run by run with this tree's ("before" / "after").
 
 Printed: per kernel and phase the median and the least process time over the runs (seconds), and the 1-minute load
 before and after. "interpreter" is the process time when the child's first line runs (python's start-up,
@@ -46,8 +49,8 @@ def child(argv: list[str]) -> dict[str, float]:
 
     t["imports"] = clock() - t0
 
-    def timed(name: str, f):  # type: ignore[no-untyped-def]
-        def g(*a, **k):  # type: ignore[no-untyped-def]
+    def timed(name: str, f):
+        def g(*a, **k):
             s = clock()
             try:
                 return f(*a, **k)
@@ -66,7 +69,7 @@ def child(argv: list[str]) -> dict[str, float]:
     engine._result = timed("result", engine._result)
     sim.reference.check_from_metadata = timed("check", sim.reference.check_from_metadata)
     cli.render_text = timed("output", cli.render_text)
-    cli.json = type("J", (), {"dumps": staticmethod(timed("output", json.dumps))})
+    setattr(cli, "json", type("J", (), {"dumps": staticmethod(timed("output", json.dumps))}))  # noqa: B010
     out = sys.stdout
     sys.stdout = open(os.devnull, "w")
     t1 = clock()
@@ -81,12 +84,13 @@ def child(argv: list[str]) -> dict[str, float]:
     return t
 
 
-def run_one(argv: list[str], pycache: str) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=pycache)
+def run_one(argv: list[str], pycache: str, root: pathlib.Path = ROOT) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONPYCACHEPREFIX=pycache)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    code = (f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.sim_cold_phases import child; "
-            f"print(json.dumps(child({argv!r})))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    # the child is this file's `child`, run against the sources of `root`
+    code = (f"import sys, json; sys.path.insert(0, {str(root)!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
+            f"from sim_cold_phases import child; print(json.dumps(child({argv!r})))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -100,27 +104,35 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--against", default=None, help="another checkout measured alternately (\"before\")")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "statistic": "median", "kernels": {}}
+    trees = {"after": ROOT} if not a.against else {"before": pathlib.Path(a.against).resolve(), "after": ROOT}
+    res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "statistic": "median and min",
+                 "trees": {k: str(v) for k, v in trees.items()}, "kernels": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.kernels.split(","):
             argv = command(name, pathlib.Path(tmp)) + ["--hw", "h200", "--seed", "0", "--json", "--quiet",
                                                         "--max-instructions", "10000000"]
-            pyc = str(pathlib.Path(tmp) / "pycache")
-            run_one(argv, pyc)  # warm-up: writes the bytecode cache
+            runs: dict[str, list[dict]] = {k: [] for k in trees}
             load0 = os.getloadavg()[0]
-            runs = [run_one(argv, pyc) for _ in range(a.repeat)]
+            for k, root in trees.items():  # warm-up: writes the bytecode cache
+                run_one(argv, str(pathlib.Path(tmp) / f"pycache-{k}"), root)
+            for _ in range(a.repeat):
+                for k, root in trees.items():
+                    runs[k].append(run_one(argv, str(pathlib.Path(tmp) / f"pycache-{k}"), root))
             load1 = os.getloadavg()[0]
-            med = {p: sorted(r[p] for r in runs)[len(runs) // 2] for p in (*PHASES, "total")}
-            low = {p: min(r[p] for r in runs) for p in (*PHASES, "total")}
-            res["kernels"][name] = {"median_s": {p: round(v, 3) for p, v in med.items()},
-                                    "min_s": {p: round(v, 3) for p, v in low.items()},
-                                    "total_s_all": [round(r["total"], 3) for r in runs],
-                                    "load": f"{load0:.2f} / {load1:.2f}"}
-            print(f"{name} (load {load0:.2f} / {load1:.2f}; totals {[round(r['total'], 2) for r in runs]}):")
-            print("  median " + "  ".join(f"{p} {med[p]:.3f}" for p in (*PHASES, "total")), flush=True)
-            print("  min    " + "  ".join(f"{p} {low[p]:.3f}" for p in (*PHASES, "total")), flush=True)
+            for k, got in runs.items():
+                med = {p: sorted(r[p] for r in got)[len(got) // 2] for p in (*PHASES, "total")}
+                low = {p: min(r[p] for r in got) for p in (*PHASES, "total")}
+                res["kernels"][name + ("" if len(trees) == 1 else f".{k}")] = {
+                    "median_s": {p: round(v, 3) for p, v in med.items()},
+                    "min_s": {p: round(v, 3) for p, v in low.items()},
+                    "total_s_all": [round(r["total"], 3) for r in got], "load": f"{load0:.2f} / {load1:.2f}"}
+                print(f"{name}{'' if len(trees) == 1 else ', ' + k} (load {load0:.2f} / {load1:.2f}; totals "
+                      f"{[round(r['total'], 2) for r in got]}):")
+                print("  median " + "  ".join(f"{p} {med[p]:.3f}" for p in (*PHASES, "total")), flush=True)
+                print("  min    " + "  ".join(f"{p} {low[p]:.3f}" for p in (*PHASES, "total")), flush=True)
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(res, indent=1) + "\n")
     return 0

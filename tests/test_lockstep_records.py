@@ -42,16 +42,3 @@ def test_distinct_helpers_are_numpy_unique():
         assert _distinct(v).tolist() == np.unique(v).tolist()
         assert _all_distinct(v) == (len(np.unique(v)) == len(v))
 
-
-def test_records_are_made_with_the_collector_off(monkeypatch):
-    import gc
-
-    import sim.functional.replay as replay
-    from tests.recorded_sim import ENTRIES, build
-
-    seen = []
-    run0 = replay.run_batch
-    monkeypatch.setattr(replay, "run_batch", lambda *a: seen.append(gc.isenabled()) or run0(*a))
-    assert gc.isenabled()
-    assert replay.recorded(*build(*ENTRIES["saxpy64.h200"]), 10**6) is not None
-    assert seen and not any(seen) and gc.isenabled()

@@ -36,7 +36,6 @@ of the counts. Refused (executed as before) when any other access touches those 
 
 from __future__ import annotations
 
-import gc
 import warnings
 from collections import deque
 from collections.abc import Generator
@@ -276,21 +275,7 @@ def replay_for(prog: Program, launch: Launch, max_instructions: int) -> Replay |
 def recorded(prog: Program, launch: Launch, max_instructions: int, over: bool = False) -> Replay | None:
     """The launch's records for the timing model to replay, or None where they may not stand for its
     own execution (see the module's docstring). Past REPLAY_LIMIT warp instructions: None, or OverBudget
-    raised when `over`.
-
-    The garbage collector is off while they are made: the run makes up to REPLAY_LIMIT records that all
-    live on, and collecting them as they came took ~20% of sgemm 128^3's (0.23 -> 0.19 s); what the run
-    leaves as garbage is collected after, as usual."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return _recorded(prog, launch, max_instructions, over)
-    finally:
-        if was:
-            gc.enable()
-
-
-def _recorded(prog: Program, launch: Launch, max_instructions: int, over: bool) -> Replay | None:
+    raised when `over`."""
     from sim.functional.runner import prepare
 
     with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as caught:
