@@ -69,19 +69,50 @@ def test_sass_names_still_import():
 
 
 def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, capsys):
-    """sim/__main__.py: the youngest generation every 10,000 allocations, the imports' objects frozen."""
+    """sim/__main__.py: the youngest generation every 10,000 allocations, the imports' objects frozen, and the
+    command's exit status handed to os._exit once the output is flushed."""
     import gc
     import runpy
 
+    class Exited(Exception):
+        pass
+
+    def fake_exit(rc):
+        seen.append((rc, gc.get_threshold()[0], gc.get_freeze_count()))
+        raise Exited
+
+    seen: list = []
     old = gc.get_threshold()
     monkeypatch.setattr(sys, "argv", ["sim", "native", "status"])
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    for m in ("multiprocessing", "concurrent.futures"):  # pytest's plugins may have imported them
+        monkeypatch.delitem(sys.modules, m, raising=False)
     try:
         try:
             runpy.run_module("sim", run_name="__main__")
-        except SystemExit:
+        except (Exited, SystemExit):
             pass
-        assert gc.get_threshold()[0] == 10_000 and gc.get_freeze_count() > 0
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
     assert "compiled timing core" in capsys.readouterr().out
+    assert len(seen) == 1 and seen[0][1] == 10_000 and seen[0][2] > 0, seen
+
+
+def test_python_m_sim_exits_with_everything_written(tmp_path):
+    """sim/__main__.py skips the interpreter's teardown (os._exit) after flushing: the JSON on stdout, the
+    --out buffers and the --trace file are all there, and the exit status is the command's."""
+    (tmp_path / "k.ptx").write_text(PTX)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "sim", "run", "k.ptx", "--hw", "npu7nm", "--grid", "2", "--block", "64",
+                        "--arg", "zeros:u32:128", "--json", "--quiet", "--out", "out", "--trace", "t.json"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cycles"] > 0
+    assert json.loads((tmp_path / "t.json").read_text())
+    import numpy as np
+
+    assert np.load(tmp_path / "out" / "arg0.npy").tolist() == list(range(64)) + [0] * 64
+    bad = subprocess.run([sys.executable, "-m", "sim", "run", "missing.ptx", "--hw", "npu7nm"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
