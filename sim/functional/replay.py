@@ -194,15 +194,17 @@ class ClockStores:
                 ) -> bool:
         """Put the words the clock-fed stores wrote back as `before` (the allocations' bytes before the
         lock-step run) held them; False when another access touched them (the launch then executes)."""
-        mine: list[np.ndarray] = []
-        others: list[np.ndarray] = []
+        # each record's global addresses by (a clock-fed store's or not, bytes per lane), made words once per
+        # group (the words' order does not matter below)
+        by: tuple[dict[int, list[np.ndarray]], dict[int, list[np.ndarray]]] = ({}, {})
+        stores = self.stores
         for recs in (r for warps in traces.values() for r in warps):
             pc = 0
             for rec in recs:
                 if rec.addrs is not None and rec.space == "global":
-                    words = _words(rec.addrs, rec.size)
-                    (mine if pc in self.stores else others).append(words)
+                    by[pc in stores].setdefault(rec.size, []).append(rec.addrs)
                 pc = rec.next_pc
+        others, mine = ([_words(np.concatenate(a), size) for size, a in d.items()] for d in by)
         if not mine:
             return True
         w = np.unique(np.concatenate(mine))
