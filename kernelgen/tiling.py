@@ -141,6 +141,15 @@ class OperandTile:
     f32: bool  # stored [k][m|n] as f32 (variant.shared_f32)
     mn_extent: int  # BM or BN (the f32 layout's shared row length before padding)
 
+    def __hash__(self) -> int:
+        # the dataclass's hash (of its fields' tuple), kept: the movement and bound memos are keyed by tiles
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.name, self.rows, self.cols, self.row_dim, self.col_dim, self.vec, self.pad,
+                      self.elem_global, self.elem_shared, self.f32, self.mn_extent))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @property
     def chunks_per_row(self) -> int:
         return self.cols // self.vec

@@ -219,3 +219,71 @@ def test_site_score_over_touched_banks_equals_the_sum_over_every_bank() -> None:
         for banks, bw in ((32, 4), (64, 4), (16, 8), (8, 4)):
             assert mv.site_score(site, banks, bw) == mv._site_score_banks(site, banks, bw), (site, banks, bw)
     assert mv.site_score(sites[0], 24, 4) == mv._site_score_banks(sites[0], 24, 4)  # not a power of two: that path
+
+
+def _copy_banks_by_shared_offset(x: object, T: int, banks: int, width: int) -> tuple[float, int, int]:
+    """_copy_banks_py of a linear tile as it was written before its offsets were inlined: each copy's offset from
+    OperandTile.shared_offset(*chunk_coords(...))."""
+    n = x.chunks // T  # type: ignore[attr-defined]
+    w = x.vec * x.elem_shared if not x.f32 else x.elem_shared  # type: ignore[attr-defined]
+    base = tuple(x.shared_offset(*x.chunk_coords(l, 0, T)) for l in range(min(32, T)))  # type: ignore[attr-defined]
+    score, passes, acc = 0.0, 0, 0
+    for i in range(n):
+        imm = x.shared_offset(*x.chunk_coords(0, i, T)) % (banks * width)  # type: ignore[attr-defined]
+        sc, ps, ph = mv._shifted_site("st", w, tuple(a + imm for a in base), banks, width)
+        score, passes, acc = score + sc, passes + ps, acc + ph
+    return score, passes, acc
+
+
+@pytest.mark.parametrize("case", [2, 3, 4])
+def test_copy_banks_inline_offsets_equal_shared_offset(case: int) -> None:
+    """_copy_banks_py's inlined offsets of linear copies (f32 tiles stored [k][mn] both ways, 16-bit tiles, pads)
+    give the figures of OperandTile.shared_offset copy by copy, at a power-of-two bank count and another."""
+    linear = [(x, T) for x, T in _tiles(case) if x.linear_copies(T)][::3]  # type: ignore[attr-defined]
+    assert len(linear) >= 10
+    # SIMT stores f32 [k][mn]: a tile whose global columns are K swaps (row, col), the others do not
+    kinds = {(x.f32, x.col_dim == "k") for x, _ in linear}  # type: ignore[attr-defined]
+    assert kinds >= {(True, True)} if case == 2 else kinds >= {(True, case == 4), (True, False), (False, False)}
+    for x, T in linear:
+        for banks, width in ((32, 4), (24, 4)):
+            assert mv._copy_banks_py(x, T, banks, width) == _copy_banks_by_shared_offset(x, T, banks, width), (x, T)  # type: ignore[arg-type]
+
+
+def test_operand_tile_hash_is_the_dataclass_hash() -> None:
+    """OperandTile keeps its hash (the movement and bound memos are keyed by tiles): the hash of its fields'
+    tuple, as the frozen dataclass's own; equal tiles made apart hash and compare equal."""
+    from dataclasses import fields
+
+    spec = _case(4)[1]
+    tiles = _tiles(4)[::40]
+    for x, _ in tiles:
+        assert hash(x) == hash(tuple(getattr(x, f.name) for f in fields(x))) == hash(x)  # type: ignore[arg-type]
+    t = _space(4)[0]
+    a, b = operand_tiles.__wrapped__(spec, t)
+    a2, b2 = operand_tiles.__wrapped__(spec, t)
+    hash(a)
+    assert a is not a2 and a == a2 and hash(a) == hash(a2) and repr(a) == repr(a2) and b == b2
+
+
+def test_search_clock_starts_after_the_variants_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan.seconds times the search, not loading the variant plug-ins: every variant is asked (get: its module
+    imported) before the planner reads its clock."""
+    import kernelgen.planner as planner
+
+    events: list[str] = []
+    real_get = planner.get
+
+    def get(name: str) -> object:
+        events.append(name)
+        return real_get(name)
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            events.append("clock")
+            return 0.0
+
+    monkeypatch.setattr(planner, "get", get)
+    monkeypatch.setattr(planner, "time", Clock)
+    planner.plan(shorthand("128x64x32"), load_hw("h200"), exhaustive=False)
+    assert "clock" in events and set(names()) <= set(events[:events.index("clock")])

@@ -148,14 +148,19 @@ def _copy_banks_py(tile: OperandTile, threads: int, banks: int, width: int) -> t
     if not tile.linear_copies(threads):  # not linear: each copy's own addresses
         parts = [_shifted_site("st", w, site.addrs, banks, width) for site in copy_sites(tile, threads)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
-    base = tuple(tile.shared_offset(*tile.chunk_coords(l, 0, threads)) for l in range(lanes))
+    # tile.shared_offset(*tile.chunk_coords(lane, i, threads)) inline: (x stride + y) x element bytes, (x, y)
+    # the (row, col) in the global orientation, (col, row) where an f32 tile stores K of a [mn][k] tile first
+    cpr, vec, es = tile.chunks_per_row, tile.vec, tile.elem_shared
+    swap = tile.f32 and tile.col_dim == "k"
+    stride = (tile.mn_extent if tile.f32 else tile.cols) + tile.pad
+    base = tuple(((l % cpr * vec) * stride + l // cpr if swap else (l // cpr) * stride + l % cpr * vec) * es
+                 for l in range(lanes))
     period = banks * width
     score, passes, acc = 0.0, 0, 0
     seen: dict[int, tuple[float, int, int]] = {}  # by residue: the copies repeat a few of them
-    cpr, vec = tile.chunks_per_row, tile.vec
     for i in range(n):
         e = i * threads
-        imm = tile.shared_offset(e // cpr, (e % cpr) * vec) % period
+        imm = (((e % cpr * vec) * stride + e // cpr if swap else (e // cpr) * stride + e % cpr * vec) * es) % period
         hit = seen.get(imm)
         if hit is None:
             hit = seen[imm] = _shifted_site("st", w, tuple(a + imm for a in base), banks, width)
