@@ -287,3 +287,20 @@ def test_search_clock_starts_after_the_variants_load(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(planner, "time", Clock)
     planner.plan(shorthand("128x64x32"), load_hw("h200"), exhaustive=False)
     assert "clock" in events and set(names()) <= set(events[:events.index("clock")])
+
+
+@pytest.mark.parametrize("case", [0, 3, 4])
+def test_schedule_work_memo_by_pad_free_key_equals_the_uncached_model(case: int) -> None:
+    """schedule()'s work memo is shared by the tilings that differ only in their stages, unroll_k and pads
+    (movement._pad_free_key): every 40th such key, all its tilings, against schedule() with the memo emptied."""
+    _, spec, hw = _case(case)
+    shape = spec.nominal()
+    ts = _space(case)
+    keys = set(sorted({mv._pad_free_key(t) for t in ts}, key=repr)[::40])
+    ts = [t for t in ts if mv._pad_free_key(t) in keys]
+    assert len({(t.pad_a, t.pad_b) for t in ts}) > 1
+    sch._WORK.clear()
+    shared = [schedule(spec, t, hw, shape, 64, 16384) for t in ts]
+    for t, s in zip(ts, shared):
+        sch._WORK.clear()
+        assert s == schedule(spec, t, hw, shape, 64, 16384), t.key()

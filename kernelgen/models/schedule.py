@@ -22,7 +22,7 @@ from kernelgen.emit_common import copy_extra_alu
 from kernelgen.int4 import emulated_counts, emulated_work
 from kernelgen.models import frozen
 from kernelgen.models.l1lines import copy_line_latencies
-from kernelgen.models.movement import tile_key
+from kernelgen.models.movement import _pad_free_key
 from kernelgen.spec import GemmSpec
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get
@@ -113,7 +113,8 @@ def tensor_occupancy(spec: GemmSpec, t: Tiling, hw: HwConfig, c: Counts) -> floa
     return wgmma_unit_cycles(spec, t, hw) / max(1, c.iter.get("tensor", 0))
 
 
-# per hw: schedule()'s work by (spec, shape, tile key), its residency by (threads, registers, shared bytes)
+# per hw: schedule()'s work by (spec, shape, tile key less the pads), its residency by (threads, registers,
+# shared bytes)
 _WORK: dict[int, tuple[HwConfig, dict[tuple[object, ...], tuple[dict[str, int], int, str]],
                        dict[tuple[int, int, int], tuple[int, str, float]]]] = {}
 
@@ -123,7 +124,8 @@ def schedule(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, int, int
     hit = _WORK.get(id(hw))
     if hit is None or hit[0] is not hw or len(hit[1]) > 65536 or len(hit[2]) > 65536:
         hit = _WORK[id(hw)] = (hw, {}, {})
-    key = (spec, shape, tile_key(t))  # the work reads neither the stages nor unroll_k (tests/test_plan_memo.py)
+    key = (spec, shape, _pad_free_key(t))  # the work reads neither the stages, unroll_k nor the pads
+    # (tests/test_plan_memo.py)
     got = hit[1].get(key)
     if got is None:
         got = hit[1][key] = _work(spec, t, hw, shape)
