@@ -191,18 +191,25 @@ class OperandTile:
 def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
     from kernelgen.variants import get
 
-    f32 = get(t.variant).shared_f32
-    es_in = DTYPE_BYTES[spec.dtype_a]
+    # one pair per what it reads: the tilings that differ in their stages, threads or unroll share it
+    return _operand_tiles(spec.dtype_a, spec.layout_a, spec.layout_b, get(t.variant).shared_f32, t.bm, t.bn, t.bk,
+                          t.vec_a, t.vec_b, t.pad_a, t.pad_b)
+
+
+@lru_cache(maxsize=1 << 16)
+def _operand_tiles(dtype_a: str, layout_a: str, layout_b: str, f32: bool, bm: int, bn: int, bk: int, vec_a: int,
+                   vec_b: int, pad_a: int, pad_b: int) -> tuple[OperandTile, OperandTile]:
+    es_in = DTYPE_BYTES[dtype_a]
     es_sh = 4 if f32 else es_in
     # row-like layouts (row, blocked-PxQ) keep K (A) / N (B) contiguous; col-like (col, striped-N) M / K
-    if parse_layout(spec.layout_a).row_like:
-        a = OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
+    if parse_layout(layout_a).row_like:
+        a = OperandTile("a", bm, bk, "m", "k", vec_a, pad_a, es_in, es_sh, f32, bm)
     else:
-        a = OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es_in, es_sh, f32, t.bm)
-    if parse_layout(spec.layout_b).row_like:
-        b = OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
+        a = OperandTile("a", bk, bm, "k", "m", vec_a, pad_a, es_in, es_sh, f32, bm)
+    if parse_layout(layout_b).row_like:
+        b = OperandTile("b", bk, bn, "k", "n", vec_b, pad_b, es_in, es_sh, f32, bn)
     else:
-        b = OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es_in, es_sh, f32, t.bn)
+        b = OperandTile("b", bn, bk, "n", "k", vec_b, pad_b, es_in, es_sh, f32, bn)
     return a, b
 
 

@@ -23,7 +23,7 @@ from kernelgen.models.registers import RegisterEstimate, estimate
 from kernelgen.models.schedule import schedule
 from kernelgen.planner import enumerate_tilings, register_key
 from kernelgen.spec import GemmSpec, parse_spec, shorthand
-from kernelgen.tiling import Tiling, operand_tiles
+from kernelgen.tiling import OperandTile, Tiling, operand_tiles
 from kernelgen.variants import get, names
 from sim.hw import HwConfig, load_hw
 
@@ -254,15 +254,35 @@ def test_operand_tile_hash_is_the_dataclass_hash() -> None:
     tuple, as the frozen dataclass's own; equal tiles made apart hash and compare equal."""
     from dataclasses import fields
 
-    spec = _case(4)[1]
     tiles = _tiles(4)[::40]
     for x, _ in tiles:
         assert hash(x) == hash(tuple(getattr(x, f.name) for f in fields(x))) == hash(x)  # type: ignore[arg-type]
-    t = _space(4)[0]
-    a, b = operand_tiles.__wrapped__(spec, t)
-    a2, b2 = operand_tiles.__wrapped__(spec, t)
+    a = OperandTile("a", 64, 32, "m", "k", 8, 8, 2, 2, False, 64)
+    a2 = OperandTile("a", 64, 32, "m", "k", 8, 8, 2, 2, False, 64)
     hash(a)
-    assert a is not a2 and a == a2 and hash(a) == hash(a2) and repr(a) == repr(a2) and b == b2
+    assert a is not a2 and a == a2 and hash(a) == hash(a2) and repr(a) == repr(a2)
+    assert a != OperandTile("a", 64, 32, "m", "k", 8, 0, 2, 2, False, 64)
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_operand_tiles_by_what_they_read_equal_each_tilings_own(case: int) -> None:
+    """operand_tiles shares one pair among the tilings that differ only in what it does not read (stages, warp
+    tiles, unroll): each tiling's pair equals the one written out from the tiling itself."""
+    from kernelgen.spec import DTYPE_BYTES
+    from sim.layouts import parse_layout
+
+    _, spec, _ = _case(case)
+    ts = _space(case)
+    for t in ts[::7]:
+        f32 = get(t.variant).shared_f32
+        es, sh = DTYPE_BYTES[spec.dtype_a], 4 if get(t.variant).shared_f32 else DTYPE_BYTES[spec.dtype_a]
+        a = (OperandTile("a", t.bm, t.bk, "m", "k", t.vec_a, t.pad_a, es, sh, f32, t.bm)
+             if parse_layout(spec.layout_a).row_like else
+             OperandTile("a", t.bk, t.bm, "k", "m", t.vec_a, t.pad_a, es, sh, f32, t.bm))
+        b = (OperandTile("b", t.bk, t.bn, "k", "n", t.vec_b, t.pad_b, es, sh, f32, t.bn)
+             if parse_layout(spec.layout_b).row_like else
+             OperandTile("b", t.bn, t.bk, "n", "k", t.vec_b, t.pad_b, es, sh, f32, t.bn))
+        assert operand_tiles(spec, t) == (a, b), t.key()
 
 
 def test_search_clock_starts_after_the_variants_load(monkeypatch: pytest.MonkeyPatch) -> None:
