@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
+from typing import Any
 
 from kernelgen.spec import DTYPE_BYTES, GemmSpec
 from sim.layouts import parse_layout
@@ -82,9 +83,7 @@ class Tiling:
 
     @cached_property
     def threads(self) -> int:
-        from kernelgen.variants import get
-
-        return self.grid_m * self.grid_n * get(self.variant).cell_threads
+        return self.grid_m * self.grid_n * variant_of(self.variant).cell_threads
 
     @property
     def mi(self) -> int:  # mma m16 tiles per warp
@@ -118,6 +117,20 @@ def log2(x: int) -> int:
     if x <= 0 or x & (x - 1):
         raise ValueError(f"value(={x}) must be a power of two")
     return x.bit_length() - 1
+
+
+_GET: list[Any] = []
+
+
+def variant_of(name: str) -> Any:
+    """kernelgen.variants.get(name), the registry imported once: this module sits below the variants package
+    (a module-level import would be circular), and an import statement in a function the planner calls per
+    candidate runs importlib's _handle_fromlist (Python code) each time."""
+    if not _GET:
+        from kernelgen.variants import get
+
+        _GET.append(get)
+    return _GET[0](name)
 
 
 @dataclass(frozen=True)
@@ -189,11 +202,9 @@ class OperandTile:
 
 @lru_cache(maxsize=1 << 16)
 def operand_tiles(spec: GemmSpec, t: Tiling) -> tuple[OperandTile, OperandTile]:
-    from kernelgen.variants import get
-
     # one pair per what it reads: the tilings that differ in their stages, threads or unroll share it
-    return _operand_tiles(spec.dtype_a, spec.layout_a, spec.layout_b, get(t.variant).shared_f32, t.bm, t.bn, t.bk,
-                          t.vec_a, t.vec_b, t.pad_a, t.pad_b)
+    return _operand_tiles(spec.dtype_a, spec.layout_a, spec.layout_b, variant_of(t.variant).shared_f32, t.bm, t.bn,
+                          t.bk, t.vec_a, t.vec_b, t.pad_a, t.pad_b)
 
 
 @lru_cache(maxsize=1 << 16)

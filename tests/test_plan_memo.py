@@ -324,3 +324,14 @@ def test_schedule_work_memo_by_pad_free_key_equals_the_uncached_model(case: int)
     for t, s in zip(ts, shared):
         sch._WORK.clear()
         assert s == schedule(spec, t, hw, shape, 64, 16384), t.key()
+
+
+def test_variant_of_is_the_registry() -> None:
+    """tiling.variant_of (the registry imported once, for the per-candidate calls below the variants package)
+    gives what kernelgen.variants.get gives, and refuses an unknown name the same way."""
+    from kernelgen.tiling import variant_of
+
+    for n in names():
+        assert variant_of(n) is get(n)
+    with pytest.raises(KeyError):
+        variant_of("nope")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelgen.tiling import Tiling
+from kernelgen.tiling import Tiling, variant_of
 from sim.hw import HwConfig
 
 
@@ -30,9 +30,7 @@ def sync_plan(t: Tiling, hw: HwConfig, ktiles: int, compute_cycles_per_tile: flo
               ctas_per_core: int) -> SyncPlan:
     sync_lat = _sync_latency(hw)
     mem_lat = l2_hit * hw.l2.hit_latency + (1 - l2_hit) * hw.dram.latency  # [l2.hit_latency], [dram.latency]
-    from kernelgen.variants import get
-
-    return get(t.variant).sync_plan(t, ktiles, sync_lat, mem_lat, compute_cycles_per_tile, ctas_per_core)
+    return variant_of(t.variant).sync_plan(t, ktiles, sync_lat, mem_lat, compute_cycles_per_tile, ctas_per_core)
 
 
 _SYNC_LAT: dict[int, tuple[HwConfig, int]] = {}
