@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 from weakref import WeakKeyDictionary
 
 import simpy
@@ -54,6 +54,33 @@ class _Interrupt:
         self.sched = sched
 
 
+class EventIds:
+    """SimPy's insertion counter (Environment._eid, an itertools.count) as an object of the compiled core:
+    the schedulers take numbers from `n` without a call; SimPy's own `next(env._eid)` still works."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n  # the next insertion number
+
+    def __iter__(self) -> EventIds:
+        return self
+
+    def __next__(self) -> Any:  # (Any: mypyc's tp_iternext returns an object)
+        n = self.n
+        self.n = n + 1
+        return n
+
+
+def event_ids(env: simpy.Environment) -> EventIds:
+    """env's insertion counter, made an EventIds (from the number it would give next) the first time."""
+    ids: Any = env._eid
+    if not isinstance(ids, EventIds):
+        ids = EventIds(next(ids))
+        env._eid = ids
+    return ids
+
+
 _NEXT: WeakKeyDictionary[simpy.Environment, deque[tuple[int, int, int, Scheduler]]] = WeakKeyDictionary()
 
 
@@ -72,14 +99,17 @@ def run_events(env: simpy.Environment) -> None:
     dispatched directly: no Event object, callback list or generator per scheduler wake-up
     (benchmarks/sim_profile.md: the SimPy queue was 8-15% of the timing model), and the next-cycle
     entries wait in a FIFO (next_cycle_queue) merged with SimPy's heap by the same order. Every other
-    event (a CTA launch process, a TMA landing) is processed as Environment.step does, failures included."""
+    event (a CTA launch process, a TMA landing) is processed as Environment.step does, failures included.
+    The clock (env._now) is written only when it moves: most entries share their cycle with the one before."""
     q = env._queue
     nq = next_cycle_queue(env)
     pop = heappop
     popleft = nq.popleft
     sched_cls = Scheduler
-    next_cycle, running = NEXT_CYCLE, RUNNING
     ev: Any  # a Scheduler, an _Interrupt or a SimPy Event
+    now: Any  # its time (an int: every delay in the model is)
+    clock: int = int(env._now)
+    last: Any = env._now  # the time of the last entry taken (env._now at the end, as Environment.step leaves it)
     while True:
         if nq:
             if q and q[0] < nq[0]:  # type: ignore[operator]  # (time, priority, insertion) first
@@ -89,19 +119,26 @@ def run_events(env: simpy.Environment) -> None:
         elif q:
             now, _, eid, ev = pop(q)
         else:
+            env._now = last
             return
-        env._now = now
+        last = now
         cls = ev.__class__
         if cls is sched_cls:
             s: Scheduler = ev  # typed: the compiled core (sim/timing/native.py) calls it natively
             if eid == s.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
                 s.pending = -1  # process' old target
-                if s.state == next_cycle:  # the common case, Scheduler._resume inlined: no stall to count
-                    s.state = running
-                    s._cycle()
+                t: int = now
+                if t != clock:
+                    env._now = clock = t
+                if s.state == NEXT_CYCLE:  # the common case, Scheduler._resume inlined: no stall to count
+                    s.state = RUNNING
+                    s._cycle(t)
                 else:
-                    s._resume()
+                    s._resume(t)
             continue
+        if now != clock:
+            env._now = now
+            clock = int(now)
         if cls is _Interrupt:
             i: _Interrupt = ev
             i.sched.interrupt()
@@ -115,9 +152,16 @@ def run_events(env: simpy.Environment) -> None:
             raise exc
 
 
-# Scheduler.state: where the scheduler waits (the yield points of the SimPy process it replaces)
-START, NEXT_CYCLE, SLEEP, WAIT, WOKEN, RUNNING = 0, 1, 2, 3, 4, 5
-URGENT, NORMAL = simpy.events.URGENT, simpy.events.NORMAL
+# Scheduler.state: where the scheduler waits (the yield points of the SimPy process it replaces). Final: the
+# compiled core (sim/timing/native.py) reads them as constants, not from the module's dictionary
+START: Final = 0
+NEXT_CYCLE: Final = 1
+SLEEP: Final = 2
+WAIT: Final = 3
+WOKEN: Final = 4
+RUNNING: Final = 5
+URGENT: Final[int] = simpy.events.URGENT
+NORMAL: Final[int] = simpy.events.NORMAL
 
 
 class Scheduler:
@@ -155,12 +199,14 @@ class Scheduler:
         self.width = width
         self.gto = core.hw.core.policy == "gto"
         self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
-        self.eid = env._eid
+        self.eid = event_ids(env)
         self.nextq = next_cycle_queue(env)
         self._at(URGENT, 0)
 
-    def _at(self, priority: int, delay: float) -> None:
-        eid = self.pending = next(self.eid)
+    def _at(self, priority: int, delay: int) -> None:
+        ids = self.eid
+        eid = self.pending = ids.n
+        ids.n = eid + 1
         heappush(self.queue, (self.env._now + delay, priority, eid, self))  # type: ignore[misc]
 
     def wake(self, at: int) -> None:
@@ -169,7 +215,10 @@ class Scheduler:
             self._at(NORMAL, 0)
         elif self.sleep_until > at and self.alive and self.state != RUNNING:
             self.sleep_until = at
-            heappush(self.queue, (self.env._now, URGENT, next(self.eid), _Interrupt(self)))  # type: ignore[misc]
+            ids = self.eid
+            eid = ids.n
+            ids.n = eid + 1
+            heappush(self.queue, (self.env._now, URGENT, eid, _Interrupt(self)))  # type: ignore[misc]
 
     def order(self) -> list[WarpT]:
         """The warps in the order the policy considers them this cycle."""
@@ -189,13 +238,14 @@ class Scheduler:
         self.pending = -1  # what it waited for no longer resumes it
         if self.state == START or self.state == NEXT_CYCLE:  # a process interrupted outside its sleep fails
             raise simpy.Interrupt(None)
-        self._resume()
+        self._resume(int(self.env._now))
 
-    def _resume(self) -> None:
+    def _resume(self, now: int) -> None:
+        """Run at `now` (= env.now) after sleeping or waiting."""
         slept = SLEEP <= self.state <= WOKEN
         self.state = RUNNING
         if slept:  # the cycles slept are a stall of the reason seen going to sleep
-            elapsed = int(self.env._now) - self.slept_at
+            elapsed = now - self.slept_at
             core = self.core
             if elapsed > 0 and core.live_ctas:
                 stalls = core.stats.stalls
@@ -205,12 +255,11 @@ class Scheduler:
                         core.stats.by_line[self.best_line][self.best_reason] += elapsed
                 else:
                     stalls["no_eligible"] += elapsed
-        self._cycle()
+        self._cycle(now)
 
-    def _cycle(self) -> None:
-        """One cycle: issue up to `width` instructions, then wait for the next cycle, or sleep to the
-        earliest cycle something can issue."""
-        now = int(self.env._now)
+    def _cycle(self, now: int) -> None:
+        """One cycle (`now` = env.now): issue up to `width` instructions, then wait for the next cycle, or
+        sleep to the earliest cycle something can issue."""
         issued = 0
         best_t: int = INF
         best_reason = "no_eligible"
@@ -244,7 +293,7 @@ class Scheduler:
                     # due now, its unit still free and nothing to fetch: recompute() would pick the same
                     # entry (the older ones were later, and units only get busier), so skip it
                     if t != now or vu != now or wt.cunit.free > now or (  # type: ignore[union-attr]
-                            wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.w.done):
+                            wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.wdone):
                         t, j, reason, line = wt.recompute(now)
             if t <= now:
                 wt.issue(j, now)
@@ -268,7 +317,9 @@ class Scheduler:
             # here and ends the simulation with simpy.Interrupt, as it did the process)
             self.sleep_until = now
             self.state = NEXT_CYCLE
-            eid = self.pending = next(self.eid)
+            ids = self.eid
+            eid = self.pending = ids.n
+            ids.n = eid + 1
             self.nextq.append((now + 1, NORMAL, eid, self))  # = env.schedule(.., NORMAL, 1): see next_cycle_queue
             return
         if not self.warps and not self.core.pending_work():
@@ -282,8 +333,10 @@ class Scheduler:
         else:
             self.state = SLEEP
             self.sleep_until = best_t
-            eid = self.pending = next(self.eid)
-            heappush(self.queue, (self.env._now + (best_t - now), NORMAL, eid, self))  # type: ignore[misc]
+            ids = self.eid
+            eid = self.pending = ids.n
+            ids.n = eid + 1
+            heappush(self.queue, (best_t, NORMAL, eid, self))  # type: ignore[misc]
 
 
 class Core:

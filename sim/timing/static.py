@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from sim import isa
 from sim.errors import ExecutionError
 from sim.hw import HwConfig
@@ -10,10 +12,17 @@ from sim.timing.units import RegBanks
 
 _CACHE_OPS = ("ca", "cg", "cs", "cv", "lu", "wb", "wt")
 # St.cpk: cp.async role (isa.async_role), wgmma role (isa.wgmma_role) or bulk group role, as a small int
-# for the hot path
-CP_NONE, CP_COPY, CP_COMMIT, CP_WAIT, CP_WAIT_ALL = 0, 1, 2, 3, 4
-WG_ISSUE, WG_COMMIT, WG_WAIT = 5, 6, 7
-BULK_COMMIT, BULK_WAIT = 8, 9  # cp.async.bulk.commit_group / wait_group N (isa.bulk_role)
+# for the hot path (Final: constants in the compiled core, sim/timing/native.py)
+CP_NONE: Final = 0
+CP_COPY: Final = 1
+CP_COMMIT: Final = 2
+CP_WAIT: Final = 3
+CP_WAIT_ALL: Final = 4
+WG_ISSUE: Final = 5
+WG_COMMIT: Final = 6
+WG_WAIT: Final = 7
+BULK_COMMIT: Final = 8  # cp.async.bulk.commit_group / wait_group N (isa.bulk_role)
+BULK_WAIT: Final = 9
 _CP_KIND = {"": CP_NONE, "copy": CP_COPY, "commit": CP_COMMIT, "wait": CP_WAIT, "wait_all": CP_WAIT_ALL}
 _WG_KIND = {"issue": WG_ISSUE, "commit": WG_COMMIT, "wait": WG_WAIT, "fence": CP_NONE}
 

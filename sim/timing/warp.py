@@ -23,7 +23,7 @@ Hot path notes (the scheduler asks for the earliest issue cycle several times pe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
@@ -48,7 +48,12 @@ from sim.timing.tma import issue_copies, wake_mbarrier_waiters
 if TYPE_CHECKING:
     from sim.timing.core import Core, CtaT, Scheduler
 
-INF = 1 << 60  # "never": above every cycle (an int, so that cycles stay ints)
+INF: Final = 1 << 60  # "never": above every cycle (an int, so that cycles stay ints)
+# the control codes of sim.functional (Final: constants in the compiled core, not module dictionary reads)
+_YIELD: Final[int] = YIELD
+_ARRIVE: Final[int] = ARRIVE
+_BARRIER: Final[int] = BARRIER
+_EXIT: Final[int] = EXIT
 
 # The answer of WarpT.recompute: (cycle, window index, stall reason, PTX line)
 Earliest = tuple[int, int, str, int]
@@ -72,7 +77,7 @@ class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups", "tracing")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -112,6 +117,7 @@ class WarpT:
         # engine's annotation names) -> its independent entries
         self.indep: dict[tuple[St, ...], tuple[int, ...]] = core.sim.indep_memo  # type: ignore[assignment]
         self.tracing = core.stats.trace is not None
+        self.wdone = w.done  # w.done, kept here (a native field) after every w.step(): only step changes it
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -124,7 +130,7 @@ class WarpT:
         statics = self.statics
         sim = self.sim
         pc = w.pc
-        while len(wst) < lim and not w.done:
+        while len(wst) < lim and not self.wdone:
             st = statics[pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
                 if not wst:
@@ -136,6 +142,7 @@ class WarpT:
                     self.block_reason = "scoreboard"
                 break
             rec = w.step()
+            wdone = self.wdone = w.done
             pc = rec.next_pc
             self.dirty = True
             n = sim.count = sim.count + 1
@@ -151,17 +158,17 @@ class WarpT:
                 self.fetch_at = INF  # until the branch issues (see issue)
                 self.block_reason = "branch"
                 break
-            if ctl == BARRIER and st.bar:
+            if ctl == _BARRIER and st.bar:
                 self.fetch_at = INF  # until the CTA barrier releases
                 self.block_reason = "barrier"
                 break
-            if ctl == EXIT and w.done:
+            if ctl == _EXIT and wdone:
                 break
             if st.tma:  # a bulk copy: fetch again when the TMA unit releases the warp (see _bulk)
                 self.fetch_at = INF
                 self.block_reason = "tma"
                 break
-            if ctl == YIELD:  # an mbarrier wait found its phase incomplete: fetch again when one changes
+            if ctl == _YIELD:  # an mbarrier wait found its phase incomplete: fetch again when one changes
                 self.fetch_at = INF
                 self.block_reason = "mbarrier"
                 self.cta.mbar_waiters.append(self)
@@ -176,14 +183,14 @@ class WarpT:
         optimistic and gets re-checked then."""
         win = self.wst
         lim = self.lim
-        if self.fetch_at <= now and len(win) < lim and not self.w.done:
+        if self.fetch_at <= now and len(win) < lim and not self.wdone:
             self.fill(now)
         if not win:
             if self.dirty:
                 self.dirty = False
                 self.plan = []
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
-            if self.w.done:
+            if self.wdone:
                 return INF, -1, "done", 0
             return self.fetch_at, -1, self.block_reason, 0
         best_t: int = INF
@@ -291,7 +298,7 @@ class WarpT:
         self.cached = best
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
-        if fa < best_t and len(win) < lim and not self.w.done:
+        if fa < best_t and len(win) < lim and not self.wdone:
             self.valid_until = fa
         else:
             self.valid_until = best_t
@@ -306,6 +313,7 @@ class WarpT:
         w = self.w
         if rec is None:  # a %clock read: execute now, at its issue cycle
             rec = w.step(t)
+            self.wdone = w.done
             sim = self.sim
             sim.count += 1
             if sim.count > sim.max_instructions:
@@ -331,7 +339,7 @@ class WarpT:
             self.last_done = ld
         if self.tracing:
             self.core.stats.issued(self, st, t, done)
-        if w.done and not self.wst:
+        if self.wdone and not self.wst:
             self.finished = True
             self.core.warp_finished(self)
 
@@ -370,7 +378,7 @@ class WarpT:
             self.open_done = 0
         if st.is_bra:
             self._branch(st, rec.next_pc, t)
-        if st.bar and rec.ctl != ARRIVE:
+        if st.bar and rec.ctl != _ARRIVE:
             core.barrier_arrive(self, t)
         return done
 
