@@ -9,7 +9,6 @@ with the schedulers' own entries dispatched directly (no Event per wake-up), in 
 
 from __future__ import annotations
 
-from collections import deque
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Final
 from weakref import WeakKeyDictionary
@@ -81,53 +80,107 @@ def event_ids(env: simpy.Environment) -> EventIds:
     return ids
 
 
-_NEXT: WeakKeyDictionary[simpy.Environment, deque[tuple[int, int, int, Scheduler]]] = WeakKeyDictionary()
+# A scheduler's NORMAL entries (the next cycle after it issued, the cycle it sleeps to) as one int each:
+# (time << ID_BITS | insertion number) << SCHED_BITS | the scheduler's index in SchedQueue.scheds. Ordered
+# as SimPy's (time, priority, insertion) tuples are (all NORMAL, insertion numbers unique), compared as one
+# int (no tuple, no boxed fields) while it fits 62 bits (times below 2^22 cycles; beyond, Python's ints keep
+# it exact, only slower). An insertion number or index past its bits goes to SimPy's heap as a tuple.
+ID_BITS: Final = 28
+SCHED_BITS: Final = 12
+ID_MASK: Final = (1 << ID_BITS) - 1
+SCHED_MASK: Final = (1 << SCHED_BITS) - 1
 
 
-def next_cycle_queue(env: simpy.Environment) -> deque[tuple[int, int, int, Scheduler]]:
-    """The queue entries of the schedulers that issued and run again the next cycle: all NORMAL, each made
-    while the cycle before was processed, so they come in (time, insertion) order and need no heap."""
-    nq = _NEXT.get(env)
-    if nq is None:
-        nq = _NEXT[env] = deque()
-    return nq
+class SchedQueue:
+    """The schedulers' NORMAL queue entries of one environment, merged with SimPy's heap by run_events:
+    `fifo` the next-cycle ones (made while the cycle before was processed, so in (time, insertion)
+    order: a FIFO, read from `head`), `heap` the sleeps (a heap of ints)."""
+
+    __slots__ = ("fifo", "head", "heap", "scheds")
+
+    def __init__(self) -> None:
+        self.fifo: list[int] = []
+        self.head = 0
+        self.heap: list[int] = []
+        self.scheds: list[Scheduler] = []  # by index (the key's low bits)
+
+
+_QUEUES: WeakKeyDictionary[simpy.Environment, SchedQueue] = WeakKeyDictionary()
+
+
+def scheduler_queue(env: simpy.Environment) -> SchedQueue:
+    sq = _QUEUES.get(env)
+    if sq is None:
+        sq = _QUEUES[env] = SchedQueue()
+    return sq
 
 
 def run_events(env: simpy.Environment) -> None:
     """`env.run()` with no `until`: SimPy's Environment.step in a loop, in the same (time, priority,
-    insertion) order, except that a scheduler's own entries (the Scheduler itself, or an _Interrupt) are
-    dispatched directly: no Event object, callback list or generator per scheduler wake-up
-    (benchmarks/sim_profile.md: the SimPy queue was 8-15% of the timing model), and the next-cycle
-    entries wait in a FIFO (next_cycle_queue) merged with SimPy's heap by the same order. Every other
-    event (a CTA launch process, a TMA landing) is processed as Environment.step does, failures included.
-    The clock (env._now) is written only when it moves: most entries share their cycle with the one before."""
+    insertion) order, except that a scheduler's own entries are dispatched directly: no Event object,
+    callback list or generator per scheduler wake-up (benchmarks/sim_profile.md: the SimPy queue was 8-15%
+    of the timing model), and its NORMAL entries wait as ints in a SchedQueue (a FIFO for the next cycle, a
+    heap for sleeps) merged with SimPy's heap by the same order. Every other event (a CTA launch process,
+    a TMA landing, a scheduler's start or wake-up in SimPy's heap: the Scheduler itself or an _Interrupt)
+    is processed as Environment.step does, failures included. The clock (env._now) is written only when it
+    moves: most entries share their cycle with the one before."""
     q = env._queue
-    nq = next_cycle_queue(env)
+    sq = scheduler_queue(env)
+    fifo = sq.fifo
+    heap = sq.heap
+    scheds = sq.scheds
     pop = heappop
-    popleft = nq.popleft
     sched_cls = Scheduler
     ev: Any  # a Scheduler, an _Interrupt or a SimPy Event
     now: Any  # its time (an int: every delay in the model is)
+    qh: Any = None  # SimPy's first entry, as last read (held: its identity stands for its contents) ...
+    e: Any
+    qt: int = 0  # ... and its time, priority, insertion number
+    qp: int = 0
+    qe: int = 0
     clock: int = int(env._now)
     last: Any = env._now  # the time of the last entry taken (env._now at the end, as Environment.step leaves it)
     while True:
-        if nq:
-            if q and q[0] < nq[0]:  # type: ignore[operator]  # (time, priority, insertion) first
-                now, _, eid, ev = pop(q)
+        k = -1  # the schedulers' first entry (FIFO head or heap top), -1 when none
+        h = sq.head
+        if h < len(fifo):
+            k = fifo[h]
+            if heap and heap[0] < k:
+                k = heap[0]
+        elif heap:
+            k = heap[0]
+        if q:
+            e = q[0]
+            if e is not qh:
+                qh = e
+                qt, qp, qe = e[0], e[1], e[2]
+            if k >= 0:
+                kt = k >> (ID_BITS + SCHED_BITS)
+                first = qt < kt or (qt == kt and (qp < NORMAL or (qp == NORMAL and qe < ((k >> SCHED_BITS) & ID_MASK))))
             else:
-                now, _, eid, ev = popleft()
-        elif q:
-            now, _, eid, ev = pop(q)
+                first = True
+        elif k >= 0:
+            first = False
         else:
+            if len(fifo):
+                fifo.clear()
+                sq.head = 0
             env._now = last
             return
-        last = now
-        cls = ev.__class__
-        if cls is sched_cls:
-            s: Scheduler = ev  # typed: the compiled core (sim/timing/native.py) calls it natively
-            if eid == s.pending:  # else an entry left behind by a wake-up: ignored, as SimPy ignores a
-                s.pending = -1  # process' old target
-                t: int = now
+        if not first:  # a scheduler's NORMAL entry
+            if h < len(fifo) and fifo[h] == k:
+                h += 1
+                if h == len(fifo):
+                    fifo.clear()
+                    h = 0
+                sq.head = h
+            else:
+                heappop(heap)
+            t: int = k >> (ID_BITS + SCHED_BITS)
+            last = t
+            s: Scheduler = scheds[k & SCHED_MASK]
+            if (k >> SCHED_BITS) & ID_MASK == s.pending:  # else an entry left behind by a wake-up: ignored, as
+                s.pending = -1  # SimPy ignores a process' old target
                 if t != clock:
                     env._now = clock = t
                 if s.state == NEXT_CYCLE:  # the common case, Scheduler._resume inlined: no stall to count
@@ -135,6 +188,22 @@ def run_events(env: simpy.Environment) -> None:
                     s._cycle(t)
                 else:
                     s._resume(t)
+            continue
+        now, _, eid, ev = pop(q)
+        last = now
+        cls = ev.__class__
+        if cls is sched_cls:  # a start or a wake-up from waiting (Scheduler._at)
+            s = ev
+            if eid == s.pending:
+                s.pending = -1
+                tt: int = now
+                if tt != clock:
+                    env._now = clock = tt
+                if s.state == NEXT_CYCLE:
+                    s.state = RUNNING
+                    s._cycle(tt)
+                else:
+                    s._resume(tt)
             continue
         if now != clock:
             env._now = now
@@ -174,7 +243,7 @@ class Scheduler:
     them."""
 
     __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending", "gws",
-                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "nextq")
+                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "sq", "qi")
 
     def __init__(self, core: Core, index: int):
         self.core = core
@@ -200,7 +269,9 @@ class Scheduler:
         self.gto = core.hw.core.policy == "gto"
         self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
         self.eid = event_ids(env)
-        self.nextq = next_cycle_queue(env)
+        sq = self.sq = scheduler_queue(env)
+        self.qi = len(sq.scheds)  # its index in the queue's keys
+        sq.scheds.append(self)
         self._at(URGENT, 0)
 
     def _at(self, priority: int, delay: int) -> None:
@@ -320,7 +391,11 @@ class Scheduler:
             ids = self.eid
             eid = self.pending = ids.n
             ids.n = eid + 1
-            self.nextq.append((now + 1, NORMAL, eid, self))  # = env.schedule(.., NORMAL, 1): see next_cycle_queue
+            # = env.schedule(.., NORMAL, 1), as a SchedQueue key
+            if eid <= ID_MASK and self.qi <= SCHED_MASK:
+                self.sq.fifo.append((((now + 1) << ID_BITS) | eid) << SCHED_BITS | self.qi)
+            else:
+                heappush(self.queue, (now + 1, NORMAL, eid, self))  # type: ignore[misc]
             return
         if not self.warps and not self.core.pending_work():
             self.alive = False
@@ -336,7 +411,10 @@ class Scheduler:
             ids = self.eid
             eid = self.pending = ids.n
             ids.n = eid + 1
-            heappush(self.queue, (best_t, NORMAL, eid, self))  # type: ignore[misc]
+            if eid <= ID_MASK and self.qi <= SCHED_MASK:
+                heappush(self.sq.heap, ((best_t << ID_BITS) | eid) << SCHED_BITS | self.qi)
+            else:
+                heappush(self.queue, (best_t, NORMAL, eid, self))  # type: ignore[misc]
 
 
 class Core:
