@@ -243,7 +243,8 @@ class Scheduler:
     them."""
 
     __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending", "gws",
-                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "sq", "qi")
+                 "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "sq", "qi", "stalls",
+                 "by_line")
 
     def __init__(self, core: Core, index: int):
         self.core = core
@@ -264,6 +265,8 @@ class Scheduler:
         self.slept_at = 0  # the cycle it went to sleep in, and the stall it then saw
         self.best_reason = "no_eligible"
         self.best_line = 0
+        self.stalls = core.stats.stalls  # Stats' dictionaries, read here without the Stats object
+        self.by_line = core.stats.by_line
         width = core.hw.core.issue_width  # core.issue_width instructions per scheduler per cycle
         self.width = width
         self.gto = core.hw.core.policy == "gto"
@@ -319,11 +322,11 @@ class Scheduler:
             elapsed = now - self.slept_at
             core = self.core
             if elapsed > 0 and core.live_ctas:
-                stalls = core.stats.stalls
+                stalls = self.stalls
                 if self.warps:
                     stalls[self.best_reason] += elapsed
                     if self.best_line:
-                        core.stats.by_line[self.best_line][self.best_reason] += elapsed
+                        self.by_line[self.best_line][self.best_reason] += elapsed
                 else:
                     stalls["no_eligible"] += elapsed
         self._cycle(now)
@@ -354,20 +357,17 @@ class Scheduler:
             if wt.finished:
                 continue
             if wt.dirty:
-                t, j, reason, line = wt.recompute(now)
+                t = wt.recompute(now)
             else:
+                t = wt.ct
                 vu = wt.valid_until
-                if vu > now:
-                    t, j, reason, line = wt.cached
-                else:
-                    t, j, reason, line = wt.cached
-                    # due now, its unit still free and nothing to fetch: recompute() would pick the same
-                    # entry (the older ones were later, and units only get busier), so skip it
-                    if t != now or vu != now or wt.cunit.free > now or (  # type: ignore[union-attr]
-                            wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.wdone):
-                        t, j, reason, line = wt.recompute(now)
+                # due now, its unit still free and nothing to fetch: recompute() would pick the same
+                # entry (the older ones were later, and units only get busier), so skip it
+                if vu <= now and (t != now or vu != now or wt.cunit.free > now or (  # type: ignore[union-attr]
+                        wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.wdone)):
+                    t = wt.recompute(now)
             if t <= now:
-                wt.issue(j, now)
+                wt.issue(wt.cj, now)
                 issued += 1
                 if wt is not self.last:
                     self.last = wt
@@ -379,7 +379,7 @@ class Scheduler:
                 if issued >= self.width:
                     break
             elif t < best_t:
-                best_t, best_reason, best_line = t, reason, line
+                best_t, best_reason, best_line = t, wt.creason, wt.cline
         if finished:
             self.warps = [w for w in self.warps if not w.finished]
             self.gws = None
@@ -434,6 +434,7 @@ class Core:
         self.scheds = [Scheduler(self, i) for i in range(hw.core.schedulers)]
         self.live_ctas: list[CtaT] = []
         self.next_sched = 0
+        self.plan_gen = 0  # WarpT.recompute's plan number (PipeUnit.mgen)
 
     @property
     def now(self) -> int:

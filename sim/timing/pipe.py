@@ -8,7 +8,7 @@ from sim.hw import Pipe
 class PipeUnit:
     """One pipe unit (Pipe.lanes lane-operations per cycle, Pipe.interval, Pipe.latency)."""
 
-    __slots__ = ("pipe", "free", "busy", "queued", "busy_at")
+    __slots__ = ("pipe", "free", "busy", "queued", "busy_at", "mgen", "mmin")
 
     def __init__(self, pipe: Pipe):
         self.pipe = pipe
@@ -18,3 +18,7 @@ class PipeUnit:
         # as they issue: memory grows with the cycles, not with the instructions
         self.busy_at: dict[int, int] = {}
         self.queued = 0  # cycle at which its queued asynchronous work (wgmma MACs) is done
+        # WarpT.recompute's scratch: the earliest operand-ready cycle of an older plan entry on this unit
+        # (mmin), valid while mgen is that plan's number (Core.plan_gen)
+        self.mgen = 0
+        self.mmin = 0

@@ -55,10 +55,24 @@ _ARRIVE: Final[int] = ARRIVE
 _BARRIER: Final[int] = BARRIER
 _EXIT: Final[int] = EXIT
 
-# The answer of WarpT.recompute: (cycle, window index, stall reason, PTX line)
-Earliest = tuple[int, int, str, int]
-# One WarpT.plan row: (operands ready, reason, unit, cp.async wait, window index, PTX line)
-PlanRow = tuple[int, str, PipeUnit, int, int, int]
+
+
+class Row:
+    """A window entry once independent (WarpT.wops): its operand-ready cycle and reason (`otops`, `owhy`),
+    unit and PTX line; and, as a row of the warp's plan (WarpT.plan), the cycle and reason with a wgmma /
+    bulk wait's groups (`tops`, `why`), its cp.async wait (`gt`) and window index (`j`)."""
+
+    __slots__ = ("otops", "owhy", "unit", "line", "tops", "why", "gt", "j")
+
+    def __init__(self, tops: int, why: str, unit: PipeUnit, line: int):
+        self.otops = tops
+        self.owhy = why
+        self.unit = unit
+        self.line = line
+        self.tops = tops
+        self.why = why
+        self.gt = 0
+        self.j = 0
 
 
 def independent(win_sts: list[St] | tuple[St, ...]) -> tuple[int, ...]:
@@ -75,7 +89,7 @@ def independent(win_sts: list[St] | tuple[St, ...]) -> tuple[int, ...]:
 
 class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
-                 "block_reason", "finished", "last_done", "open_done", "groups_done", "cached",
+                 "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
                  "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone")
 
@@ -91,7 +105,7 @@ class WarpT:
         self.wst: list[St] = []
         self.wrec: list[Executed | None] = []
         # ... and its operand-ready cycle, reason, unit and PTX line once known (see recompute)
-        self.wops: list[tuple[int, str, PipeUnit, int] | None] = []
+        self.wops: list[Row | None] = []
         nregs = core.sim.nregs
         self.ready: list[int] = [0] * nregs  # register number -> cycle its value is ready
         self.ready_mem: list[bool] = [False] * nregs  # ... and whether a memory access produces it
@@ -105,11 +119,15 @@ class WarpT:
         self.wg_groups: list[int] = []  # completion of each committed, not yet waited-for wgmma group
         self.bulk_open = 0  # completion of the bulk (TMA) stores issued since the last bulk commit_group
         self.bulk_groups: list[int] = []  # completion of each committed, not yet waited-for bulk group
-        self.cached: Earliest = (-1, -1, "", 0)  # last recompute() answer, valid while nothing changed
+        # the last recompute() answer (cycle, window index, stall reason, PTX line), valid while nothing changed
+        self.ct = -1
+        self.cj = -1
+        self.creason = ""
+        self.cline = 0
         self.valid_until: int = -1  # ... before this cycle (and only while not dirty)
         self.cunit: PipeUnit | None = None  # the unit of the cached answer's entry (Scheduler.run's fast path)
         self.dirty = True
-        self.plan: list[PlanRow] = []  # the plan of the independent entries (recompute), rebuilt when dirty
+        self.plan: list[Row] = []  # the plan of the independent entries (recompute), rebuilt when dirty
         self.lim = core.lookahead
         self.statics = core.statics
         self.units = sched.units  # PTX index -> the PipeUnit this warp's instructions use
@@ -175,12 +193,13 @@ class WarpT:
                 break
 
     # -- the earliest cycle something can issue -------------------------------------------------------
-    def recompute(self, now: int) -> Earliest:
-        """(cycle, window index, stall reason, PTX line) of the first issuable instruction.
+    def recompute(self, now: int) -> int:
+        """The cycle of the first issuable instruction; its window index, stall reason and PTX line go to
+        `cj`, `creason`, `cline` (the answer, with the cycle in `ct`: fields of the compiled core, no tuple).
 
-        The scheduler reuses the answer (`cached`) while not `dirty` and before `valid_until`: units
-        only get busier and the warp's own state marks it dirty, so a cached future cycle is at worst
-        optimistic and gets re-checked then."""
+        The scheduler reuses the answer while not `dirty` and before `valid_until`: units only get busier
+        and the warp's own state marks it dirty, so a cached future cycle is at worst optimistic and gets
+        re-checked then."""
         win = self.wst
         lim = self.lim
         if self.fetch_at <= now and len(win) < lim and not self.wdone:
@@ -190,11 +209,15 @@ class WarpT:
                 self.dirty = False
                 self.plan = []
             self.valid_until = -1  # not cached: recomputed (cheaply) on every call
+            self.cj = -1
+            self.cline = 0
             if self.wdone:
-                return INF, -1, "done", 0
-            return self.fetch_at, -1, self.block_reason, 0
+                self.creason = "done"
+                return INF
+            self.creason = self.block_reason
+            return self.fetch_at
         best_t: int = INF
-        brow: PlanRow | None = None  # the best row so far (the first of the earliest: older entries win ties)
+        brow: Row | None = None  # the best row so far (the first of the earliest: older entries win ties)
         tops: int
         if self.dirty:  # a new plan, each row evaluated as it is made
             self.dirty = False
@@ -210,15 +233,17 @@ class WarpT:
             # dependent, a younger one is itself held by the read, WAR), so it is kept (`wops`) from the
             # first plan that sees it independent; a wgmma / bulk wait_group's group part is recomputed.
             # An entry is left out when an older one on the same unit is ready no later (operands and
-            # cp.async wait): it can never issue first, as the older one wins every tie.
+            # cp.async wait): it can never issue first, as the older one wins every tie (the earliest
+            # such operand-ready cycle per unit: PipeUnit.mmin, valid while PipeUnit.mgen is this plan's).
             wops = self.wops
             units = self.units
-            plan: list[PlanRow] = []
-            mins: dict[PipeUnit, int] = {}  # unit -> earliest operand-ready cycle of an older entry, no cp.async wait
+            core = self.core
+            gen = core.plan_gen = core.plan_gen + 1
+            plan: list[Row] = []
             for j in free:
                 st = win[j]
-                ops = wops[j]
-                if ops is None:
+                row = wops[j]
+                if row is None:
                     tops = 0
                     why = "pipe_busy"
                     ready = self.ready
@@ -227,19 +252,18 @@ class WarpT:
                         if rt > tops:
                             tops = rt
                             why = "memory" if self.ready_mem[r] else "scoreboard"
-                    unit = units[st.index]
-                    line = st.line
-                    wops[j] = (tops, why, unit, line)
+                    row = wops[j] = Row(tops, why, units[st.index], st.line)
                 else:
-                    tops, why, unit, line = ops
+                    tops = row.otops
+                    why = row.owhy
+                unit = row.unit
                 cpk = st.cpk
                 if cpk and (cpk == WG_WAIT or cpk == BULK_WAIT):  # wait_group N: all but the newest N groups complete
                     g = self.wg_groups if cpk == WG_WAIT else self.bulk_groups
                     if len(g) > st.wg_n and max(g[: len(g) - st.wg_n]) > tops:
                         tops = max(g[: len(g) - st.wg_n])
                         why = "scoreboard"
-                m = mins.get(unit)
-                if m is not None and m <= tops:
+                if unit.mgen == gen and unit.mmin <= tops:
                     continue
                 gt: int = 0
                 if cpk and (cpk == CP_WAIT or cpk == CP_WAIT_ALL):
@@ -249,8 +273,12 @@ class WarpT:
                         need = need + [self.open_done]
                     gt = max(need, default=0)
                 if gt == 0:
-                    mins[unit] = tops
-                row = (tops, why, unit, gt, j, line)
+                    unit.mgen = gen
+                    unit.mmin = tops
+                row.tops = tops
+                row.why = why
+                row.gt = gt
+                row.j = j
                 plan.append(row)
                 t = tops if tops > now else now  # evaluated as recompute's loop below does
                 uf = unit.free
@@ -264,12 +292,12 @@ class WarpT:
             self.plan = plan
         else:
             for row in self.plan:
-                # (operands ready, reason, unit, cp.async wait, window index, PTX line): see above
-                tops, _why, unit, gt, _j, _line = row
+                tops = row.tops
                 t = tops if tops > now else now
-                uf = unit.free
+                uf = row.unit.free
                 if uf > t:
                     t = uf
+                gt = row.gt
                 if gt > t:
                     t = gt
                 if t < best_t:
@@ -277,12 +305,15 @@ class WarpT:
                     brow = row
                     if t <= now:
                         break
-        best: Earliest
         if brow is None:
-            best = (INF, -1, "scoreboard", win[0].line)
+            self.cj = -1
+            self.creason = "scoreboard"
+            self.cline = win[0].line
         else:
             # the reason of the term that set its cycle, checked in the order operands, unit, cp.async wait
-            tops, reason, unit, gt, j, line = brow
+            tops = brow.tops
+            unit = brow.unit
+            reason = brow.why
             if tops <= now:
                 t = now
                 reason = "pipe_busy"
@@ -291,18 +322,20 @@ class WarpT:
             if unit.free > t:
                 t = unit.free
                 reason = "pipe_busy"
-            if gt > t:
+            if brow.gt > t:
                 reason = "memory"
-            best = (best_t, j, reason, line)
+            self.cj = brow.j
+            self.creason = reason
+            self.cline = brow.line
             self.cunit = unit
-        self.cached = best
+        self.ct = best_t
         # valid while no unit gets busier (optimistic otherwise) and nothing new can be fetched
         fa = self.fetch_at
         if fa < best_t and len(win) < lim and not self.wdone:
             self.valid_until = fa
         else:
             self.valid_until = best_t
-        return best
+        return best_t
 
     # -- issue ---------------------------------------------------------------------------------------
     def issue(self, j: int, t: int) -> None:
