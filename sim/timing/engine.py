@@ -34,6 +34,7 @@ from sim.timing.core import Core, CtaT, run_events
 from sim.timing.memory import DeviceMemory, warm_l2
 from sim.timing.regalloc import registers_for_occupancy
 from sim.timing.static import St, register_count, statics
+from sim.timing.warp import Budget
 
 PROGRESS_EVERY = 2_000  # warp instructions between progress reports (about 0.1 s of the timing model)
 # warp instructions between folds of the units' busy_at dicts into arrays (Simulation.fold): a long run's
@@ -94,11 +95,10 @@ class Simulation:
         self.stats = Stats(trace)
         self.budget = max_instructions
         self.next_fold = FOLD_EVERY
-        self.max_instructions = min(max_instructions, FOLD_EVERY)
+        self.counter = Budget(min(max_instructions, FOLD_EVERY))  # count and max_instructions (the warps')
         self.folded: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # id(unit) -> (cycles, occupancy)
         self.progress: Progress | None = None
         self.hot_pcs: list[int] = []  # instructions sampled after the budget ran out (budget_error)
-        self.count = 0
         self._wid = 0
         nthreads = launch.block[0] * launch.block[1] * launch.block[2]
         src = "given"
@@ -139,6 +139,20 @@ class Simulation:
     def warm_l2(self, launch: Launch) -> None:
         """The buffer arguments start in the L2 (sim.timing.memory.warm_l2)."""
         warm_l2(self.devmem, self.hw, self.P.buffers, launch)
+
+    @property
+    def count(self) -> int:
+        """Warp instructions fetched so far."""
+        return self.counter.count
+
+    @property
+    def max_instructions(self) -> int:
+        """The count at which the warps call count_instruction_overflow."""
+        return self.counter.limit
+
+    @max_instructions.setter
+    def max_instructions(self, n: int) -> None:
+        self.counter.limit = n
 
     def show_progress(self, progress: Progress) -> None:
         """Report to `progress` every PROGRESS_EVERY warp instructions: the warps' one budget comparison

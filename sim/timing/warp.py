@@ -23,11 +23,13 @@ Hot path notes (the scheduler asks for the earliest issue cycle several times pe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
 
 from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
 from sim.functional.record import Executed
+from sim.functional.replay import ReplayWarp
 from sim.functional.warp import Warp
 from sim.timing.pipe import PipeUnit
 from sim.timing.static import (
@@ -55,6 +57,18 @@ _ARRIVE: Final[int] = ARRIVE
 _BARRIER: Final[int] = BARRIER
 _EXIT: Final[int] = EXIT
 
+
+
+class Budget:
+    """Simulation.count (warp instructions fetched so far) and Simulation.max_instructions (the count at
+    which the warps call Simulation.count_instruction_overflow) as fields of the compiled core: the warps
+    count each instruction without reading the interpreted Simulation."""
+
+    __slots__ = ("count", "limit")
+
+    def __init__(self, limit: int):
+        self.count = 0
+        self.limit = limit
 
 
 class Row:
@@ -91,7 +105,7 @@ class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -136,6 +150,12 @@ class WarpT:
         self.indep: dict[tuple[St, ...], tuple[int, ...]] = core.sim.indep_memo  # type: ignore[assignment]
         self.tracing = core.stats.trace is not None
         self.wdone = w.done  # w.done, kept here (a native field) after every w.step(): only step changes it
+        self.budget: Budget = core.sim.counter
+        # the records of a ReplayWarp (sim/functional/replay.py; not a subclass): fill takes the common case of
+        # its step() itself (no barrier, no streaming to wait for)
+        wa: Any = w
+        self.rw: ReplayWarp | None = wa if type(wa) is ReplayWarp else None
+        self.recs: deque[Executed] | None = self.rw.records if self.rw is not None else None
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -147,6 +167,8 @@ class WarpT:
         lim = self.lim
         statics = self.statics
         sim = self.sim
+        budget = self.budget
+        recs = self.recs
         pc = w.pc
         while len(wst) < lim and not self.wdone:
             st = statics[pc]
@@ -159,12 +181,20 @@ class WarpT:
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
-            rec = w.step()
-            wdone = self.wdone = w.done
-            pc = rec.next_pc
+            if recs is not None and recs and recs[0].ctl != _BARRIER:  # ReplayWarp.step, inline
+                rw = self.rw
+                assert rw is not None
+                rec = recs.popleft()
+                pc = rec.next_pc
+                rw.pc = pc
+                wdone = self.wdone = rw.done = pc == -1
+            else:
+                rec = w.step()
+                wdone = self.wdone = w.done
+                pc = rec.next_pc
             self.dirty = True
-            n = sim.count = sim.count + 1
-            if n > sim.max_instructions:
+            n = budget.count = budget.count + 1
+            if n > budget.limit:
                 sim.count_instruction_overflow(st.index)
             wst.append(st)
             wrec.append(rec)
@@ -347,10 +377,10 @@ class WarpT:
         if rec is None:  # a %clock read: execute now, at its issue cycle
             rec = w.step(t)
             self.wdone = w.done
-            sim = self.sim
-            sim.count += 1
-            if sim.count > sim.max_instructions:
-                sim.count_instruction_overflow(st.index)
+            budget = self.budget
+            budget.count += 1
+            if budget.count > budget.limit:
+                self.sim.count_instruction_overflow(st.index)
             self.fetch_at = t + 1
         u = self.units[st.index]
         occ = st.occ
