@@ -67,6 +67,8 @@ class DeviceMemory:
         # CoreMemory._lines memo: (addresses - the first, dtype, first % l2.line, size) -> (line - the first's
         # line, sector mask) per line touched
         self.line_patterns: dict[tuple[bytes, str, int, int], tuple[tuple[int, int], ...]] = {}
+        # CoreMemory.access's memo of parameter / constant reads: (bank, dtype, addresses) -> distinct offsets
+        self.const_offsets: dict[tuple[int, str, bytes], list[int]] = {}
         self.l2_fill: dict[int, int] = {}  # line -> cycle its pending DRAM fill arrives
         self.dirty: dict[int, int] = {}  # line -> sectors written and not yet written back
         # sampled runs (docs/sampling.md): line -> (the DRAM queue of the core whose un-simulated CTA fetches
@@ -310,7 +312,15 @@ class CoreMemory:
         if self.const is not None and space in ("param", "const"):  # constant caches, cold at each launch
             c = self.hw.constant
             assert c is not None
-            offs = addrs + np.uint64(c.param_base) if space == "param" else addrs
             bank = PARAM_BANK if space == "param" else USER_BANK
-            return max(t + self.lsu_latency, self.const.read(t, bank, np.unique(offs).tolist())), 0
+            # the distinct offsets a warp reads (mostly one: every lane the same parameter), kept per
+            # address pattern (DeviceMemory.const_offsets): np.unique was most of a parameter load's time
+            key = (bank, addrs.dtype.char, addrs.tobytes())
+            memo = self.dev.const_offsets
+            offs = memo.get(key)
+            if offs is None:
+                if len(memo) >= 1 << 16:
+                    memo.clear()
+                offs = memo[key] = np.unique(addrs + np.uint64(c.param_base) if space == "param" else addrs).tolist()
+            return max(t + self.lsu_latency, self.const.read(t, bank, offs)), 0
         return t + self.lsu_latency, 0  # .param / .const without hw.constant: a hit
