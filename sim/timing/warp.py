@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from sim.functional.ops_async import YIELD
 from sim.functional.ops_mem import ARRIVE, BARRIER, EXIT
 from sim.functional.record import Executed
-from sim.functional.replay import ReplayWarp
+from sim.functional.replay import ClockWarp, ReplayWarp
 from sim.functional.warp import Warp
 from sim.timing.pipe import PipeUnit
 from sim.timing.static import (
@@ -105,7 +105,7 @@ class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw", "clock_pcs")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -151,11 +151,16 @@ class WarpT:
         self.tracing = core.stats.trace is not None
         self.wdone = w.done  # w.done, kept here (a native field) after every w.step(): only step changes it
         self.budget: Budget = core.sim.counter
-        # the records of a ReplayWarp (sim/functional/replay.py; not a subclass): fill takes the common case of
-        # its step() itself (no barrier, no streaming to wait for)
+        # the records of a ReplayWarp or ClockWarp (sim/functional/replay.py; not a subclass): fill takes the
+        # common case of its step() itself (records at hand, not a barrier; for a ClockWarp, not a clock read
+        # nor a clock-fed store, `clock_pcs`: those keep ClockWarp.step)
         wa: Any = w
-        self.rw: ReplayWarp | None = wa if type(wa) is ReplayWarp else None
+        self.rw: ReplayWarp | None = wa if type(wa) is ReplayWarp or type(wa) is ClockWarp else None
+        self.cw: ClockWarp | None = wa if type(wa) is ClockWarp else None
         self.recs: deque[Executed] | None = self.rw.records if self.rw is not None else None
+        self.clock_pcs: set[int] | None = None
+        if self.cw is not None:
+            self.clock_pcs = set(self.cw.clocks.reads) | set(self.cw.clocks.stores)
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -181,13 +186,17 @@ class WarpT:
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
-            if recs is not None and recs and recs[0].ctl != _BARRIER:  # ReplayWarp.step, inline
+            if recs is not None and recs and recs[0].ctl != _BARRIER and (
+                    self.clock_pcs is None or pc not in self.clock_pcs):  # ReplayWarp.step (ClockWarp.step), inline
                 rw = self.rw
                 assert rw is not None
                 rec = recs.popleft()
                 pc = rec.next_pc
                 rw.pc = pc
                 wdone = self.wdone = rw.done = pc == -1
+                cw = self.cw
+                if cw is not None:
+                    cw.count += 1
             else:
                 rec = w.step()
                 wdone = self.wdone = w.done
