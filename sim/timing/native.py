@@ -1,5 +1,5 @@
 """The timing core compiled with mypyc (issue 17 item 1): sim/timing/pipe.py, static.py, warp.py, core.py
-and the memory system they call (memory.py, units.py, crossbar.py, constant.py) built into extension
+and the memory system they call (memory.py, units.py, crossbar.py, constant.py, dram.py) built into extension
 modules and imported in place of the Python files, when a build of exactly these sources (and this
 Python) exists. Otherwise the same Python runs as it is: the compiled modules
 are these sources, typed as mypy checks them, so both give the same results (tests/test_native.py).
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 # the modules compiled together (one mypyc group: calls and attribute reads between them are native)
-MODULES = ("sim.timing.pipe", "sim.timing.units", "sim.timing.crossbar", "sim.timing.constant", "sim.timing.memory",
-           "sim.timing.static", "sim.timing.warp", "sim.timing.core")
+MODULES = ("sim.timing.pipe", "sim.timing.units", "sim.timing.crossbar", "sim.timing.constant", "sim.timing.dram",
+           "sim.timing.memory", "sim.timing.static", "sim.timing.warp", "sim.timing.core")
 GROUP = "sim_timing_native"  # the group's shared library is the module GROUP + "__mypyc"
 MANIFEST = "modules.json"
 
