@@ -44,6 +44,15 @@ class Movement:
     bank_accesses_per_tile: int
 
 
+def _phase_words(site: Site, width: int) -> list[set[int]]:
+    """The bank words each phase of a warp-wide access touches (16-byte accesses go in phases of 8 lanes, 8-byte
+    ones in 16); the same word from several lanes of a phase is one broadcast access."""
+    per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
+    span = range(max(1, site.width // width))
+    return [{a // width + w for a in site.addrs[p0:p0 + per_phase] for w in span}
+            for p0 in range(0, len(site.addrs), per_phase)]
+
+
 def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     """(score, passes, accesses) of one warp-wide access; 16-byte accesses go in phases of 8 lanes.
     With [shared.banks] a power of two, a phase's sum over the banks of (c - mean)^2 is sum c^2 - words^2 /
@@ -51,13 +60,8 @@ def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     (_site_score_banks, the sum over every bank, is the other path; tests/test_plan_memo.py compares them)."""
     if banks & (banks - 1):
         return _site_score_banks(site, banks, width)
-    per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
-    lanes = len(site.addrs)
     score, passes, phases = 0.0, 0, 0
-    span = range(max(1, site.width // width))
-    for p0 in range(0, lanes, per_phase):
-        # same word from several lanes: one broadcast access
-        words = {a // width + w for a in site.addrs[p0:p0 + per_phase] for w in span}
+    for words in _phase_words(site, width):
         counts: dict[int, int] = {}
         for w in words:
             b = w % banks
@@ -71,13 +75,8 @@ def site_score(site: Site, banks: int, width: int) -> tuple[float, int, int]:
 
 def _site_score_banks(site: Site, banks: int, width: int) -> tuple[float, int, int]:
     """site_score as the sum over every bank of (accesses - mean)^2."""
-    per_phase = 8 if site.width >= 16 else (16 if site.width == 8 else 32)
-    lanes = len(site.addrs)
     score, passes, phases = 0.0, 0, 0
-    span = range(max(1, site.width // width))
-    for p0 in range(0, lanes, per_phase):
-        # same word from several lanes: one broadcast access
-        words = {a // width + w for a in site.addrs[p0:p0 + per_phase] for w in span}
+    for words in _phase_words(site, width):
         counts = [0] * banks
         for w in words:
             counts[w % banks] += 1
