@@ -105,13 +105,26 @@ def _shape(cx: Ctx) -> tuple[np.dtype, int]:
     return np.dtype(t), n
 
 
-def b_ld(cx: Ctx, space: str) -> Exec:
+def ld_operands(cx: Ctx, space: str) -> tuple:
+    """LD/LDS/LDG's decoding, shared by b_ld and the wide builder (sim/sass/exec_wide.py): element type, elements
+    per lane, address reader, destination writers and the type a loaded element widens to."""
     cx.mods(set(_SIZES) | _CACHE)
     dt, n = _shape(cx)
     d, a = cx.ins.operands[:2]
-    fa = address(cx, a, space != "shared")
-    ws = cx.wn(d, n)
-    ext = np.int32 if dt.kind == "i" else np.uint32
+    return dt, n, address(cx, a, space != "shared"), cx.wn(d, n), (np.int32 if dt.kind == "i" else np.uint32)
+
+
+def st_operands(cx: Ctx, space: str) -> tuple:
+    """ST/STS/STG's decoding, shared by b_st and the wide builder: element type, elements per lane, address
+    reader and source readers."""
+    cx.mods(set(_SIZES) | _CACHE)
+    dt, n = _shape(cx)
+    a, s = cx.ins.operands[:2]
+    return dt, n, address(cx, a, space != "shared"), cx.rn(s, n)
+
+
+def b_ld(cx: Ctx, space: str) -> Exec:
+    dt, n, fa, ws, ext = ld_operands(cx, space)
 
     def run(w: Warp, m: np.ndarray) -> None:
         act = _access(w, space, fa(w), m, dt.itemsize * n, "read")
@@ -123,11 +136,7 @@ def b_ld(cx: Ctx, space: str) -> Exec:
 
 
 def b_st(cx: Ctx, space: str) -> Exec:
-    cx.mods(set(_SIZES) | _CACHE)
-    dt, n = _shape(cx)
-    a, s = cx.ins.operands[:2]
-    fa = address(cx, a, space != "shared")
-    rs = cx.rn(s, n)
+    dt, n, fa, rs = st_operands(cx, space)
 
     def run(w: Warp, m: np.ndarray) -> None:
         act = _access(w, space, fa(w), m, dt.itemsize * n, "write")

@@ -20,7 +20,7 @@ from sim.functional.conflicts import GLOBAL_DOMAIN, SHARED_DOMAIN
 from sim.functional.lockstep import Refused
 from sim.functional.types import bf16_to_f32
 from sim.sass.exec_float import hmma_operands
-from sim.sass.exec_mem import _CACHE, _SIZES, _matrices, _shape, address, ldgsts_operands
+from sim.sass.exec_mem import _matrices, address, ld_operands, ldgsts_operands, st_operands
 from sim.sass.exec_operands import U32, Ctx
 
 WideExec = Callable[[Any, np.ndarray, list], None]
@@ -52,12 +52,7 @@ def _log(x: Any, domain: int, addrs: np.ndarray, m: np.ndarray, size: int, write
 
 
 def b_ld(cx: Ctx, space: str) -> WideExec:
-    cx.mods(set(_SIZES) | _CACHE)
-    dt, n = _shape(cx)
-    d, a = cx.ins.operands[:2]
-    fa = address(cx, a, space != "shared")
-    ws = cx.wn(d, n)
-    ext = np.int32 if dt.kind == "i" else np.uint32
+    dt, n, fa, ws, ext = ld_operands(cx, space)
     nbytes = dt.itemsize * n
 
     def run(x: Any, m: np.ndarray, recs: list) -> None:
@@ -78,11 +73,7 @@ def b_ld(cx: Ctx, space: str) -> WideExec:
 
 
 def b_st(cx: Ctx, space: str) -> WideExec:
-    cx.mods(set(_SIZES) | _CACHE)
-    dt, n = _shape(cx)
-    a, s = cx.ins.operands[:2]
-    fa = address(cx, a, space != "shared")
-    rs = cx.rn(s, n)
+    dt, n, fa, rs = st_operands(cx, space)
     nbytes = dt.itemsize * n
 
     def run(x: Any, m: np.ndarray, recs: list) -> None:
