@@ -282,12 +282,46 @@ def run(torch, budget: float) -> dict:
     return res
 
 
+def report(path: Path) -> str:
+    """The recorded run as tables: per pattern and grid, each depth's ns per stage, device TB/s, B/cycle per SM and
+    SM clock (medians of the timed launches); then the clock part."""
+    d = json.loads(path.read_text())
+    lines = [f"{d.get('date')} {d.get('device')} ({d.get('seconds', 0):.0f} s)"]
+    lines.append(f"{'part':9} {'mode':10} {'grid':>4} {'P':>1} {'kt':>3} {'MB':>5} {'depth':>5} {'ns/stage':>8} "
+                 f"{'TB/s':>6} {'union':>6} {'B/cyc/SM':>8} {'MHz':>5} {'SMs':>4}")
+    for r in d["cases"]:
+        if "error" in r:
+            lines.append(f"{r['part']:9} {r['mode']:10} {r['grid']:>4} {r['depth']:>5}  {r['error']}")
+            continue
+        sms = min(g["sms"] for g in r["launches"])
+        lines.append(f"{r['part']:9} {r['mode']:10} {r['grid']:>4} {r['producers']:>1} {r['b_kt']:>3} "
+                     f"{r['footprint_bytes'] / 1e6:5.1f} {r['depth']:>5} {r['ns_per_stage']:8.1f} "
+                     f"{r['device_tb_s']:6.2f} {r['device_tb_s_union']:6.2f} {r['bytes_per_cycle_per_sm']:8.1f} "
+                     f"{r['clock_mhz']:5.0f} {sms:>4}")
+    for r in d["clock"]:
+        if "error" in r:
+            lines.append(f"clock {r['mode']}: {r['error']}")
+            continue
+        for k in ("cool", "hot"):
+            for g in r[k]:
+                lines.append(f"clock {r['mode']:10} {k:4} depth {r['depth']} {g['ns_per_stage']:8.1f} ns/stage "
+                             f"{g['cycles_per_stage']:7.1f} cyc/stage {g['device_tb_s']:6.2f} TB/s "
+                             f"{g['bytes_per_cycle_per_sm']:6.1f} B/cyc/SM {g['clock_mhz']:5.0f} MHz")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="directory for tma_l2rate.json (on the GPU)")
+    ap.add_argument("--report", help="print a recorded tma_l2rate.json as tables (no GPU)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds for the sweep before it skips cases")
     ap.add_argument("--dry", action="store_true", help="print the cases' plans and exit (no GPU)")
     a = ap.parse_args()
+    if a.report:
+        print(report(Path(a.report)))
+        return 0
+    if not a.out and not a.dry:
+        ap.error("--out DIR is required (or --report FILE / --dry)")
     if a.dry:
         for c in cases():
             try:
