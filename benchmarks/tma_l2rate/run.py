@@ -68,6 +68,9 @@ MODES: dict[str, tuple] = {
     "mix_dram": (("hot128", 16384, KT, ALL), ("big64", 8192, KT, 1, -1), True),
     "mix2": (("hot64", 8192, KT, HALF), ("big128", 16384, 16, 2, 0), False),
     "mix2_dram": (("hot64", 8192, KT, HALF), ("big128", 16384, KT, 2, -1), True),
+    "mix3": (("hot64", 8192, KT, HALF), ("big64", 8192, 32, 2, 0), False),
+    "readers8": (None, ("big64", 8192, 16, 1, 0), False),
+    "readers16": (None, ("big128", 16384, 8, 1, 0), False),
     "dram8": (None, ("big64", 8192, KT, 1, -1), True),
 }
 D8, D16, D24 = (2, 4, 6, 8, 12, 16), (2, 4, 6, 8, 12), (2, 3, 4, 5, 6, 8)
@@ -103,12 +106,51 @@ def cases() -> list[dict]:
     return out
 
 
+def cases2() -> list[dict]:
+    """Run 2 (`--set 2`): run 1 found one producer thread bound at ~243 SM cycles per stage (123 ns at 1,978 MHz,
+    any box size, depth or pattern), so every case here has 2-4 producers per CTA (up to 134 B/cycle per SM of
+    issue) to reach the L2's rate: readers per line 1..all (B's group; kt grown with it up to K so the footprint stays
+    ~15 MB while the group is small), the GEMM stages, DRAM, and the clock part on L2-bound cases."""
+    out: list[dict] = []
+
+    def add(mode: str, grids: tuple[int, ...], depths: tuple[int, ...], producers: int, part: str,
+            **kw: object) -> None:
+        out.extend({"part": part, "mode": mode, "grid": g, "depth": d, "producers": producers, "b_kt": None, **kw}
+                   for g in grids for d in depths)
+
+    for group in (1, 2, 4, 8, 16, HALF, ALL):
+        kt = min(KT, 16 * group) if group not in (HALF, ALL) else KT
+        add("readers8", GRIDS, (6,), 4, "readers", b_group=group, b_kt=kt)
+    for group in (1, 2, ALL):
+        kt = 8 * group if group != ALL else KT
+        add("readers16", (112, 132), (4,), 3, "readers", b_group=group, b_kt=kt)
+    add("readers8", (132,), (2, 3, 4), 4, "readers_depth", b_group=1, b_kt=16)
+    add("readers8", (132,), (2, 3, 4), 4, "readers_depth", b_group=ALL, b_kt=KT)
+    add("mix", GRIDS, (4,), 2, "gemm")
+    add("mix", GRIDS, (2,), 4, "gemm")
+    add("mix2", GRIDS, (4,), 2, "gemm")
+    add("mix3", (64, 112, 128, 132), (6,), 2, "gemm")
+    add("mix3", (64, 112, 128, 132), (3,), 4, "gemm")
+    add("mix_dram", GRIDS, (4,), 2, "gemm")
+    add("mix2_dram", GRIDS, (4,), 2, "gemm")
+    add("dram8", GRIDS, (6,), 4, "gemm")
+    return out
+
+
+CLOCK1 = (("mix", 5, 1, {}), ("mix_dram", 5, 1, {}), ("distinct8", 8, 1, {}), ("all16", 6, 1, {}))
+CLOCK2 = (("readers8", 6, 4, {"b_group": 1, "b_kt": 16}), ("readers8", 6, 4, {"b_group": ALL, "b_kt": KT}),
+          ("readers8", 6, 4, {"b_group": 2, "b_kt": 32}), ("mix", 4, 2, {}), ("mix_dram", 4, 2, {}))
+
+
 def plan(case: dict) -> dict:
     """The kernel arguments of a case (steps per producer, q, shared bytes, footprint) or ValueError."""
     a, b, dram = MODES[case["mode"]]
     grid, depth, prod = case["grid"], case["depth"], case["producers"]
     bmap, bbytes, bkt, bgroup, bpass = b
     bkt = case.get("b_kt") or bkt
+    bgroup = case.get("b_group", bgroup)
+    if bgroup == HALF:
+        bgroup = grid // 2
     if a and a[3] == HALF:
         a = (*a[:3], grid // 2)
     abytes = a[1] if a else 0
@@ -169,7 +211,7 @@ def summary(raw: np.ndarray, grid: int, p: dict, depth: int, producers: int) -> 
     }
 
 
-def run(torch, budget: float) -> dict:
+def run(torch, budget: float, which: str = "1") -> dict:
     from benchmarks.gpucommon import event_times
     from validation.tensormap import encode_tiled, prepare_cuda_python
 
@@ -234,7 +276,7 @@ def run(torch, budget: float) -> dict:
 
     keys = ("ns_per_stage", "cycles_per_stage", "cta_gb_s", "device_tb_s", "device_tb_s_union",
             "bytes_per_cycle_per_sm", "clock_mhz")
-    for case in cases():
+    for case in (cases2() if which == "2" else cases()):
         row: dict = {**case}
         try:
             p = plan(case)
@@ -252,8 +294,9 @@ def run(torch, budget: float) -> dict:
         print(json.dumps({k: v for k, v in row.items() if k != "launches"}), flush=True)
 
     # is the rate fixed in ns or in SM cycles? the same case cool and hot
-    for mode, depth in (("mix", 5), ("mix_dram", 5), ("distinct8", 8), ("all16", 6)):
-        case = {"part": "clock", "mode": mode, "grid": 112, "depth": depth, "producers": 1, "b_kt": None}
+    for mode, depth, prod, kw in (CLOCK2 if which == "2" else CLOCK1):
+        case = {"part": "clock", "mode": mode, "grid": 112 if which == "1" else 132, "depth": depth,
+                "producers": prod, "b_kt": None, **kw}
         p = plan(case)
         row = row_of(case, p)
         try:
@@ -287,14 +330,16 @@ def report(path: Path) -> str:
     SM clock (medians of the timed launches); then the clock part."""
     d = json.loads(path.read_text())
     lines = [f"{d.get('date')} {d.get('device')} ({d.get('seconds', 0):.0f} s)"]
-    lines.append(f"{'part':9} {'mode':10} {'grid':>4} {'P':>1} {'kt':>3} {'MB':>5} {'depth':>5} {'ns/stage':>8} "
+    lines.append(f"{'part':13} {'mode':10} {'grid':>4} {'P':>1} {'rdA':>3} {'rdB':>3} {'kt':>3} {'MB':>5} {'depth':>5} "
+                 f"{'ns/stage':>8} "
                  f"{'TB/s':>6} {'union':>6} {'B/cyc/SM':>8} {'MHz':>5} {'SMs':>4}")
     for r in d["cases"]:
         if "error" in r:
-            lines.append(f"{r['part']:9} {r['mode']:10} {r['grid']:>4} {r['depth']:>5}  {r['error']}")
+            lines.append(f"{r['part']:13} {r['mode']:10} {r['grid']:>4} {r['depth']:>5}  {r['error']}")
             continue
         sms = min(g["sms"] for g in r["launches"])
-        lines.append(f"{r['part']:9} {r['mode']:10} {r['grid']:>4} {r['producers']:>1} {r['b_kt']:>3} "
+        lines.append(f"{r['part']:13} {r['mode']:10} {r['grid']:>4} {r['producers']:>1} {r.get('a_readers', 0):>3} "
+                     f"{r.get('b_readers', 0):>3} {r['b_kt']:>3} "
                      f"{r['footprint_bytes'] / 1e6:5.1f} {r['depth']:>5} {r['ns_per_stage']:8.1f} "
                      f"{r['device_tb_s']:6.2f} {r['device_tb_s_union']:6.2f} {r['bytes_per_cycle_per_sm']:8.1f} "
                      f"{r['clock_mhz']:5.0f} {sms:>4}")
@@ -304,7 +349,8 @@ def report(path: Path) -> str:
             continue
         for k in ("cool", "hot"):
             for g in r[k]:
-                lines.append(f"clock {r['mode']:10} {k:4} depth {r['depth']} {g['ns_per_stage']:8.1f} ns/stage "
+                lines.append(f"clock {r['mode']:10} P {r['producers']} readers {r.get('b_readers', 0):>3} {k:4} "
+                             f"depth {r['depth']} {g['ns_per_stage']:8.1f} ns/stage "
                              f"{g['cycles_per_stage']:7.1f} cyc/stage {g['device_tb_s']:6.2f} TB/s "
                              f"{g['bytes_per_cycle_per_sm']:6.1f} B/cyc/SM {g['clock_mhz']:5.0f} MHz")
     return "\n".join(lines)
@@ -316,6 +362,7 @@ def main() -> int:
     ap.add_argument("--report", help="print a recorded tma_l2rate.json as tables (no GPU)")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds for the sweep before it skips cases")
     ap.add_argument("--dry", action="store_true", help="print the cases' plans and exit (no GPU)")
+    ap.add_argument("--set", default="1", choices=("1", "2"), help="run 1's sweep or run 2's (cases2)")
     a = ap.parse_args()
     if a.report:
         print(report(Path(a.report)))
@@ -323,7 +370,7 @@ def main() -> int:
     if not a.out and not a.dry:
         ap.error("--out DIR is required (or --report FILE / --dry)")
     if a.dry:
-        for c in cases():
+        for c in (cases2() if a.set == "2" else cases()):
             try:
                 p = plan(c)
                 print(c["part"], c["mode"], c["grid"], c["depth"], c["producers"], p["steps"], p["q"],
@@ -334,9 +381,11 @@ def main() -> int:
     import torch
 
     torch.zeros(1, device="cuda")
-    res = run(torch, a.budget)
+    res = run(torch, a.budget, a.set)
+    res["set"] = a.set
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / "tma_l2rate.json").write_text(json.dumps(res, indent=1))
+    name = "tma_l2rate.json" if a.set == "1" else f"tma_l2rate_{a.set}.json"
+    (Path(a.out) / name).write_text(json.dumps(res, indent=1))
     return 0
 
 
