@@ -267,6 +267,17 @@ class Tma:
     # cycles a producer thread spends per ring stage besides the boxes' issues (its try_wait on the stage's empty
     # barrier, arrive.expect_tx on the full one, the loop); None: 0
     stage_overhead: int | None = None
+    # TMA loads served by the L2 with many SMs loading, by how many SMs read each line at once: lines one SM reads
+    # at the device's l2_read_gbps and lines two read at l2_pair_gbps (GB/s, whole device, measured at
+    # l2_read_cores SMs loading: points ascending, linear between them, the last segment's slope beyond, the first
+    # point's value below), lines read by l2_multi_readers or more at l2_multi_bytes_per_cycle into each SM (SM
+    # cycles); a stage's operands take their times one after the other. Read by the wgmma_tma model only (the
+    # simulator and the cp.async model keep l2.bandwidth_gbps). Empty / None: l2.bandwidth_gbps for every line
+    l2_read_cores: tuple[int, ...] = ()
+    l2_read_gbps: tuple[float, ...] = ()
+    l2_pair_gbps: tuple[float, ...] = ()
+    l2_multi_readers: int | None = None
+    l2_multi_bytes_per_cycle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -747,6 +758,13 @@ def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
             line, p = at("size")
             raise ctx.fail(line, p, f"must be a multiple of line * assoc ({obj.line} * {obj.assoc})",
                            obj.size, "change size, line or assoc so that the sets come out whole")
+    if isinstance(obj, Tma):
+        for key in ("l2_read_gbps", "l2_pair_gbps"):
+            got = getattr(obj, key)
+            if got and len(got) != len(obj.l2_read_cores):
+                line, p = at(key)
+                raise ctx.fail(line, p, f"needs one rate per l2_read_cores entry ({len(obj.l2_read_cores)})",
+                               list(got), "give as many rates as l2_read_cores has SM counts")
     if isinstance(obj, Pipe) and obj.heavy_lanes is not None and obj.heavy_lanes >= obj.lanes:
         line, p = at("heavy_lanes")
         raise ctx.fail(line, p, f"must be less than lanes ({obj.lanes})", obj.heavy_lanes,

@@ -82,7 +82,15 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     per_box = max(hw.tma.issue, hw.tma.warp_issue)  # [tma.issue], [tma.warp_issue]
     issue = boxes * per_box
     transfer = stage_bytes / hw.tma.bytes_per_cycle  # [tma.bytes_per_cycle]: into this SM's shared memory
-    if hw.l2_bytes_per_cycle:
+    if loaded_dram and tiles <= clusters and not t.clustered and hw.tma.l2_read_gbps:
+        # one wave: every CTA walks K in step from the launch, so the CTAs of a tile row read its A boxes at once
+        # (those of a tile column its B boxes), and the L2 serves a line several SMs read at once faster than a line
+        # one reads ([tma.l2_read_*], measured in that pattern by benchmarks/tma_l2rate). Several waves: the
+        # device share below (not measured for a persistent walk's readers, which drift apart)
+        rows, cols = -(-M // t.bm), -(-N // t.bn)
+        transfer = max(transfer, l2_read_cycles(hw, cores, cols, ta.stage_bytes)
+                       + l2_read_cycles(hw, cores, rows, tb.stage_bytes))
+    elif hw.l2_bytes_per_cycle:
         transfer = max(transfer, l2_bytes / (hw.l2_bytes_per_cycle / cores))  # [l2.bandwidth_gbps]
     transfer_l2 = transfer
     # the misses: at this core's share of what TMA loads reach from DRAM with every SM loading
@@ -196,7 +204,23 @@ def tma_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     return CycleModel(int(total), int(cta), k_tile, pre, epilogue, 1, tiles_per_cta, cores, 1, bound, terms)
 
 
-def _interp(xs: tuple[int, ...], ys: tuple[int, ...], x: float) -> float:
+def l2_read_cycles(hw: HwConfig, cores: int, readers: float, nbytes: float) -> float:
+    """Cycles a core's `nbytes` of TMA boxes that `readers` SMs read at once take from the L2 with `cores` SMs
+    loading (benchmarks/tma_l2rate, docs/wgmma-tma.md section 14): one reader at its share of the device's
+    [tma.l2_read_gbps], two or three at that of [tma.l2_pair_gbps] (measured at 2), [tma.l2_multi_readers] or more
+    at [tma.l2_multi_bytes_per_cycle] into each SM; none faster than that. The rates by SMs loading
+    ([tma.l2_read_cores]) are in GB/s (the L2's clock), the SM's in SM cycles."""
+    tma = hw.tma
+    assert tma is not None and tma.l2_read_gbps and tma.l2_multi_bytes_per_cycle and tma.l2_multi_readers
+    cap = tma.l2_multi_bytes_per_cycle
+    if readers >= tma.l2_multi_readers or nbytes <= 0:
+        return nbytes / cap
+    table = tma.l2_pair_gbps if readers >= 2 and tma.l2_pair_gbps else tma.l2_read_gbps
+    gbps = _interp(tma.l2_read_cores, table, cores)
+    return nbytes / min(cap, gbps * 1e3 / hw.clock_mhz / cores)
+
+
+def _interp(xs: tuple[int, ...], ys: tuple[int, ...] | tuple[float, ...], x: float) -> float:
     """ys at x, linear between the measured points xs (ascending), the last segment's slope beyond, the first
     point's value below."""
     if x <= xs[0]:
