@@ -82,8 +82,11 @@ def test_shared_walk_equals_own_walks(monkeypatch: pytest.MonkeyPatch) -> None:
 # the ring's queue) and the zero fill as a device-wide rate (tma.oob_fill_gbps for oob_trip; docs/wgmma-tma.md
 # section 13); the pick wgmma_tma 128x64 s6 (4,895 cycles) -> 128x64 s5 (4,856: s5 and s6 tie on the K loop, s5's
 # prologue is shorter); before: 0289db1b...e366
+# h200 re-recorded on purpose (s12-l2 branch, session 12): one-wave wgmma_tma stages take the L2's measured TMA rate by
+# SMs reading each line at once (tma.l2_read_*, benchmarks/tma_l2rate; docs/wgmma-tma.md section 14) instead of
+# l2.bandwidth_gbps for every byte; the pick stays wgmma_tma 128x64 s5 (4,856 -> 4,728 cycles); before: a6148d78...20c9
 DIGESTS = {
-    ("h200", "1000x520x264", "f16"): "a6148d78a8e33f31c4d0fd825af8a454ddf32f5483dfc5af916dfb0d720a20c9",
+    ("h200", "1000x520x264", "f16"): "4e4cb6e4bed1278d8fab612344c8d774b18f276e03974f10fc8e17fea3ba4eed",
     ("npu7nm", "128x64x32", "bf16"): "a40206afa130b4850c0959cb95a3c04657aa1946cc0abc2bb7ae3ab2bd71d4e3",
 }
 
