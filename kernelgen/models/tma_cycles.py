@@ -10,7 +10,8 @@ output tile and K tile, two engines work at once:
 - producer: thread 0 of warpgroup 0 issues the stage's TMA boxes (per instruction the longer of the SASS
   sequence that issues it, [tma.warp_issue], and the TMA unit's accept interval, [tma.issue]),
   and the stage's bytes stream into shared memory at [tma.bytes_per_cycle] or this core's share of the
-  L2's read bandwidth ([l2.bandwidth_gbps] over the cores loading at once), the L2 misses also at its
+  L2's read bandwidth ([l2.bandwidth_gbps] over the cores loading at once; in one wave each operand at the rate of
+  the SMs reading its boxes at once, [tma.l2_read_*], l2_read_cycles), the L2 misses also at its
   share of DRAM ([dram.bandwidth_gbps]). Issue (one thread) and transfer (the TMA unit and the L2) are
   different resources and the ring keeps stages - 1 K tiles in flight, so they overlap: the larger one,
   or the ring's round trip over its stages (bytes in flight: a stage's issue, latency, transfer and
