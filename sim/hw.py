@@ -271,14 +271,14 @@ class Tma:
     # at the device's l2_read_gbps and lines two read at l2_pair_gbps (GB/s, whole device, measured at
     # l2_read_cores SMs loading: points ascending, linear between them, the last segment's slope beyond, the first
     # point's value below), lines read by l2_multi_readers or more at l2_multi_bytes_per_cycle into each SM (SM
-    # cycles); a stage's operands take their times one after the other. Read by the wgmma_tma model only, for its
+    # cycles, at the same SM counts); a stage's operands take their times one after the other. Read by the wgmma_tma model only, for its
     # one-wave kernels (the simulator, the cp.async model and several waves keep l2.bandwidth_gbps). Empty / None:
     # l2.bandwidth_gbps for every line
     l2_read_cores: tuple[int, ...] = ()
     l2_read_gbps: tuple[float, ...] = ()
     l2_pair_gbps: tuple[float, ...] = ()
     l2_multi_readers: int | None = None
-    l2_multi_bytes_per_cycle: float | None = None
+    l2_multi_bytes_per_cycle: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -760,7 +760,7 @@ def _check_object(obj: Any, node: _Node, path: str, ctx: _Ctx) -> None:
             raise ctx.fail(line, p, f"must be a multiple of line * assoc ({obj.line} * {obj.assoc})",
                            obj.size, "change size, line or assoc so that the sets come out whole")
     if isinstance(obj, Tma):
-        for key in ("l2_read_gbps", "l2_pair_gbps"):
+        for key in ("l2_read_gbps", "l2_pair_gbps", "l2_multi_bytes_per_cycle"):
             got = getattr(obj, key)
             if got and len(got) != len(obj.l2_read_cores):
                 line, p = at(key)

@@ -210,10 +210,11 @@ def l2_read_cycles(hw: HwConfig, cores: int, readers: float, nbytes: float) -> f
     loading (benchmarks/tma_l2rate, docs/wgmma-tma.md section 14): one reader at its share of the device's
     [tma.l2_read_gbps], two or three at that of [tma.l2_pair_gbps] (measured at 2), [tma.l2_multi_readers] or more
     at [tma.l2_multi_bytes_per_cycle] into each SM; none faster than that. The rates by SMs loading
-    ([tma.l2_read_cores]) are in GB/s (the L2's clock), the SM's in SM cycles."""
+    ([tma.l2_read_cores]) are in GB/s (the L2's clock), the SM's in SM cycles (95-94 B/cycle at 112-132 SMs, 102.5 at
+    64)."""
     tma = hw.tma
     assert tma is not None and tma.l2_read_gbps and tma.l2_multi_bytes_per_cycle and tma.l2_multi_readers
-    cap = tma.l2_multi_bytes_per_cycle
+    cap = _interp(tma.l2_read_cores, tma.l2_multi_bytes_per_cycle, cores)
     if readers >= tma.l2_multi_readers or nbytes <= 0:
         return nbytes / cap
     table = tma.l2_pair_gbps if readers >= 2 and tma.l2_pair_gbps else tma.l2_read_gbps
