@@ -271,9 +271,9 @@ class Tma:
     # at the device's l2_read_gbps and lines two read at l2_pair_gbps (GB/s, whole device, measured at
     # l2_read_cores SMs loading: points ascending, linear between them, the last segment's slope beyond, the first
     # point's value below), lines read by l2_multi_readers or more at l2_multi_bytes_per_cycle into each SM (SM
-    # cycles, at the same SM counts); a stage's operands take their times one after the other. Read by the wgmma_tma model only, for its
-    # one-wave kernels (the simulator, the cp.async model and several waves keep l2.bandwidth_gbps). Empty / None:
-    # l2.bandwidth_gbps for every line
+    # cycles, at the same SM counts); a stage's operands take their times one after the other. Read by the wgmma_tma
+    # model only, for its one-wave kernels (the simulator, the cp.async model and several waves keep
+    # l2.bandwidth_gbps). Empty / None: l2.bandwidth_gbps for every line
     l2_read_cores: tuple[int, ...] = ()
     l2_read_gbps: tuple[float, ...] = ()
     l2_pair_gbps: tuple[float, ...] = ()
