@@ -147,3 +147,28 @@ def test_rates_need_one_per_sm_count():
     assert bad != text
     with pytest.raises(HwConfigError, match="l2_pair_gbps"):
         hw_from_text(bad, "h200.yaml")
+
+
+def test_probe_plans_and_summary():
+    """benchmarks/tma_l2rate/run.py without a GPU: every case of both sets fits its ring in shared memory and its B
+    rows in the tensor, one CTA per SM (>= 120 KiB), and the summary of a synthetic record at 10 TB/s reads 10 TB/s."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from tma_l2rate.run import MIN_SHARED, cases, cases2, plan, summary
+
+    for c in cases() + cases2():
+        p = plan(c)
+        assert MIN_SHARED <= p["shared"] <= 226 << 10 and p["q"] > c["depth"]
+    c = cases2()[1]  # readers8, 112 CTAs, 4 producers x 6
+    p = plan(c)
+    grid, landed = c["grid"], c["producers"] * (p["steps"] - (p["q"] - c["depth"] + 1))
+    ns = landed * p["stage_bytes"] * grid / 10_000  # 10 TB/s = 10,000 bytes per ns, device
+    raw = np.zeros((grid, 8), dtype=np.int64)
+    raw[:, 3], raw[:, 4], raw[:, 5] = 0, 1000, 1000 + int(ns)
+    raw[:, 0], raw[:, 1], raw[:, 2] = raw[:, 3] * 2, raw[:, 4] * 2, raw[:, 5] * 2
+    raw[:, 6] = np.arange(grid)
+    s = summary(raw.ravel(), grid, p, c["depth"], c["producers"])
+    assert s["device_tb_s"] == pytest.approx(10.0, rel=1e-3) and s["sms"] == grid and s["clock_mhz"] == 2000
