@@ -124,6 +124,41 @@ class ClockWarp(ReplayWarp):
         return rec
 
     def _store(self, store: tuple[str, np.dtype], addrs: np.ndarray, tags: np.ndarray) -> None:
+        """The store (st, or red.add / min / max) of the cycles read, lane by lane in lane order (a later
+        lane wins an address, as GlobalMemory.store; atomics serialize): Python ints on the allocation's
+        typed view, no array per store. The lock-step run made this very access (so it is inside one
+        allocation and aligned: no Fault to raise); `_store_numpy` is the same through GlobalMemory."""
+        op, dt = store
+        size = dt.itemsize
+        bits = 8 * size
+        mask = (1 << bits) - 1
+        half = 1 << (bits - 1) if dt.kind == "i" else 0  # signed: values >= half stand for v - 2^bits
+        cycles = self.cycles
+        allocs = self.gmem.allocs
+        for a, t in zip(addrs.tolist(), tags.tolist()):
+            v = cycles[t] & mask
+            if half and v >= half:
+                v -= 1 << bits
+            al = allocs[0]
+            for x in allocs:  # the last allocation at or below the address (GlobalMemory._spans' search)
+                if x.base <= a:
+                    al = x
+            view = al.view(dt)
+            i = (a - al.base) // size
+            if op != "st":
+                old = int(view[i])
+                if op == "add":  # wraps, as the typed arrays' sum
+                    v = (old + v) & mask
+                    if half and v >= half:
+                        v -= 1 << bits
+                elif op == "min":
+                    v = min(old, v)
+                else:  # max
+                    v = max(old, v)
+            view[i] = v
+
+    def _store_numpy(self, store: tuple[str, np.dtype], addrs: np.ndarray, tags: np.ndarray) -> None:
+        """`_store` through GlobalMemory's vectorised store / load (what it replaced; tests compare them)."""
         op, dt = store
         mask = (1 << (8 * dt.itemsize)) - 1
         vals = np.array([self.cycles[t] & mask for t in tags.tolist()], dtype=np.uint64)

@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 import simpy
 
 from sim.errors import ExecutionError
+from sim.functional.ops_mem import CLUSTER_BAR_ID
 from sim.functional.runner import barrier_ready, make_cta
 from sim.functional.warp import CTA, Warp
 from sim.hw import HwConfig
@@ -41,6 +42,7 @@ class CtaT:
         self.waiting: list[Warp] = []
         self.arrivals: dict[int, int] = {}  # id(warp) -> cycle it arrived at the barrier
         self.mbar_waiters: list[WarpT] = []  # warps stopped at an incomplete mbarrier wait (sim/timing/tma.py)
+        self.replay = False  # every warp replays records (WarpT.rw): Core._check_barrier's short path
 
 
 class _Interrupt:
@@ -231,6 +233,7 @@ WOKEN: Final = 4
 RUNNING: Final = 5
 URGENT: Final[int] = simpy.events.URGENT
 NORMAL: Final[int] = simpy.events.NORMAL
+_CLUSTER_BAR_ID: Final[int] = CLUSTER_BAR_ID
 
 
 class Scheduler:
@@ -435,6 +438,7 @@ class Core:
         self.live_ctas: list[CtaT] = []
         self.next_sched = 0
         self.plan_gen = 0  # WarpT.recompute's plan number (PipeUnit.mgen)
+        self.sync_latency = -1  # the sync pipe's latency (a bar.sync's release), once asked
 
     @property
     def now(self) -> int:
@@ -459,6 +463,7 @@ class Core:
             s.warps.append(wt)
             s.gws = None
             s.wake(self.now)
+        ct.replay = all(wt.rw is not None for wt in ct.warps)
         self.live_ctas.append(ct)
         if ct.live == 0:
             self._cta_done(ct, self.now)
@@ -472,7 +477,40 @@ class Core:
         self._check_barrier(ct, t)
 
     def _check_barrier(self, ct: CtaT, t: int) -> None:
-        rel = barrier_ready(ct.cta, ct.waiting)
+        waiting = ct.waiting
+        if ct.replay and waiting:  # replayed warps (bar_count 0) at one bar.sync id: barrier_ready's answer
+            bid = waiting[0].bar_id
+            for w in waiting:
+                if w.bar_id != bid:
+                    bid = -1
+                    break
+            if bid >= 0 and bid != _CLUSTER_BAR_ID:
+                live = 0  # warps not done (WarpT.wdone mirrors w.done)
+                for wt in ct.warps:
+                    if not wt.wdone:
+                        live += 1
+                if len(waiting) < live:
+                    return
+                # all released, at the sync pipe's latency (release_latency of a bar.sync)
+                last = t
+                arrivals = ct.arrivals
+                for w in waiting:
+                    a = arrivals.pop(id(w), t)
+                    if a > last:
+                        last = a
+                ct.waiting = []
+                lat = self.sync_latency
+                if lat < 0:
+                    lat = self.sync_latency = self.hw.pipe_for("sync").latency
+                at = last + lat
+                ids = {id(w) for w in waiting}
+                for wt in ct.warps:
+                    if id(wt.w) in ids:
+                        wt.fetch_at = at
+                        wt.dirty = True
+                        wt.sched.wake(at)
+                return
+        rel = barrier_ready(ct.cta, waiting)
         if not rel:
             return
         last = max(ct.arrivals.pop(id(w), t) for w in rel)

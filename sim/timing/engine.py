@@ -91,6 +91,7 @@ class Simulation:
         self.statics = statics(k.body, hw, self.P.L.file)
         self.nregs = register_count(self.statics)
         self.indep_memo: dict[tuple[int, ...], tuple[int, ...]] = {}  # window signature -> independent entries
+        self.bar_ids: dict[int, int] = {}  # pc -> a replayed barrier's id there (WarpT.fill)
         self.lookahead = max(1, lookahead if lookahead is not None else hw.core.lookahead)
         self.stats = Stats(trace)
         self.budget = max_instructions
@@ -345,14 +346,37 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
     nwin = -(-cycles // win)
     series: dict[str, Any] = {"window": win, "t": [i * win for i in range(nwin)]}
     per = {p.name: np.zeros(nwin) for p in hw.pipes}
-    for c in sim.cores:  # the issue cycles' busy sums (PipeUnit.busy_at; integers: any order sums alike)
+    # the issue cycles' busy sums (PipeUnit.busy_at, then Simulation.fold's arrays, unit by unit): every
+    # (cycle, occupancy) of a pipe in that order, added to its window by one np.add.at (in index order: the
+    # additions a loop over them made, in the same order)
+    cyc: dict[str, list[int]] = {name: [] for name in per}
+    occ: dict[str, list[Any]] = {name: [] for name in per}
+    segs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in per}
+
+    def flush(name: str) -> None:
+        ks, vs = cyc[name], occ[name]
+        if ks:
+            segs[name].append((np.fromiter(ks, np.int64, len(ks)), np.fromiter(vs, np.float64, len(vs))))
+            ks.clear()
+            vs.clear()
+
+    folded = sim.folded
+    for c in sim.cores:
         for name, us in c.units.items():
-            row = per[name]
+            ks, vs = cyc[name], occ[name]
             for u in us:
-                for t, occ in u.busy_at.items():
-                    row[min(nwin - 1, t // win)] += occ
-                for ts, occs in sim.folded.get(id(u), []):  # Simulation.fold's (integers: sums alike)
-                    np.add.at(row, np.minimum(nwin - 1, ts // win), occs)
+                bt = u.busy_at
+                ks.extend(bt.keys())
+                vs.extend(bt.values())
+                f = folded.get(id(u)) if folded else None
+                if f:
+                    flush(name)
+                    segs[name] += [(ts, occs.astype(np.float64)) for ts, occs in f]
+    for name, row in per.items():
+        flush(name)
+        if sg := segs[name]:
+            ts = sg[0][0] if len(sg) == 1 else np.concatenate([k for k, _ in sg])
+            np.add.at(row, np.minimum(nwin - 1, ts // win), sg[0][1] if len(sg) == 1 else np.concatenate([v for _, v in sg]))
     for p in hw.pipes:
         series[p.name] = [round(float(x), 4) for x in per[p.name] / (win * p.count * ncores)]
     stalls = {r: int(st.stalls.get(r, 0)) for r in STALL_REASONS}

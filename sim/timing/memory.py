@@ -122,6 +122,8 @@ class CoreMemory:
         self.const = ConstantCache(hw.constant) if hw.constant is not None else None  # cold: a new launch
         self.xbar = CrossbarPort(hw, dev.sharing_cores)  # far reads cross between the L2 partitions
         dev.cores_made += 1
+        # the L1's lines and sectors are the L2's (h200): _l1_sectors / _l2_sectors map a sector mask to itself
+        self.same_lines = self.l1 is not None and self.l1.c.line == hw.l2.line and self.l1.c.sector == hw.l2.sector
 
     def _far(self, line: int) -> bool:
         """True when this core reads `line` across the partitions (its home is the other one and this
@@ -227,6 +229,8 @@ class CoreMemory:
         sizes may differ from the L2's)."""
         l1, l2c = self.l1, self.hw.l2
         assert l1 is not None
+        if self.same_lines:  # the loop below gives (line, mask) (mask holds only the line's sectors)
+            return line, mask & l1.full
         base = line * l2c.line
         l1line = base // l1.c.line
         off = base - l1line * l1.c.line
@@ -243,6 +247,8 @@ class CoreMemory:
         l1, l2c = self.l1, self.hw.l2
         assert l1 is not None
         spl = l2c.line // l2c.sector
+        if self.same_lines and l1line == line:  # the loop below keeps l1mask's sectors below spl
+            return l1mask & ((1 << spl) - 1)
         m = 0
         for i in range(l1.c.line // l1.c.sector):
             if l1mask >> i & 1:

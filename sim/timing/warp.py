@@ -105,7 +105,8 @@ class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw", "clock_pcs")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw", "clock_pcs",
+                 "bar_ids")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -159,6 +160,9 @@ class WarpT:
         self.cw: ClockWarp | None = wa if type(wa) is ClockWarp else None
         self.recs: deque[Executed] | None = self.rw.records if self.rw is not None else None
         self.clock_pcs: set[int] | None = None
+        # pc -> the barrier id ReplayWarp.step sets there (from the PTX operands: the same at every visit), so
+        # that fill replays barrier records inline too after the first (Simulation.bar_ids, one per kernel)
+        self.bar_ids: dict[int, int] = core.sim.bar_ids
         if self.cw is not None:
             self.clock_pcs = set(self.cw.clocks.reads) | set(self.cw.clocks.stores)
 
@@ -186,11 +190,23 @@ class WarpT:
                     self.fetch_at = INF
                     self.block_reason = "scoreboard"
                 break
-            if recs is not None and recs and recs[0].ctl != _BARRIER and (
-                    self.clock_pcs is None or pc not in self.clock_pcs):  # ReplayWarp.step (ClockWarp.step), inline
+            inline = False
+            setbar = False
+            bid = 0
+            if recs is not None and recs and (self.clock_pcs is None or pc not in self.clock_pcs):
+                if recs[0].ctl != _BARRIER:
+                    inline = True
+                else:  # a barrier: its id as ReplayWarp.step found it at this pc before (bar_ids), if it did
+                    b = self.bar_ids.get(pc)
+                    if b is not None:
+                        bid = b
+                        inline = setbar = True
+            if inline:  # ReplayWarp.step (ClockWarp.step), inline
                 rw = self.rw
                 assert rw is not None
-                rec = recs.popleft()
+                rec = recs.popleft()  # type: ignore[union-attr]
+                if setbar:
+                    rw.bar_id = bid
                 pc = rec.next_pc
                 rw.pc = pc
                 wdone = self.wdone = rw.done = pc == -1
@@ -200,6 +216,8 @@ class WarpT:
             else:
                 rec = w.step()
                 wdone = self.wdone = w.done
+                if rec.ctl == _BARRIER and self.rw is not None:  # ReplayWarp.step's id of this pc's barrier
+                    self.bar_ids[pc] = self.rw.bar_id
                 pc = rec.next_pc
             self.dirty = True
             n = budget.count = budget.count + 1
