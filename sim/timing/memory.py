@@ -173,10 +173,11 @@ class CoreMemory:
             a = addrs.astype(np.int64)
             first = a // l2c.sector
             last = (a + size - 1) // l2c.sector
-            sectors = np.unique(np.concatenate([first, last])) if size > 1 else np.unique(first)
+            # the distinct sectors in order (sorted(set()): np.unique's result, without importing numpy.ma)
+            sectors = sorted(set(first.tolist()) | set(last.tolist())) if size > 1 else sorted(set(first.tolist()))
             per_line: dict[int, int] = {}
             spl = l2c.line // l2c.sector
-            for s in sectors.tolist():
+            for s in sectors:
                 per_line[s // spl] = per_line.get(s // spl, 0) | 1 << (s % spl)
             if len(pats) >= 1 << 16:
                 pats.clear()
@@ -327,6 +328,6 @@ class CoreMemory:
             if offs is None:
                 if len(memo) >= 1 << 16:
                     memo.clear()
-                offs = memo[key] = np.unique(addrs + np.uint64(c.param_base) if space == "param" else addrs).tolist()
+                offs = memo[key] = sorted(set((addrs + np.uint64(c.param_base) if space == "param" else addrs).tolist()))
             return max(t + self.lsu_latency, self.const.read(t, bank, offs)), 0
         return t + self.lsu_latency, 0  # .param / .const without hw.constant: a hit

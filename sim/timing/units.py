@@ -68,7 +68,11 @@ class SharedBanks:
         phase = np.arange(a.size) // lanes_per_phase
         words = (a[:, None] // bw + np.arange(words_per_lane)[None, :]).ravel()
         ph = np.repeat(phase, words_per_lane)
-        uniq = np.unique(ph * (1 << 40) + words)  # distinct words per phase (broadcast is free)
+        # distinct words per phase (broadcast is free): np.unique's sorted values, by sorting (np.unique imports
+        # numpy.ma at its first call)
+        uniq = np.sort(ph * (1 << 40) + words)
+        if uniq.size > 1:
+            uniq = uniq[np.concatenate(([True], uniq[1:] != uniq[:-1]))]
         uph, uw = uniq >> 40, uniq & ((1 << 40) - 1)
         nph = int(uph.max()) + 1
         per_bank = np.bincount(uph * self.sm.banks + (uw % self.sm.banks), minlength=nph * self.sm.banks)
