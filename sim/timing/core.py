@@ -364,9 +364,10 @@ class Scheduler:
             else:
                 t = wt.ct
                 vu = wt.valid_until
+                cu = wt.cunit  # (set whenever ct == valid_until == now: recompute found an entry)
                 # due now, its unit still free and nothing to fetch: recompute() would pick the same
                 # entry (the older ones were later, and units only get busier), so skip it
-                if vu <= now and (t != now or vu != now or wt.cunit.free > now or (  # type: ignore[union-attr]
+                if vu <= now and (t != now or vu != now or cu is None or cu.free > now or (
                         wt.fetch_at <= now and len(wt.wst) < wt.lim and not wt.wdone)):
                     t = wt.recompute(now)
             if t <= now:

@@ -124,6 +124,20 @@ class CoreMemory:
         dev.cores_made += 1
         # the L1's lines and sectors are the L2's (h200): _l1_sectors / _l2_sectors map a sector mask to itself
         self.same_lines = self.l1 is not None and self.l1.c.line == hw.l2.line and self.l1.c.sector == hw.l2.sector
+        # hw.l2's fields as native ints (the compiled core reads an interpreted HwConfig's attributes by name)
+        self.l2_line: int = hw.l2.line
+        self.l2_sector: int = hw.l2.sector
+        self.l2_hit: int = hw.l2.hit_latency
+        spl = hw.l2.line // hw.l2.sector
+        # sector mask of a line -> its bytes (bin(mask).count("1") * l2.sector), for the masks a line can have
+        self.mask_bytes: list[int] = [bin(m).count("1") * hw.l2.sector for m in range(1 << spl)] if spl <= 12 else []
+
+    def _bytes(self, mask: int) -> int:
+        """The bytes of the l2.sector-byte sectors in `mask`."""
+        tab = self.mask_bytes
+        if 0 <= mask < len(tab):
+            return tab[mask]
+        return bin(mask).count("1") * self.l2_sector
 
     def _far(self, line: int) -> bool:
         """True when this core reads `line` across the partitions (its home is the other one and this
@@ -162,7 +176,7 @@ class CoreMemory:
         kept (DeviceMemory.line_patterns)."""
         if not addrs.size:
             return []
-        lb = self.hw.l2.line
+        lb = self.l2_line
         a0 = int(addrs[0])
         key = ((addrs - addrs[0]).tobytes(), addrs.dtype.char, a0 % lb, size)
         pats = self.dev.line_patterns
@@ -185,7 +199,6 @@ class CoreMemory:
         return [(base + rel, mask) for rel, mask in pat]
 
     def _read(self, t: int, line: int, mask: int, use_l1: bool, port: L2Port) -> int:
-        l2c = self.hw.l2
         l1line = -1
         if use_l1 and self.l1 is not None:
             l1line, l1mask = self._l1_sectors(line, mask)
@@ -193,7 +206,7 @@ class CoreMemory:
             if not missing_l1:
                 return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
             mask &= self._l2_sectors(line, l1line, missing_l1)  # the L1 fetches only what it misses (sectored)
-        nbytes = bin(mask).count("1") * l2c.sector
+        nbytes = self._bytes(mask)
         t = port.take(t, nbytes)
         missing = self.l2.lookup(line, mask)
         self._write_back(t, self.l2.victim)
@@ -207,15 +220,15 @@ class CoreMemory:
         if not missing:
             other = self.dev.fetched_by_others.pop(line, None) if self.dev.fetched_by_others else None
             if other is not None:
-                self.dev.l2_fill[line] = pending = max(pending, other[0].request(t, line * l2c.line, other[1])[0])
+                self.dev.l2_fill[line] = pending = max(pending, other[0].request(t, line * self.l2_line, other[1])[0])
             # merged into the miss in flight, if any; across the partitions the first time
-            lat = max(t + l2c.hit_latency + (self.dev.far_latency if far else 0), pending)
+            lat = max(t + self.l2_hit + (self.dev.far_latency if far else 0), pending)
             if far:  # the copy this read leaves in the core's partition exists when its data arrives
                 self.dev.copy_at[line] = lat
             elif self.dev.copy_at and self.dev.home(line) != self.partition:
                 lat = max(lat, self.dev.copy_at.get(line, 0))  # the copy another core's far read brings
         else:
-            done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+            done, _ = self.dram.request(t, line * self.l2_line, self._bytes(missing))
             if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses
                 done += self.dev.far_latency // 2 if self.dev.home(line) != self.partition else \
                     -(self.dev.far_latency // 2)
@@ -228,10 +241,11 @@ class CoreMemory:
     def _l1_sectors(self, line: int, mask: int) -> tuple[int, int]:
         """(L1 line, its sector mask) of the sectors `mask` of L2 line `line` (the L1's line and sector
         sizes may differ from the L2's)."""
-        l1, l2c = self.l1, self.hw.l2
+        l1 = self.l1
         assert l1 is not None
         if self.same_lines:  # the loop below gives (line, mask) (mask holds only the line's sectors)
             return line, mask & l1.full
+        l2c = self.hw.l2
         base = line * l2c.line
         l1line = base // l1.c.line
         off = base - l1line * l1.c.line
@@ -245,11 +259,12 @@ class CoreMemory:
 
     def _l2_sectors(self, line: int, l1line: int, l1mask: int) -> int:
         """The sectors of L2 line `line` that cover the L1 sectors `l1mask` of L1 line `l1line`."""
-        l1, l2c = self.l1, self.hw.l2
+        l1 = self.l1
         assert l1 is not None
+        if self.same_lines and l1line == line:  # the loop below keeps l1mask's sectors (all below spl)
+            return l1mask & l1.full
+        l2c = self.hw.l2
         spl = l2c.line // l2c.sector
-        if self.same_lines and l1line == line:  # the loop below keeps l1mask's sectors below spl
-            return l1mask & ((1 << spl) - 1)
         m = 0
         for i in range(l1.c.line // l1.c.sector):
             if l1mask >> i & 1:
@@ -263,9 +278,8 @@ class CoreMemory:
         """Write-through to the L2 (allocated there, the written sectors dirty), no L1 allocate; the
         line leaves this core's L1. An atomic's read-modify-write needs the old sectors in the L2: it
         waits for a fill in flight, or fetches the missing sectors from DRAM."""
-        l2c = self.hw.l2
         if self.l1 is not None:
-            l1line = line * l2c.line // self.l1.c.line
+            l1line = line * self.l2_line // self.l1.c.line
             self.l1.invalidate(l1line)
             self.l1_fill.pop(l1line, None)
         missing = self.l2.lookup(line, mask, fetch=atomic)
@@ -285,8 +299,8 @@ class CoreMemory:
         hop = self.dev.far_latency if far else 0
         pending = self.dev.l2_fill.get(line, 0)
         if not missing:
-            return max(t + l2c.hit_latency + hop, pending)
-        done, _ = self.dram.request(t, line * l2c.line, bin(missing).count("1") * l2c.sector)
+            return max(t + self.l2_hit + hop, pending)
+        done, _ = self.dram.request(t, line * self.l2_line, self._bytes(missing))
         if self.dev.far_latency:  # dram.latency is the mean of near- and far-homed misses, as for reads
             done += self.dev.far_latency // 2 if far else -(self.dev.far_latency // 2)
         self.dev.l2_fill[line] = lat = max(done, pending)
@@ -301,7 +315,7 @@ class CoreMemory:
         self.dev.copy_at.pop(victim, None)
         dirty = self.dev.dirty.pop(victim, 0)
         if dirty:
-            self.dram.request(t, victim * self.hw.l2.line, bin(dirty).count("1") * self.hw.l2.sector)
+            self.dram.request(t, victim * self.l2_line, self._bytes(dirty))
 
     def access(self, t: int, space: str, addrs: np.ndarray, size: int, direction: Direction,
                cache_op: str) -> tuple[int, int]:

@@ -39,9 +39,9 @@ class St:
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
-        self.index = ins.index
-        self.line = ins.line
-        self.text = ins.text
+        self.index: int = ins.index  # (typed: native ints in the compiled core, where `ins` is untyped)
+        self.line: int = ins.line
+        self.text: str = ins.text
         pipe = hw.pipe_for(ins.pipe)
         self.pipe = pipe.name
         wg = isa.wgmma_role(ins)

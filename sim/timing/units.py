@@ -97,6 +97,7 @@ class SetAssocCache:
 
     def __init__(self, c: Cache):
         self.c = c
+        self.assoc: int = c.assoc  # (a native int: lookup reads it at every allocation)
         self.sets = c.size // (c.line * c.assoc)
         spl = c.line // c.sector
         self.full = (1 << spl) - 1  # every sector of a line
@@ -135,7 +136,7 @@ class SetAssocCache:
         if self.widen is not None and fetch:
             mask = self.widen[mask]
         if allocate:
-            if len(s) >= self.c.assoc:
+            if len(s) >= self.assoc:
                 self.victim = s.popitem(last=False)[0]
             s[line_addr] = mask
         return mask

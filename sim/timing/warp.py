@@ -399,7 +399,7 @@ class WarpT:
         self.dirty = True
         st = self.wst.pop(j)
         rec = self.wrec.pop(j)
-        del self.wops[j]
+        self.wops.pop(j)
         w = self.w
         if rec is None:  # a %clock read: execute now, at its issue cycle
             rec = w.step(t)
