@@ -56,6 +56,7 @@ _YIELD: Final[int] = YIELD
 _ARRIVE: Final[int] = ARRIVE
 _BARRIER: Final[int] = BARRIER
 _EXIT: Final[int] = EXIT
+_FIRST: Final[tuple[int, ...]] = (0,)  # independent() of a window of one entry
 
 
 
@@ -106,7 +107,7 @@ class WarpT:
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
                  "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw", "clock_pcs",
-                 "bar_ids")
+                 "bar_ids", "ccount")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -163,8 +164,10 @@ class WarpT:
         # pc -> the barrier id ReplayWarp.step sets there (from the PTX operands: the same at every visit), so
         # that fill replays barrier records inline too after the first (Simulation.bar_ids, one per kernel)
         self.bar_ids: dict[int, int] = core.sim.bar_ids
+        self.ccount = 0  # a ClockWarp's count, kept here by fill's inline replay (written back before its step())
         if self.cw is not None:
             self.clock_pcs = set(self.cw.clocks.reads) | set(self.cw.clocks.stores)
+            self.ccount = self.cw.count
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -178,7 +181,10 @@ class WarpT:
         sim = self.sim
         budget = self.budget
         recs = self.recs
+        rw = self.rw
+        cw = self.cw
         pc = w.pc
+        moved = False  # pc advanced by the inline replay below and not yet written to rw.pc
         while len(wst) < lim and not self.wdone:
             st = statics[pc]
             if st.clock:  # executed at issue, so %clock reads the issue cycle
@@ -193,41 +199,57 @@ class WarpT:
             inline = False
             setbar = False
             bid = 0
+            ctl: int | None = None
             if recs is not None and recs and (self.clock_pcs is None or pc not in self.clock_pcs):
-                if recs[0].ctl != _BARRIER:
+                ctl = recs[0].ctl
+                if ctl is None or ctl != _BARRIER:
                     inline = True
                 else:  # a barrier: its id as ReplayWarp.step found it at this pc before (bar_ids), if it did
                     b = self.bar_ids.get(pc)
                     if b is not None:
                         bid = b
                         inline = setbar = True
-            if inline:  # ReplayWarp.step (ClockWarp.step), inline
-                rw = self.rw
-                assert rw is not None
-                rec = recs.popleft()  # type: ignore[union-attr]
+            if inline:  # ReplayWarp.step (ClockWarp.step), inline; rw.pc is written when fill stops or calls out
+                assert rw is not None and recs is not None
+                rec = recs.popleft()
                 if setbar:
                     rw.bar_id = bid
                 pc = rec.next_pc
-                rw.pc = pc
-                wdone = self.wdone = rw.done = pc == -1
-                cw = self.cw
+                moved = True
+                wdone = pc == -1
+                if wdone:  # (rw.done was False: it had records)
+                    self.wdone = rw.done = True
                 if cw is not None:
-                    cw.count += 1
+                    self.ccount += 1
             else:
+                if moved:
+                    assert rw is not None
+                    rw.pc = pc
+                    moved = False
+                if cw is not None:
+                    cw.count = self.ccount
                 rec = w.step()
+                if cw is not None:
+                    self.ccount = cw.count
                 wdone = self.wdone = w.done
-                if rec.ctl == _BARRIER and self.rw is not None:  # ReplayWarp.step's id of this pc's barrier
-                    self.bar_ids[pc] = self.rw.bar_id
+                ctl = rec.ctl
+                if ctl is not None and ctl == _BARRIER and rw is not None:  # ReplayWarp.step's id of this barrier
+                    self.bar_ids[pc] = rw.bar_id
                 pc = rec.next_pc
             self.dirty = True
             n = budget.count = budget.count + 1
             if n > budget.limit:
+                if moved:
+                    assert rw is not None
+                    rw.pc = pc
+                    moved = False
+                if cw is not None:
+                    cw.count = self.ccount
                 sim.count_instruction_overflow(st.index)
             wst.append(st)
             wrec.append(rec)
             wops.append(None)
-            ctl = rec.ctl
-            if not (ctl or st.fetch_stop):
+            if not ((ctl is not None and ctl != 0) or st.fetch_stop):
                 continue
             if st.is_bra:
                 self.fetch_at = INF  # until the branch issues (see issue)
@@ -248,6 +270,9 @@ class WarpT:
                 self.block_reason = "mbarrier"
                 self.cta.mbar_waiters.append(self)
                 break
+        if moved:
+            assert rw is not None
+            rw.pc = pc
 
     # -- the earliest cycle something can issue -------------------------------------------------------
     def recompute(self, now: int) -> int:
@@ -278,10 +303,14 @@ class WarpT:
         tops: int
         if self.dirty:  # a new plan, each row evaluated as it is made
             self.dirty = False
-            key = tuple(win)
-            free = self.indep.get(key)
-            if free is None:
-                free = self.indep[key] = independent(key)
+            if len(win) == 1:  # independent() of a window of one entry
+                free = _FIRST
+            else:
+                key = tuple(win)
+                got = self.indep.get(key)
+                if got is None:
+                    got = self.indep[key] = independent(key)
+                free = got
             # the plan: per independent window entry what does not change until this warp issues again:
             # the cycle its operands are ready (scoreboard) with the reason (the first source register
             # reaching it), its pipe unit, and the cycle its cp.async wait is satisfied. An entry's
@@ -402,7 +431,12 @@ class WarpT:
         self.wops.pop(j)
         w = self.w
         if rec is None:  # a %clock read: execute now, at its issue cycle
+            cw = self.cw
+            if cw is not None:
+                cw.count = self.ccount
             rec = w.step(t)
+            if cw is not None:
+                self.ccount = cw.count
             self.wdone = w.done
             budget = self.budget
             budget.count += 1
