@@ -96,15 +96,55 @@ SCHED_MASK: Final = (1 << SCHED_BITS) - 1
 class SchedQueue:
     """The schedulers' NORMAL queue entries of one environment, merged with SimPy's heap by run_events:
     `fifo` the next-cycle ones (made while the cycle before was processed, so in (time, insertion)
-    order: a FIFO, read from `head`), `heap` the sleeps (a heap of ints)."""
+    order: a FIFO, read from `head`), and the sleeps by cycle (`slots`: cycle -> its keys, appended in
+    insertion order, so each list is sorted; `times`: a heap of the cycles that have a list), `top` the least
+    sleep key (-1 when none), the `pos`-th of the list of cycle `ttop`. A heap of the cycles instead of one of
+    the keys: a push or pop of `times` per cycle that has sleeps, not per sleep."""
 
-    __slots__ = ("fifo", "head", "heap", "scheds")
+    __slots__ = ("fifo", "head", "scheds", "slots", "times", "top", "ttop", "pos")
 
     def __init__(self) -> None:
         self.fifo: list[int] = []
         self.head = 0
-        self.heap: list[int] = []
         self.scheds: list[Scheduler] = []  # by index (the key's low bits)
+        self.slots: dict[int, list[int]] = {}
+        self.times: list[int] = []
+        self.top = -1
+        self.ttop = 0
+        self.pos = 0
+
+    def push_sleep(self, key: int, t: int) -> None:
+        """Add a sleep's key (cycle t; its insertion number above every key's here)."""
+        lst = self.slots.get(t)
+        if lst is None:
+            self.slots[t] = [key]
+            heappush(self.times, t)
+            if self.top < 0 or t < self.ttop:  # (no key of cycle t yet: the new least)
+                self.top = key
+                self.ttop = t
+                self.pos = 0
+        else:
+            lst.append(key)  # later than the keys there: the least stays
+
+    def pop_sleep(self) -> None:
+        """Remove the least sleep key (`top`)."""
+        t = self.ttop
+        lst = self.slots[t]
+        pos = self.pos + 1
+        if pos < len(lst):
+            self.pos = pos
+            self.top = lst[pos]
+            return
+        del self.slots[t]
+        times = self.times
+        heappop(times)  # t
+        if times:
+            t = times[0]
+            self.ttop = t
+            self.pos = 0
+            self.top = self.slots[t][0]
+        else:
+            self.top = -1
 
 
 _QUEUES: WeakKeyDictionary[simpy.Environment, SchedQueue] = WeakKeyDictionary()
@@ -121,15 +161,14 @@ def run_events(env: simpy.Environment) -> None:
     """`env.run()` with no `until`: SimPy's Environment.step in a loop, in the same (time, priority,
     insertion) order, except that a scheduler's own entries are dispatched directly: no Event object,
     callback list or generator per scheduler wake-up (benchmarks/sim_profile.md: the SimPy queue was 8-15%
-    of the timing model), and its NORMAL entries wait as ints in a SchedQueue (a FIFO for the next cycle, a
-    heap for sleeps) merged with SimPy's heap by the same order. Every other event (a CTA launch process,
+    of the timing model), and its NORMAL entries wait as ints in a SchedQueue (a FIFO for the next cycle,
+    sleeps by cycle) merged with SimPy's heap by the same order. Every other event (a CTA launch process,
     a TMA landing, a scheduler's start or wake-up in SimPy's heap: the Scheduler itself or an _Interrupt)
     is processed as Environment.step does, failures included. The clock (env._now) is written only when it
     moves: most entries share their cycle with the one before."""
     q = env._queue
     sq = scheduler_queue(env)
     fifo = sq.fifo
-    heap = sq.heap
     scheds = sq.scheds
     pop = heappop
     sched_cls = Scheduler
@@ -143,14 +182,12 @@ def run_events(env: simpy.Environment) -> None:
     clock: int = int(env._now)
     last: Any = env._now  # the time of the last entry taken (env._now at the end, as Environment.step leaves it)
     while True:
-        k = -1  # the schedulers' first entry (FIFO head or heap top), -1 when none
+        k = sq.top  # the schedulers' first entry (FIFO head or least sleep), -1 when none
         h = sq.head
         if h < len(fifo):
-            k = fifo[h]
-            if heap and heap[0] < k:
-                k = heap[0]
-        elif heap:
-            k = heap[0]
+            f = fifo[h]
+            if k < 0 or f < k:
+                k = f
         if q:
             e = q[0]
             if e is not qh:
@@ -177,7 +214,7 @@ def run_events(env: simpy.Environment) -> None:
                     h = 0
                 sq.head = h
             else:
-                heappop(heap)
+                sq.pop_sleep()
             t: int = k >> (ID_BITS + SCHED_BITS)
             last = t
             s: Scheduler = scheds[k & SCHED_MASK]
@@ -416,7 +453,7 @@ class Scheduler:
             eid = self.pending = ids.n
             ids.n = eid + 1
             if eid <= ID_MASK and self.qi <= SCHED_MASK:
-                heappush(self.sq.heap, ((best_t << ID_BITS) | eid) << SCHED_BITS | self.qi)
+                self.sq.push_sleep(((best_t << ID_BITS) | eid) << SCHED_BITS | self.qi, best_t)
             else:
                 heappush(self.queue, (best_t, NORMAL, eid, self))  # type: ignore[misc]
 
