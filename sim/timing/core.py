@@ -96,55 +96,76 @@ SCHED_MASK: Final = (1 << SCHED_BITS) - 1
 class SchedQueue:
     """The schedulers' NORMAL queue entries of one environment, merged with SimPy's heap by run_events:
     `fifo` the next-cycle ones (made while the cycle before was processed, so in (time, insertion)
-    order: a FIFO, read from `head`), and the sleeps by cycle (`slots`: cycle -> its keys, appended in
-    insertion order, so each list is sorted; `times`: a heap of the cycles that have a list), `top` the least
-    sleep key (-1 when none), the `pos`-th of the list of cycle `ttop`. A heap of the cycles instead of one of
-    the keys: a push or pop of `times` per cycle that has sleeps, not per sleep."""
+    order: a FIFO, read from `head`), and the sleeps by cycle: `slots[t - base]` the keys of cycle t,
+    appended in insertion order (so each list is sorted), `times` a heap of the cycles that have keys, `top`
+    the least key (-1 when none), the `pos`-th of `cur`, the list of cycle `ttop`. A heap push / pop per
+    cycle that has sleeps, not per sleep; a list index, not a dictionary, per sleep. A sleep is always to a
+    later cycle than the clock's, which never passes a cycle still here: `slots` drops the cycles before the
+    one popped last from time to time."""
 
-    __slots__ = ("fifo", "head", "scheds", "slots", "times", "top", "ttop", "pos")
+    __slots__ = ("fifo", "head", "scheds", "slots", "base", "times", "top", "ttop", "pos", "cur")
 
     def __init__(self) -> None:
         self.fifo: list[int] = []
         self.head = 0
         self.scheds: list[Scheduler] = []  # by index (the key's low bits)
-        self.slots: dict[int, list[int]] = {}
+        self.slots: list[list[int] | None] = []
+        self.base = 0
         self.times: list[int] = []
         self.top = -1
         self.ttop = 0
         self.pos = 0
+        self.cur: list[int] = []
 
     def push_sleep(self, key: int, t: int) -> None:
-        """Add a sleep's key (cycle t; its insertion number above every key's here)."""
-        lst = self.slots.get(t)
+        """Add a sleep's key (cycle t, not before the clock's; its insertion number above every key's here)."""
+        i = t - self.base
+        assert i >= 0, "a sleep before the clock"
+        slots = self.slots
+        n = len(slots)
+        if i >= n:
+            slots.extend([None] * (i + 256 - n))
+        lst = slots[i]
         if lst is None:
-            self.slots[t] = [key]
+            lst = [key]
+            slots[i] = lst
             heappush(self.times, t)
             if self.top < 0 or t < self.ttop:  # (no key of cycle t yet: the new least)
                 self.top = key
                 self.ttop = t
                 self.pos = 0
+                self.cur = lst
         else:
             lst.append(key)  # later than the keys there: the least stays
 
     def pop_sleep(self) -> None:
-        """Remove the least sleep key (`top`)."""
-        t = self.ttop
-        lst = self.slots[t]
+        """Remove the least sleep key (`top`; the clock is at its cycle)."""
         pos = self.pos + 1
-        if pos < len(lst):
+        cur = self.cur
+        if pos < len(cur):
             self.pos = pos
-            self.top = lst[pos]
+            self.top = cur[pos]
             return
-        del self.slots[t]
+        t = self.ttop
+        i = t - self.base
+        slots = self.slots
+        slots[i] = None
         times = self.times
         heappop(times)  # t
+        if i >= 4096:  # every cycle before t is empty and will stay so (later sleeps are to later cycles)
+            del slots[:i]
+            self.base = t
         if times:
             t = times[0]
+            lst = slots[t - self.base]
+            assert lst is not None
             self.ttop = t
             self.pos = 0
-            self.top = self.slots[t][0]
+            self.cur = lst
+            self.top = lst[0]
         else:
             self.top = -1
+            self.cur = []
 
 
 _QUEUES: WeakKeyDictionary[simpy.Environment, SchedQueue] = WeakKeyDictionary()
