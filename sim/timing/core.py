@@ -103,7 +103,7 @@ class SchedQueue:
     later cycle than the clock's, which never passes a cycle still here: `slots` drops the cycles before the
     one popped last from time to time."""
 
-    __slots__ = ("fifo", "head", "scheds", "slots", "base", "times", "top", "ttop", "pos", "cur")
+    __slots__ = ("fifo", "head", "scheds", "slots", "base", "times", "top", "ttop", "pos", "cur", "acc")
 
     def __init__(self) -> None:
         self.fifo: list[int] = []
@@ -116,6 +116,7 @@ class SchedQueue:
         self.ttop = 0
         self.pos = 0
         self.cur: list[int] = []
+        self.acc: StallAcc | None = None  # the schedulers' stall cycles (one Stats per environment)
 
     def push_sleep(self, key: int, t: int) -> None:
         """Add a sleep's key (cycle t, not before the clock's; its insertion number above every key's here)."""
@@ -168,6 +169,62 @@ class SchedQueue:
             self.cur = []
 
 
+class StallAcc:
+    """The stall cycles the schedulers count as they wake (Scheduler._resume), for Stats.stalls and
+    Stats.by_line: a (PTX line, reason) pair's first cycles go to those dictionaries at once, as before (so
+    their keys are made in the same order), later ones add up here (`vals`, a list by line and reason code:
+    no dictionary per wake-up) until `flush` (run_events' end) adds them there: the same integer sums."""
+
+    __slots__ = ("stalls", "by_line", "reasons", "vals")
+
+    def __init__(self, stalls: dict[str, int], by_line: dict[int, dict[str, int]]):
+        self.stalls = stalls
+        self.by_line = by_line
+        self.reasons: list[str] = []  # code -> reason
+        self.vals: list[int] = []  # line << 5 | code -> cycles not yet added (-1: the pair never seen)
+
+    def add(self, line: int, reason: str, cycles: int) -> None:
+        """`cycles` of stall `reason` at PTX `line` (0: none; only Stats.stalls counts it)."""
+        reasons = self.reasons
+        code = -1
+        for i in range(len(reasons)):
+            r = reasons[i]
+            if r is reason or r == reason:
+                code = i
+                break
+        if code < 0 and len(reasons) < 32:
+            code = len(reasons)
+            reasons.append(reason)
+        if code < 0 or line < 0 or line >= 1 << 20:
+            self._add(line, reason, cycles)
+            return
+        k = line << 5 | code
+        vals = self.vals
+        if k >= len(vals):
+            vals.extend([-1] * ((line + 1) * 32 - len(vals)))
+        v = vals[k]
+        if v < 0:  # the pair's first stall: into the dictionaries now (their keys' order)
+            self._add(line, reason, cycles)
+            vals[k] = 0
+        else:
+            vals[k] = v + cycles
+
+    def _add(self, line: int, reason: str, cycles: int) -> None:
+        self.stalls[reason] += cycles
+        if line:
+            self.by_line[line][reason] += cycles
+
+    def flush(self) -> None:
+        """Add the cycles held here to the dictionaries (whose keys exist: no new key, no order change)."""
+        vals = self.vals
+        reasons = self.reasons
+        for k in range(len(vals)):
+            v = vals[k]
+            if v > 0:
+                self._add(k >> 5, reasons[k & 31], v)
+                vals[k] = 0
+
+
 _QUEUES: WeakKeyDictionary[simpy.Environment, SchedQueue] = WeakKeyDictionary()
 
 
@@ -179,6 +236,16 @@ def scheduler_queue(env: simpy.Environment) -> SchedQueue:
 
 
 def run_events(env: simpy.Environment) -> None:
+    """`env.run()` (_run_events), the schedulers' stall cycles added to Stats at the end (StallAcc)."""
+    try:
+        _run_events(env)
+    finally:
+        acc = scheduler_queue(env).acc
+        if acc is not None:
+            acc.flush()
+
+
+def _run_events(env: simpy.Environment) -> None:
     """`env.run()` with no `until`: SimPy's Environment.step in a loop, in the same (time, priority,
     insertion) order, except that a scheduler's own entries are dispatched directly: no Event object,
     callback list or generator per scheduler wake-up (benchmarks/sim_profile.md: the SimPy queue was 8-15%
@@ -305,7 +372,7 @@ class Scheduler:
 
     __slots__ = ("core", "warps", "last", "rr", "sleep_until", "units", "env", "alive", "state", "pending", "gws",
                  "slept_at", "best_reason", "best_line", "width", "gto", "queue", "eid", "sq", "qi", "stalls",
-                 "by_line")
+                 "by_line", "acc")
 
     def __init__(self, core: Core, index: int):
         self.core = core
@@ -334,6 +401,9 @@ class Scheduler:
         self.queue = env._queue  # SimPy's event heap and insertion counter (Environment.schedule)
         self.eid = event_ids(env)
         sq = self.sq = scheduler_queue(env)
+        if sq.acc is None:  # one per environment, as Stats is one per Simulation
+            sq.acc = StallAcc(self.stalls, self.by_line)
+        self.acc: StallAcc = sq.acc
         self.qi = len(sq.scheds)  # its index in the queue's keys
         sq.scheds.append(self)
         self._at(URGENT, 0)
@@ -383,13 +453,11 @@ class Scheduler:
             elapsed = now - self.slept_at
             core = self.core
             if elapsed > 0 and core.live_ctas:
-                stalls = self.stalls
+                acc = self.acc  # stalls[reason] (and by_line[line][reason]) += elapsed, in effect
                 if self.warps:
-                    stalls[self.best_reason] += elapsed
-                    if self.best_line:
-                        self.by_line[self.best_line][self.best_reason] += elapsed
+                    acc.add(self.best_line, self.best_reason, elapsed)
                 else:
-                    stalls["no_eligible"] += elapsed
+                    acc.add(0, "no_eligible", elapsed)
         self._cycle(now)
 
     def _cycle(self, now: int) -> None:
