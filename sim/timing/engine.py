@@ -376,7 +376,8 @@ def _result(sim: Simulation, launch: Launch, window: int | None) -> SimResult:
         flush(name)
         if sg := segs[name]:
             ts = sg[0][0] if len(sg) == 1 else np.concatenate([k for k, _ in sg])
-            np.add.at(row, np.minimum(nwin - 1, ts // win), sg[0][1] if len(sg) == 1 else np.concatenate([v for _, v in sg]))
+            occ_all = sg[0][1] if len(sg) == 1 else np.concatenate([v for _, v in sg])
+            np.add.at(row, np.minimum(nwin - 1, ts // win), occ_all)
     for p in hw.pipes:
         series[p.name] = [round(float(x), 4) for x in per[p.name] / (win * p.count * ncores)]
     stalls = {r: int(st.stalls.get(r, 0)) for r in STALL_REASONS}

@@ -342,6 +342,7 @@ class CoreMemory:
             if offs is None:
                 if len(memo) >= 1 << 16:
                     memo.clear()
-                offs = memo[key] = sorted(set((addrs + np.uint64(c.param_base) if space == "param" else addrs).tolist()))
+                at = addrs + np.uint64(c.param_base) if space == "param" else addrs
+                offs = memo[key] = sorted(set(at.tolist()))
             return max(t + self.lsu_latency, self.const.read(t, bank, offs)), 0
         return t + self.lsu_latency, 0  # .param / .const without hw.constant: a hit

@@ -35,7 +35,7 @@ class St:
                  "atomic", "ordered", "branch", "bar", "clock", "cp", "cache_op", "rf_extra", "tensor",
                  # derived once for the hot path (see warp.py):
                  "occ", "lat_total", "is_bra", "cpk", "src_ids", "dst_ids", "conflicts", "wg_exec", "wg_n",
-                 "mbar_signal", "tma", "fetch_stop", "plain")
+                 "mbar_signal", "tma", "fetch_stop", "plain", "cstore")
 
     def __init__(self, ins, hw: HwConfig, rf: RegBanks, file: str = ""):
         self.ins = ins
@@ -107,6 +107,7 @@ class St:
         self.src_ids: tuple[int, ...] = ()  # register numbers (statics() assigns them), in rsrcs order
         self.dst_ids: tuple[int, ...] = ()
         self.conflicts: dict[int, bool] = {}  # older static index -> must this wait for it (memo)
+        self.cstore = False  # a clock-fed store of a replayed launch (set by sim/timing/warp.py for ClockWarp)
 
     def _wgmma_issue(self, ins, hw: HwConfig, file: str) -> None:
         """This warp's share of an m64nNkK wgmma, 16 x N x K MACs at wgmma.<type>_macs per cycle after

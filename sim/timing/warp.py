@@ -24,6 +24,7 @@ Hot path notes (the scheduler asks for the earliest issue cycle several times pe
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from sim.functional.ops_async import YIELD
@@ -106,8 +107,8 @@ class WarpT:
     __slots__ = ("w", "cta", "sched", "core", "gid", "wst", "wrec", "wops", "ready", "ready_mem", "fetch_at",
                  "block_reason", "finished", "last_done", "open_done", "groups_done", "ct", "cj", "creason", "cline",
                  "valid_until", "dirty", "plan", "cunit", "lim", "statics", "units", "sim", "indep", "wg_open",
-                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw", "clock_pcs",
-                 "bar_ids", "ccount")
+                 "wg_groups", "bulk_open", "bulk_groups", "tracing", "wdone", "budget", "recs", "rw", "cw",
+                 "bar_ids", "ccount", "popleft")
 
     def __init__(self, w: Warp, cta_t: CtaT, sched: Scheduler, core: Core, gid: int):
         self.w = w
@@ -155,19 +156,21 @@ class WarpT:
         self.budget: Budget = core.sim.counter
         # the records of a ReplayWarp or ClockWarp (sim/functional/replay.py; not a subclass): fill takes the
         # common case of its step() itself (records at hand, not a barrier; for a ClockWarp, not a clock read
-        # nor a clock-fed store, `clock_pcs`: those keep ClockWarp.step)
+        # nor a clock-fed store, St.cstore: those keep ClockWarp.step)
         wa: Any = w
         self.rw: ReplayWarp | None = wa if type(wa) is ReplayWarp or type(wa) is ClockWarp else None
         self.cw: ClockWarp | None = wa if type(wa) is ClockWarp else None
         self.recs: deque[Executed] | None = self.rw.records if self.rw is not None else None
-        self.clock_pcs: set[int] | None = None
         # pc -> the barrier id ReplayWarp.step sets there (from the PTX operands: the same at every visit), so
         # that fill replays barrier records inline too after the first (Simulation.bar_ids, one per kernel)
         self.bar_ids: dict[int, int] = core.sim.bar_ids
         self.ccount = 0  # a ClockWarp's count, kept here by fill's inline replay (written back before its step())
+        # the records' popleft, bound once (no method lookup per record)
+        self.popleft: Callable[[], Executed] | None = self.recs.popleft if self.recs is not None else None
         if self.cw is not None:
-            self.clock_pcs = set(self.cw.clocks.reads) | set(self.cw.clocks.stores)
             self.ccount = self.cw.count
+            for pc in self.cw.clocks.stores:  # the clock-fed stores (the clock reads are St.clock)
+                self.statics[pc].cstore = True
 
     # -- fetch -------------------------------------------------------------------------------------
     def fill(self, now: int) -> None:
@@ -181,6 +184,7 @@ class WarpT:
         sim = self.sim
         budget = self.budget
         recs = self.recs
+        popleft = self.popleft
         rw = self.rw
         cw = self.cw
         pc = w.pc
@@ -200,7 +204,7 @@ class WarpT:
             setbar = False
             bid = 0
             ctl: int | None = None
-            if recs is not None and recs and (self.clock_pcs is None or pc not in self.clock_pcs):
+            if recs is not None and recs and not st.cstore:
                 ctl = recs[0].ctl
                 if ctl is None or ctl != _BARRIER:
                     inline = True
@@ -210,8 +214,8 @@ class WarpT:
                         bid = b
                         inline = setbar = True
             if inline:  # ReplayWarp.step (ClockWarp.step), inline; rw.pc is written when fill stops or calls out
-                assert rw is not None and recs is not None
-                rec = recs.popleft()
+                assert rw is not None and popleft is not None
+                rec = popleft()
                 if setbar:
                     rw.bar_id = bid
                 pc = rec.next_pc
