@@ -76,6 +76,7 @@ class DeviceMemory:
         self.fetched_by_others: dict[int, tuple[Dram | DramPort, int]] = {}
         c = hw.l2
         self.partition_mask = sum(1 << b for b in c.partition_bits)  # 0: not partitioned
+        self.line_bytes: int = c.line  # l2.line (a native int for home())
         self.far_latency = c.far_latency if self.partition_mask else 0
         self.copies: dict[int, int] = {}  # line -> 1 + the partition holding a copy away from its home
         self.copy_at: dict[int, int] = {}  # line -> cycle the far read that makes that copy delivers it
@@ -83,7 +84,7 @@ class DeviceMemory:
 
     def home(self, line: int) -> int:
         """The partition (0 or 1) a line lives in: parity of its address's l2.partition_bits."""
-        return (line * self.l2.c.line & self.partition_mask).bit_count() & 1
+        return (line * self.line_bytes & self.partition_mask).bit_count() & 1
 
 
 def dram_for(hw: HwConfig, dev: DeviceMemory) -> Dram | DramPort:
@@ -128,6 +129,7 @@ class CoreMemory:
         self.l2_line: int = hw.l2.line
         self.l2_sector: int = hw.l2.sector
         self.l2_hit: int = hw.l2.hit_latency
+        self.l1_hit: int = hw.l1.hit_latency if hw.l1 is not None else 0
         spl = hw.l2.line // hw.l2.sector
         # sector mask of a line -> its bytes (bin(mask).count("1") * l2.sector), for the masks a line can have
         self.mask_bytes: list[int] = [bin(m).count("1") * hw.l2.sector for m in range(1 << spl)] if spl <= 12 else []
@@ -204,7 +206,7 @@ class CoreMemory:
             l1line, l1mask = self._l1_sectors(line, mask)
             missing_l1 = self.l1.lookup(l1line, l1mask)
             if not missing_l1:
-                return max(t + self.l1.c.hit_latency, self.l1_fill.get(l1line, 0))
+                return max(t + self.l1_hit, self.l1_fill.get(l1line, 0))
             mask &= self._l2_sectors(line, l1line, missing_l1)  # the L1 fetches only what it misses (sectored)
         nbytes = self._bytes(mask)
         t = port.take(t, nbytes)
