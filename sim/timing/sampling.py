@@ -374,7 +374,7 @@ def _wave_job(w: int) -> Waves | None:
 
 def _copy(c: SetAssocCache) -> SetAssocCache:
     out = SetAssocCache(c.c)
-    out.lines = [s.copy() for s in c.lines]
+    out.lines = [s.copy() if s is not None else None for s in c.lines]
     return out
 
 
@@ -391,6 +391,8 @@ def _touch(l2: SetAssocCache, sectors: np.ndarray, spl: int) -> dict[int, int]:
         for ln, mask in zip(lines.tolist(), masks.tolist()):
             victim = None
             s = table[ln % sets]
+            if s is None:  # (SetAssocCache makes a set at its first use)
+                s = l2.set_at(ln % sets)
             have = s.get(ln)
             if have is not None:
                 s.move_to_end(ln)

@@ -107,7 +107,8 @@ class SetAssocCache:
             block = (1 << k) - 1
             self.widen = tuple(sum(block << i for i in range(0, spl, k) if m >> i & block)
                                for m in range(1 << spl))
-        self.lines: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(self.sets)]  # line -> sectors
+        # set -> (line -> sectors), each set made at its first use (the H200's L2 has 30,720 of them)
+        self.lines: list[OrderedDict[int, int] | None] = [None] * self.sets
         self.hits = 0
         self.misses = 0
         self.victim: int | None = None  # the line the last lookup evicted
@@ -119,6 +120,8 @@ class SetAssocCache:
         `victim`)."""
         self.victim = None
         s = self.lines[line_addr % self.sets]
+        if s is None:
+            s = self.set_at(line_addr % self.sets)
         have = s.get(line_addr)
         if have is not None:
             s.move_to_end(line_addr)
@@ -141,12 +144,21 @@ class SetAssocCache:
             s[line_addr] = mask
         return mask
 
+    def set_at(self, i: int) -> OrderedDict[int, int]:
+        """Set i (line -> sectors, in LRU order), made empty at its first use."""
+        s = self.lines[i]
+        if s is None:
+            s = self.lines[i] = OrderedDict()
+        return s
+
     def access(self, line_addr: int, allocate: bool = True) -> bool:
         """True on a hit of the whole line; on a miss the line is filled when allocate."""
         return self.lookup(line_addr, self.full, allocate) == 0
 
     def invalidate(self, line_addr: int) -> None:
-        self.lines[line_addr % self.sets].pop(line_addr, None)
+        s = self.lines[line_addr % self.sets]
+        if s is not None:
+            s.pop(line_addr, None)
 
     def hit_rate(self) -> float | None:
         n = self.hits + self.misses
