@@ -19,6 +19,7 @@ sim.timing and its compiled core, the parser, sim.hw, yaml).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import pathlib
@@ -39,6 +40,14 @@ def child(argv: list[str]) -> dict[str, float]:
     t: dict[str, float] = {p: 0.0 for p in PHASES}
     t["interpreter"] = clock()
     t0 = clock()
+    # what the tree's sim/__main__.py does around importing sim.cli, as `python -m sim` would: the collector's
+    # threshold and freeze, OpenBLAS's thread timeout (read from its source: trees differ)
+    main_src = (pathlib.Path(sys.path[0]) / "sim" / "__main__.py").read_text()
+    blas = "OPENBLAS_THREAD_TIMEOUT" in main_src and "OPENBLAS_THREAD_TIMEOUT" not in os.environ
+    if blas:
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = "4"
+    if "gc.set_threshold(10_000" in main_src:
+        gc.set_threshold(10_000, *gc.get_threshold()[1:])
     import sim.cli as cli
     import sim.hw
     import sim.launch
@@ -47,6 +56,10 @@ def child(argv: list[str]) -> dict[str, float]:
     import sim.timing
     import sim.timing.engine as engine
 
+    if blas:
+        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+    if "gc.freeze()" in main_src:
+        gc.freeze()
     t["imports"] = clock() - t0
 
     def timed(name: str, f):

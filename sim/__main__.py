@@ -9,8 +9,22 @@ import sys
 # Collection timing changes no result.
 gc.set_threshold(10_000, *gc.get_threshold()[1:])
 
+# numpy's OpenBLAS starts a worker thread per core that spins for 2^28 cycles (its default
+# OPENBLAS_THREAD_TIMEOUT=28) waiting for work before it sleeps: 40-50 ms of process time at every start on
+# the 2-core machine (`python -c "import numpy"` 0.14 -> 0.08 s), for a simulator whose BLAS calls are tiles
+# too small to be threaded. OpenBLAS reads the variable once, as numpy loads it: with 4 (the least it takes)
+# the workers sleep at once. The same threads do the same work (results unchanged: the check's norms depend
+# on the number of threads, not on this); a value the user set is kept, and the environment is restored
+# for anything this process starts.
+_BLAS_TIMEOUT = "OPENBLAS_THREAD_TIMEOUT"
+_set_timeout = _BLAS_TIMEOUT not in os.environ and "numpy" not in sys.modules
+if _set_timeout:
+    os.environ[_BLAS_TIMEOUT] = "4"
+
 from sim.cli import main  # noqa: E402
 
+if _set_timeout:
+    del os.environ[_BLAS_TIMEOUT]
 gc.freeze()
 rc = main()
 # The interpreter's teardown (freeing every module and array one by one: ~30 ms after a reduce6 run, ~60 ms

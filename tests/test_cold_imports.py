@@ -93,3 +93,31 @@ def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, c
         gc.unfreeze()
     assert "compiled timing core" in capsys.readouterr().out
     assert len(seen) == 1 and seen[0][1] == 10_000 and seen[0][2] > 0, seen
+
+
+def test_python_m_sim_lets_openblas_workers_sleep_and_restores_the_environment():
+    """sim/__main__.py: numpy (OpenBLAS) loads with OPENBLAS_THREAD_TIMEOUT=4 (its workers otherwise spin
+    for 2^28 cycles at start: 0.1-0.15 s of process time of a cold reduce6 run), unless the user set it; the
+    variable is gone again once sim.cli is imported, so processes the run starts inherit the user's environment."""
+    code = ("import os, runpy, sys\n"
+            "seen = []\n"
+            "class F:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'numpy':\n"
+            "            seen.append(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n"
+            "sys.meta_path.insert(0, F())\n"
+            "real = os._exit\n"
+            "def done(rc):\n"
+            "    print(seen, os.environ.get('OPENBLAS_THREAD_TIMEOUT'), rc, flush=True)\n"
+            "    real(rc)\n"
+            "os._exit = done\n"
+            "sys.argv = ['sim', 'native', 'status']\n"
+            "runpy.run_module('sim', run_name='__main__')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("OPENBLAS_THREAD_TIMEOUT", None)
+    for given, expect in ((None, "['4'] None 0"), ("20", "['20'] 20 0")):
+        if given:
+            env["OPENBLAS_THREAD_TIMEOUT"] = given
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.stdout.splitlines()[-1] == expect, r.stdout
