@@ -9,7 +9,6 @@ unknown keys, missing keys, wrong types and impossible values are errors that na
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import pathlib
@@ -33,6 +32,8 @@ PIPE_CLASSES = ("alu", "fma", "fp64", "sfu", "tensor", "lsu", "branch", "sync")
 
 @dataclass(frozen=True)
 class Pipe:
+    """One execution pipe of a core: the pipe classes it serves, its width, latency and interval."""
+
     name: str
     classes: tuple[str, ...]  # pipe classes (PIPE_CLASSES) this pipe executes
     # lane-operations one pipe unit completes per cycle (a warp FMA is 32 lane-operations,
@@ -61,6 +62,8 @@ class Pipe:
 
 @dataclass(frozen=True)
 class Core:
+    """The cores (SMs): how many, their schedulers, issue width and residency limits."""
+
     count: int  # cores / SMs
     schedulers: int  # warp schedulers per core
     issue_width: int  # instructions per scheduler per cycle
@@ -106,6 +109,8 @@ class Core:
 
 @dataclass(frozen=True)
 class RegisterFile:
+    """A core's register file: registers per thread, banks, read ports, latency."""
+
     per_thread: int  # architectural 32-bit registers a thread may use
     banks: int
     read_ports: int  # read ports per bank per cycle
@@ -123,6 +128,8 @@ class RegisterFile:
 
 @dataclass(frozen=True)
 class SharedMemory:
+    """A core's shared memory: size, banks, bank width, ports, latency."""
+
     size: int  # bytes per core
     banks: int
     bank_width: int  # bytes
@@ -134,6 +141,8 @@ class SharedMemory:
 
 @dataclass(frozen=True)
 class Cache:
+    """A cache level (L1 per core, L2 shared): size, lines, sectors, associativity, latencies."""
+
     size: int  # bytes
     line: int  # bytes
     sector: int  # bytes fetched per miss unit
@@ -168,6 +177,8 @@ class Cache:
 
 @dataclass(frozen=True)
 class GlobalMemory:
+    """Device memory (DRAM): bandwidth, latency, banks and channels."""
+
     bandwidth_gbps: float  # GB/s, all cores together
     banks: int
     burst: int  # bytes per burst
@@ -184,6 +195,8 @@ class GlobalMemory:
 
 @dataclass(frozen=True)
 class Branch:
+    """Branch handling: the predictor and the front-end's refill cost."""
+
     predictor: str  # "none", "not_taken", "backward_taken"
     frontend_depth: int  # cycles from fetch to issue
     flush_penalty: int  # cycles lost on a misprediction
@@ -304,6 +317,8 @@ class Constant:
 
 @dataclass(frozen=True)
 class Limits:
+    """Launch limits per block: threads, registers per thread, shared bytes."""
+
     threads_per_block: int
     regs_per_thread: int
     smem_per_block: int  # bytes
@@ -311,6 +326,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class HwConfig:
+    """One hardware configuration (hwconfigs/*.yaml) as load_hw validates it."""
+
     version: int
     name: str
     clock_mhz: float
@@ -665,6 +682,8 @@ def _build(cls: type, node: _Node, path: str, ctx: _Ctx) -> Any:
     names = [f.name for f, _ in fields]
     for key, sub in node.value.items():
         if key not in names:
+            import difflib  # only for an unknown key's hint (1-2 ms of every start otherwise)
+
             close = difflib.get_close_matches(key, names, n=1)
             todo = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(names)}"
             raise ctx.fail(sub.key_line, f"{path}.{key}" if path else key, "unknown key", key, todo)

@@ -56,6 +56,8 @@ PIPE_CVT = "convert"  # fp64 when a type is f64, alu otherwise
 
 @dataclass(frozen=True)
 class Op:
+    """One opcode of the ISA table (fields: the module docstring)."""
+
     syntax: str
     pipe: str
     cls: str

@@ -180,6 +180,8 @@ class Arg:
 
 @dataclass
 class Launch:
+    """A kernel launch: entry name, grid, block, bound arguments, dynamic shared bytes, symbols, cluster."""
+
     kernel: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]

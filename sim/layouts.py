@@ -38,6 +38,8 @@ MAX_BLOCK = 1 << 12
 
 @dataclass(frozen=True)
 class Layout:
+    """How a matrix is laid out in a buffer (row, col, blocked, striped)."""
+
     kind: str  # "row" | "col" | "blocked" | "striped"
     p: int = 1  # blocked: tile rows; striped: rows per stripe
     q: int = 1  # blocked: tile columns

@@ -14,6 +14,8 @@ STALL_REASONS = ("scoreboard", "memory", "pipe_busy", "bank_conflict", "barrier"
 
 @dataclass
 class SimResult:
+    """What a timed run returns: cycles, per-unit utilization, stalls, occupancy, outputs."""
+
     cycles: int  # total: from the first CTA's launch to the last CTA's end
     cycles_per_cta: list[int]  # end - start of each simulated CTA, in launch order
     warp_instructions: int

@@ -35,12 +35,52 @@ def test_the_build_key_follows_the_sources_and_what_they_import(tmp_path, monkey
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native._source(m), dst)
     monkeypatch.setattr(native, "_root", lambda: tmp_path)
+    monkeypatch.setenv("WORKBENCH_NATIVE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
     keys = {native.key()}
     for name in ("timing/warp.py", "functional/record.py"):  # a compiled source; a module it imports
         f = tmp_path / "sim" / name
         f.write_text(f.read_text() + "\n# edited\n")
         keys.add(native.key())
     assert len(keys) == 3  # each edit makes the build stale: the Python files run
+
+
+def test_the_build_key_is_kept_by_the_files_stats_and_hashed_again_when_one_changes(tmp_path, monkeypatch):
+    """key() hashes the sources once and keeps the key with their stats (native.KEYS); a changed stat (an edit
+    of the same size included: its ctime moves), a module file appearing where none was, another interpreter or
+    a damaged KEYS file hash again; the key always equals the sources' hash."""
+    for m in (*native.MODULES, "sim.functional.record"):
+        dst = tmp_path.joinpath(*m.split(".")).with_suffix(".py")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(native._source(m), dst)
+    monkeypatch.setattr(native, "_root", lambda: tmp_path)
+    monkeypatch.setenv("WORKBENCH_NATIVE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    hashed = []
+    real = native._hash_sources
+
+    def counting():
+        hashed.append(1)
+        return real()
+
+    monkeypatch.setattr(native, "_hash_sources", counting)
+    k0 = native.key()
+    assert native.key() == k0 and len(hashed) == 1  # the second start reads the kept key
+    kept = (tmp_path / "cache" / native.KEYS).read_text()
+    assert str(tmp_path) in kept and "record.py" in kept
+    f = tmp_path / "sim" / "functional" / "record.py"
+    text = f.read_text()
+    f.write_text(text.replace("a", "b", 1))  # same size, other content
+    k1 = native.key()
+    assert len(hashed) == 2 and k1 != k0
+    f.write_text(text)
+    assert native.key() == k0 and len(hashed) == 3
+    (tmp_path / "cache" / native.KEYS).write_text("{not json")
+    assert native.key() == k0 and len(hashed) == 4
+    assert native.key() == k0 and len(hashed) == 4
+    monkeypatch.setattr(native.sys, "version", native.sys.version + " other")
+    native.key()
+    assert len(hashed) == 5
 
 
 _RUN = """

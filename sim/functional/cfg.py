@@ -13,6 +13,8 @@ EXIT = -1  # the block index of "leaves the kernel"
 
 @dataclass
 class Block:
+    """A basic block: its instruction range, successors and predecessors."""
+
     index: int
     start: int
     end: int  # exclusive
@@ -22,6 +24,8 @@ class Block:
 
 @dataclass
 class Cfg:
+    """A kernel's control-flow graph: its basic blocks."""
+
     blocks: list[Block]
     block_of: dict[int, int]  # instruction index -> block index
 

@@ -32,6 +32,8 @@ class Fault(Exception):
 
 @dataclass
 class Allocation:
+    """One buffer of a flat memory: where it starts, its bytes and its name."""
+
     base: int
     size: int
     data: np.ndarray  # uint8, padded to a multiple of 16

@@ -33,6 +33,8 @@ YIELD = 5  # control code: a wait that did not complete; the warp lets the other
 
 @dataclass
 class MBarrier:
+    """An mbarrier object in shared memory: its expected and pending arrivals, transactions, phase."""
+
     expected: int
     pending: int
     phase: int = 0

@@ -349,6 +349,8 @@ def _observed(step: Callable[[], Executed], observe: Callable[[Executed], None])
 
 @dataclass
 class FunctionalResult:
+    """What a functional-only run returns: the buffers after it, its counts and how it ran."""
+
     outputs: dict[int, np.ndarray]  # arg index -> final buffer contents (dtype of the input array)
     warp_instructions: int
     ctas: int

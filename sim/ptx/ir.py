@@ -42,6 +42,8 @@ class Operand:
 
 @dataclass
 class Instruction:
+    """One PTX instruction: opcode, modifiers, type suffixes, operands, guard, source line."""
+
     opcode: str  # base opcode, e.g. "ld"
     mods: tuple[str, ...]  # the dot-separated modifiers, e.g. ("global", "nc", "v4", "f32")
     operands: list[Operand]
@@ -68,6 +70,8 @@ class Instruction:
 
 @dataclass
 class Param:
+    """One kernel parameter (.param): name, type, bytes, alignment."""
+
     name: str
     type: str  # e.g. "u64", "u32", "f32", "b8" (with array for structs)
     size: int  # bytes
@@ -96,6 +100,8 @@ class Variable:
 
 @dataclass
 class Kernel:
+    """One .entry (or inlined .func): its parameters, registers, variables and instruction body."""
+
     name: str
     params: list[Param]
     regs: dict[str, str]  # register name -> declared type ("b32", "f32", "pred", ...)
@@ -116,6 +122,8 @@ class Kernel:
 
 @dataclass
 class Program:
+    """A parsed PTX module: its kernels, module variables, functions and text."""
+
     file: str
     version: str
     target: str

@@ -11,6 +11,8 @@ from sim.errors import PtxError
 
 @dataclass(frozen=True, slots=True)
 class Token:
+    """One lexical token of PTX text: its kind, text and line."""
+
     kind: str  # "id", "int", "float", "str", "punct"
     text: str
     line: int

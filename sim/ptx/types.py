@@ -18,6 +18,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PtxType:
+    """A PTX type suffix (.u32, .f16x2, ...): its name, kind, bits and numpy dtype."""
+
     name: str
     bits: int
     kind: str  # int | uint | bits | float | pred | packed

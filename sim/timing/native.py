@@ -65,25 +65,75 @@ def _file(module: str) -> pathlib.Path | None:
     return init if init.exists() else None
 
 
-def key() -> str:
-    """Hash of the compiled sources, of the `sim` modules they import (the compiled code checks the types
-    it reads from them: an edit there makes the build stale too) and of the interpreter's ABI."""
+def _hash_sources() -> tuple[str, list[list]]:
+    """key()'s hash from the files' contents, and [path, stat] of every file it read or looked for (each
+    stat taken before the file is read: an edit while hashing shows as a changed stat next time)."""
     h = hashlib.sha256(importlib.machinery.EXTENSION_SUFFIXES[0].encode() + sys.version.encode())
     deps: set[str] = set()
+    seen: list[list] = []
     for m in MODULES:
+        seen.append([str(_source(m)), _stat(str(_source(m)))])
         text = _source(m).read_bytes()
         h.update(m.encode() + b"\0" + text)
         deps |= _imported(text.decode())
     for d in sorted(deps - set(MODULES)):
+        for c in (_source(d), _source(d).with_suffix("") / "__init__.py"):  # where _file looks
+            seen.append([str(c), _stat(str(c))])
         f = _file(d)
         h.update(d.encode() + b"\0" + (f.read_bytes() if f is not None else b""))
-    return h.hexdigest()[:20]
+    return h.hexdigest()[:20], seen
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+KEYS = "keys.json"  # under the cache's top: per source tree, the files key() read, their stats and the key
+
+
+def key() -> str:
+    """Hash of the compiled sources, of the `sim` modules they import (the compiled code checks the types
+    it reads from them: an edit there makes the build stale too) and of the interpreter's ABI.
+
+    Hashing ~25 sources took 2-4 ms of every start: the key is kept in KEYS with the stat (device, inode,
+    size, mtime and ctime in ns) of every file it read, and hashed again when any of them differs (an edit,
+    a checkout, a file added or gone: a file that did not exist is recorded as such), for another
+    interpreter, or where KEYS is missing or unreadable."""
+    top = _top()
+    tree = str(_root())
+    abi = importlib.machinery.EXTENSION_SUFFIXES[0] + " " + sys.version
+    known: object = None
+    try:
+        known = json.loads((top / KEYS).read_text())
+        e = known[tree]  # type: ignore[index]
+        if e["abi"] == abi and all(_stat(f) == st for f, st in e["files"]):
+            return str(e["key"])
+    except (OSError, ValueError, LookupError, TypeError):
+        pass
+    k, files = _hash_sources()
+    if top.is_dir():  # keep it (never creates the cache: nothing is written before a build)
+        try:
+            keep = {t: v for t, v in known.items() if os.path.isdir(t)} if isinstance(known, dict) else {}
+            keep[tree] = {"abi": abi, "key": k, "files": files}  # (trees gone, e.g. test folders, dropped)
+            tmp = top / f"{KEYS}.{os.getpid()}"
+            tmp.write_text(json.dumps(keep))
+            os.replace(tmp, top / KEYS)
+        except (OSError, ValueError):
+            pass  # read-only or damaged: the next start hashes again
+    return k
+
+
+def _top() -> pathlib.Path:
+    base = os.environ.get("WORKBENCH_NATIVE_DIR")
+    return pathlib.Path(base) if base else pathlib.Path.home() / ".cache" / "gemm-workbench" / "native"
 
 
 def cache_dir() -> pathlib.Path:
-    base = os.environ.get("WORKBENCH_NATIVE_DIR")
-    top = pathlib.Path(base) if base else pathlib.Path.home() / ".cache" / "gemm-workbench" / "native"
-    return top / key()
+    return _top() / key()
 
 
 def enabled() -> bool:
