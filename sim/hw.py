@@ -18,11 +18,12 @@ import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import HwConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 SCHEMA_VERSION = 1
 
@@ -493,22 +494,42 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-class _HwLoader(yaml.SafeLoader):
-    """SafeLoader that composes nodes, so every key and value keeps its start line."""
+# PyYAML is imported on first use (12-14 ms of a cold start; a config from the cache, load_hw, needs none):
+# _yaml() defines the loaders below, module attributes as before (`sim.hw._FastLoader`, `_HwLoader`).
+#   _HwLoader: SafeLoader that composes nodes, so every key and value keeps its start line.
+#   _FastLoader: libyaml's parser (PyYAML built with it: yaml.__with_libyaml__) composes the same nodes, lines
+#   and tags 20x faster (h200.yaml: 2 ms against 45 ms); plain scalars have style "" there, None in pure
+#   Python. Where it is missing, or where it rejects a text, the pure-Python loader runs, so that every error
+#   reads as it always did (tests/test_hw_fast_yaml.py). None: not there (or set so by a test).
+def _yaml() -> tuple[Any, type | None, type]:
+    """(the yaml module, _FastLoader, _HwLoader), the loaders defined on the first call (a value already set,
+    e.g. _FastLoader = None by a test, is kept)."""
+    import yaml
+
+    g = globals()
+    if "_HwLoader" not in g:
+        class _HwLoader(yaml.SafeLoader):
+            """SafeLoader that composes nodes, so every key and value keeps its start line."""
+
+        g["_HwLoader"] = _HwLoader
+    if "_FastLoader" not in g:
+        g["_FastLoader"] = getattr(yaml, "CSafeLoader", None) if getattr(yaml, "__with_libyaml__", False) else None
+    return yaml, g["_FastLoader"], g["_HwLoader"]
 
 
-# libyaml's parser (PyYAML built with it: yaml.__with_libyaml__) composes the same nodes, lines and tags
-# 20x faster (h200.yaml: 2 ms against 45 ms); plain scalars have style "" there, None in pure Python.
-# Where it is missing, or where it rejects a text, the pure-Python loader above runs, so that every error
-# reads as it always did (tests/test_hw_fast_yaml.py).
-_FastLoader: type | None = getattr(yaml, "CSafeLoader", None) if getattr(yaml, "__with_libyaml__", False) else None
+def __getattr__(name: str) -> Any:
+    if name in ("_HwLoader", "_FastLoader"):
+        _yaml()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def safe_load(text: str) -> Any:
     """yaml.safe_load(text), parsed by libyaml where it is there; its errors are the pure-Python loader's."""
-    if _FastLoader is not None:
+    yaml, fast, _ = _yaml()
+    if fast is not None:
         try:
-            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 (a safe loader)
+            return yaml.load(text, Loader=fast)  # noqa: S506 (a safe loader)
         except yaml.YAMLError:
             pass  # the pure-Python loader raises its own error (or accepts what libyaml does not)
     return yaml.safe_load(text)
@@ -525,8 +546,9 @@ class _Ctx:
 
 
 def _compose(text: str, ctx: _Ctx) -> _Node:
-    if _FastLoader is not None:
-        fast = _FastLoader(text)
+    yaml, fast_loader, _ = _yaml()
+    if fast_loader is not None:
+        fast = fast_loader(text)
         try:
             root = fast.get_single_node()
             if root is not None:
@@ -539,7 +561,8 @@ def _compose(text: str, ctx: _Ctx) -> _Node:
 
 
 def _compose_python(text: str, ctx: _Ctx) -> _Node:
-    loader = _HwLoader(text)
+    yaml, _, py_loader = _yaml()
+    loader = py_loader(text)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -564,6 +587,7 @@ def _compose_python(text: str, ctx: _Ctx) -> _Node:
 
 
 def _to_node(node: yaml.Node, loader: Any, ctx: _Ctx, path: str, key_line: int) -> _Node:
+    import yaml
     line = node.start_mark.line + 1
     ctx.nodes += 1
     if ctx.nodes > _MAX_NODES:
@@ -587,6 +611,7 @@ def _to_node(node: yaml.Node, loader: Any, ctx: _Ctx, path: str, key_line: int) 
 
 
 def _to_collection(node: yaml.Node, loader: Any, ctx: _Ctx, path: str, key_line: int, line: int) -> _Node:
+    import yaml
     if isinstance(node, yaml.MappingNode):
         out: dict[str, _Node] = {}
         for k, v in node.value:
@@ -871,15 +896,81 @@ def load_hw(path_or_name: str | os.PathLike[str]) -> HwConfig:
         raise HwConfigError(
             f"cannot read the file ({e}); check the path and permissions", file=str(path)
         ) from None
-    from sim.hw_seed import is_seed_text
+    key = _cache_key(text)
+    cfg = _cached(key)
+    if cfg is None:
+        from sim.hw_seed import is_seed_text
 
-    if is_seed_text(text):  # the seed's hardware.yaml schema (docs/seed-hardware.md)
-        from sim.hw_seed import convert_text
+        seed = is_seed_text(text)
+        if seed:  # the seed's hardware.yaml schema (docs/seed-hardware.md)
+            from sim.hw_seed import convert_text
 
-        text = convert_text(text, str(path))
-    root = _compose(text, ctx)
-    cfg = _build(HwConfig, root, "", ctx)
+            text = convert_text(text, str(path))
+        root = _compose(text, ctx)
+        cfg = _build(HwConfig, root, "", ctx)
+        if not seed:  # (a seed file's numbers also come from its base config: not kept)
+            _keep(key, cfg)
     return dataclasses.replace(cfg, path=str(path))
+
+
+# load_hw keeps every config it validated (pickled, without its path) under HW_CACHE, keyed by the sha256 of the
+# file's text, of this module's and sim/hw_seed.py's sources and of the interpreter's version: the same text
+# under the same loader gives the same HwConfig, so a later load of it skips PyYAML and the checks (a cold
+# `python -m sim run --hw h200` spent 20-25 ms there). Anything else (an unreadable or damaged entry, a text
+# that fails) takes the full path, whose errors are the only ones a user sees; a seed-schema file is not kept
+# (its missing numbers come from another file); the newest CACHE_KEEP entries are kept. WORKBENCH_HW_CACHE=0
+# turns the cache off.
+CACHE_KEEP = 64
+
+
+def cache_dir() -> pathlib.Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
+    return pathlib.Path(base) / "gemm-workbench" / "hw"
+
+
+def _cache_key(text: str) -> str | None:
+    if os.environ.get("WORKBENCH_HW_CACHE", "1") == "0":
+        return None
+    import hashlib
+    import sys
+
+    h = hashlib.sha256(sys.version.encode() + b"\0" + text.encode())
+    try:
+        for src in (__file__, pathlib.Path(__file__).with_name("hw_seed.py")):
+            h.update(b"\0" + pathlib.Path(src).read_bytes())
+    except OSError:
+        return None
+    return h.hexdigest()[:32]
+
+
+def _cached(key: str | None) -> HwConfig | None:
+    if key is None:
+        return None
+    import pickle
+
+    try:
+        cfg = pickle.loads((cache_dir() / f"{key}.pickle").read_bytes())
+    except Exception:  # noqa: BLE001 (missing, unreadable, damaged or from other classes: load it again)
+        return None
+    return cfg if type(cfg) is HwConfig else None
+
+
+def _keep(key: str | None, cfg: HwConfig) -> None:
+    if key is None:
+        return
+    import pickle
+
+    d = cache_dir()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f"{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, d / f"{key}.pickle")
+        entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[:-CACHE_KEEP]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only home: every load validates the text, as before
 
 
 def schema(cls: type = HwConfig, prefix: str = "") -> list[tuple[str, str, bool]]:

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim.errors import HwConfigError
 
 SEED_TOP = ("name", "compute", "memory", "register_file", "scheduling")
@@ -55,6 +53,8 @@ def is_seed_schema(data: Any) -> bool:
 
 
 def is_seed_text(text: str) -> bool:
+    import yaml  # imported here, as sim.hw does: a config from load_hw's cache needs no YAML
+
     from sim.hw import safe_load
 
     try:
@@ -117,6 +117,8 @@ def convert(data: dict[str, Any], src: str, text: str = "",
 
 
 def _scalar(v: Any) -> str:
+    import yaml
+
     return "null" if v is None else yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("\n...")
 
 
@@ -142,6 +144,8 @@ def _emit(node: Any, given: dict[tuple[str, ...], str], base: str, path: tuple[s
 
 def convert_text(text: str, src: str, base: str = BASE) -> str:
     """The project-schema YAML for a seed hardware.yaml, ``# source:`` on each field."""
+    import yaml
+
     from sim.hw import safe_load
 
     try:
