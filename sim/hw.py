@@ -442,12 +442,13 @@ _MAX: dict[tuple[str, str], int] = {
 }
 _MAX_ANY = 1 << 40  # any other integer (latencies, intervals)
 _MAX_NODES = 10_000  # YAML nodes after alias expansion: a hardware file has a few hundred
-# Plain scalars that YAML 1.1 (PyYAML) reads as something a reader would not expect
+# Plain scalars that YAML 1.1 (PyYAML) reads as something a reader would not expect (patterns compiled on the
+# first YAML composed, by re's cache: 2-5 ms of every start otherwise, where load_hw's cache needs none)
 _SURPRISES = (
-    (re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?"), "a base-60 number (YAML 1.1 reads 1:30 as 90)"),
-    (re.compile(r"[-+]?0[0-9_]+"), "an octal number (YAML 1.1 reads 010 as 8)"),
-    (re.compile(r"[-+]?[0-9][0-9]*(_[0-9]+)+(\.[0-9]*)?"), "a number with underscores"),
-    (re.compile(r"(?i)(y|n|yes|no|on|off)"), "a boolean in YAML 1.1 only"),
+    (r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?", "a base-60 number (YAML 1.1 reads 1:30 as 90)"),
+    (r"[-+]?0[0-9_]+", "an octal number (YAML 1.1 reads 010 as 8)"),
+    (r"[-+]?[0-9][0-9]*(_[0-9]+)+(\.[0-9]*)?", "a number with underscores"),
+    (r"(?i)(y|n|yes|no|on|off)", "a boolean in YAML 1.1 only"),
 )
 
 
@@ -598,7 +599,7 @@ def _to_node(node: yaml.Node, loader: Any, ctx: _Ctx, path: str, key_line: int) 
                        "remove the recursive anchor")
     if isinstance(node, yaml.ScalarNode) and not node.style and node.tag != "tag:yaml.org,2002:str":
         for rx, what in _SURPRISES:
-            if rx.fullmatch(node.value):
+            if re.fullmatch(rx, node.value):
                 raise ctx.fail(line, path, f"ambiguous scalar: {what}", node.value,
                                "write a plain decimal number, or quote it if it is a string")
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):

