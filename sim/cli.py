@@ -156,7 +156,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sim.hw import load_hw
     from sim.launch import read_metadata
     from sim.ptx.parser import parse_file
-    from sim.reference import check_from_metadata
 
     if args.check_all:
         return cmd_check_all(args.ptx)
@@ -229,8 +228,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     result["block"] = list(launch.block)
     if meta and meta.get("prediction"):
         result["predicted"] = meta["prediction"]
-    chk = check_from_metadata(meta, before, outputs, args.sample_ctas is not None) if (meta and not args.arg) \
-        else None
+    chk = None
+    if meta and not args.arg and meta.get("check"):  # (sim.reference and its layouts imported only for a check)
+        from sim.reference import check_from_metadata
+
+        chk = check_from_metadata(meta, before, outputs, args.sample_ctas is not None)
     if chk is not None:
         result["check"] = chk
     if args.out:
