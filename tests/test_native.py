@@ -47,12 +47,19 @@ def test_the_build_key_follows_the_sources_and_what_they_import(tmp_path, monkey
 
 def test_the_build_key_is_kept_by_the_files_stats_and_hashed_again_when_one_changes(tmp_path, monkeypatch):
     """key() hashes the sources once and keeps the key with their stats (native.KEYS); a changed stat (an edit
-    of the same size included: its ctime moves), a module file appearing where none was, another interpreter or
-    a damaged KEYS file hash again; the key always equals the sources' hash."""
+    of the same size included: its ctime moves), another interpreter or a damaged KEYS file hash again; a key
+    is not kept while a source is younger than native.RACY_S."""
+    import time
+
+    def backdate(f):
+        old = time.time_ns() - 10 * 1_000_000_000
+        os.utime(f, ns=(old, old))
+
     for m in (*native.MODULES, "sim.functional.record"):
         dst = tmp_path.joinpath(*m.split(".")).with_suffix(".py")
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native._source(m), dst)
+        backdate(dst)
     monkeypatch.setattr(native, "_root", lambda: tmp_path)
     monkeypatch.setenv("WORKBENCH_NATIVE_DIR", str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir()
@@ -73,14 +80,17 @@ def test_the_build_key_is_kept_by_the_files_stats_and_hashed_again_when_one_chan
     f.write_text(text.replace("a", "b", 1))  # same size, other content
     k1 = native.key()
     assert len(hashed) == 2 and k1 != k0
+    assert native.key() == k1 and len(hashed) == 3  # just written: not kept
     f.write_text(text)
-    assert native.key() == k0 and len(hashed) == 3
+    backdate(f)
+    assert native.key() == k0 and len(hashed) == 4
+    assert native.key() == k0 and len(hashed) == 4
     (tmp_path / "cache" / native.KEYS).write_text("{not json")
-    assert native.key() == k0 and len(hashed) == 4
-    assert native.key() == k0 and len(hashed) == 4
+    assert native.key() == k0 and len(hashed) == 5
+    assert native.key() == k0 and len(hashed) == 5
     monkeypatch.setattr(native.sys, "version", native.sys.version + " other")
     native.key()
-    assert len(hashed) == 5
+    assert len(hashed) == 6
 
 
 _RUN = """

@@ -81,3 +81,43 @@ def test_resources_need_no_nvdisasm(monkeypatch, tmp_path):
     assert len(list((tmp_path / "gemm-workbench" / "sass").glob("*.log.json"))) == 1
     monkeypatch.setattr(tools, "_run", lambda *a: pytest.fail("the cached log is read, ptxas not run again"))
     assert tools.resources(SGEMM.read_text(), "sm_90a", str(SGEMM))["sgemm_tiled"].regs == 32
+
+
+def test_a_tool_version_is_kept_by_the_binary_s_stat(monkeypatch, tmp_path):
+    """tool_version asks a binary once (sim/sass/tools.py versions.json, by real path and stat); a binary written
+    over is asked again (and, written in the last 2 s, not kept); a script (a wrapper) is always asked."""
+    import os
+    import shutil
+
+    echo = shutil.which("echo")
+    if echo is None or "coreutils" not in subprocess.run([echo, "--version"], capture_output=True, text=True).stdout:
+        pytest.skip("no GNU echo binary to stand for a tool")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    tool = tmp_path / "faketool"
+    shutil.copy(os.path.realpath(echo), tool)
+    old = os.stat(tool).st_mtime_ns - 10 * 1_000_000_000  # (a binary written in the last 2 s is not kept)
+    os.utime(tool, ns=(old, old))
+    real = subprocess.run
+    asked = []
+
+    def run(args, **kw):
+        asked.append(args[0])
+        return real(args, **kw)
+
+    monkeypatch.setattr(tools.subprocess, "run", run)
+    tools.tool_version.cache_clear()
+    first = tools.tool_version(tool)
+    tools.tool_version.cache_clear()
+    assert tools.tool_version(tool) == first and len(asked) == 1 and first != "unknown"
+    tool.write_bytes(tool.read_bytes())  # written over: its ctime moves
+    for n in (2, 3):
+        tools.tool_version.cache_clear()
+        assert tools.tool_version(tool) == first and len(asked) == n
+    script = tmp_path / "wrapper"
+    script.write_text(f"#!/bin/sh\nexec {tool} \"$@\"\n")
+    script.chmod(0o755)
+    for _ in range(2):
+        tools.tool_version.cache_clear()
+        assert tools.tool_version(script) == first
+    assert len(asked) == 5
+    tools.tool_version.cache_clear()

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,10 +95,52 @@ def tools_available() -> bool:
 
 @functools.cache
 def tool_version(path: Path) -> str:
-    """The last line of ``TOOL --version`` (``Build cuda_13.5.r13.5/compiler.39125733_0``)."""
+    """The last line of ``TOOL --version`` (``Build cuda_13.5.r13.5/compiler.39125733_0``).
+
+    Kept in ``cache_dir()/versions.json`` by the tool's real path and stat (device, inode, size, mtime and
+    ctime in ns): every cold run asked ptxas (4-5 ms of CPU in a child process); a binary replaced or written
+    over asks again, and a script (``#!``, e.g. a wrapper that execs the real tool) is always asked, since what
+    it runs can change while it does not. Only a clean answer (exit 0, a version line) of a binary older than
+    2 s is kept (a file written again within the clock tick it was asked in could keep its stat)."""
+    real = os.path.realpath(path)
+    stamp = _binary_stat(real)
+    store = cache_dir() / "versions.json"
+    known: object = None
+    if stamp is not None:
+        try:
+            known = json.loads(store.read_text())
+            v = known[real]  # type: ignore[index]
+            if v["stat"] == stamp and isinstance(v["version"], str):
+                return v["version"]
+        except (OSError, ValueError, LookupError, TypeError):
+            pass
     out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     lines = [s for s in out.stdout.splitlines() if s.strip()]
-    return lines[-1].strip() if lines else "unknown"
+    version = lines[-1].strip() if lines else "unknown"
+    racy = stamp is not None and stamp[3] > time.time_ns() - 2_000_000_000  # (as sim/timing/native.py _racy)
+    if stamp is not None and not racy and out.returncode == 0 and lines and _binary_stat(real) == stamp:
+        keep = known if isinstance(known, dict) else {}
+        keep[real] = {"stat": stamp, "version": version}
+        try:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            tmp = store.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(keep))
+            tmp.replace(store)
+        except OSError:
+            pass  # a read-only cache: asked again next time
+    return version
+
+
+def _binary_stat(path: str) -> list[int] | None:
+    """[device, inode, size, mtime_ns, ctime_ns] of an executable that is not a script; None otherwise."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"#!":
+                return None
+            st = os.fstat(f.fileno())
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 @functools.cache
@@ -232,12 +275,20 @@ def ptxas_log(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> s
     ptxas = tool("ptxas")
     key = hashlib.sha256("\0".join([ptx_text, arch, tool_version(ptxas), "-v"]).encode()).hexdigest()
     cached = cache_dir() / f"{key}.log.json"
-    for path in (cached, *_listing_caches(ptx_text, arch)):
+
+    def candidates() -> Iterator[Path]:  # the listing caches only where this one is missing or damaged: their
+        yield cached                     # key needs nvdisasm's version (a subprocess)
+        yield from _listing_caches(ptx_text, arch)
+
+    for path in candidates():
         if path.is_file():
             try:
-                return str(json.loads(path.read_text())["ptxas_log"])
+                log = str(json.loads(path.read_text())["ptxas_log"])
             except (ValueError, KeyError, OSError):
-                pass  # a damaged cache entry: ptxas runs again
+                continue  # a damaged cache entry: ptxas runs again
+            if path != cached:  # found in a listing's entry: kept under this key too (the next run asks no nvdisasm)
+                _store(cached, Compiled(arch, "", log))
+            return log
     with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
         _, r = _ptxas_cubin(ptxas, ptx_text, arch, Path(tmp), file)
     log = r.stdout + r.stderr

@@ -92,6 +92,15 @@ def _stat(path: str) -> list[int] | None:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+def _racy(files: list[list]) -> bool:
+    """Whether a file was written in the last RACY_S seconds: file times advance by the kernel's clock tick
+    (a few ms), so a file written again within the tick it was hashed in could keep its stat; such a key is not
+    kept (hashed again next time), as git treats "racily clean" index entries."""
+    now = time.time_ns()
+    return any(st is not None and st[3] > now - RACY_S * 1_000_000_000 for _, st in files)
+
+
+RACY_S = 2
 KEYS = "keys.json"  # under the cache's top: per source tree, the files key() read, their stats and the key
 
 
@@ -102,7 +111,7 @@ def key() -> str:
     Hashing ~25 sources took 2-4 ms of every start: the key is kept in KEYS with the stat (device, inode,
     size, mtime and ctime in ns) of every file it read, and hashed again when any of them differs (an edit,
     a checkout, a file added or gone: a file that did not exist is recorded as such), for another
-    interpreter, or where KEYS is missing or unreadable."""
+    interpreter, or where KEYS is missing or unreadable; not kept while a file is younger than RACY_S."""
     top = _top()
     tree = str(_root())
     abi = importlib.machinery.EXTENSION_SUFFIXES[0] + " " + sys.version
@@ -115,7 +124,7 @@ def key() -> str:
     except (OSError, ValueError, LookupError, TypeError):
         pass
     k, files = _hash_sources()
-    if top.is_dir():  # keep it (never creates the cache: nothing is written before a build)
+    if top.is_dir() and not _racy(files):  # keep it (never creates the cache: nothing is written before a build)
         try:
             keep = {t: v for t, v in known.items() if os.path.isdir(t)} if isinstance(known, dict) else {}
             keep[tree] = {"abi": abi, "key": k, "files": files}  # (trees gone, e.g. test folders, dropped)
