@@ -8,7 +8,9 @@ user's installation (PYTHONPYCACHEPREFIX in a temporary folder; this machine set
     PYTHONPATH=. python benchmarks/sim_cold_phases.py [--repeat N] [--kernels a,b] [--against DIR] [--json FILE]
 
 --against DIR (another checkout, e.g. `git archive` of main, with its compiled core built) times the same
-phases there too, alternating run by run with this tree's ("before" / "after").
+phases there too, alternating run by run with this tree's ("before" / "after"). The child does what each
+tree's sim/__main__.py does around importing sim.cli (read from its source: the collector's threshold and
+freeze, OPENBLAS_THREAD_TIMEOUT while numpy loads), so both trees are timed as `python -m sim` runs them.
 
 Printed: per kernel and phase the median and the least process time over the runs (seconds), and the 1-minute load
 before and after. "interpreter" is the process time when the child's first line runs (python's start-up,
