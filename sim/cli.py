@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +125,8 @@ def check_memory_of(prog: Any, launch: Any, hw: Any) -> None:
 
 def _write_outputs(out_dir: str, outputs: dict[int, np.ndarray]) -> None:
     """All files are written to a temporary folder first, then moved: nothing half-written."""
+    import tempfile  # (only with --out: tempfile and its imports are ~5 ms of a start)
+
     dest = Path(out_dir)
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest) as tmp:

@@ -16,14 +16,26 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import PtxError, WorkbenchError
+
+if TYPE_CHECKING:
+    import subprocess
+
+# subprocess and tempfile are imported where a tool runs (a cold timing run with its caches warm runs none:
+# subprocess, selectors and signal were ~4 ms of its start); `tools.subprocess` still names the module.
+def __getattr__(name: str) -> Any:
+    if name in ("subprocess", "tempfile"):
+        import importlib
+
+        return importlib.import_module(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 INSTALL_HINT = 'pip install -e ".[sass]"'
 DEFAULT_ARCH = "sm_90a"
@@ -114,6 +126,8 @@ def tool_version(path: Path) -> str:
                 return v["version"]
         except (OSError, ValueError, LookupError, TypeError):
             pass
+    import subprocess
+
     out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     lines = [s for s in out.stdout.splitlines() if s.strip()]
     version = lines[-1].strip() if lines else "unknown"
@@ -147,6 +161,8 @@ def _binary_stat(path: str) -> list[int] | None:
 def _nvdisasm_flags(path: Path) -> tuple[str, ...]:
     """-c (code only), -hex (encodings), and the PTX line info: -gp where this nvdisasm has it (it reads
     .nv_debug_line_sass, which points at lines of the PTX text), else -g (the .debug_line section)."""
+    import subprocess
+
     out = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60)
     line_flag = "-gp" if "--print-line-info-ptx" in out.stdout else "-g"
     return ("-c", "-hex", line_flag)
@@ -172,6 +188,8 @@ RUN_TRIES = 3  # a tool that could not start or died of a signal (a loaded machi
 def _run(args: list[str], file: str) -> subprocess.CompletedProcess:
     """The tool's run; one that cannot be started or is killed by a signal is tried RUN_TRIES times, then a
     SassError (never a result that depends on the machine's load). A tool that ran and failed is returned."""
+    import subprocess
+
     why = ""
     for attempt in range(RUN_TRIES):
         if attempt:
@@ -200,6 +218,8 @@ def compile_ptx(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") ->
             return Compiled(arch, d["disassembly"], d["ptxas_log"])
         except (ValueError, KeyError, OSError):
             pass  # a damaged cache entry is recompiled and rewritten
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
         cubin, r = _ptxas_cubin(ptxas, ptx_text, arch, Path(tmp), file)
         d = _run([str(nvdisasm), *_nvdisasm_flags(nvdisasm), str(cubin)], file)
@@ -289,6 +309,8 @@ def ptxas_log(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") -> s
             if path != cached:  # found in a listing's entry: kept under this key too (the next run asks no nvdisasm)
                 _store(cached, Compiled(arch, "", log))
             return log
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="sass-") as tmp:
         _, r = _ptxas_cubin(ptxas, ptx_text, arch, Path(tmp), file)
     log = r.stdout + r.stderr
