@@ -31,7 +31,8 @@ PTX = """.version 8.0
 def test_python_m_sim_run_imports_no_sass_listing_and_writes_everything(tmp_path, monkeypatch):
     """One cold `python -m sim run` (a PTX timing run): it imports sim.sass.tools (ptxas's register count) but not
     the SASS listing parser or control codes (-X importtime lists every module imported), nor PyYAML (the hwconfig
-    comes from load_hw's cache, filled here first), sim.reference (no check to run) or subprocess (no tool run);
+    comes from load_hw's cache, filled here first), sim.reference (no check to run), subprocess (no tool run) or
+    numpy.random (no random buffer);
     sim/__main__.py skips the interpreter's teardown (os._exit) after flushing, and the JSON on stdout, the --out
     buffers and the --trace file are all there, with the command's exit status (bad input:
     tests/test_cli_errors.py)."""
@@ -54,7 +55,7 @@ def test_python_m_sim_run_imports_no_sass_listing_and_writes_everything(tmp_path
     mods = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     assert "sim.timing.engine" in mods and "sim.sass.tools" in mods  # the run did go through the timing model
     assert not mods & {"sim.sass.listing", "sim.sass.control", "sim.sass.exec", "sim.sass.timing"}
-    later = {"yaml", "sim.reference", "difflib", "subprocess"}  # (imported where they are needed)
+    later = {"yaml", "sim.reference", "difflib", "subprocess", "numpy.random"}  # (imported where needed)
     assert not mods & later, mods & later
 
 
