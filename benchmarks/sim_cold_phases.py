@@ -50,6 +50,8 @@ def child(argv: list[str]) -> dict[str, float]:
         os.environ["OPENBLAS_THREAD_TIMEOUT"] = "4"
     if "gc.set_threshold(10_000" in main_src:
         gc.set_threshold(10_000, *gc.get_threshold()[1:])
+    if "gc.disable()" in main_src:
+        gc.disable()
     import sim.cli as cli
     import sim.hw
     import sim.launch
@@ -62,6 +64,7 @@ def child(argv: list[str]) -> dict[str, float]:
         del os.environ["OPENBLAS_THREAD_TIMEOUT"]
     if "gc.freeze()" in main_src:
         gc.freeze()
+    gc.enable()
     t["imports"] = clock() - t0
 
     def timed(name: str, f):

@@ -75,8 +75,9 @@ def test_sass_names_still_import():
 
 
 def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, capsys):
-    """sim/__main__.py: the youngest generation every 10,000 allocations, the imports' objects frozen, and the
-    command's exit status handed to os._exit once the output is flushed."""
+    """sim/__main__.py: no collection during the imports, then the youngest generation every 10,000 allocations,
+    the imports' objects frozen, the collector on again, and the command's exit status handed to os._exit once
+    the output is flushed."""
     import gc
     import runpy
 
@@ -84,7 +85,7 @@ def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, c
         pass
 
     def fake_exit(rc):
-        seen.append((rc, gc.get_threshold()[0], gc.get_freeze_count()))
+        seen.append((rc, gc.get_threshold()[0], gc.get_freeze_count(), gc.isenabled()))
         raise Exited
 
     seen: list = []
@@ -103,7 +104,7 @@ def test_python_m_sim_collects_less_often_and_freezes_its_imports(monkeypatch, c
         gc.set_threshold(*old)
         gc.unfreeze()
     assert "compiled timing core" in capsys.readouterr().out
-    assert len(seen) == 1 and seen[0][1] == 10_000 and seen[0][2] > 0, seen
+    assert len(seen) == 1 and seen[0][1] == 10_000 and seen[0][2] > 0 and seen[0][3], seen
     assert os.environ["OPENBLAS_THREAD_TIMEOUT"] == "20"
 
 
