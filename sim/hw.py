@@ -970,8 +970,8 @@ def _keep(key: str | None, cfg: HwConfig) -> None:
         entries = sorted(d.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
         for old in entries[:-CACHE_KEEP]:
             old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only home: every load validates the text, as before
+    except Exception:  # noqa: BLE001 (a read-only home or anything else: every load validates the text, as before)
+        pass
 
 
 def schema(cls: type = HwConfig, prefix: str = "") -> list[tuple[str, str, bool]]:
