@@ -133,6 +133,33 @@ def test_numpy_check_tilings_in_the_simulator(case):
     sim_check(FP8.emit(_spec(*shape, out, **extra), fp8_tiling(*tiling), {}), 3, 13)
 
 
+def test_profile_record_in_the_simulator():
+    """--profile (wgmma_tma's persistent record): the header's profile param (its index counts the hidden A/B and
+    the three maps), one record per CTA of the persistent grid with each CTA's tile count, and the %globaltimer
+    pair last; in the simulator over 2 CTAs (3 of the 6 64 x 64 tiles each, 2 K blocks, the last partial) the
+    numpy check passes, each CTA's 4 slots rise (start, tile walk, after the last K loop, end after the TMA
+    stores), its timer pair rises, and the records of CTAs 2-5 stay zero (the GPU runner drops them). Without
+    --profile the kernel has no clock or timer read and no profile header."""
+    from kernelgen.emit_common import PROFILE_SLOTS
+    from validation.gpu import _per_cta_cycles
+
+    spec, t = _spec(128, 136, 144), fp8_tiling(64, 64, 64, 3)
+    meta, _, out, _ = sim_check(FP8.emit(spec, t, {}, profile=True), 2, 5, corrupt=False)
+    prof = meta["profile"]
+    assert meta["params"][prof["param"]]["role"] == "profile"
+    assert prof["slots"] == PROFILE_SLOTS and prof["records"] == 6 and prof["tiles_per_cta"] == [1] * 6
+    assert [p.get("role") for p in meta["params"][-3:]] == ["scale_a", "scale_b", "timer"]
+    assert prof["timer"]["param"] == len(meta["params"]) - 1 and meta["params"][-1]["count"] == 12
+    rec = out[prof["param"]].view(np.uint64).reshape(-1, PROFILE_SLOTS).astype(np.int64)
+    assert (rec[2:] == 0).all() and (np.diff(rec[:2], axis=1) > 0).all()
+    assert _per_cta_cycles(out[prof["param"]], PROFILE_SLOTS) == [int(x) for x in rec[:2, 3] - rec[:2, 0]]
+    ns = out[prof["timer"]["param"]].view(np.uint64).reshape(-1, 2).astype(np.int64)
+    assert (ns[:2, 1] > ns[:2, 0]).all() and (ns[2:] == 0).all()
+    plain = FP8.emit(spec, t, {})
+    assert "profile" not in read_metadata(plain) and "%clock64" not in plain and "%globaltimer" not in plain
+    assert FP8.profiles
+
+
 # ---- ptxas ---------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
@@ -143,6 +170,16 @@ def test_assembles_without_spills(tiling, tmp_path):
     spec = _spec(4096, 4096, 4096, "f32" if tiling[0] == 64 else "bf16")
     t = fp8_tiling(*tiling)
     ptxas_clean(FP8.emit(spec, t, {}), tmp_path, t.grid_m == 2)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+@pytest.mark.parametrize("tiling", [(128, 256, 64, 4), (128, 128, 64, 4), (64, 64, 64, 6)],
+                         ids=lambda t: "x".join(map(str, t)))
+def test_profile_assembles_without_spills(tiling, tmp_path):
+    """--profile: the record, the timer pair and the consumers' end barrier keep 168 registers without spills."""
+    spec = _spec(8192, 8192, 8192, "f32" if tiling[0] == 64 else "bf16")
+    t = fp8_tiling(*tiling)
+    ptxas_clean(FP8.emit(spec, t, {}, profile=True), tmp_path, t.grid_m == 2)
 
 
 def test_header_maps_and_scales():

@@ -30,7 +30,16 @@ from functools import lru_cache
 from typing import Any
 
 from kernelgen.counting import Counts, tally
-from kernelgen.emit_common import Param, ceil_div, header_json, kernel_params, load_params, metadata
+from kernelgen.emit_common import (
+    PROFILE_SLOTS,
+    Param,
+    ceil_div,
+    emit_profile_start,
+    header_json,
+    kernel_params,
+    load_params,
+    metadata,
+)
 from kernelgen.models.fp8_cycles import fp8_cycle_model
 from kernelgen.models.schedule import CycleModel
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
@@ -41,10 +50,13 @@ from kernelgen.variants.wgmma import ATOM, BLOCK, ROW, desc_high, emit_acc_epilo
 from kernelgen.variants.wgmma_tma import (
     CONSUMER_REGS,
     PERSISTENT_CTAS,
+    PROFILE_BARRIER,
     SHARED_LIMIT,
     WgmmaTma,
     _advance_ring,
     _producer,
+    _profile_setup,
+    _profile_slot,
     _shift,
     _tile_origin,
     _wait,
@@ -234,9 +246,20 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
         _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
 
 
-def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBuilder, list[Param]]:
+def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
+           profile: bool = False) -> tuple[PtxBuilder, list[Param]]:
+    """The kernel's instructions; `profile`: wgmma_tma's per-CTA record (wgmma_tma._profile_setup, written by thread
+    128: clock64 at CTA start, at the consumers' tile walk start, after the last tile's K loop, at CTA end after
+    the last epilogue) and the %globaltimer pair at CTA start and end (the last param, "timer")."""
     b = PtxBuilder(counting)
-    params = [p for p in kernel_params(spec, name) if p.role not in ("A", "B")] + scale_params(name)
+    start = None
+    if profile:
+        gt = b.reg("u64")
+        start = (emit_profile_start(b), gt)
+        b.i(f"mov.u64 {gt}, %globaltimer")
+    params = [p for p in kernel_params(spec, name, profile) if p.role not in ("A", "B")] + scale_params(name)
+    if start is not None:
+        params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
     P = load_params(b, params)
     ta, tb = operand_tiles(spec, t)
     S, C = t.stages, t.grid_m
@@ -276,6 +299,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
     store = lib._store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap_d) if slabs else None
+    prof = _profile_setup(b, P, start, tid) if start is not None else None
+    _profile_slot(b, prof, 1, "as the consumers start their tile walk")
     pone, pzero = b.reg("pred"), b.reg("pred")
     b.i(f"mov.pred {pone}, -1")
     b.i(f"mov.pred {pzero}, 0")
@@ -331,6 +356,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"@{pl} bra {kloop}")
     b.region = "post"
     b.put_label(kdone)
+    _profile_slot(b, prof, 2, "after this tile's K loop (the last tile's value stays)")
     if store is None:
         emit_acc_epilogue(b, spec, P, acc, (cw, q, g, t4), (bm0, bn0), t.tm)
     else:
@@ -339,8 +365,18 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
     b.i(f"bra {tloop}")
     b.put_label(cend)
     if store is not None:
+        if prof is not None:
+            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
+            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
         b.comment("The staging slabs must outlive the last TMA stores' reads of them")
         b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
+    if prof is not None:
+        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
+        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
+        _profile_slot(b, prof, 3, "at CTA end")
+        gt2 = b.reg("u64")
+        b.i(f"mov.u64 {gt2}, %globaltimer")
+        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
     b.i("ret")
     return b, params
 
@@ -348,15 +384,17 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool) -> tuple[PtxBui
 def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any]) -> dict:
     """emit_common.metadata of D, M, N, K, alpha (beta, C, bias), then scale_a and scale_b (random f32: fresh
     scales, not ones), A and B hidden behind the two tensor maps, the persistent grid, the producer
-    warpgroup, the dynamic shared bytes and the check's block_scale."""
-    base = [p for p in params if p.role not in ("scale_a", "scale_b")]
+    warpgroup, the dynamic shared bytes and the check's block_scale; with --profile (wgmma_tma.tma_metadata's
+    form) one record per persistent CTA, each CTA's tile count, and the timer buffer last."""
+    base = [p for p in params if p.role not in ("scale_a", "scale_b", "timer")]
+    sc = {p.role: p for p in params}
     meta = metadata(spec, t, name, base, prediction)
     M, N, K = spec.nominal()
     idx = {p.role: i for i, p in enumerate(base)}
     pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
     kb = f"(({pk}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})"
-    for i, (p, cnt, expr) in enumerate(((params[-2], M * ceil_div(K, SCALE_BLOCK), f"{pm}*{kb}"),
-                                        (params[-1], ceil_div(N, SCALE_BLOCK) * ceil_div(K, SCALE_BLOCK),
+    for i, (p, cnt, expr) in enumerate(((sc["scale_a"], M * ceil_div(K, SCALE_BLOCK), f"{pm}*{kb}"),
+                                        (sc["scale_b"], ceil_div(N, SCALE_BLOCK) * ceil_div(K, SCALE_BLOCK),
                                          f"(({pn}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})*{kb}"))):
         meta["params"].append({"name": p.ptx_name, "kind": "buffer", "dtype": "f32", "role": p.role, "count": cnt,
                                "init": "random"})
@@ -369,6 +407,15 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
         meta[key] = {_shift(k, len(maps)): _shift(v, len(maps)) if isinstance(v, str) else v
                      for k, v in meta[key].items()}
     meta["grid"] = [min(ceil_div(M, t.bm) * ceil_div(N, t.bn), PERSISTENT_CTAS), 1, 1]
+    if "timer" in sc:  # the last PTX param: two %globaltimer values (ns) per persistent CTA
+        meta["params"].append({"name": sc["timer"].ptx_name, "kind": "buffer", "dtype": "u64", "role": "timer",
+                               "count": 2 * meta["grid"][0], "init": "zeros"})
+        meta["extents"][f"p{len(params) - 1 + len(maps)}"] = str(16 * meta["grid"][0])
+    if "profile" in meta:  # one record per persistent CTA; the param index counts the hidden buffers and the maps
+        meta["profile"] = {**meta["profile"], "param": meta["profile"]["param"] + len(hidden) + len(maps),
+                           "records": meta["grid"][0], "slots": PROFILE_SLOTS,
+                           "tiles_per_cta": tma_lib.profile_tiles(t, (M, N)),
+                           "timer": {"param": len(meta["params"]) - 1, "per_cta": ["start_ns", "end_ns"]}}
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
     meta["check"]["block_scale"] = SCALE_BLOCK
@@ -377,10 +424,9 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
          profile: bool = False) -> str:
-    if profile:
-        raise ValueError("wgmma_fp8.py: --profile is not supported (persistent CTAs have no single K loop to time)")
+    """The kernel; `profile`: one clock64 record per persistent CTA and its %globaltimer pair (_build)."""
     name = name or f"{spec.name}_wgmma_fp8"
-    b, params = _build(spec, t, name, False)
+    b, params = _build(spec, t, name, False, profile)
     meta = fp8_metadata(spec, t, name, params, prediction)
     title = (f"Block-scaled fp8 GEMM (DeepGEMM) {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
              f"m64n{t.bn}k32 e4m3 per 128-K block, promoted with f32 FMAs; D {spec.dtype_out} {spec.layout_c}")
@@ -399,7 +445,7 @@ def fp8_tiling(bm: int, bn: int, tm: int, stages: int) -> Tiling:
 class WgmmaFp8(WgmmaTma):
     name = "wgmma_fp8"
     opt_in = True
-    profiles = False  # its emit refuses --profile (wgmma_tma's per-CTA record is not emitted here)
+    profiles = True  # --profile: wgmma_tma's record per persistent CTA (_build)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None or hw.tma is None:
