@@ -307,3 +307,18 @@ def test_cycle_model_against_the_h200_round2():
         rows = [r for r in data["speed"] if r["M"] == n]
         pick = next(r for r in rows if r["pick"])
         assert min(r["time_ms"] for r in rows) >= 0.95 * pick["time_ms"]
+
+
+def test_fp8_cta_row_from_a_made_up_measurement(tmp_path):
+    """benchmarks/fp8_cta.py without a GPU: the profiled pick at 4096^3 (its header's tiles per CTA: 512 tiles over
+    132 CTAs), a made-up run of every CTA at 1.1x its predicted cycles at 1,400 MHz (clock64 / %globaltimer), and
+    the row top4.py's way: the busiest CTAs, that clock, the prediction at it."""
+    from benchmarks import fp8_cta
+    from sim.launch import read_metadata as meta_of
+
+    row = fp8_cta.compile_profiled((4096, 4096, 4096), [], tmp_path)
+    row["tiles_per_cta_header"] = meta_of(Path(row["ptx"]).read_text())["profile"]["tiles_per_cta"]
+    assert sorted(set(row["tiles_per_cta_header"])) == [3, 4] and sum(row["tiles_per_cta_header"]) == 512
+    fp8_cta.analyse(row, fp8_cta.fake_measurement(row))
+    assert row["measured_tiles_per_cta"] == 4 and row["measured_clock_mhz"] == pytest.approx(1400, rel=1e-3)
+    assert 0.8 < row["predicted_over_measured_per_cta"] < 0.95 and row["within_10pct"] is False
