@@ -95,7 +95,8 @@ def at_clock(row: dict, clock_mhz: float) -> dict:
         raise ValueError(f"no wgmma_fp8 tiling {row['tiling']} for {row['shape']}")
     ev = plan(spec, hw, "wgmma_fp8", only=ts).best
     ph = _phases(ev, tuple(row["shape"]))
-    return {"predicted_at_clock": ev.cycles_per_cta, "predicted_at_clock_phases": ph["predicted_phases"]}
+    return {"predicted_at_clock": ev.cycles_per_cta,
+            **{k.replace("predicted_", "predicted_at_clock_"): v for k, v in ph.items()}}
 
 
 def fast_e4m3(count: int, rng: np.random.Generator) -> np.ndarray:
@@ -168,9 +169,15 @@ def analyse(row: dict, m: dict) -> None:
             row["predicted_at_clock_error"] = f"{type(e).__name__}: {e}"[:300]
     if row.get("time_ms") and mhz:  # the whole launch in cycles at the kernel's clock, beside the busiest CTA
         row["time_cycles_at_clock"] = row["time_ms"] * 1e3 * mhz
-    if cta and ns and row.get("measured_tiles_per_cta"):
-        busiest = [c for c, n in zip(cta, row["tiles_per_cta_header"]) if n == row["measured_tiles_per_cta"]]
+    tiles = row["tiles_per_cta_header"]
+    if cta and len(cta) == len(tiles):
+        top = max(tiles)
+        busiest = [c for c, n in zip(cta, tiles) if n == top]
         row["measured_cycles_per_cta_spread"] = (max(busiest) - min(busiest)) / float(np.mean(busiest))
+        fewer = [c for c, n in zip(cta, tiles) if n == top - 1]
+        if fewer:  # the CTAs one tile short: the span difference is one tile's cycles (to set beside per_tile)
+            row["measured_per_tile"] = float(np.mean(busiest) - np.mean(fewer))
+            row["measured_base"] = float(np.mean(busiest)) - top * row["measured_per_tile"]
 
 
 def run_gpu_checks(kdir: Path, timeout: int) -> list[dict]:
