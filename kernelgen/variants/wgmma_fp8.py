@@ -18,6 +18,10 @@ ld.global (scale_a of the thread's two rows, scale_b one value), issued before t
 overlaps the MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two
 consumer warpgroups, one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
 
+--profile: wgmma_tma's record per persistent CTA (its _profile_setup / _profile_slot: clock64 at CTA start, tile
+walk start, after the last K loop, CTA end after the last TMA stores) and the %globaltimer pair (the "timer" param);
+benchmarks/fp8_cta.py reads it as benchmarks/top4.py does.
+
 Scale layouts (row-major f32): scale_a[M][KB], scale_b[NB][KB], KB = ceil(K / 128), NB = ceil(N / 128).
 Rows past M read no scale (0: their D is never stored). K past the end is zero-filled by TMA, so a partial
 last K block contributes its valid part only.
