@@ -216,6 +216,27 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def table(res: dict) -> str:
+    """A markdown table of a run's rows (docs/wgmma-fp8.md): python3 benchmarks/fp8_cta.py --table FILE."""
+    out = ["| shape | tiling | TFLOP/s | SM clock (MHz) | measured cycles/CTA (busiest) | predicted at that clock | "
+           "predicted / measured | per tile measured / predicted |", "|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        name = r["tiling"].split("_p0")[0].replace("wgmma_fp8_", "") if r.get("tiling") else "-"
+        if not r.get("measured_cycles_per_cta"):
+            err = r.get("error", "-")[:60]
+            out.append(f"| {'x'.join(map(str, r['shape']))} | {name} | - | - | - | - | {err} | - |")
+            continue
+        pt = (f"{r['measured_per_tile']:,.0f} / {r['predicted_at_clock_per_tile']:,}"
+              if r.get("measured_per_tile") and r.get("predicted_at_clock_per_tile") else "-")
+        pm = r.get("predicted_over_measured_per_cta")
+        out.append(f"| {'x'.join(map(str, r['shape']))} | {name}{' (pick)' if r['pick'] else ''} | "
+                   f"{r.get('tflops') or 0:,.0f} | {r.get('measured_clock_mhz') or 0:,.0f} | "
+                   f"{r['measured_cycles_per_cta']:,.0f} ({r.get('measured_ctas_at_top')} CTAs x "
+                   f"{r.get('measured_tiles_per_cta')} tiles) | {r.get('predicted_at_clock') or 0:,} | "
+                   f"{'-' if pm is None else f'{pm:.3f}'} | {pt} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
@@ -223,11 +244,15 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=150, help="seconds per shape's child process (default 150)")
     ap.add_argument("--fake", action="store_true", help="no GPU: a made-up measurement (tests the JSON assembly)")
     ap.add_argument("--no-checks", action="store_true")
+    ap.add_argument("--table", help="print the markdown table of a run's JSON and stop")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--results", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return child(a.child, Path(a.results), a.repeats)
+    if a.table:
+        print(table(json.loads(Path(a.table).read_text())))
+        return 0
     if not a.out:
         ap.error("--out is required")
     out = Path(a.out)
