@@ -54,7 +54,6 @@ from kernelgen.variants.wgmma import ATOM, BLOCK, ROW, desc_high, emit_acc_epilo
 from kernelgen.variants.wgmma_tma import (
     CONSUMER_REGS,
     PERSISTENT_CTAS,
-    PROFILE_BARRIER,
     SHARED_LIMIT,
     WgmmaTma,
     _advance_ring,
@@ -368,20 +367,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
     b.i(f"add.u32 {tile}, {tile}, {nct}")
     b.i(f"bra {tloop}")
     b.put_label(cend)
-    if store is not None:
-        if prof is not None:
-            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
-            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
-        b.comment("The staging slabs must outlive the last TMA stores' reads of them")
-        b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
-    if prof is not None:
-        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
-        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
-        _profile_slot(b, prof, 3, "at CTA end")
-        gt2 = b.reg("u64")
-        b.i(f"mov.u64 {gt2}, %globaltimer")
-        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
-    b.i("ret")
+    tma_lib.emit_cta_end(b, store, prof, C)
     return b, params
 
 

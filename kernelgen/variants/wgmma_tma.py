@@ -378,6 +378,26 @@ def _profile_slot(b: PtxBuilder, prof: Profile | None, slot: int, what: str) -> 
     b.i(f"@{prof.writer} st.global.u64 [{prof.addr}+{8 * slot}], {r}")
 
 
+def emit_cta_end(b: PtxBuilder, store: StoreRegs | None, prof: Profile | None, consumers: int) -> None:
+    """A persistent CTA's end (wgmma_tma and wgmma_fp8): the TMA-store epilogue's last stores waited for (their
+    reads of the staging; with --profile the stores themselves), then --profile's last clock64 slot after both
+    consumer warpgroups and the %globaltimer end, and `ret`."""
+    if store is not None:
+        if prof is not None:
+            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
+            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
+        b.comment("The staging slabs must outlive the last TMA stores' reads of them")
+        b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
+    if prof is not None:
+        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
+        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * consumers}")
+        _profile_slot(b, prof, 3, "at CTA end")
+        gt2 = b.reg("u64")
+        b.i(f"mov.u64 {gt2}, %globaltimer")
+        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
+    b.i("ret")
+
+
 def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid: str, steps: int = 0) -> Profile:
     """One record of PROFILE_SLOTS clock64 values per persistent CTA, written by thread 128 (consumer 0's first):
     0 CTA start, 1 the consumers' start of the tile walk (after setup and setmaxnreg), 2 after the last tile's K
@@ -544,20 +564,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"add.u32 {tile}, {tile}, {nct}")
     b.i(f"bra {tloop}")
     b.put_label(cend)
-    if store is not None:
-        if prof is not None:
-            b.comment("Profile: the last TMA stores complete (not only their reads of the staging)")
-            b.i(f"@{store.lane0} cp.async.bulk.wait_group 0")
-        b.comment("The staging slabs must outlive the last TMA stores' reads of them")
-        b.i(f"@{store.lane0} cp.async.bulk.wait_group.read 0")
-    if prof is not None:
-        b.comment("Profile: both consumer warpgroups are done before the CTA's last clock64 read")
-        b.i(f"bar.sync {PROFILE_BARRIER}, {128 * C}")
-        _profile_slot(b, prof, 3, "at CTA end")
-        gt2 = b.reg("u64")
-        b.i(f"mov.u64 {gt2}, %globaltimer")
-        b.i(f"@{prof.writer} st.global.u64 [{prof.timer}+8], {gt2}")
-    b.i("ret")
+    emit_cta_end(b, store, prof, C)
     return b, params
 
 
