@@ -21,7 +21,6 @@ kernels are numpy-checked on the GPU first (python -m validation gpu). Nothing i
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -83,17 +82,12 @@ def compile_profiled(shape: tuple[int, int, int], tiling: list[str], d: Path, ou
 def at_clock(row: dict, clock_mhz: float) -> dict:
     """The row's tiling predicted with the SM at `clock_mhz` (h200.yaml's clock_mhz replaced, no planner clock:
     top4.at_clock's way, the fp8 spec): cycles per CTA and the phases."""
-    from benchmarks.top4 import _phases
-    from kernelgen.planner import plan
-    from kernelgen.variants import get
-    from sim.hw import load_hw
+    from benchmarks.top4 import _phases, plan_at_clock
 
-    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz), planner_clock_mhz=None)
     spec = spec_of(tuple(row["shape"]), [], row.get("out", "bf16"))
-    ts = [t for t in get("wgmma_fp8").tilings(spec) if t.key() == row["tiling"]]
-    if not ts:
+    ev = plan_at_clock(spec, "wgmma_fp8", row["tiling"], clock_mhz)
+    if ev is None:
         raise ValueError(f"no wgmma_fp8 tiling {row['tiling']} for {row['shape']}")
-    ev = plan(spec, hw, "wgmma_fp8", only=ts).best
     ph = _phases(ev, tuple(row["shape"]))
     return {"predicted_at_clock": ev.cycles_per_cta,
             **{k.replace("predicted_", "predicted_at_clock_"): v for k, v in ph.items()}}

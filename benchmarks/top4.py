@@ -27,6 +27,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from validation.cases import TOP4_SHAPES  # noqa: E402 - the one GEMM case table
+
+if TYPE_CHECKING:
+    from kernelgen.planner import Evaluated
+    from kernelgen.spec import GemmSpec
 
 TOP = 4
 
@@ -124,20 +129,28 @@ def at_clock(row: dict, clock_mhz: float) -> int | None:
     """The row's kernel (same tiling key) predicted per CTA with the SM at `clock_mhz` (h200.yaml's clock_mhz
     replaced): the model's bandwidths are bytes per second, its latencies and per-SM rates cycles, so the cycles
     a bandwidth-bound phase takes follow the clock the run had (clock64 / %globaltimer)."""
-    from kernelgen.planner import plan
     from kernelgen.spec import shorthand
-    from kernelgen.variants import MODULES, get
-    from sim.hw import load_hw
+    from kernelgen.variants import MODULES
 
-    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz), planner_clock_mhz=None)
     spec = shorthand("x".join(map(str, row["shape"])), row.get("dtype", "f16"), row.get("out_dtype", "f32"))
     variant = max((v for v in MODULES if row["tiling"].startswith(v + "_")), key=len, default=None)
     if variant is None:
         return None
-    ts = [t for t in get(variant).tilings(spec) if t.key() == row["tiling"]]
-    if not ts:
-        return None
-    return plan(spec, hw, variant, only=ts).best.cycles_per_cta
+    ev = plan_at_clock(spec, variant, row["tiling"], clock_mhz)
+    return None if ev is None else ev.cycles_per_cta
+
+
+def plan_at_clock(spec: GemmSpec, variant: str, key: str, clock_mhz: float) -> Evaluated | None:
+    """The planner's evaluation of `variant`'s tiling `key` for `spec` with h200.yaml's SM clock replaced by
+    `clock_mhz` and no planner clock (at_clock; benchmarks/fp8_cta.py), or None where the variant has no such
+    tiling."""
+    from kernelgen.planner import plan
+    from kernelgen.variants import get
+    from sim.hw import load_hw
+
+    hw = dataclasses.replace(load_hw("h200"), clock_mhz=float(clock_mhz), planner_clock_mhz=None)
+    ts = [t for t in get(variant).tilings(spec) if t.key() == key]
+    return plan(spec, hw, variant, only=ts).best if ts else None
 
 
 def per_cta_measured(row: dict, cta: list[int], tiles: list[int] | None, ns: list[int] | None = None) -> None:
