@@ -21,6 +21,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from sim.errors import HwConfigError
+from sim.usercache import user_cache
 
 if TYPE_CHECKING:
     import yaml
@@ -925,8 +926,7 @@ CACHE_KEEP = 64
 
 
 def cache_dir() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(pathlib.Path.home() / ".cache")
-    return pathlib.Path(base) / "gemm-workbench" / "hw"
+    return user_cache("hw")
 
 
 def _cache_key(text: str) -> str | None:

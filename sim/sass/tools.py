@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.errors import PtxError, WorkbenchError
+from sim.usercache import racy, replace_json, stat_key, user_cache
 
 if TYPE_CHECKING:
     import subprocess
@@ -131,15 +132,12 @@ def tool_version(path: Path) -> str:
     out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     lines = [s for s in out.stdout.splitlines() if s.strip()]
     version = lines[-1].strip() if lines else "unknown"
-    racy = stamp is not None and stamp[3] > time.time_ns() - 2_000_000_000  # (as sim/timing/native.py _racy)
-    if stamp is not None and not racy and out.returncode == 0 and lines and _binary_stat(real) == stamp:
+    if stamp is not None and not racy(stamp) and out.returncode == 0 and lines and _binary_stat(real) == stamp:
         keep = known if isinstance(known, dict) else {}
         keep[real] = {"stat": stamp, "version": version}
         try:
             store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(keep))
-            tmp.replace(store)
+            replace_json(store, keep)
         except OSError:
             pass  # a read-only cache: asked again next time
     return version
@@ -151,10 +149,9 @@ def _binary_stat(path: str) -> list[int] | None:
         with open(path, "rb") as f:
             if f.read(2) == b"#!":
                 return None
-            st = os.fstat(f.fileno())
+            return stat_key(os.fstat(f.fileno()))
     except OSError:
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 @functools.cache
@@ -169,8 +166,7 @@ def _nvdisasm_flags(path: Path) -> tuple[str, ...]:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gemm-workbench" / "sass"
+    return user_cache("sass")
 
 
 def _ptxas_error(log: str, file: str) -> PtxError:
@@ -234,9 +230,7 @@ def compile_ptx(ptx_text: str, arch: str = DEFAULT_ARCH, file: str = "<ptx>") ->
 def _store(path: Path, c: Compiled) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"disassembly": c.disassembly, "ptxas_log": c.ptxas_log}))
-        tmp.replace(path)
+        replace_json(path, {"disassembly": c.disassembly, "ptxas_log": c.ptxas_log})
     except OSError:
         pass  # a read-only cache only costs the recompile
 

@@ -31,6 +31,9 @@ import time
 from collections.abc import Sequence
 from types import ModuleType
 
+from sim.usercache import RACY_S as RACY_S  # (tests read native.RACY_S)
+from sim.usercache import racy, replace_json, stat_key
+
 # the modules compiled together (one mypyc group: calls and attribute reads between them are native)
 MODULES = ("sim.timing.pipe", "sim.timing.units", "sim.timing.crossbar", "sim.timing.constant", "sim.timing.dram",
            "sim.timing.memory", "sim.timing.static", "sim.timing.warp", "sim.timing.core")
@@ -86,21 +89,18 @@ def _hash_sources() -> tuple[str, list[list]]:
 
 def _stat(path: str) -> list[int] | None:
     try:
-        st = os.stat(path)
+        return stat_key(os.stat(path))
     except OSError:
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _racy(files: list[list]) -> bool:
     """Whether a file was written in the last RACY_S seconds: file times advance by the kernel's clock tick
     (a few ms), so a file written again within the tick it was hashed in could keep its stat; such a key is not
     kept (hashed again next time), as git treats "racily clean" index entries."""
-    now = time.time_ns()
-    return any(st is not None and st[3] > now - RACY_S * 1_000_000_000 for _, st in files)
+    return any(st is not None and racy(st) for _, st in files)
 
 
-RACY_S = 2
 KEYS = "keys.json"  # under the cache's top: per source tree, the files key() read, their stats and the key
 
 
@@ -128,9 +128,7 @@ def key() -> str:
         try:
             keep = {t: v for t, v in known.items() if os.path.isdir(t)} if isinstance(known, dict) else {}
             keep[tree] = {"abi": abi, "key": k, "files": files}  # (trees gone, e.g. test folders, dropped)
-            tmp = top / f"{KEYS}.{os.getpid()}"
-            tmp.write_text(json.dumps(keep))
-            os.replace(tmp, top / KEYS)
+            replace_json(top / KEYS, keep)
         except (OSError, ValueError):
             pass  # read-only or damaged: the next start hashes again
     return k
