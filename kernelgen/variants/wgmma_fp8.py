@@ -62,6 +62,8 @@ from kernelgen.variants.wgmma_tma import (
     _profile_slot,
     _shift,
     _tile_origin,
+    _trace_base,
+    _trace_step,
     _wait,
     emit_setup,
 )
@@ -69,6 +71,12 @@ from sim.hw import HwConfig
 
 TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte swizzle row
 MMA_K = 32  # wgmma k32 for 8-bit floats: 32 bytes of K, as k16 of 16-bit types
+# --trace (benchmarks/fp8_step.py), per K block g: the producer's wake on empty[s] and the end of its TMA issues
+# (wgmma_tma's), then per consumer warpgroup c (its thread 0): full[s] seen, N half 0's wgmmas committed, its
+# wait_group 0 returned, N half 1's committed and waited (TILE_N 256 only), the last promotion done
+CONSUMER_SLOTS = 6
+TRACE_SLOTS = ("issue", "issued") + tuple(f"{x}{c}" for c in range(2) for x in (
+    "full", "commit0_", "waited0_", "commit1_", "waited1_", "promoted"))
 
 
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
@@ -228,13 +236,18 @@ def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) 
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
-             preds: tuple[str, str], scale_src: tuple[list, list, str], release: Callable[[], None]) -> None:
+             preds: tuple[str, str], scale_src: tuple[list, list, str], release: Callable[[], None],
+             mark: Callable[[int], None] | None = None) -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
-    scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`."""
+    scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`.
+    `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the
+    last promotion (j = 5)."""
     WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
     prods: list[list[str]] = []
     for h in range(H):
         _wgmma_block(b, blk, descs, WN, h, *preds)
+        if mark:
+            mark(1 + 2 * h)
         if h == 0:
             b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b "
                       "of each N half")
@@ -242,25 +255,34 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
         if h == H - 1:
             b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
             b.i("wgmma.wait_group.sync.aligned 0")
+            if mark:
+                mark(2 + 2 * h)
             release()
         else:
             b.comment(f"wait_group 0: N half {h}'s block accumulators are final (stage s is read by the next half)")
             b.i("wgmma.wait_group.sync.aligned 0")
+            if mark:
+                mark(2 + 2 * h)
         _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
+    if mark:
+        mark(5)
 
 
-def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
-           profile: bool = False) -> tuple[PtxBuilder, list[Param]]:
+def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
+           trace: int = 0) -> tuple[PtxBuilder, list[Param]]:
     """The kernel's instructions; `profile`: wgmma_tma's per-CTA record (wgmma_tma._profile_setup, written by thread
     128: clock64 at CTA start, at the consumers' tile walk start, after the last tile's K loop, at CTA end after
-    the last epilogue) and the %globaltimer pair at CTA start and end (the last param, "timer")."""
+    the last epilogue) and the %globaltimer pair at CTA start and end (the last param, "timer"); `trace` > 0 (a
+    measurement tool, benchmarks/fp8_step.py): the record and, for the CTA's first `trace` K blocks, TRACE_SLOTS
+    clock64 values per K block after the records."""
     b = PtxBuilder(counting)
     start = None
-    if profile:
+    if profile or trace:
         gt = b.reg("u64")
         start = (emit_profile_start(b), gt)
         b.i(f"mov.u64 {gt}, %globaltimer")
-    params = [p for p in kernel_params(spec, name, profile) if p.role not in ("A", "B")] + scale_params(name)
+    params = ([p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
+              + scale_params(name))
     if start is not None:
         params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
     P = load_params(b, params)
@@ -286,7 +308,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
     b.i(f"setp.ne.u32 {pc}, {wg}, 0")
     b.i(f"@{pc} bra {consumer}")
 
-    _producer(b, spec, t, (ta, tb), smem, tmap, sched, pz)
+    ns = len(TRACE_SLOTS)
+    _producer(b, spec, t, (ta, tb), smem, tmap, sched, pz, "",
+              (_trace_base(b, P, trace, ns), trace, ns) if trace else None)
 
     b.put_label(consumer)
     if C == 2:
@@ -302,8 +326,22 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
     store = lib._store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap_d) if slabs else None
-    prof = _profile_setup(b, P, start, tid) if start is not None else None
+    prof = _profile_setup(b, P, start, tid, trace, ns) if start is not None else None
     _profile_slot(b, prof, 1, "as the consumers start their tile walk")
+    mark: Callable[[int], None] | None = None
+    if prof is not None and prof.steps:
+        gc, tw, tsh, tl = b.reg("u32"), b.reg("pred"), b.reg("u64"), b.reg("u32")
+        b.i(f"mov.u32 {gc}, 0")
+        b.comment(f"Trace: thread 0 of each consumer warpgroup writes its own {CONSUMER_SLOTS} slots (+ 8 x "
+                  f"{CONSUMER_SLOTS} x c bytes)")
+        b.i(f"and.b32 {tl}, {tid}, 127")
+        b.i(f"setp.eq.u32 {tw}, {tl}, 0")
+        b.i(f"mul.wide.u32 {tsh}, {cw}, {8 * CONSUMER_SLOTS}")
+
+        def trace_mark(j: int) -> None:
+            assert prof is not None
+            _trace_step(b, prof.trace, gc, prof.steps, 2 + j, tw, tsh, ns)
+        mark = trace_mark
     pone, pzero = b.reg("pred"), b.reg("pred")
     b.i(f"mov.pred {pone}, -1")
     b.i(f"mov.pred {pzero}, 0")
@@ -345,6 +383,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
     fb = b.reg("u32")
     b.i(f"mad.lo.u32 {fb}, {s}, 8, {full0}")
     _wait(b, fb, ph, "c_full")
+    if mark:
+        mark(0)
     da, db = emit_descriptors(b, s, (ta.stage_bytes, tb.stage_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
 
     def release() -> None:
@@ -352,7 +392,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
         b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
         b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
         _advance_ring(b, s, ph, S)
-    _k_block(b, acc, blk, (da, db), (pzero, pone), (sa_rows, sb_addrs, kt), release)
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sa_rows, sb_addrs, kt), release, mark)
+    if mark:
+        b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
     b.i(f"add.u32 {kt}, {kt}, 1")
     b.i(f"setp.lt.u32 {pl}, {kt}, {ktiles}")
@@ -371,7 +413,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool,
     return b, params
 
 
-def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any]) -> dict:
+def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any],
+                 trace: int = 0) -> dict:
     """emit_common.metadata of D, M, N, K, alpha (beta, C, bias), then scale_a and scale_b (random f32: fresh
     scales, not ones), A and B hidden behind the two tensor maps, the persistent grid, the producer
     warpgroup, the dynamic shared bytes and the check's block_scale; with --profile (wgmma_tma.tma_metadata's
@@ -406,6 +449,12 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
                            "records": meta["grid"][0], "slots": PROFILE_SLOTS,
                            "tiles_per_cta": tma_lib.profile_tiles(t, (M, N)),
                            "timer": {"param": len(meta["params"]) - 1, "per_cta": ["start_ns", "end_ns"]}}
+        if trace:  # the buffer: the records, then every CTA's trace
+            i = meta["profile"]["param"]
+            n = meta["grid"][0] * (PROFILE_SLOTS + len(TRACE_SLOTS) * trace)
+            meta["params"][i] = {**meta["params"][i], "count": n}
+            meta["extents"][f"p{i - len(hidden)}"] = str(8 * n)
+            meta["profile"]["trace"] = {"steps": trace, "slots": list(TRACE_SLOTS)}
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
     meta["check"]["block_scale"] = SCALE_BLOCK
@@ -413,11 +462,12 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
 
 
 def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None = None,
-         profile: bool = False) -> str:
-    """The kernel; `profile`: one clock64 record per persistent CTA and its %globaltimer pair (_build)."""
+         profile: bool = False, trace: int = 0) -> str:
+    """The kernel; `profile`: one clock64 record per persistent CTA and its %globaltimer pair (_build); `trace`
+    > 0: the record and TRACE_SLOTS clock64 values per K block for the CTA's first `trace` K blocks."""
     name = name or f"{spec.name}_wgmma_fp8"
-    b, params = _build(spec, t, name, False, profile)
-    meta = fp8_metadata(spec, t, name, params, prediction)
+    b, params = _build(spec, t, name, False, profile, trace)
+    meta = fp8_metadata(spec, t, name, params, prediction, trace)
     title = (f"Block-scaled fp8 GEMM (DeepGEMM) {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
              f"m64n{t.bn}k32 e4m3 per 128-K block, promoted with f32 FMAs; D {spec.dtype_out} {spec.layout_c}")
     tm_params = [(f"{m['name']}[128]", ".align 64 .b8") for m in tensormaps(spec, t, name)]

@@ -333,6 +333,7 @@ class Profile:
     trace: str = ""
     steps: int = 0
     timer: str = ""
+    slots: int = 0  # u64 trace slots per K step (len(TRACE_SLOTS); wgmma_fp8's own layout has more)
 
 
 # per K step g: the producer's issue (empty[s] seen) and the end of its TMA issues; for each consumer warpgroup c
@@ -342,13 +343,13 @@ TRACE_SLOTS = ("issue", "issued", "full", "wgmma", "waited", "release_prev", "fu
 CONSUMER_SLOTS = 4  # the consumer slots per warpgroup: full, wgmma, waited, release_prev (+ CONSUMER_SLOTS x c)
 
 
-def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int) -> str:
-    """This CTA's trace: u64 slots after the per-CTA records, [nctaid.x * PROFILE_SLOTS + ctaid.x * len(TRACE_SLOTS)
-    * steps + len(TRACE_SLOTS) * g + j]."""
+def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int, slots: int = len(TRACE_SLOTS)) -> str:
+    """This CTA's trace: u64 slots after the per-CTA records, [nctaid.x * PROFILE_SLOTS + ctaid.x * slots * steps
+    + slots * g + j] (slots = len(TRACE_SLOTS) here)."""
     n, x = b.reg("u32"), b.reg("u32")
     b.i(f"mov.u32 {n}, %nctaid.x")
     b.i(f"mov.u32 {x}, %ctaid.x")
-    b.i(f"mul.lo.u32 {x}, {x}, {len(TRACE_SLOTS) * steps}")
+    b.i(f"mul.lo.u32 {x}, {x}, {slots * steps}")
     b.i(f"mad.lo.u32 {x}, {n}, {PROFILE_SLOTS}, {x}")
     off, a = b.reg("u64"), b.reg("u64")
     b.i(f"mul.wide.u32 {off}, {x}, 8")
@@ -356,13 +357,14 @@ def _trace_base(b: PtxBuilder, P: dict[str, str], steps: int) -> str:
     return a
 
 
-def _trace_step(b: PtxBuilder, base: str, g: str, steps: int, j: int, who: str, shift: str = "") -> None:
+def _trace_step(b: PtxBuilder, base: str, g: str, steps: int, j: int, who: str, shift: str = "",
+                slots: int = len(TRACE_SLOTS)) -> None:
     """clock64 into slot j of K step g (a running count across the CTA's tiles) when g < steps, by `who`;
     `shift` (u64 bytes, a register) moves the slot: the consumer warpgroup's own slots."""
     p, o, a, r = b.reg("pred"), b.reg("u64"), b.reg("u64"), b.reg("u64")
     b.i(f"mov.u64 {r}, %clock64")
     b.i(f"setp.lt.and.u32 {p}, {g}, {steps}, {who}")
-    b.i(f"mul.wide.u32 {o}, {g}, {8 * len(TRACE_SLOTS)}")
+    b.i(f"mul.wide.u32 {o}, {g}, {8 * slots}")
     b.i(f"add.u64 {a}, {base}, {o}")
     if shift:
         b.i(f"add.u64 {a}, {a}, {shift}")
@@ -398,7 +400,8 @@ def emit_cta_end(b: PtxBuilder, store: StoreRegs | None, prof: Profile | None, c
     b.i("ret")
 
 
-def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid: str, steps: int = 0) -> Profile:
+def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid: str, steps: int = 0,
+                   slots: int = len(TRACE_SLOTS)) -> Profile:
     """One record of PROFILE_SLOTS clock64 values per persistent CTA, written by thread 128 (consumer 0's first):
     0 CTA start, 1 the consumers' start of the tile walk (after setup and setmaxnreg), 2 after the last tile's K
     loop (its wait_group 0), 3 after the last epilogue's TMA stores completed (or its st.global) and both
@@ -419,7 +422,7 @@ def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid
     b.i(f"mul.wide.u32 {toff}, {x}, 16")
     b.i(f"add.u64 {ta}, {P['timer']}, {toff}")
     b.i(f"@{w} st.global.u64 [{ta}], {start[1]}")
-    return Profile(start[0], w, a, _trace_base(b, P, steps) if steps else "", steps, ta)
+    return Profile(start[0], w, a, _trace_base(b, P, steps, slots) if steps else "", steps, ta, slots)
 
 
 def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
@@ -456,7 +459,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"@{pc} bra {consumer}")
 
     _producer(b, spec, t, (ta, tb), (sa, sb, full0, empty0), tmap, (tiles_m, tiles_n, ntiles, ktiles, nct), pz,
-              su.rank, (_trace_base(b, P, trace), trace) if trace else None)
+              su.rank, (_trace_base(b, P, trace), trace, len(TRACE_SLOTS)) if trace else None)
 
     b.put_label(consumer)
     if C == 2:
@@ -801,7 +804,7 @@ def load_box(tile: OperandTile, mn: int, t: Tiling, role: str) -> tuple[list[int
 
 def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile, OperandTile],
               smem: tuple[str, str, str, str], tmap: dict[str, str], sched: tuple[str, str, str, str, str],
-              pz: str, rank: str = "", trace: tuple[str, int] | None = None) -> None:
+              pz: str, rank: str = "", trace: tuple[str, int, int] | None = None) -> None:
     """Warpgroup 0: thread 0 walks the tiles and their K tiles, waiting on empty[s] and issuing the TMA
     boxes of A and B into stage s with arrive.expect_tx on full[s]; the other threads exit. With a cluster
     (rank: %cluster_ctarank) the shared operand's boxes are cut in parts, the CTA of rank r loads part r of
@@ -858,7 +861,7 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
     if trace:
         pt = b.reg("pred")
         b.i(f"setp.eq.u32 {pt}, {tid}, 0")
-        _trace_step(b, trace[0], gp, trace[1], 0, pt)
+        _trace_step(b, trace[0], gp, trace[1], 0, pt, "", trace[2])
     b.i(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{fb}], {a_bytes + b_bytes}")
     for tile_op, base, nbytes, org, mn, role in ((ta, sa, a_bytes, bm0, t.bm, "a"), (tb, sb, b_bytes, bn0, t.bn, "b")):
         dst = b.reg("u32")
@@ -887,7 +890,7 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
             b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], "
                 f"[{tmap[role]}, {{{c0}, {c1}}}], [{fb}]")
     if trace:
-        _trace_step(b, trace[0], gp, trace[1], 1, pt)
+        _trace_step(b, trace[0], gp, trace[1], 1, pt, "", trace[2])
         b.i(f"add.u32 {gp}, {gp}, 1")
     _advance_ring(b, s, ph, t.stages)
     pl = b.reg("pred")
