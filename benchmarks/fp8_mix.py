@@ -1,0 +1,190 @@
+"""On the H200: does one warpgroup's f32 FMA stream slow another warpgroup's e4m3 wgmmas on the same SM? (issue 14,
+the fp8 kernel's K block: its promotion FMAs cost ~83 cycles per K block on silicon (benchmarks/fp8_step.py run 1)
+although the model has them run beside the other consumer's wgmmas.) One invocation, < 1 minute, one JSON:
+
+    source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
+    python3 benchmarks/fp8_mix.py --out $OUT         # writes $OUT/fp8_mix.json
+    python3 benchmarks/fp8_mix.py --out DIR --check  # here: ptxas -arch=sm_90a accepts every kernel
+
+One CTA of two warpgroups (256 threads); after bar.sync each warpgroup runs its role, clock64-bracketed per warp
+(lane 0 writes start, end):
+- `mma`: REPS x (wgmma.fence, 4 x wgmma m64n128k32 e4m3 (shared-memory operands, no swizzle; the fp8 kernel's N
+  half), commit, wait_group 0) — the fp8 kernel's wgmma group without the promotion;
+- `ffma`: FREPS x 64 independent fma.rn.f32 (acc_i = x_i * s + acc_i: the promotion's form) — long enough to cover
+  the other warpgroup's whole loop;
+- `promote`: REPS x (the `mma` group, wait_group 0, then 64 fma.rn.f32 acc_i = blk_i * s + acc_i reading the
+  block accumulators: one N half of the fp8 kernel's K block, with no scale loads or TMA);
+- `idle`: nothing (the warpgroup exits).
+Cases (role of warpgroup 0 + role of warpgroup 1): mma+idle, mma+mma, mma+ffma, ffma+idle, promote+idle,
+promote+promote, promote+ffma. Per warp: cycles per iteration of its loop; per case the warpgroups' medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REPS, FREPS = 64, 512  # mma: 64 x 4 x 64 MAC cycles ~ 16K cycles; ffma: 512 x 64 FMAs ~ 32K+ cycles
+GROUP, N = 4, 128
+CASES = (("mma", "idle"), ("mma", "mma"), ("mma", "ffma"), ("ffma", "idle"), ("promote", "idle"),
+         ("promote", "promote"), ("promote", "ffma"), ("ffma", "ffma"))
+
+
+def _desc(offset: int) -> str:
+    """No-swizzle K-major descriptor constant: LBO 128, SBO 256 (>> 4) (benchmarks/micro_wgmma)."""
+    return f"{(128 >> 4) << 16 | (256 >> 4) << 32 | (offset >> 4):#x}"
+
+
+def _role(role: str, w: int) -> str:
+    """PTX of one warpgroup's role; labels and registers suffixed by w."""
+    nacc = N // 2
+    blk = "{" + ", ".join(f"%b{i}" for i in range(nacc)) + "}"
+    mma = "\n".join(f"    wgmma.mma_async.sync.aligned.m64n{N}k32.f32.e4m3.e4m3 {blk}, %rd3, %rd4, "
+                    f"{'%p0' if k == 0 else '%p1'}, 1, 1;" for k in range(GROUP))
+    fmas_x = "\n".join(f"    fma.rn.f32 %c{i}, %x{i}, %s, %c{i};" for i in range(nacc))
+    fmas_b = "\n".join(f"    fma.rn.f32 %c{i}, %b{i}, %s, %c{i};" for i in range(nacc))
+    group = f"    wgmma.fence.sync.aligned;\n{mma}\n    wgmma.commit_group.sync.aligned;\n" \
+            "    wgmma.wait_group.sync.aligned 0;"
+    body = {"mma": group, "promote": group + "\n" + fmas_b, "ffma": fmas_x}[role]
+    reps = FREPS if role == "ffma" else REPS
+    return f"""    mov.u64 %t0, %clock64;
+    mov.u32 %r4, 0;
+L{w}:
+{body}
+    add.u32 %r4, %r4, 1;
+    setp.lt.u32 %p2, %r4, {reps};
+    @%p2 bra L{w};
+    mov.u64 %t1, %clock64;
+    bra.uni DONE;"""
+
+
+def ptx(roles: tuple[str, str]) -> str:
+    nacc = N // 2
+    decl = "\n".join(f"    .reg .f32 %{p}<{nacc}>;" for p in ("b", "c", "x"))
+    init = "\n".join(f"    add.u32 %r10, %r9, {i};\n    cvt.rn.f32.u32 %x{i}, %r10;\n    mov.f32 %c{i}, 0f00000000;\n"
+                     f"    mov.f32 %b{i}, 0f00000000;" for i in range(nacc))
+    keep = "\n".join(f"    add.f32 %k, %k, %c{i};\n    add.f32 %k, %k, %b{i};" for i in range(nacc))
+    parts = []
+    for w, role in enumerate(roles):
+        parts.append(f"WG{w}:\n" + (_role(role, w) if role != "idle" else "    ret;"))
+    return f""".version 8.4
+.target sm_90a
+.address_size 64
+
+.visible .entry fp8_mix(.param .u64 out, .param .f32 scale)
+{{
+    .reg .pred %p<4>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<16>;
+    .reg .u64 %t<4>;
+    .reg .f32 %s, %k;
+{decl}
+    .shared .align 1024 .b8 smem[32768];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.f32 %s, [scale];
+    mov.u32 %r0, %tid.x;
+    and.b32 %r9, %r0, 31;
+    mov.u32 %r2, smem;
+    shr.u32 %r3, %r2, 4;
+    cvt.u64.u32 %rd2, %r3;
+    or.b64 %rd3, %rd2, {_desc(0)};
+    add.s64 %rd4, %rd2, {_desc(16384)};
+    setp.ne.u32 %p0, %r0, %r0;
+    setp.eq.u32 %p1, %r0, %r0;
+{init}
+    bar.sync 0;
+    shr.u32 %r5, %r0, 7;
+    setp.eq.u32 %p3, %r5, 0;
+    @%p3 bra WG0;
+    bra.uni WG1;
+{chr(10).join(parts)}
+DONE:
+    and.b32 %r6, %r0, 31;
+    setp.ne.u32 %p3, %r6, 0;
+    @%p3 bra END;
+    shr.u32 %r7, %r0, 5;
+    mul.wide.u32 %rd8, %r7, 24;
+    add.s64 %rd9, %rd1, %rd8;
+    st.global.u64 [%rd9], %t0;
+    st.global.u64 [%rd9+8], %t1;
+    mov.f32 %k, 0f00000000;
+{keep}
+    st.global.f32 [%rd9+16], %k;
+END:
+    ret;
+}}
+"""
+
+
+def check() -> int:
+    from sim.sass.tools import compile_ptx
+
+    for roles in CASES:
+        log = compile_ptx(ptx(roles)).ptxas_log
+        print(roles, [x for x in log.splitlines() if "registers" in x or "spill" in x][:2])
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    if a.check:
+        return check()
+    from sim.launch import Arg, Launch
+    from validation.gpu import run_on_gpu
+
+    res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                 "load_average": os.getloadavg()[0], "reps": REPS, "freps": FREPS, "group": GROUP, "n": N,
+                 "rows": []}
+    try:
+        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
+                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        res["device"] = None
+    for roles in CASES:
+        row: dict = {"case": "+".join(roles), "roles": list(roles)}
+        try:
+            samples = []
+            for _ in range(5):
+                out = np.zeros(8 * 3, dtype=np.uint64)
+                launch = Launch("fp8_mix", (1, 1, 1), (256, 1, 1),
+                                [Arg("buffer", "uint64", array=out), Arg("scalar", "f32", value=1.0)])
+                m = run_on_gpu(ptx(roles), launch, warmup=2, repeats=3)
+                samples.append(np.asarray(m.outputs[0]).view(np.uint64).reshape(8, 3))
+            for w, role in enumerate(roles):
+                if role == "idle":
+                    continue
+                iters = FREPS if role == "ffma" else REPS
+                per = [float(np.median([(s[k, 1] - s[k, 0]) / iters for s in samples]))
+                       for k in range(4 * w, 4 * w + 4)]
+                row[f"wg{w}_{role}_cycles_per_iter"] = float(np.median(per))
+                row[f"wg{w}_per_warp"] = per
+                row[f"wg{w}_start_spread"] = float(max(s[4 * w:4 * w + 4, 0].max() - s[:, 0][s[:, 0] > 0].min()
+                                                       for s in samples))
+                if role in ("mma", "promote"):
+                    row[f"wg{w}_cycles_per_wgmma"] = float(np.median(per)) / GROUP
+        except Exception as e:  # noqa: BLE001 - record and go on
+            row["error"] = f"{type(e).__name__}: {e}"[:400]
+        res["rows"].append(row)
+        print(json.dumps({k: v for k, v in row.items() if "per_warp" not in k}), flush=True)
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "fp8_mix.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
