@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 REPS, FREPS = 64, 512  # mma: 64 x 4 x 64 MAC cycles ~ 16K cycles; ffma: 512 x 64 FMAs ~ 32K+ cycles
 GROUP, N = 4, 128
 CASES = (("mma", "idle"), ("mma", "mma"), ("mma", "ffma"), ("ffma", "idle"), ("promote", "idle"),
-         ("promote", "promote"), ("promote", "ffma"), ("ffma", "ffma"))
+         ("promote", "promote"), ("promote", "ffma"), ("ffma", "ffma"), ("mma", "promote"))
 
 
 def _desc(offset: int) -> str:
@@ -49,8 +49,10 @@ def _role(role: str, w: int) -> str:
     """PTX of one warpgroup's role; labels and registers suffixed by w."""
     nacc = N // 2
     blk = "{" + ", ".join(f"%b{i}" for i in range(nacc)) + "}"
+    # `promote` starts each group fresh (scale-d false: the fp8 kernel's block accumulators); `mma` accumulates
+    # across its loop (else ptxas drops all but the last group's wgmmas: their results are dead)
     mma = "\n".join(f"    wgmma.mma_async.sync.aligned.m64n{N}k32.f32.e4m3.e4m3 {blk}, %rd3, %rd4, "
-                    f"{'%p0' if k == 0 else '%p1'}, 1, 1;" for k in range(GROUP))
+                    f"{'%p0' if k == 0 and role == 'promote' else '%p1'}, 1, 1;" for k in range(GROUP))
     fmas_x = "\n".join(f"    fma.rn.f32 %c{i}, %x{i}, %s, %c{i};" for i in range(nacc))
     fmas_b = "\n".join(f"    fma.rn.f32 %c{i}, %b{i}, %s, %c{i};" for i in range(nacc))
     group = f"    wgmma.fence.sync.aligned;\n{mma}\n    wgmma.commit_group.sync.aligned;\n" \

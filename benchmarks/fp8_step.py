@@ -71,6 +71,32 @@ CASES = (
     ("4096_w256_s4_prof", L4, W256, 4, "", 0, 40),
 )
 
+# `--set 2`: the consumer side alone, per consumer count. C1 = one consumer warpgroup (64 x N tiles, t64): its K
+# block is its own chain (issue, the two N halves' wgmma groups, waits, promotion) with the tensor pipe to itself;
+# beside the same ladder for the two-consumer 128x256 (is T2 = max(tensor, chain) or more?)
+C1W, C1N = (64, 256, 64), (64, 128, 64)
+CASES2 = (
+    ("8192_w256_s4_prof", L8, W256, 4, "", 0, 40),
+    ("8192_w256_s4", L8, W256, 4, "", 1024, 40),
+    ("8192_w256_s3_prof", L8, W256, 3, "", 0, 40),
+    ("8192_w128_s3_prof", L8, W128, 3, "", 0, 40),
+    ("8192_w256_s4_notma_prof", L8, W256, 4, "notma", 0, 40),
+    ("8192_w256_s4_notma_nopromote_prof", L8, W256, 4, "notma,nopromote", 0, 40),
+    ("8192_w256_s4_notma_noscale_prof", L8, W256, 4, "notma,noscale", 0, 40),
+    ("8192_w256_s4_notma_noscale_nopromote_prof", L8, W256, 4, "notma,noscale,nopromote", 0, 40),
+    ("8192_c1w256_s4_prof", L8, C1W, 4, "", 0, 20),
+    ("8192_c1w256_s4_notma_prof", L8, C1W, 4, "notma", 0, 20),
+    ("8192_c1w256_s4_notma_nopromote_prof", L8, C1W, 4, "notma,nopromote", 0, 20),
+    ("8192_c1w256_s4_notma_noscale_prof", L8, C1W, 4, "notma,noscale", 0, 20),
+    ("8192_c1w256_s4_notma_noscale_nopromote_prof", L8, C1W, 4, "notma,noscale,nopromote", 0, 20),
+    ("8192_c1w256_s4_notma", L8, C1W, 4, "notma", 1024, 20),
+    ("8192_c1w128_s4_prof", L8, C1N, 4, "", 0, 20),
+    ("8192_c1w128_s4_notma_prof", L8, C1N, 4, "notma", 0, 20),
+    ("4096_w256_s4_prof", L4, W256, 4, "", 0, 40),
+    ("4096_w256_s3_prof", L4, W256, 3, "", 0, 40),
+    ("4096_w128_s3_prof", L4, W128, 3, "", 0, 40),
+)
+
 STAGGER = """\t{{
 \t.reg .pred %sg_p;
 \t.reg .u64 %sg_t0, %sg_t1;
@@ -228,6 +254,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--compile-only", action="store_true", help="emit, patch and ptxas-check every case, no GPU")
+    ap.add_argument("--set", default="1", choices=("1", "2"), help="the case table: CASES (run 1) or CASES2")
     a = ap.parse_args()
     from benchmarks.fp8_cta import fast_e4m3
     from sim.launch import launch_from_metadata, read_metadata
@@ -239,7 +266,7 @@ def main() -> int:
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "delay": DELAY, "rows": []}
     inputs: dict = {}
-    for name, shape, tile, stages, what, steps, warm in CASES:
+    for name, shape, tile, stages, what, steps, warm in (CASES2 if a.set == "2" else CASES):
         if only and name not in only:
             continue
         row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
@@ -295,9 +322,9 @@ def main() -> int:
             brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
         print(json.dumps(brief, default=float)[:1600], flush=True)
         res["seconds"] = time.time() - t0
-        (out / "fp8_step.json").write_text(json.dumps(res, default=float))
+        (out / f"fp8_step{'' if a.set == '1' else '_' + a.set}.json").write_text(json.dumps(res, default=float))
     if a.compile_only:
-        (out / "fp8_step.json").write_text(json.dumps(res, default=float))
+        (out / f"fp8_step{'' if a.set == '1' else '_' + a.set}.json").write_text(json.dumps(res, default=float))
     return 0
 
 
