@@ -265,6 +265,13 @@ def main() -> int:
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "delay": DELAY, "rows": []}
+    try:
+        import subprocess
+
+        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
+                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        res["device"] = None
     inputs: dict = {}
     for name, shape, tile, stages, what, steps, warm in (CASES2 if a.set == "2" else CASES):
         if only and name not in only:

@@ -121,6 +121,17 @@ def test_numpy_check_in_the_simulator():
     assert not check_from_metadata(unscaled, before, out)["passed"]
 
 
+def test_numpy_check_one_k_block_in_the_simulator():
+    """130 x 264 x 80 at 128 x 256: one K block per tile (ktiles == 1, 80 of 128 wide, the rest zero-filled by
+    TMA); one persistent CTA walks the 4 tiles, the second tile row has rows past M (its consumer warpgroup 1 has
+    all its rows past M) and the second tile column an N half past N."""
+    from sim.reference import check_from_metadata
+
+    meta, before, out, _ = sim_check(FP8.emit(_spec(130, 264, 80), fp8_tiling(128, 256, 64, 3), {}), 1, 17)
+    unscaled = {**meta, "check": {k: v for k, v in meta["check"].items() if k != "block_scale"}}
+    assert not check_from_metadata(unscaled, before, out)["passed"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [((128, 64, 64, 3), "bf16", {}), ((128, 256, 64, 3), "bf16", {"beta": 0.5}),
                                   ((128, 128, 64, 4), "f32", {}), ((64, 64, 64, 5), "bf16", {}),
@@ -322,3 +333,37 @@ def test_fp8_cta_row_from_a_made_up_measurement(tmp_path):
     fp8_cta.analyse(row, fp8_cta.fake_measurement(row))
     assert row["measured_tiles_per_cta"] == 4 and row["measured_clock_mhz"] == pytest.approx(1400, rel=1e-3)
     assert 0.8 < row["predicted_over_measured_per_cta"] < 0.95 and row["within_10pct"] is False
+
+
+@pytest.mark.slow
+def test_trace_in_the_simulator():
+    """trace=STEPS (benchmarks/fp8_step.py's probe): the profile buffer holds the per-CTA records, then per CTA
+    STEPS x TRACE_SLOTS clock64 values (laid out for the nominal grid, as the probe launches it); over the 4
+    CTAs of 4 tiles x 5 K blocks (128 x 256, two consumers, two N halves) the numpy check passes, each CTA fills
+    exactly its 5 K blocks, each consumer's slots rise within a K block (full seen, half 0 committed and waited,
+    half 1 committed and waited, promoted), the producer's issue precedes its issued, the consumers see a stage
+    only after the producer issued it, and fp8_step.analyse reads the same layout (5 steps, 4 CTAs). Without
+    trace the kernel is the --profile one."""
+    from benchmarks.fp8_step import analyse
+    from kernelgen.emit_common import PROFILE_SLOTS
+    from kernelgen.variants.wgmma_fp8 import CONSUMER_SLOTS, TRACE_SLOTS, emit
+
+    spec, t, steps = _spec(256, 512, 640), fp8_tiling(128, 256, 64, 3), 8
+    ptx = emit(spec, t, {}, trace=steps)
+    meta, _, out, _ = sim_check(ptx, 4, 3, corrupt=False)
+    prof = meta["profile"]
+    assert prof["trace"] == {"steps": steps, "slots": list(TRACE_SLOTS)} and len(TRACE_SLOTS) == 2 + 2 * CONSUMER_SLOTS
+    buf = out[prof["param"]].view(np.uint64).astype(np.int64)
+    assert buf.size == 4 * (PROFILE_SLOTS + len(TRACE_SLOTS) * steps)
+    tr = buf[4 * PROFILE_SLOTS:].reshape(4, steps, len(TRACE_SLOTS))
+    assert (tr[:, 5:] == 0).all() and (tr[:, :5] > 0).all()
+    for c in range(2):
+        x = tr[:, :5, 2 + CONSUMER_SLOTS * c:2 + CONSUMER_SLOTS * (c + 1)]
+        assert (np.diff(x, axis=2) >= 0).all()  # F <= I0 <= W0 <= I1 <= W1 <= E
+        assert (x[:, :, 0] >= tr[:, :5, 1]).all()  # full seen after the producer's TMA issue of that stage
+    assert (tr[:, :5, 1] >= tr[:, :5, 0]).all()
+    timer = out[prof["timer"]["param"]]
+    a = analyse(out[prof["param"]], timer, 4, 3, 5, 2, prof["tiles_per_cta"], steps)
+    assert a["steps"] == 5 and a["ctas"] == 4
+    prof_only = FP8.emit(spec, t, {}, profile=True)
+    assert prof_only != ptx and "trace" not in read_metadata(prof_only)["profile"]
