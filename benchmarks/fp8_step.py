@@ -26,6 +26,9 @@ Variations (PTX patches, each checked to change something):
 - `nopromote`: one promotion FMA per N half kept (the block accumulators stay live), the other 63 / 127 gone;
 - `stagger`: consumer warpgroup 1 spins DELAY cycles before its tile walk, so the two consumers' wgmma groups
   start one group apart (the DeepGEMM overlap: one's promotion under the other's wgmmas) instead of together.
+- `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's or scale_b's loads
+  replaced by 1.0), `scale_ca` / `scale_cg` (the loads through L1 / L2 only instead of the non-coherent path),
+  `scale_smem` (the loads read shared memory instead: the same instructions without the global path).
 """
 
 from __future__ import annotations
@@ -97,6 +100,14 @@ CASES2 = (
     ("4096_w128_s3_prof", L4, W128, 3, "", 0, 40),
 )
 
+# `--set 3`: what of the scales costs the K block (main's kernel, 8192^3 128x256 s4, profiled, with and without TMA)
+CASES3 = tuple((f"8192_w256_s4_{p.replace(',', '_') or 'base'}_prof", L8, W256, 4, p, 0, 40) for p in (
+    "", "noscale", "noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem",
+    "notma", "notma,noscale", "notma,noscale_a", "notma,noscale_b", "notma,scale_cg", "notma,scale_smem")) + (
+    ("8192_w128_s3_base_prof", L8, W128, 3, "", 0, 40), ("8192_w128_s3_noscale_prof", L8, W128, 3, "noscale", 0, 40),
+    ("8192_w128_s3_notma_noscale_prof", L8, W128, 3, "notma,noscale", 0, 40),
+    ("8192_w128_s3_scale_smem_prof", L8, W128, 3, "scale_smem", 0, 40))
+
 STAGGER = """\t{{
 \t.reg .pred %sg_p;
 \t.reg .u64 %sg_t0, %sg_t1;
@@ -136,6 +147,19 @@ def patch(ptx: str, what: str) -> str:
                     keep = False
                 out.append(line)
             ptx = "\n".join(out)
+        elif w in ("noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem"):
+            # the K loop's scale loads in _scales' order: scale_b of each N half first, then scale_a of each row
+            loads = [m for m in re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), (\[[^\]]+\]);", ptx)]
+            halves = 2 if "N half 1" in ptx else 1
+            pick = loads[halves:] if w == "noscale_a" else loads[:halves] if w == "noscale_b" else loads
+            smem = re.search(r"\.extern \.shared \.align \d+ \.b8 (\w+)\[\]", ptx)
+            for m in reversed(pick):
+                pred, reg, addr = m.group(1) or "", m.group(2), m.group(3)
+                new = {"noscale_a": f"mov.f32 {reg}, 0f3F800000;", "noscale_b": f"mov.f32 {reg}, 0f3F800000;",
+                       "scale_ca": f"{pred}ld.global.ca.f32 {reg}, {addr};",
+                       "scale_cg": f"{pred}ld.global.cg.f32 {reg}, {addr};",
+                       "scale_smem": f"{pred}ld.shared.f32 {reg}, [{smem.group(1) if smem else ''}];"}[w]
+                ptx = ptx[:m.start()] + new + ptx[m.end():]
         elif w == "stagger":
             k = ptx.index("setmaxnreg.inc.sync.aligned.u32")
             k = ptx.index("\n", k) + 1
@@ -254,7 +278,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--compile-only", action="store_true", help="emit, patch and ptxas-check every case, no GPU")
-    ap.add_argument("--set", default="1", choices=("1", "2"), help="the case table: CASES (run 1) or CASES2")
+    ap.add_argument("--set", default="1", choices=("1", "2", "3"), help="the case table: CASES (run 1), CASES2, CASES3")
     a = ap.parse_args()
     from benchmarks.fp8_cta import fast_e4m3
     from sim.launch import launch_from_metadata, read_metadata
@@ -273,7 +297,7 @@ def main() -> int:
     except OSError:
         res["device"] = None
     inputs: dict = {}
-    for name, shape, tile, stages, what, steps, warm in (CASES2 if a.set == "2" else CASES):
+    for name, shape, tile, stages, what, steps, warm in {"1": CASES, "2": CASES2, "3": CASES3}[a.set]:
         if only and name not in only:
             continue
         row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
