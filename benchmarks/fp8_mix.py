@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 REPS, FREPS = 64, 512  # mma: 64 x 4 x 64 MAC cycles ~ 16K cycles; ffma: 512 x 64 FMAs ~ 32K+ cycles
 GROUP, N = 4, 128
 CASES = (("mma", "idle"), ("mma", "mma"), ("mma", "ffma"), ("ffma", "idle"), ("promote", "idle"),
-         ("promote", "promote"), ("promote", "ffma"), ("ffma", "ffma"), ("mma", "promote"))
+         ("promote", "promote"), ("promote", "ffma"), ("ffma", "ffma"), ("mma", "promote"),
+         ("p1", "idle"), ("p1ld", "idle"), ("p1late", "idle"))
 
 
 def _desc(offset: int) -> str:
@@ -57,6 +58,8 @@ def _role(role: str, w: int) -> str:
     fmas_b = "\n".join(f"    fma.rn.f32 %c{i}, %b{i}, %s, %c{i};" for i in range(nacc))
     group = f"    wgmma.fence.sync.aligned;\n{mma}\n    wgmma.commit_group.sync.aligned;\n" \
             "    wgmma.wait_group.sync.aligned 0;"
+    if role.startswith("p1"):  # one-wgmma groups: the fence-to-fence window (~190 cycles) under the L2's latency
+        return _p1(role, w)
     body = {"mma": group, "promote": group + "\n" + fmas_b, "ffma": fmas_x}[role]
     reps = FREPS if role == "ffma" else REPS
     return f"""    mov.u64 %t0, %clock64;
@@ -67,6 +70,42 @@ L{w}:
     setp.lt.u32 %p2, %r4, {reps};
     @%p2 bra L{w};
     mov.u64 %t1, %clock64;
+    bra.uni DONE;"""
+
+
+def _p1(role: str, w: int) -> str:
+    """`p1`: REPS x (fence, one m64n128k32 wgmma, commit, wait_group 0, 64 promotion FMAs); `p1ld`: + a global
+    load (ld.global.cg, an L2 hit after the first launch) issued after the wgmma and read by the first FMA after
+    the wait (its latency against the group's); `p1late`: the same load read one iteration later (two iterations
+    per loop trip, the loads alternating between two registers): nothing in its own iteration waits for it, so
+    if it still costs, the next wgmma.fence waited for it."""
+    nacc = N // 2
+    blk = "{" + ", ".join(f"%b{i}" for i in range(nacc)) + "}"
+
+    def one(load: str, use: str) -> str:
+        lines = ["    wgmma.fence.sync.aligned;",
+                 f"    wgmma.mma_async.sync.aligned.m64n{N}k32.f32.e4m3.e4m3 {blk}, %rd3, %rd4, %p0, 1, 1;"]
+        if load:
+            lines.append(f"    ld.global.cg.f32 {load}, [%rd11];")
+        lines += ["    wgmma.commit_group.sync.aligned;", "    wgmma.wait_group.sync.aligned 0;"]
+        lines += [f"    fma.rn.f32 %c{i}, %b{i}, {use if i == 0 and use else '%s'}, %c{i};" for i in range(nacc)]
+        return "\n".join(lines)
+    if role == "p1late":
+        body, trips = one("%g0", "%g1") + "\n" + one("%g1", "%g0"), REPS // 2
+    else:
+        body, trips = one("%g0" if role == "p1ld" else "", "%g0" if role == "p1ld" else ""), REPS
+    return f"""    mov.f32 %g0, 0f3F800000;
+    mov.f32 %g1, 0f3F800000;
+    mov.u64 %t0, %clock64;
+    mov.u32 %r4, 0;
+L{w}:
+{body}
+    add.u32 %r4, %r4, 1;
+    setp.lt.u32 %p2, %r4, {trips};
+    @%p2 bra L{w};
+    mov.u64 %t1, %clock64;
+    add.f32 %c1, %c1, %g0;
+    add.f32 %c1, %c1, %g1;
     bra.uni DONE;"""
 
 
@@ -83,18 +122,20 @@ def ptx(roles: tuple[str, str]) -> str:
 .target sm_90a
 .address_size 64
 
-.visible .entry fp8_mix(.param .u64 out, .param .f32 scale)
+.visible .entry fp8_mix(.param .u64 out, .param .f32 scale, .param .u64 src)
 {{
     .reg .pred %p<4>;
     .reg .b32 %r<16>;
     .reg .b64 %rd<16>;
     .reg .u64 %t<4>;
-    .reg .f32 %s, %k;
+    .reg .f32 %s, %k, %g0, %g1;
 {decl}
     .shared .align 1024 .b8 smem[32768];
     ld.param.u64 %rd1, [out];
     cvta.to.global.u64 %rd1, %rd1;
     ld.param.f32 %s, [scale];
+    ld.param.u64 %rd11, [src];
+    cvta.to.global.u64 %rd11, %rd11;
     mov.u32 %r0, %tid.x;
     and.b32 %r9, %r0, 31;
     mov.u32 %r2, smem;
@@ -162,8 +203,10 @@ def main() -> int:
             samples = []
             for _ in range(5):
                 out = np.zeros(8 * 3, dtype=np.uint64)
+                src = np.ones(1024, dtype=np.float32)
                 launch = Launch("fp8_mix", (1, 1, 1), (256, 1, 1),
-                                [Arg("buffer", "uint64", array=out), Arg("scalar", "f32", value=1.0)])
+                                [Arg("buffer", "uint64", array=out), Arg("scalar", "f32", value=1.0),
+                                 Arg("buffer", "float32", array=src)])
                 m = run_on_gpu(ptx(roles), launch, warmup=2, repeats=3)
                 samples.append(np.asarray(m.outputs[0]).view(np.uint64).reshape(8, 3))
             for w, role in enumerate(roles):
