@@ -126,6 +126,19 @@ $L_sg_done:
 """
 
 
+def _scale_of(ptx: str) -> dict[str, str]:
+    """The 64-bit registers derived from the scale_a / scale_b params (ld.param, then every instruction with such
+    a source: the per-row / per-half addresses and their K offsets) -> "a" / "b"."""
+    of: dict[str, str] = {}
+    for m in re.finditer(r"^\s*(?:@!?%p\d+ )?([\w.:]+) (%rd\d+), ([^;]*);", ptx, re.M):
+        op, dst, src = m.groups()
+        if op == "ld.param.u64" and (k := re.search(r"_scale_([ab])\]", src)):
+            of[dst] = k.group(1)
+        elif tags := {of[r] for r in re.findall(r"%rd\d+", src) if r in of}:
+            of[dst] = tags.pop() if len(tags) == 1 else "?"
+    return of
+
+
 def patch(ptx: str, what: str) -> str:
     """The probe's PTX variations (the module docstring); each checked to have changed something."""
     from benchmarks.tma_step import patch as tma_patch
@@ -148,10 +161,10 @@ def patch(ptx: str, what: str) -> str:
                 out.append(line)
             ptx = "\n".join(out)
         elif w in ("noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem"):
-            # the K loop's scale loads in _scales' order: scale_b of each N half first, then scale_a of each row
+            # the scale loads (before and in the K loop), each told scale_a's or scale_b's by its address
             loads = [m for m in re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), (\[[^\]]+\]);", ptx)]
-            halves = 2 if "N half 1" in ptx else 1
-            pick = loads[halves:] if w == "noscale_a" else loads[:halves] if w == "noscale_b" else loads
+            of = _scale_of(ptx)
+            pick = [m for m in loads if w not in ("noscale_a", "noscale_b") or of.get(m.group(3)[1:-1]) == w[-1]]
             smem = re.search(r"\.extern \.shared \.align \d+ \.b8 (\w+)\[\]", ptx)
             for m in reversed(pick):
                 pred, reg, addr = m.group(1) or "", m.group(2), m.group(3)

@@ -57,3 +57,16 @@ def test_mix_kernels_keep_their_wgmmas(roles):
     assert "HGMMA.64x8x16" not in d  # ptxas' placeholders for dropped (dead) wgmmas
     assert d.count("QGMMA.64x128x32") >= per_iter  # unrolled loops hold more
     assert d.count("FFMA") >= 64
+
+
+def test_noscale_a_and_b_split_the_scale_loads_by_array(base):
+    """--set 3's noscale_a / noscale_b replace the loads of their own array only, told apart by the address's param
+    (fp8_step._scale_of), not by their order (a kernel that loads scales before its K loop interleaves them)."""
+    load = re.compile(r"ld\.global\.nc\.f32 (%f\d+), \[(%rd\d+)\];")
+    of = fp8_step._scale_of(base)
+    loads = load.findall(base)
+    by = {k: [i for i, (_, r) in enumerate(loads) if of.get(r) == k] for k in "ab"}
+    assert len(by["a"]) + len(by["b"]) == len(loads) == 4 and len(by["a"]) == len(by["b"]) == 2
+    for w, k in (("noscale_a", "a"), ("noscale_b", "b")):
+        left = [r for _, r in load.findall(fp8_step.patch(base, w))]
+        assert left == [r for i, (_, r) in enumerate(loads) if i not in by[k]]
