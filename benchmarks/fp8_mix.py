@@ -61,16 +61,20 @@ def _role(role: str, w: int) -> str:
     if role.startswith("p1"):  # one-wgmma groups: the fence-to-fence window (~190 cycles) under the L2's latency
         return _p1(role, w)
     body = {"mma": group, "promote": group + "\n" + fmas_b, "ffma": fmas_x}[role]
-    reps = FREPS if role == "ffma" else REPS
-    return f"""    mov.u64 %t0, %clock64;
+    return _loop(w, body, FREPS if role == "ffma" else REPS)
+
+
+def _loop(w: int, body: str, trips: int, pre: str = "", post: str = "") -> str:
+    """`trips` x `body` between two clock64 reads (%t0, %t1), then to DONE."""
+    return f"""{pre}    mov.u64 %t0, %clock64;
     mov.u32 %r4, 0;
 L{w}:
 {body}
     add.u32 %r4, %r4, 1;
-    setp.lt.u32 %p2, %r4, {reps};
+    setp.lt.u32 %p2, %r4, {trips};
     @%p2 bra L{w};
     mov.u64 %t1, %clock64;
-    bra.uni DONE;"""
+{post}    bra.uni DONE;"""
 
 
 def _p1(role: str, w: int) -> str:
@@ -94,19 +98,8 @@ def _p1(role: str, w: int) -> str:
         body, trips = one("%g0", "%g1") + "\n" + one("%g1", "%g0"), REPS // 2
     else:
         body, trips = one("%g0" if role == "p1ld" else "", "%g0" if role == "p1ld" else ""), REPS
-    return f"""    mov.f32 %g0, 0f3F800000;
-    mov.f32 %g1, 0f3F800000;
-    mov.u64 %t0, %clock64;
-    mov.u32 %r4, 0;
-L{w}:
-{body}
-    add.u32 %r4, %r4, 1;
-    setp.lt.u32 %p2, %r4, {trips};
-    @%p2 bra L{w};
-    mov.u64 %t1, %clock64;
-    add.f32 %c1, %c1, %g0;
-    add.f32 %c1, %c1, %g1;
-    bra.uni DONE;"""
+    return _loop(w, body, trips, "    mov.f32 %g0, 0f3F800000;\n    mov.f32 %g1, 0f3F800000;\n",
+                 "    add.f32 %c1, %c1, %g0;\n    add.f32 %c1, %c1, %g1;\n")
 
 
 def ptx(roles: tuple[str, str]) -> str:

@@ -208,28 +208,15 @@ def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, w
                               "halves": wgmma_fp8.halves_of(t)}
 
 
-def _stats(x: np.ndarray) -> dict:
-    x = x[np.isfinite(x)]
-    if not x.size:
-        return {}
-    return {"med": float(np.median(x)), "p10": float(np.percentile(x, 10)), "p90": float(np.percentile(x, 90)),
-            "mean": float(x.mean()), "n": int(x.size)}
-
-
 def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, halves: int,
             tiles_per_cta: list[int], steps: int) -> dict:
-    from kernelgen.emit_common import PROFILE_SLOTS
+    from benchmarks.tma_step import _stats, read_records, read_trace
     from kernelgen.variants.wgmma_fp8 import CONSUMER_SLOTS, TRACE_SLOTS
 
     ns = len(TRACE_SLOTS)
-    v = np.asarray(buf).view(np.uint64).astype(np.int64)
-    rec = v[:grid * PROFILE_SLOTS].reshape(grid, PROFILE_SLOTS)
-    tmr = np.asarray(timer).view(np.uint64).astype(np.int64)[:2 * grid].reshape(grid, 2)
     out: dict = {}
+    v, rec, _ = read_records(buf, timer, grid, out)
     span = (rec[:, 3] - rec[:, 0]).astype(float)
-    ok = (tmr[:, 1] > tmr[:, 0]) & (rec[:, 3] > rec[:, 0])
-    if ok.any():
-        out["clock_mhz"] = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tmr[ok, 1] - tmr[ok, 0]) * 1e3))
     tiles = np.asarray(tiles_per_cta[:grid])
     top = tiles == tiles.max()
     out["cycles_per_cta_busiest"] = float(span[top].mean())
@@ -238,15 +225,7 @@ def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: 
     out["span"] = _stats(span)
     if not steps:
         return out
-    tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * steps].reshape(grid, steps, ns)
-    counts = (tr[:, :, 2] != 0).sum(axis=1)
-    sel = counts == counts.max()
-    tr, rec = tr[sel], rec[sel]
-    n = int(counts.max())
-    out["steps"], out["ctas"] = n, int(sel.sum())
-    raw = tr[:RAW_CTAS, :RAW_STEPS] - rec[:RAW_CTAS, 0][:, None, None]
-    raw[tr[:RAW_CTAS, :RAW_STEPS] == 0] = -1
-    out["raw"] = raw.tolist()
+    tr, n = read_trace(v, rec, grid, ns, steps, out, (RAW_CTAS, RAW_STEPS))
     if n < stages + 4:
         return out
     f = tr.astype(float)
@@ -330,7 +309,7 @@ def main() -> int:
                 res["rows"].append(row)
                 print(json.dumps({k: row[k] for k in ("case", "tiling", "ptxas")}), flush=True)
                 continue
-            from validation.gpu import run_on_gpu
+            from benchmarks.tma_step import measure
             from validation.gpu_tma import without_tensormaps
 
             meta = read_metadata(text) or {}
@@ -346,17 +325,9 @@ def main() -> int:
                     if key not in inputs:
                         inputs[key] = fast_e4m3(arr.size, rng).reshape(arr.shape).astype(arr.dtype)
                     x.array = inputs[key]
-            grid = meta["grid"][0]
-            roles = [x.role for x in launch.args]
-            i, j = roles.index("profile"), roles.index("timer")
-            r = run_on_gpu(text, launch, warmup=warm, repeats=10, check=None, read_after=("profile", "timer"))
-            after = r.extra.get("after") or {}
-            M, N, K = shape
-            row["time_ms"] = r.wall_ms_median
-            row["tflops"] = 2 * M * N * K / (r.wall_ms_median * 1e-3) / 1e12
-            row["device"] = r.device
-            if i in after and j in after:
-                row.update(analyse(after[i], after[j], grid, stages, info["ktiles"], info["halves"],
+            got = measure(text, launch, shape, warm, 10, row)
+            if got is not None:
+                row.update(analyse(*got, meta["grid"][0], stages, info["ktiles"], info["halves"],
                                    meta["profile"]["tiles_per_cta"], steps))
         except Exception as e:  # noqa: BLE001 - record and go on
             row["error"] = f"{type(e).__name__}: {e}"[:400]

@@ -224,33 +224,55 @@ def _stats(x: np.ndarray) -> dict:
             "mean": float(x.mean()), "n": int(x.size)}
 
 
-def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, consumers: int,
-            steps: int = STEPS) -> dict:
-    from kernelgen.variants.wgmma_tma import PROFILE_SLOTS, TRACE_SLOTS
+def read_records(buf: np.ndarray, timer: np.ndarray, grid: int, out: dict) -> tuple[np.ndarray, np.ndarray,
+                                                                                     np.ndarray]:
+    """The profile buffer as int64 values, its per-CTA records (PROFILE_SLOTS clock64 values each) and the
+    %globaltimer pairs; out["clock_mhz"] = the median clock64 span / ns span of the CTAs whose both rose."""
+    from kernelgen.emit_common import PROFILE_SLOTS
 
-    ns = len(TRACE_SLOTS)
     v = np.asarray(buf).view(np.uint64).astype(np.int64)
     rec = v[:grid * PROFILE_SLOTS].reshape(grid, PROFILE_SLOTS)
     tm = np.asarray(timer).view(np.uint64).astype(np.int64)[:2 * grid].reshape(grid, 2)
-    out: dict = {}
     ok = (tm[:, 1] > tm[:, 0]) & (rec[:, 3] > rec[:, 0])
     if ok.any():
         out["clock_mhz"] = float(np.median((rec[ok, 3] - rec[ok, 0]) / (tm[ok, 1] - tm[ok, 0]) * 1e3))
-    out["span"] = _stats((rec[:, 3] - rec[:, 0]).astype(float))
-    # per CTA: the profile record's phases (start, walk start, last K loop done, end) and its %globaltimer span
-    out["per_cta"] = {"span": (rec[:, 3] - rec[:, 0]).tolist(), "walk": (rec[:, 2] - rec[:, 1]).tolist(),
-                      "ns": (tm[:, 1] - tm[:, 0]).tolist()}
-    if not steps:
-        return out
+    return v, rec, tm
+
+
+def read_trace(v: np.ndarray, rec: np.ndarray, grid: int, ns: int, steps: int, out: dict,
+               raw_shape: tuple[int, int] = (RAW_CTAS, RAW_STEPS)) -> tuple[np.ndarray, int]:
+    """The trace after the records (`ns` slots per K step, `steps` per CTA), kept for the CTAs that recorded the
+    most steps (slot 2, the first consumer's full, non-zero); out += steps, ctas and the raw clocks of the first
+    raw_shape CTAs x steps relative to each CTA's start (-1: not recorded). Returns (trace, steps recorded)."""
+    from kernelgen.emit_common import PROFILE_SLOTS
+
     tr = v[grid * PROFILE_SLOTS:grid * PROFILE_SLOTS + grid * ns * steps].reshape(grid, steps, ns)
     counts = (tr[:, :, 2] != 0).sum(axis=1)
     sel = counts == counts.max()
     tr, rec = tr[sel], rec[sel]
     n = int(counts.max())
     out["steps"], out["ctas"] = n, int(sel.sum())
-    raw = tr[:RAW_CTAS, :RAW_STEPS] - rec[:RAW_CTAS, 0][:, None, None]
-    raw[tr[:RAW_CTAS, :RAW_STEPS] == 0] = -1
+    c, k = raw_shape
+    raw = tr[:c, :k] - rec[:c, 0][:, None, None]
+    raw[tr[:c, :k] == 0] = -1
     out["raw"] = raw.tolist()
+    return tr, n
+
+
+def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: int, consumers: int,
+            steps: int = STEPS) -> dict:
+    from kernelgen.variants.wgmma_tma import TRACE_SLOTS
+
+    ns = len(TRACE_SLOTS)
+    out: dict = {}
+    v, rec, tm = read_records(buf, timer, grid, out)
+    out["span"] = _stats((rec[:, 3] - rec[:, 0]).astype(float))
+    # per CTA: the profile record's phases (start, walk start, last K loop done, end) and its %globaltimer span
+    out["per_cta"] = {"span": (rec[:, 3] - rec[:, 0]).tolist(), "walk": (rec[:, 2] - rec[:, 1]).tolist(),
+                      "ns": (tm[:, 1] - tm[:, 0]).tolist()}
+    if not steps:
+        return out
+    tr, n = read_trace(v, rec, grid, ns, steps, out)
     if n < stages + 4:
         return out
     f = tr.astype(float)
@@ -333,6 +355,24 @@ def fifo_step(parts: int, mac_cycles: float, stages: int, lead: float, queue: in
     return (full[b] - full[a]) / (b - a)
 
 
+def measure(text: str, launch, shape: tuple[int, int, int], warm: int, repeats: int,
+            row: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """`warm` + `repeats` launches of a profiled kernel on the GPU (validation.gpu.run_on_gpu, no check); row +=
+    the median time, TFLOP/s and the device; returns the last launch's profile and timer buffers (None if not
+    read back)."""
+    from validation.gpu import run_on_gpu
+
+    roles = [x.role for x in launch.args]
+    i, j = roles.index("profile"), roles.index("timer")
+    m = run_on_gpu(text, launch, warmup=warm, repeats=repeats, check=None, read_after=("profile", "timer"))
+    after = m.extra.get("after") or {}
+    M, N, K = shape
+    row["time_ms"] = m.wall_ms_median
+    row["tflops"] = 2 * M * N * K / (m.wall_ms_median * 1e-3) / 1e12
+    row["device"] = m.device
+    return (after[i], after[j]) if i in after and j in after else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -343,7 +383,6 @@ def main() -> int:
                     " CTA3_CASES)")
     a = ap.parse_args()
     from sim.launch import launch_from_metadata, read_metadata
-    from validation.gpu import run_on_gpu
     from validation.gpu_tma import without_tensormaps
 
     out = Path(a.out)
@@ -369,17 +408,9 @@ def main() -> int:
             row.update(info)
             meta = read_metadata(text) or {}
             launch = launch_from_metadata(without_tensormaps(meta), np.random.default_rng(1))
-            grid = meta["grid"][0]
-            roles = [x.role for x in launch.args]
-            i, j = roles.index("profile"), roles.index("timer")
-            m = run_on_gpu(text, launch, warmup=warm, repeats=6, check=None, read_after=("profile", "timer"))
-            after = m.extra.get("after") or {}
-            M, N, K = shape
-            row["time_ms"] = m.wall_ms_median
-            row["tflops"] = 2 * M * N * K / (m.wall_ms_median * 1e-3) / 1e12
-            row["device"] = m.device
-            if i in after and j in after:
-                row.update(analyse(after[i], after[j], grid, stages, info["ktiles"], info["consumers"], steps))
+            got = measure(text, launch, shape, warm, 6, row)
+            if got is not None:
+                row.update(analyse(*got, meta["grid"][0], stages, info["ktiles"], info["consumers"], steps))
         except Exception as e:  # noqa: BLE001 - record and go on
             row["error"] = f"{type(e).__name__}: {e}"[:400]
         res["rows"].append(row)
