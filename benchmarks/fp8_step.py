@@ -28,7 +28,9 @@ Variations (PTX patches, each checked to change something):
   start one group apart (the DeepGEMM overlap: one's promotion under the other's wgmmas) instead of together.
 - `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's or scale_b's loads
   replaced by 1.0), `scale_ca` / `scale_cg` (the loads through L1 / L2 only instead of the non-coherent path),
-  `scale_smem` (the loads read shared memory instead: the same instructions without the global path).
+  `scale_smem` (the loads read shared memory instead: the same instructions without the global path),
+  `scale_a_line` (scale_a's loads read scale_b's warp-uniform address: one cache line per warp load instead of
+  the 8 rows' 8 lines; the values are wrong, the timing is the question).
 """
 
 from __future__ import annotations
@@ -106,7 +108,10 @@ CASES3 = tuple((f"8192_w256_s4_{p.replace(',', '_') or 'base'}_prof", L8, W256, 
     "notma", "notma,noscale", "notma,noscale_a", "notma,noscale_b", "notma,scale_cg", "notma,scale_smem")) + (
     ("8192_w128_s3_base_prof", L8, W128, 3, "", 0, 40), ("8192_w128_s3_noscale_prof", L8, W128, 3, "noscale", 0, 40),
     ("8192_w128_s3_notma_noscale_prof", L8, W128, 3, "notma,noscale", 0, 40),
-    ("8192_w128_s3_scale_smem_prof", L8, W128, 3, "scale_smem", 0, 40))
+    ("8192_w128_s3_scale_smem_prof", L8, W128, 3, "scale_smem", 0, 40),
+    ("8192_w256_s4_scale_a_line_prof", L8, W256, 4, "scale_a_line", 0, 40),
+    ("8192_w256_s4_notma_scale_a_line_prof", L8, W256, 4, "notma,scale_a_line", 0, 40),
+    ("8192_w128_s3_scale_a_line_prof", L8, W128, 3, "scale_a_line", 0, 40))
 
 STAGGER = """\t{{
 \t.reg .pred %sg_p;
@@ -160,6 +165,14 @@ def patch(ptx: str, what: str) -> str:
                     keep = False
                 out.append(line)
             ptx = "\n".join(out)
+        elif w == "scale_a_line":  # scale_a's loads read next to scale_b's (warp-uniform) address: one line per
+            # warp load; +4 / +8 bytes so ptxas cannot merge them with the scale_b load (at most 8 bytes past
+            # scale_b's end: inside the allocation's granule on the GPU; a timing probe only)
+            of = _scale_of(ptx)
+            loads = list(re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), \[(%rd\d+)\];", ptx))
+            b_addr = next(m.group(3) for m in loads if of.get(m.group(3)) == "b")
+            for k, m in reversed(list(enumerate([m for m in loads if of.get(m.group(3)) == "a"]))):
+                ptx = ptx[:m.start(3)] + f"{b_addr}+{4 * (k + 1)}" + ptx[m.end(3):]
         elif w in ("noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem"):
             # the scale loads (before and in the K loop), each told scale_a's or scale_b's by its address
             loads = [m for m in re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), (\[[^\]]+\]);", ptx)]
