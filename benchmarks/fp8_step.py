@@ -170,7 +170,9 @@ def patch(ptx: str, what: str) -> str:
             # scale_b's end: inside the allocation's granule on the GPU; a timing probe only)
             of = _scale_of(ptx)
             loads = list(re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), \[(%rd\d+)\];", ptx))
-            b_addr = next(m.group(3) for m in loads if of.get(m.group(3)) == "b")
+            loop = re.search(r"^\$L_c_k_\d+:", ptx, re.M)  # the K loop's own scale_b load (a prefetching kernel
+            # also loads before the loop: its address is not the loop's)
+            b_addr = next(m.group(3) for m in loads if of.get(m.group(3)) == "b" and loop and m.start() > loop.start())
             for k, m in reversed(list(enumerate([m for m in loads if of.get(m.group(3)) == "a"]))):
                 ptx = ptx[:m.start(3)] + f"{b_addr}+{4 * (k + 1)}" + ptx[m.end(3):]
         elif w in ("noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem"):

@@ -70,3 +70,15 @@ def test_noscale_a_and_b_split_the_scale_loads_by_array(base):
     for w, k in (("noscale_a", "a"), ("noscale_b", "b")):
         left = [r for _, r in load.findall(fp8_step.patch(base, w))]
         assert left == [r for i, (_, r) in enumerate(loads) if i not in by[k]]
+
+
+def test_scale_a_line_reads_the_loop_scale_b_line(base):
+    """--set 3's scale_a_line: scale_a's loads read next to the K loop's own scale_b load (4 / 8 bytes on, so ptxas
+    cannot merge them with it), the scale_b loads stay as they were."""
+    load = re.compile(r"ld\.global\.nc\.f32 %f\d+, \[(%rd\d+)(\+\d+)?\];")
+    of = fp8_step._scale_of(base)
+    before = load.findall(base)
+    after = load.findall(fp8_step.patch(base, "scale_a_line"))
+    b0 = next(r for r, _ in before if of.get(r) == "b")
+    assert [x for x in after if of.get(x[0]) == "b" and not x[1]] == [x for x in before if of.get(x[0]) == "b"]
+    assert [x for x in after if x[1]] == [(b0, "+4"), (b0, "+8")]
