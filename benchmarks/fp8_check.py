@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.gpucommon import compile_spec, gpu_case, median_ms, timed_case  # noqa: E402
+from benchmarks.gpucommon import compile_spec, gpu_case, median_ms, nvidia_smi, timed_case  # noqa: E402
 
 # (M, N, K, tiling ranges, out dtype, extra spec keys): odd edges, a partial last K block (K % 128 != 0),
 # every tiling shape the variant has, both out dtypes, the epilogue, several persistent tiles per CTA
@@ -173,11 +172,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     res: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime())}
-    try:
-        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
-                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        res["device"] = None
+    res["device"] = nvidia_smi("name,driver_version,clocks.max.sm")
     kernels = Path(tempfile.mkdtemp(prefix="fp8_check_"))  # the PTX stays off OUT (few files come back)
     res["checks"] = [] if a.skip_checks else run_checks(kernels, a.timeout)
     res["speed"] = run_speed(kernels, a.repeats, 300)

@@ -254,11 +254,9 @@ def main() -> int:
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "fake": a.fake,
                  "repeats": a.repeats}
-    try:
-        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,power.limit",
-                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        res["device"] = None
+    from benchmarks.gpucommon import nvidia_smi
+
+    res["device"] = nvidia_smi("name,driver_version,clocks.max.sm,power.limit")
     kdir = Path(tempfile.mkdtemp(prefix="fp8_cta_"))  # the PTX stays off OUT (few files come back)
     res["checks"] = [] if (a.fake or a.no_checks) else run_gpu_checks(kdir, 90)
     rows: list[dict] = []

@@ -25,7 +25,6 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -179,17 +178,14 @@ def main() -> int:
     a = ap.parse_args()
     if a.check:
         return check()
+    from benchmarks.gpucommon import nvidia_smi
     from sim.launch import Arg, Launch
     from validation.gpu import run_on_gpu
 
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "reps": REPS, "freps": FREPS, "group": GROUP, "n": N,
                  "rows": []}
-    try:
-        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm",
-                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        res["device"] = None
+    res["device"] = nvidia_smi("name,driver_version,clocks.sm")
     for roles in CASES:
         row: dict = {"case": "+".join(roles), "roles": list(roles)}
         try:

@@ -200,24 +200,14 @@ def patch(ptx: str, what: str) -> str:
 def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, what: str,
          steps: int) -> tuple[str, dict]:
     """The tiling's kernel (planned with h200.yaml for its prediction and model terms), traced or profiled, patched."""
-    import dataclasses
-
     from benchmarks.fp8_cta import spec_of
-    from kernelgen.planner import plan, prediction_dict
+    from benchmarks.tma_step import planned
     from kernelgen.variants import wgmma_fp8
-    from sim.hw import load_hw
 
     bm, bn, tm = tile
     spec = spec_of(shape, [])
     t = wgmma_fp8.fp8_tiling(bm, bn, tm, stages)
-    p = plan(spec, load_hw("h200"), "wgmma_fp8")
-    ev = next((e for e in p.survivors if e.tiling.key() == t.key()), None)
-    pred: dict = {}
-    model = None
-    if ev is not None:
-        pred = prediction_dict(dataclasses.replace(p, best=ev))
-        model = {"cycles_per_cta": ev.cycles_per_cta, "k_tile": ev.model.iter_cycles, "bound": ev.model.bound,
-                 "terms": {k: float(v) for k, v in ev.model.terms.items()}}
+    pred, model = planned(spec, "wgmma_fp8", t)
     ptx = wgmma_fp8.emit(spec, t, pred, trace=steps) if steps else wgmma_fp8.emit(spec, t, pred, profile=True)
     return patch(ptx, what), {"tiling": t.key(), "model": model, "ktiles": -(-shape[2] // 128),
                               "halves": wgmma_fp8.halves_of(t)}
@@ -288,31 +278,20 @@ def main() -> int:
     ap.add_argument("--set", default="1", choices=("1", "2", "3"), help="the case table: CASES (run 1), CASES2, CASES3")
     a = ap.parse_args()
     from benchmarks.fp8_cta import fast_e4m3
+    from benchmarks.gpucommon import nvidia_smi
     from sim.launch import launch_from_metadata, read_metadata
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    only = set(filter(None, a.only.split(",")))
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "delay": DELAY, "rows": []}
-    try:
-        import subprocess
-
-        res["device"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
-                                        "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        res["device"] = None
+    res["device"] = nvidia_smi("name,driver_version,clocks.max.sm")
     inputs: dict = {}
-    for name, shape, tile, stages, what, steps, warm in {"1": CASES, "2": CASES2, "3": CASES3}[a.set]:
-        if only and name not in only:
-            continue
-        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
-                     "trace_steps": steps, "warmup": warm}
-        if time.time() - t0 > a.budget:
-            row["error"] = "skipped: budget spent"
-            res["rows"].append(row)
-            continue
+    from benchmarks.tma_step import case_rows
+
+    table = {"1": CASES, "2": CASES2, "3": CASES3}[a.set]
+    for row, (_, shape, tile, stages, what, steps, warm) in case_rows(table, a.only, a.budget, res):
         try:
             text, info = emit(shape, tile, stages, what, steps)
             row.update(info)

@@ -21,6 +21,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def nvidia_smi(query: str) -> str | None:
+    """`nvidia-smi --query-gpu=QUERY --format=csv,noheader`'s line (the device a run's figures came from), None
+    without nvidia-smi."""
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def pycuda_context() -> Iterator[tuple[Any, Any, Any]]:
     """(pycuda.driver, device 0, its context) for a probe script (micro_store, micro_fill, store_buffer run.py);

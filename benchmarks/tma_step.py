@@ -189,28 +189,34 @@ def patch(ptx: str, what: str, consumers: int) -> str:
     return ptx
 
 
+def planned(spec, variant: str, t) -> tuple[dict, dict | None]:
+    """h200.yaml's plan of `spec` with `variant`: the prediction of tiling `t` as the kernel's header takes it and
+    its model (cycles per CTA, K tile, bound, terms), or ({}, None) when `t` is not among the plan's survivors."""
+    import dataclasses
+
+    from kernelgen.planner import plan, prediction_dict
+    from sim.hw import load_hw
+
+    p = plan(spec, load_hw("h200"), variant)
+    ev = next((e for e in p.survivors if e.tiling.key() == t.key()), None)
+    if ev is None:
+        return {}, None
+    return prediction_dict(dataclasses.replace(p, best=ev)), {
+        "cycles_per_cta": ev.cycles_per_cta, "k_tile": ev.model.iter_cycles, "bound": ev.model.bound,
+        "terms": {k: float(v) for k, v in ev.model.terms.items()}}
+
+
 def emit(shape: tuple[int, int, int], tile: tuple[int, int, int], stages: int, what: str,
          steps: int = STEPS) -> tuple[str, dict]:
-    from kernelgen.planner import plan, prediction_dict
     from kernelgen.spec import shorthand
     from kernelgen.tiling import Tiling
     from kernelgen.variants import wgmma_tma
-    from sim.hw import load_hw
 
     M, N, K = shape
     bm, bn, tm = tile
     spec = shorthand(f"{M}x{N}x{K}", "bf16", "bf16")
     t = Tiling("wgmma_tma", bm, bn, 64, tm, bn, stages, 0, 0, 8, 8, 0)
-    p = plan(spec, load_hw("h200"), "wgmma_tma")
-    ev = next((e for e in p.survivors if e.tiling.key() == t.key()), None)
-    pred: dict = {}
-    model = None
-    if ev is not None:
-        import dataclasses
-
-        pred = prediction_dict(dataclasses.replace(p, best=ev))
-        model = {"cycles_per_cta": ev.cycles_per_cta, "k_tile": ev.model.iter_cycles, "terms": ev.model.terms,
-                 "bound": ev.model.bound}
+    pred, model = planned(spec, "wgmma_tma", t)
     ptx = wgmma_tma.emit(spec, t, pred, trace=steps) if steps else wgmma_tma.emit(spec, t, pred, profile=True)
     return patch(ptx, what, bm // tm), {"tiling": t.key(), "model": model, "ktiles": -(-K // 64),
                                         "consumers": bm // tm}
@@ -373,6 +379,25 @@ def measure(text: str, launch, shape: tuple[int, int, int], warm: int, repeats: 
     return (after[i], after[j]) if i in after and j in after else None
 
 
+def case_rows(table, only: str, budget: float, res: dict):
+    """The rows of a probe's case table (name, shape, tile, stages, patch, trace steps, warm-up launches), those
+    named in `only` (comma-separated; empty: all); a case started after `budget` seconds is recorded as skipped
+    into res["rows"] and not yielded. Yields (row, case); the caller appends the row when done."""
+    names = set(filter(None, only.split(",")))
+    t0 = time.time()
+    for case in table:
+        name, shape, tile, stages, what, steps, warm = case
+        if names and name not in names:
+            continue
+        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
+                     "trace_steps": steps, "warmup": warm}
+        if time.time() - t0 > budget:
+            row["error"] = "skipped: budget spent"
+            res["rows"].append(row)
+            continue
+        yield row, case
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -387,22 +412,13 @@ def main() -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    only = set(filter(None, a.only.split(",")))
     t0 = time.time()
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                  "load_average": os.getloadavg()[0], "steps": STEPS, "rows": []}
     table = (CTA2_CASES if a.set == "cta2" else CTA3_CASES if a.set == "cta3"
              else tuple(c + (2,) for c in CTA_CASES) if a.set == "cta"
              else tuple(c + (STEPS, 2) for c in CASES))
-    for name, shape, tile, stages, what, steps, warm in table:
-        if only and name not in only:
-            continue
-        row: dict = {"case": name, "shape": list(shape), "tile": list(tile), "stages": stages, "patch": what,
-                     "trace_steps": steps, "warmup": warm}
-        if time.time() - t0 > a.budget:
-            row["error"] = "skipped: budget spent"
-            res["rows"].append(row)
-            continue
+    for row, (_, shape, tile, stages, what, steps, warm) in case_rows(table, a.only, a.budget, res):
         try:
             text, info = emit(shape, tile, stages, what, steps)
             row.update(info)
