@@ -63,7 +63,6 @@ from kernelgen.variants.wgmma_tma import (
     _shift,
     _tile_origin,
     _trace_base,
-    _trace_step,
     _wait,
     emit_setup,
 )
@@ -340,7 +339,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
 
         def trace_mark(j: int) -> None:
             assert prof is not None
-            _trace_step(b, prof.trace, gc, prof.steps, 2 + j, tw, tsh, ns)
+            prof.trace_step(b, gc, 2 + j, tw, tsh)
         mark = trace_mark
     pone, pzero = b.reg("pred"), b.reg("pred")
     b.i(f"mov.pred {pone}, -1")

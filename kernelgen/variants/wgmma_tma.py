@@ -335,6 +335,10 @@ class Profile:
     timer: str = ""
     slots: int = 0  # u64 trace slots per K step (len(TRACE_SLOTS); wgmma_fp8's own layout has more)
 
+    def trace_step(self, b: PtxBuilder, g: str, j: int, who: str, shift: str = "") -> None:
+        """_trace_step into this CTA's trace: slot j of K step g."""
+        _trace_step(b, self.trace, g, self.steps, j, who, shift, self.slots)
+
 
 # per K step g: the producer's issue (empty[s] seen) and the end of its TMA issues; for each consumer warpgroup c
 # (thread 0 of it) full[g] seen, its wgmmas issued and committed, its wait_group 1 returned, stage g-1 released
@@ -528,14 +532,14 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     _wait(b, fb, ph, "c_full")
     if gc:
         assert prof is not None
-        _trace_step(b, prof.trace, gc, prof.steps, 2, tw, tsh)
+        prof.trace_step(b, gc, 2, tw, tsh)
     da, db = emit_descriptors(b, s, (a_bytes, b_bytes), (sa, sb), wga, (desc_high(ta), desc_high(tb)))
     emit_wgmma_tile(b, acc, (da, db), (ta, tb), t.k_steps, ab, -1 if gc else 1, pone)
     if gc:
         assert prof is not None
-        _trace_step(b, prof.trace, gc, prof.steps, 3, tw, tsh)
+        prof.trace_step(b, gc, 3, tw, tsh)
         b.i("wgmma.wait_group.sync.aligned 1")
-        _trace_step(b, prof.trace, gc, prof.steps, 4, tw, tsh)
+        prof.trace_step(b, gc, 4, tw, tsh)
     b.comment("wait_group 1: the previous K tile's wgmmas are done, so its stage goes back to the producer")
     pk, eb = b.reg("pred"), b.reg("u32")
     b.i(f"setp.ne.u32 {pk}, {kt}, 0")
@@ -545,7 +549,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"@{pk} {arrive_op(t)} _, [{eb}]")
     if gc:
         assert prof is not None
-        _trace_step(b, prof.trace, gc, prof.steps, 5, tw, tsh)
+        prof.trace_step(b, gc, 5, tw, tsh)
         b.i(f"add.u32 {gc}, {gc}, 1")
     b.i(f"mov.u32 {ps}, {s}")
     _advance_ring(b, s, ph, S)
