@@ -22,15 +22,15 @@ benchmarks/tma_step.py.
 
 Variations (PTX patches, each checked to change something):
 - `notma`: the producer arrives on full[s] with no TMA load: the consumers alone;
-- `noscale`: the scale loads replaced by 1.0 (their L2 latency off the path);
+- `noscale`: the scale loads replaced by 1.0 (scale_a's ld.shared from the stage's slot, scale_b's ld.global);
 - `nopromote`: one promotion FMA per N half kept (the block accumulators stay live), the other 63 / 127 gone;
 - `stagger`: consumer warpgroup 1 spins DELAY cycles before its tile walk, so the two consumers' wgmma groups
   start one group apart (the DeepGEMM overlap: one's promotion under the other's wgmmas) instead of together.
-- `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's or scale_b's loads
-  replaced by 1.0), `scale_ca` / `scale_cg` (the loads through L1 / L2 only instead of the non-coherent path),
-  `scale_smem` (the loads read shared memory instead: the same instructions without the global path),
-  `scale_a_line` (scale_a's loads read scale_b's warp-uniform address: one cache line per warp load instead of
-  the 8 rows' 8 lines; the values are wrong, the timing is the question).
+- `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's loads, ld.shared from the
+  stage's slot, or scale_b's, ld.global.nc, replaced by 1.0). Session 13's set 3 ran on the kernel that read
+  both by ld.global (scale_a 8 rows' lines per warp load) with more cases (`scale_ca` / `scale_cg`: .ca / .cg
+  loads; `scale_smem`: the same loads from shared memory; `scale_a_line`: scale_a's loads on one line):
+  benchmarks/data/fp8_step_3*_h200_2026-12-02.json.
 """
 
 from __future__ import annotations
@@ -104,14 +104,9 @@ CASES2 = (
 
 # `--set 3`: what of the scales costs the K block (main's kernel, 8192^3 128x256 s4, profiled, with and without TMA)
 CASES3 = tuple((f"8192_w256_s4_{p.replace(',', '_') or 'base'}_prof", L8, W256, 4, p, 0, 40) for p in (
-    "", "noscale", "noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem",
-    "notma", "notma,noscale", "notma,noscale_a", "notma,noscale_b", "notma,scale_cg", "notma,scale_smem")) + (
+    "", "noscale", "noscale_a", "noscale_b", "notma", "notma,noscale", "notma,noscale_a", "notma,noscale_b")) + (
     ("8192_w128_s3_base_prof", L8, W128, 3, "", 0, 40), ("8192_w128_s3_noscale_prof", L8, W128, 3, "noscale", 0, 40),
-    ("8192_w128_s3_notma_noscale_prof", L8, W128, 3, "notma,noscale", 0, 40),
-    ("8192_w128_s3_scale_smem_prof", L8, W128, 3, "scale_smem", 0, 40),
-    ("8192_w256_s4_scale_a_line_prof", L8, W256, 4, "scale_a_line", 0, 40),
-    ("8192_w256_s4_notma_scale_a_line_prof", L8, W256, 4, "notma,scale_a_line", 0, 40),
-    ("8192_w128_s3_scale_a_line_prof", L8, W128, 3, "scale_a_line", 0, 40))
+    ("8192_w128_s3_notma_noscale_prof", L8, W128, 3, "notma,noscale", 0, 40))
 
 STAGGER = """\t{{
 \t.reg .pred %sg_p;
@@ -131,19 +126,6 @@ $L_sg_done:
 """
 
 
-def _scale_of(ptx: str) -> dict[str, str]:
-    """The 64-bit registers derived from the scale_a / scale_b params (ld.param, then every instruction with such
-    a source: the per-row / per-half addresses and their K offsets) -> "a" / "b"."""
-    of: dict[str, str] = {}
-    for m in re.finditer(r"^\s*(?:@!?%p\d+ )?([\w.:]+) (%rd\d+), ([^;]*);", ptx, re.M):
-        op, dst, src = m.groups()
-        if op == "ld.param.u64" and (k := re.search(r"_scale_([ab])\]", src)):
-            of[dst] = k.group(1)
-        elif tags := {of[r] for r in re.findall(r"%rd\d+", src) if r in of}:
-            of[dst] = tags.pop() if len(tags) == 1 else "?"
-    return of
-
-
 def patch(ptx: str, what: str) -> str:
     """The probe's PTX variations (the module docstring); each checked to have changed something."""
     from benchmarks.tma_step import patch as tma_patch
@@ -152,8 +134,12 @@ def patch(ptx: str, what: str) -> str:
         before = ptx
         if w == "notma":
             ptx = tma_patch(ptx, "notma", 2)
-        elif w == "noscale":  # scale loads (the only ld.global.nc of the kernel) -> 1.0
-            ptx = re.sub(r"ld\.global\.nc\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \1, 0f3F800000;", ptx)
+        elif w in ("noscale", "noscale_a", "noscale_b"):  # scale loads -> 1.0: scale_a's are the kernel's only
+            # ld.shared.f32 (from the stage's slot), scale_b's its only ld.global.nc
+            if w != "noscale_b":
+                ptx = re.sub(r"ld\.shared\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \1, 0f3F800000;", ptx)
+            if w != "noscale_a":
+                ptx = re.sub(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \2, 0f3F800000;", ptx)
         elif w == "nopromote":  # keep the first promotion FMA after each "Promotion" comment
             out, keep = [], False
             for line in ptx.split("\n"):
@@ -165,29 +151,6 @@ def patch(ptx: str, what: str) -> str:
                     keep = False
                 out.append(line)
             ptx = "\n".join(out)
-        elif w == "scale_a_line":  # scale_a's loads read next to scale_b's (warp-uniform) address: one line per
-            # warp load; +4 / +8 bytes so ptxas cannot merge them with the scale_b load (at most 8 bytes past
-            # scale_b's end: inside the allocation's granule on the GPU; a timing probe only)
-            of = _scale_of(ptx)
-            loads = list(re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), \[(%rd\d+)\];", ptx))
-            loop = re.search(r"^\$L_c_k_\d+:", ptx, re.M)  # the K loop's own scale_b load (a prefetching kernel
-            # also loads before the loop: its address is not the loop's)
-            b_addr = next(m.group(3) for m in loads if of.get(m.group(3)) == "b" and loop and m.start() > loop.start())
-            for k, m in reversed(list(enumerate([m for m in loads if of.get(m.group(3)) == "a"]))):
-                ptx = ptx[:m.start(3)] + f"{b_addr}+{4 * (k + 1)}" + ptx[m.end(3):]
-        elif w in ("noscale_a", "noscale_b", "scale_ca", "scale_cg", "scale_smem"):
-            # the scale loads (before and in the K loop), each told scale_a's or scale_b's by its address
-            loads = [m for m in re.finditer(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), (\[[^\]]+\]);", ptx)]
-            of = _scale_of(ptx)
-            pick = [m for m in loads if w not in ("noscale_a", "noscale_b") or of.get(m.group(3)[1:-1]) == w[-1]]
-            smem = re.search(r"\.extern \.shared \.align \d+ \.b8 (\w+)\[\]", ptx)
-            for m in reversed(pick):
-                pred, reg, addr = m.group(1) or "", m.group(2), m.group(3)
-                new = {"noscale_a": f"mov.f32 {reg}, 0f3F800000;", "noscale_b": f"mov.f32 {reg}, 0f3F800000;",
-                       "scale_ca": f"{pred}ld.global.ca.f32 {reg}, {addr};",
-                       "scale_cg": f"{pred}ld.global.cg.f32 {reg}, {addr};",
-                       "scale_smem": f"{pred}ld.shared.f32 {reg}, [{smem.group(1) if smem else ''}];"}[w]
-                ptx = ptx[:m.start()] + new + ptx[m.end():]
         elif w == "stagger":
             k = ptx.index("setmaxnreg.inc.sync.aligned.u32")
             k = ptx.index("\n", k) + 1

@@ -15,7 +15,8 @@ and ``gelu`` is the *tanh approximation* ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044
 (``gelu_erf`` gives the exact erf form).
 ``block_scale: G`` (block-scaled fp8, DeepGEMM's form) replaces ``A @ B`` by
 ``sum_kb (A[:, kb] @ B[kb, :]) * scale_a[m, kb] * scale_b[n // G, kb]`` over the K blocks kb of G elements,
-the f32 buffers of roles ``scale_a`` (M x ceil(K/G), row-major) and ``scale_b`` (ceil(N/G) x ceil(K/G)).
+the f32 buffers of roles ``scale_a`` (M x ceil(K/G), row-major; with ``scale_a_layout: mn4`` MN-major,
+``[ceil(K/G)][ceil(M/4)*4]``, DeepGEMM's TMA-aligned form) and ``scale_b`` (ceil(N/G) x ceil(K/G), row-major).
 The reference is not cast to ``out_dtype``; the tolerance absorbs the rounding.
 """
 
@@ -85,14 +86,23 @@ def _buffer(args: list[Arg], i: int, what: str) -> np.ndarray:
     return buffer_to_float64(a.array, a.dtype)
 
 
-def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: list[str]) -> np.ndarray:
-    """sum over K blocks of G of (A_kb @ B_kb) * scale_a[m, kb] * scale_b[n // G, kb], in float64."""
+def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: list[str],
+                  sa_layout: str = "row") -> np.ndarray:
+    """sum over K blocks of G of (A_kb @ B_kb) * scale_a[m, kb] * scale_b[n // G, kb], in float64. scale_a is
+    stored [M][KB] ("row") or [KB][M rounded up to 4] ("mn4": MN-major with 16-byte rows, DeepGEMM's TMA-aligned
+    form); scale_b [NB][KB]."""
     (M, K), N = A.shape, B.shape[1]
     kb, nb = -(-K // G), -(-N // G)
     found = [_find(roles, r) for r in ("scale_a", "scale_b")]
     if found[0] is None or found[1] is None:
         raise _bad("block_scale needs parameters of roles 'scale_a' and 'scale_b'")
-    sa = _matrix(_buffer(args, found[0], "scale_a"), M, kb, "row", "scale_a")
+    if sa_layout == "mn4":
+        mp = -(-M // 4) * 4
+        sa = _matrix(_buffer(args, found[0], "scale_a"), mp, kb, "col", "scale_a")[:M]
+    elif sa_layout == "row":
+        sa = _matrix(_buffer(args, found[0], "scale_a"), M, kb, "row", "scale_a")
+    else:
+        raise _bad(f"scale_a_layout must be 'row' or 'mn4', not {sa_layout!r}")
     sb = _matrix(_buffer(args, found[1], "scale_b"), nb, kb, "row", "scale_b")
     out = np.zeros((M, N))
     for k in range(kb):
@@ -119,7 +129,7 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
     A = _matrix(_buffer(args, ia, "A"), M, K, la, "A")
     B = _matrix(_buffer(args, ib, "B"), K, N, lb, "B")
     G = int(check.get("block_scale", 0) or 0)
-    ref = alpha * (_block_scaled(A, B, G, args, roles) if G else A @ B)
+    ref = alpha * (_block_scaled(A, B, G, args, roles, str(check.get("scale_a_layout", "row"))) if G else A @ B)
     if beta != 0.0:
         ic = _find(roles, "C")
         if ic is None:  # in-place: D holds C before the run

@@ -26,8 +26,10 @@ def test_patches(base):
     assert "expect_tx" not in notma.split("$L_consumer")[0] and notma.count("mbarrier.arrive") == base.count(
         "mbarrier.arrive")
     noscale = fp8_step.patch(base, "noscale")
-    assert "ld.global.nc.f32" in base and "ld.global.nc.f32" not in noscale
-    assert noscale.count("0f3F800000") == base.count("ld.global.nc.f32") + base.count("0f3F800000")
+    assert "ld.shared.f32" in base and "ld.global.nc.f32" in base
+    assert "ld.shared.f32" not in noscale and "ld.global.nc.f32" not in noscale
+    assert noscale.count("0f3F800000") == (base.count("ld.global.nc.f32") + base.count("ld.shared.f32")
+                                           + base.count("0f3F800000"))
     fma = re.compile(r"\s*fma\.rn\.f32 (%f\d+), %f\d+, %f\d+, \1;")
     nprom = fp8_step.patch(base, "nopromote")
     kept = sum(1 for x in nprom.split("\n") if fma.match(x))
@@ -60,25 +62,13 @@ def test_mix_kernels_keep_their_wgmmas(roles):
 
 
 def test_noscale_a_and_b_split_the_scale_loads_by_array(base):
-    """--set 3's noscale_a / noscale_b replace the loads of their own array only, told apart by the address's param
-    (fp8_step._scale_of), not by their order (a kernel that loads scales before its K loop interleaves them)."""
-    load = re.compile(r"ld\.global\.nc\.f32 (%f\d+), \[(%rd\d+)\];")
-    of = fp8_step._scale_of(base)
-    loads = load.findall(base)
-    by = {k: [i for i, (_, r) in enumerate(loads) if of.get(r) == k] for k in "ab"}
-    assert len(by["a"]) + len(by["b"]) == len(loads) == 4 and len(by["a"]) == len(by["b"]) == 2
-    for w, k in (("noscale_a", "a"), ("noscale_b", "b")):
-        left = [r for _, r in load.findall(fp8_step.patch(base, w))]
-        assert left == [r for i, (_, r) in enumerate(loads) if i not in by[k]]
-
-
-def test_scale_a_line_reads_the_loop_scale_b_line(base):
-    """--set 3's scale_a_line: scale_a's loads read next to the K loop's own scale_b load (4 / 8 bytes on, so ptxas
-    cannot merge them with it), the scale_b loads stay as they were."""
-    load = re.compile(r"ld\.global\.nc\.f32 %f\d+, \[(%rd\d+)(\+\d+)?\];")
-    of = fp8_step._scale_of(base)
-    before = load.findall(base)
-    after = load.findall(fp8_step.patch(base, "scale_a_line"))
-    b0 = next(r for r, _ in before if of.get(r) == "b")
-    assert [x for x in after if of.get(x[0]) == "b" and not x[1]] == [x for x in before if of.get(x[0]) == "b"]
-    assert [x for x in after if x[1]] == [(b0, "+4"), (b0, "+8")]
+    """--set 3's noscale_a / noscale_b replace the loads of their own array only: scale_a's ld.shared from the
+    stage's slot (2 per K block at TILE_M 128: rows g and g + 8, 32 bytes apart), scale_b's ld.global.nc (one per
+    N half)."""
+    sa = re.compile(r"ld\.shared\.f32 %f\d+, \[(%r\d+)(\+\d+)?\];")
+    sb = re.compile(r"ld\.global\.nc\.f32 (%f\d+), \[[^\]]+\];")
+    assert [o for _, o in sa.findall(base)] == ["", "+32"] and len(sb.findall(base)) == 2
+    for w, gone, kept in (("noscale_a", sa, sb), ("noscale_b", sb, sa), ("noscale", sa, sb)):
+        after = fp8_step.patch(base, w)
+        assert not gone.findall(after)
+        assert kept.findall(after) == (kept.findall(base) if w != "noscale" else [])

@@ -116,7 +116,10 @@ def test_numpy_check_in_the_simulator():
     assert chk["max_rel_err"] < 5e-3, chk
     scales = [p for p in meta["params"] if p.get("role", "").startswith("scale_")]
     assert [(p["count"], p["init"]) for p in scales] == [(64 * 2, "random"), (3 * 2, "random")]
-    assert [p["of"] for p in meta["params"] if p["kind"] == "tensormap"] == ["A", "B", "D"]
+    assert [p["of"] for p in meta["params"] if p["kind"] == "tensormap"] == ["A", "B", "scale_a", "D"]
+    assert meta["check"]["scale_a_layout"] == "mn4"  # [KB][M rounded up to 4]: read as row-major, the check fails
+    as_row = {**meta, "check": {**meta["check"], "scale_a_layout": "row"}}
+    assert not check_from_metadata(as_row, before, out)["passed"]
     unscaled = {**meta, "check": {k: v for k, v in meta["check"].items() if k != "block_scale"}}
     assert not check_from_metadata(unscaled, before, out)["passed"]
 
@@ -159,7 +162,8 @@ def test_profile_record_in_the_simulator():
     prof = meta["profile"]
     assert meta["params"][prof["param"]]["role"] == "profile"
     assert prof["slots"] == PROFILE_SLOTS and prof["records"] == 6 and prof["tiles_per_cta"] == [1] * 6
-    assert [p.get("role") for p in meta["params"][-3:]] == ["scale_a", "scale_b", "timer"]
+    assert [p.get("role") for p in meta["params"][-2:]] == ["scale_b", "timer"]
+    assert [p["role"] for p in meta["params"] if p.get("hidden")] == ["A", "B", "scale_a"]
     assert prof["timer"]["param"] == len(meta["params"]) - 1 and meta["params"][-1]["count"] == 12
     rec = out[prof["param"]].view(np.uint64).reshape(-1, PROFILE_SLOTS).astype(np.int64)
     assert (rec[2:] == 0).all() and (np.diff(rec[:2], axis=1) > 0).all()
@@ -201,16 +205,19 @@ def test_header_maps_and_scales():
     maps = [p for p in meta["params"] if p["kind"] == "tensormap"]
     assert [(m["of"], m["dims"], m["strides"], m["box"]) for m in maps] == [
         ("A", [272, 200], [272], [128, 128]), ("B", [272, 136], [272], [128, 128]),
+        ("scale_a", [200, 3], [800], [128, 1]),  # MN-major f32: one 128-row column of one K block per stage
         ("D", [136, 200], [272], [64, 64])]  # bf16 D through 64-row staging slabs of 128 bytes
-    assert "expect_tx.shared::cta.b64 _, [%r" in ptx and ", 32768;" in ptx  # two 128 x 128-byte boxes
+    assert [p["count"] for p in meta["params"] if p.get("role", "").startswith("scale")] == [200 * 3, 2 * 3]
+    assert "expect_tx.shared::cta.b64 _, [%r" in ptx and ", 33280;" in ptx  # two 128 x 128-byte boxes + 128 f32
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
     assert meta["check"]["block_scale"] == 128 and meta["block"] == [384, 1, 1] and meta["grid"] == [4, 1, 1]
-    # the ring (4 x 32 KiB + mbarriers), 1024-aligned, then 2 consumers x 2 slabs of 64 x 128 B
-    assert meta["dynamic_shared"] == 4 * 32768 + 1024 + 2 * 2 * 8192
-    # extents of the passed params (after the three maps) name the scale counts in M, N, K
+    # the ring (4 x 32 KiB + mbarriers), the scale_a slots from the next 128-byte boundary (4 x 512 B), 1024-aligned,
+    # then 2 consumers x 2 slabs of 64 x 128 B
+    assert meta["dynamic_shared"] == 4 * 32768 + 3072 + 2 * 2 * 8192
+    # extents of the passed params (after the four maps) name scale_b's count in N, K
     passed = [p for p in meta["params"] if p["kind"] != "tensormap" and not p.get("hidden")]
-    ext = {passed[int(k[1:]) - 3]["role"]: v for k, v in meta["extents"].items()}
-    assert ext["scale_a"].endswith("*4") and "+127)/128" in ext["scale_a"] and "+127)/128" in ext["scale_b"]
+    ext = {passed[int(k[1:]) - 4]["role"]: v for k, v in meta["extents"].items()}
+    assert "scale_a" not in ext and ext["scale_b"].endswith("*4") and "+127)/128" in ext["scale_b"]
 
 
 # ---- planner -------------------------------------------------------------------------------------------

@@ -13,17 +13,19 @@ arrive.expect_tx on full[s], waits on empty[s]), the grouped persistent tile ord
 accumulator epilogue (emit_acc_epilogue: alpha, beta C, bias, activation, cast).
 
 Consumer warpgroup c (rows c*64 .. c*64 + 63 of the tile; TILE_N <= 128, so the tile lies in one 128-wide
-N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales by plain
-ld.global (scale_a of the thread's two rows, scale_b one value), issued before the wait so their latency
-overlaps the MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two
-consumer warpgroups, one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
+N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales (scale_a of the
+thread's two rows by ld.shared from stage s's scale_a slot, which the producer fills by a third TMA box per
+stage, as DeepGEMM does; scale_b one value by ld.global), issued before the wait so their latency overlaps the
+MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two consumer warpgroups,
+one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
 
 --profile: wgmma_tma's record per persistent CTA (its _profile_setup / _profile_slot: clock64 at CTA start, tile
 walk start, after the last K loop, CTA end after the last TMA stores) and the %globaltimer pair (the "timer" param);
 benchmarks/fp8_cta.py reads it as benchmarks/top4.py does.
 
-Scale layouts (row-major f32): scale_a[M][KB], scale_b[NB][KB], KB = ceil(K / 128), NB = ceil(N / 128).
-Rows past M read no scale (0: their D is never stored). K past the end is zero-filled by TMA, so a partial
+Scale layouts (f32, KB = ceil(K / 128), NB = ceil(N / 128)): scale_a MN-major [KB][scale_rows(M)] (M rounded up
+to 4: a tensor map's 16-byte row stride, DeepGEMM's TMA-aligned form), scale_b row-major [NB][KB]. Rows past M
+read 0 (TMA's out-of-bounds fill; their D is never stored). K past the end is zero-filled by TMA, so a partial
 last K block contributes its valid part only.
 """
 
@@ -69,6 +71,8 @@ from kernelgen.variants.wgmma_tma import (
 from sim.hw import HwConfig
 
 TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte swizzle row
+# sim/reference.py's scale_a layout: stored [KB][scale_rows(M)] (MN-major, DeepGEMM's TMA-aligned form)
+SCALE_A_LAYOUT = "mn4"
 MMA_K = 32  # wgmma k32 for 8-bit floats: 32 bytes of K, as k16 of 16-bit types
 # --trace (benchmarks/fp8_step.py), per K block g: the producer's wake on empty[s] and the end of its TMA issues
 # (wgmma_tma's), then per consumer warpgroup c (its thread 0): full[s] seen, N half 0's wgmmas committed, its
@@ -79,15 +83,21 @@ TRACE_SLOTS = ("issue", "issued") + tuple(f"{x}{c}" for c in range(2) for x in (
 
 
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
-    """Bytes of the stage ring and its full/empty mbarriers (8 B each)."""
-    ta, tb = operand_tiles(spec, t)
-    return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+    """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale_a slots after them (from
+    wgmma_tma.scale_slots: TILE_M f32 per stage)."""
+    return tma_lib.scale_slots(spec, t) + t.stages * 4 * t.bm
 
 
 def staging_offset(spec: GemmSpec, t: Tiling) -> int:
-    """Where the TMA-store staging slabs start: after the ring and its mbarriers, 1024-byte aligned (the
-    128-byte swizzle's atom)."""
-    return -(-ring_end(spec, t) // ATOM) * ATOM
+    """Where the TMA-store staging slabs start: after the ring, its mbarriers and the scale_a slots, 1024-byte
+    aligned (the 128-byte swizzle's atom; wgmma_tma.ring_bytes, from which store_slabs counts the room left)."""
+    return tma_lib.ring_bytes(spec, t)
+
+
+def scale_rows(m: int) -> int:
+    """The leading dimension of scale_a's MN-major storage: M rounded up to 4 (a tensor map's 16-byte row
+    stride; DeepGEMM's get_tma_aligned_size(M, 4))."""
+    return -(-m // 4) * 4
 
 
 def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
@@ -100,41 +110,36 @@ def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
 
 
 def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
-    """The "tensormap" params of A (M x K) and B (N x K): one box [128, mn] of bytes per stage each; with the
-    TMA-store epilogue, D's (wgmma_tma.store_tensormap: one staging slab per box)."""
+    """The "tensormap" params of A (M x K) and B (N x K): one box [128, mn] of bytes per stage each; of scale_a
+    (MN-major f32, [KB][scale_rows(M)]): one box [TILE_M, 1] per stage, no swizzle (rows past M read 0); with
+    the TMA-store epilogue, D's (wgmma_tma.store_tensormap: one staging slab per box)."""
     M, N, K = spec.nominal()
     maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
              "strides": [K], "box": [TILE_K, mn], "swizzle": 128, "element_strides": [1, 1]}
             for r, ext, mn in (("A", M, t.bm), ("B", N, t.bn))]
+    maps.append({"name": f"{name}_tmap_sa", "kind": "tensormap", "of": "scale_a", "dtype": "f32",
+                 "dims": [M, ceil_div(K, SCALE_BLOCK)], "strides": [4 * scale_rows(M)], "box": [t.bm, 1],
+                 "swizzle": 0, "element_strides": [1, 1]})
     lib = tma_lib
     return maps + ([lib.store_tensormap(spec, t, name)] if lib.tma_store(spec) else [])
-
-
-def scale_params(name: str) -> list[Param]:
-    return [Param("scale_a", f"{name}_scale_a", ".u64", "buffer", "f32"),
-            Param("scale_b", f"{name}_scale_b", ".u64", "buffer", "f32")]
 
 
 def _setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_bytes: tuple[int, int]):
     """Tensor-map addresses, the shared carve-up, the ring's mbarriers (thread 0) and the tile schedule
     (wgmma_tma.emit_setup; t.bk = TILE_K: one K tile per scale block)."""
-    su = emit_setup(b, name, t, P, stage_bytes, ktiles_note=f"KB = ceil(K / {TILE_K}) K tiles (= scale blocks)")
+    su = emit_setup(b, name, t, P, stage_bytes, ("a", "b", "sa"),
+                    ktiles_note=f"KB = ceil(K / {TILE_K}) K tiles (= scale blocks)")
     return su.tmap, (su.tid, su.wg), su.smem, su.sched
 
 
-def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, ktiles: str,
-                halves: int) -> tuple[list, list]:
-    """Per tile: (address, in-range predicate) of scale_a row r for each of the thread's rows, and of
-    scale_b[n block] for each 128-wide N half of the tile (kb = 0; a half past N reads nothing); a K tile adds
-    4 * kb."""
-    out = []
-    for r in rows:
-        p, idx, a = b.reg("pred"), b.reg("u32"), b.reg("u64")
-        b.i(f"setp.lt.u32 {p}, {r}, {P['M']}")
-        b.i(f"mul.lo.u32 {idx}, {r}, {ktiles}")
-        b.i(f"mul.wide.u32 {a}, {idx}, 4")
-        b.i(f"add.u64 {a}, {a}, {P['scale_a']}")
-        out.append((a, p))
+def scale_params(name: str) -> list[Param]:
+    """scale_b, a kernel param (scale_a is read through its tensor map only)."""
+    return [Param("scale_b", f"{name}_scale_b", ".u64", "buffer", "f32")]
+
+
+def _scale_b_addrs(b: PtxBuilder, P: dict[str, str], nbase: str, ktiles: str, halves: int) -> list:
+    """Per tile: (address, in-range predicate) of scale_b[n block] for each 128-wide N half of the tile (kb = 0;
+    a half past N reads nothing); a K tile adds 4 * kb."""
     nb, ib = b.reg("u32"), b.reg("u64")
     b.i(f"shr.u32 {nb}, {nbase}, {log2(SCALE_BLOCK)}")
     b.i(f"mul.lo.u32 {nb}, {nb}, {ktiles}")
@@ -147,7 +152,7 @@ def _scale_rows(b: PtxBuilder, P: dict[str, str], rows: list[str], nbase: str, k
         b.i(f"setp.lt.u32 {p}, {n0}, {P['N']}")
         b.i(f"mad.wide.u32 {a}, {ktiles}, {4 * h}, {ib}")
         sb.append((a, p))
-    return out, sb
+    return sb
 
 
 def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN: int, half: int, pzero: str,
@@ -196,10 +201,12 @@ def halves_of(t: Tiling) -> int:
     return max(1, t.bn // SCALE_BLOCK)
 
 
-def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) -> list[list[str]]:
+def _scales(b: PtxBuilder, sa_rows: tuple[str, list[int]], sb_addrs: list, kt: str,
+            halves: int) -> list[list[str]]:
     """The K block's scale products, per N half: scale_a[row, kb] * scale_b[half's n block, kb] for each of the
-    thread's rows (ld.global.nc, issued while the first half's wgmmas run; rows past M and halves past N read
-    none)."""
+    thread's rows (issued while the first half's wgmmas run): scale_a by ld.shared from stage s's slot (TMA
+    wrote it with A's and B's boxes; 0 past M; sa_rows = (the thread's address in the slot, each row's byte
+    offset from it)), scale_b by ld.global.nc (one warp-uniform line; a half past N reads none)."""
     koff = b.reg("u64")
     b.i(f"mul.wide.u32 {koff}, {kt}, 4")
     sbv = []
@@ -212,12 +219,12 @@ def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) 
             b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
             b.i(f"@{p} ld.global.nc.f32 {v}, [{ab}]")
         sbv.append(v)
+    base, offs = sa_rows
+    b.comment("scale_a of each row")
     sav = []
-    for a, p in sa_rows:
-        v, aa = b.reg("f32"), b.reg("u64")
-        b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
-        b.i(f"add.u64 {aa}, {a}, {koff}")
-        b.i(f"@{p} ld.global.nc.f32 {v}, [{aa}]")
+    for off in offs:
+        v = b.reg("f32")
+        b.i(f"ld.shared.f32 {v}, [{base}+{off}]" if off else f"ld.shared.f32 {v}, [{base}]")
         sav.append(v)
     out = []
     for h in range(halves):
@@ -235,7 +242,7 @@ def _scales(b: PtxBuilder, sa_rows: list, sb_addrs: list, kt: str, halves: int) 
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
-             preds: tuple[str, str], scale_src: tuple[list, list, str], release: Callable[[], None],
+             preds: tuple[str, str], scale_src: tuple[tuple[str, list[int]], list, str], release: Callable[[], None],
              mark: Callable[[int], None] | None = None) -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
     scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`.
@@ -248,8 +255,8 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
         if mark:
             mark(1 + 2 * h)
         if h == 0:
-            b.comment("The K block's scales (ld.global, in flight during the wgmmas): scale_a of each row, scale_b "
-                      "of each N half")
+            b.comment("The K block's scales (in flight during the wgmmas): scale_b of each N half by ld.global, "
+                      "scale_a of each row from stage s's slot")
             prods = _scales(b, *scale_src, H)
         if h == H - 1:
             b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
@@ -300,6 +307,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"mov.b64 {tmap_d}, {name}_tmap_d")
         b.i(f"cvta.param.u64 {tmap_d}, {tmap_d}")
         b.i(f"add.u32 {sst}, {sa}, {staging_offset(spec, t)}")
+    sc0 = b.reg("u32")
+    b.comment(f"scale_a slots: {S} x {t.bm} f32 from shared byte {tma_lib.scale_slots(spec, t)} (one TMA box each)")
+    b.i(f"add.u32 {sc0}, {sa}, {tma_lib.scale_slots(spec, t)}")
     pz = b.reg("pred")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     consumer = b.label("consumer")
@@ -308,8 +318,13 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"@{pc} bra {consumer}")
 
     ns = len(TRACE_SLOTS)
+    def scale_box(s: str, fb: str, kt: str, bm0: str, bn0: str) -> None:
+        dst = b.reg("u32")
+        b.i(f"mad.lo.u32 {dst}, {s}, {t.bm * 4}, {sc0}")
+        b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], "
+            f"[{tmap['sa']}, {{{bm0}, {kt}}}], [{fb}]")
     _producer(b, spec, t, (ta, tb), smem, tmap, sched, pz, "",
-              (_trace_base(b, P, trace, ns), trace, ns) if trace else None)
+              (_trace_base(b, P, trace, ns), trace, ns) if trace else None, (t.bm * 4, scale_box))
 
     b.put_label(consumer)
     if C == 2:
@@ -324,6 +339,13 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"shr.u32 {g}, {lane}, 2")
     b.i(f"and.b32 {t4}, {lane}, 3")
     b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    b.comment("This thread's rows in the tile (accumulator map of ops_wgmma: c*TILE_M/C + 64j + 16q + g + 8h): "
+              "their scale_a words in a slot")
+    sab = b.reg("u32")
+    b.i(f"mad.lo.u32 {sab}, {cw}, {t.tm}, {g}")
+    b.i(f"mad.lo.u32 {sab}, {q}, 16, {sab}")
+    b.i(f"mad.lo.u32 {sab}, {sab}, 4, {sc0}")
+    sa_offs = [4 * (64 * j + 8 * h) for j in range(ms) for h in range(2)]
     store = lib._store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap_d) if slabs else None
     prof = _profile_setup(b, P, start, tid, trace, ns) if start is not None else None
     _profile_slot(b, prof, 1, "as the consumers start their tile walk")
@@ -356,18 +378,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"setp.ge.u32 {pe}, {tile}, {ntiles}")
     b.i(f"@{pe} bra {cend}")
     bm0, bn0 = _tile_origin(b, tile, (tiles_m, tiles_n), t)
-    b.comment("This thread's rows (accumulator map of ops_wgmma: 64j + 16q + g + 8h) and their scale addresses")
-    rbase = b.reg("u32")
-    b.i(f"mad.lo.u32 {rbase}, {cw}, {t.tm}, {bm0}")
-    b.i(f"mad.lo.u32 {rbase}, {q}, 16, {rbase}")
-    b.i(f"add.u32 {rbase}, {rbase}, {g}")
-    rows = []
-    for j in range(ms):
-        for h in range(2):
-            r = b.reg("u32")
-            b.i(f"add.u32 {r}, {rbase}, {64 * j + 8 * h}")
-            rows.append(r)
-    sa_rows, sb_addrs = _scale_rows(b, P, rows, bn0, ktiles, H)
+    b.comment("The tile's scale_b addresses")
+    sb_addrs = _scale_b_addrs(b, P, bn0, ktiles, H)
 
     def zero() -> None:
         for blk_j in acc:
@@ -391,7 +403,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
         b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
         _advance_ring(b, s, ph, S)
-    _k_block(b, acc, blk, (da, db), (pzero, pone), (sa_rows, sb_addrs, kt), release, mark)
+    sap = b.reg("u32")
+    b.i(f"mad.lo.u32 {sap}, {s}, {t.bm * 4}, {sab}")
+    _k_block(b, acc, blk, (da, db), (pzero, pone), ((sap, sa_offs), sb_addrs, kt), release, mark)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
@@ -414,25 +428,26 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
 
 def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any],
                  trace: int = 0) -> dict:
-    """emit_common.metadata of D, M, N, K, alpha (beta, C, bias), then scale_a and scale_b (random f32: fresh
-    scales, not ones), A and B hidden behind the two tensor maps, the persistent grid, the producer
-    warpgroup, the dynamic shared bytes and the check's block_scale; with --profile (wgmma_tma.tma_metadata's
-    form) one record per persistent CTA, each CTA's tile count, and the timer buffer last."""
-    base = [p for p in params if p.role not in ("scale_a", "scale_b", "timer")]
+    """emit_common.metadata of D, M, N, K, alpha (beta, C, bias), then scale_b (random f32: fresh scales, not
+    ones), A, B and scale_a (random f32) hidden behind their tensor maps (scale_a MN-major: the check's
+    scale_a_layout), the persistent grid, the producer warpgroup, the dynamic shared bytes and the check's
+    block_scale; with --profile (wgmma_tma.tma_metadata's form) one record per persistent CTA, each CTA's tile
+    count, and the timer buffer last."""
+    base = [p for p in params if p.role not in ("scale_b", "timer")]
     sc = {p.role: p for p in params}
     meta = metadata(spec, t, name, base, prediction)
     M, N, K = spec.nominal()
+    KB = ceil_div(K, SCALE_BLOCK)
     idx = {p.role: i for i, p in enumerate(base)}
-    pm, pn, pk = (f"p{idx[r]}" for r in ("M", "N", "K"))
+    pn, pk = (f"p{idx[r]}" for r in ("N", "K"))
+    p = sc["scale_b"]
+    meta["params"].append({"name": p.ptx_name, "kind": "buffer", "dtype": "f32", "role": p.role,
+                           "count": ceil_div(N, SCALE_BLOCK) * KB, "init": "random"})
     kb = f"(({pk}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})"
-    for i, (p, cnt, expr) in enumerate(((sc["scale_a"], M * ceil_div(K, SCALE_BLOCK), f"{pm}*{kb}"),
-                                        (sc["scale_b"], ceil_div(N, SCALE_BLOCK) * ceil_div(K, SCALE_BLOCK),
-                                         f"(({pn}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})*{kb}"))):
-        meta["params"].append({"name": p.ptx_name, "kind": "buffer", "dtype": "f32", "role": p.role, "count": cnt,
-                               "init": "random"})
-        meta["extents"][f"p{len(base) + i}"] = f"{expr}*4"
-    hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": "e4m3", "role": r, "count": n, "init": "random",
-               "hidden": True} for r, n in (("A", M * K), ("B", K * N))]
+    meta["extents"][f"p{len(base)}"] = f"(({pn}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})*{kb}*4"
+    hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
+               "hidden": True} for r, dt, n in (("A", "e4m3", M * K), ("B", "e4m3", K * N),
+                                                ("scale_a", "f32", scale_rows(M) * KB))]
     maps = tensormaps(spec, t, name)
     meta["params"] = hidden + maps + meta["params"]
     for key in ("ranges", "extents"):
@@ -457,6 +472,7 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
     meta["check"]["block_scale"] = SCALE_BLOCK
+    meta["check"]["scale_a_layout"] = SCALE_A_LAYOUT
     return meta
 
 

@@ -47,6 +47,7 @@ producer waits for every stage's last release before it exits.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -115,9 +116,25 @@ def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
 
 
 def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
-    """The stage ring and its full/empty mbarriers (8 bytes each)."""
+    """The stage ring and its full/empty mbarriers (8 bytes each); a wgmma_fp8 tiling's ring also holds its
+    scale slots after the mbarriers (scale_slots) and ends at the next 1024-byte boundary, where its TMA-store
+    staging starts (the 128-byte swizzle's atom)."""
     ta, tb = operand_tiles(spec, t)
-    return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+    end = t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+    if t.variant != "wgmma_fp8":
+        return end
+    return -(-(scale_slots(spec, t) + t.stages * 4 * t.bm) // ATOM) * ATOM
+
+
+SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every TMA shared buffer to 128 bytes)
+
+
+def scale_slots(spec: GemmSpec, t: Tiling) -> int:
+    """wgmma_fp8: the shared byte of its scale_a slots, the first 128-byte boundary after the full/empty
+    mbarriers: one per stage, TILE_M f32 of one K block (4 x TILE_M bytes: 128-byte multiples), a TMA box
+    without swizzle."""
+    ta, tb = operand_tiles(spec, t)
+    return -(-(t.stages * (ta.stage_bytes + tb.stage_bytes + 16)) // SCALE_SLOT) * SCALE_SLOT
 
 
 def tma_store(spec: GemmSpec) -> bool:
@@ -808,14 +825,17 @@ def load_box(tile: OperandTile, mn: int, t: Tiling, role: str) -> tuple[list[int
 
 def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile, OperandTile],
               smem: tuple[str, str, str, str], tmap: dict[str, str], sched: tuple[str, str, str, str, str],
-              pz: str, rank: str = "", trace: tuple[str, int, int] | None = None) -> None:
+              pz: str, rank: str = "", trace: tuple[str, int, int] | None = None,
+              side: tuple[int, Callable[[str, str, str, str, str], None]] | None = None) -> None:
     """Warpgroup 0: thread 0 walks the tiles and their K tiles, waiting on empty[s] and issuing the TMA
     boxes of A and B into stage s with arrive.expect_tx on full[s]; the other threads exit. With a cluster
     (rank: %cluster_ctarank) the shared operand's boxes are cut in parts, the CTA of rank r loads part r of
     each and multicasts it to every CTA of the cluster (ctaMask all ones), completing its bytes on full[s] of
     each; each CTA still expects the whole stage. empty[s] then counts both CTAs' consumers, so a stage is
     refilled only when the partner has read it too, and before exiting thread 0 waits for every stage's
-    last release (the partner's remote arrives must land while this CTA lives)."""
+    last release (the partner's remote arrives must land while this CTA lives). `side` (wgmma_fp8's scale_a
+    slots): (bytes per stage, emit(s, full[s], kt, bm0, bn0)) issues more copies per stage on full[s], their
+    bytes expected with A's and B's."""
     ta, tb = tiles
     sa, sb, full0, empty0 = smem
     tiles_m, tiles_n, ntiles, ktiles, nct = sched
@@ -866,7 +886,7 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
         pt = b.reg("pred")
         b.i(f"setp.eq.u32 {pt}, {tid}, 0")
         _trace_step(b, trace[0], gp, trace[1], 0, pt, "", trace[2])
-    b.i(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{fb}], {a_bytes + b_bytes}")
+    b.i(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{fb}], {a_bytes + b_bytes + (side[0] if side else 0)}")
     for tile_op, base, nbytes, org, mn, role in ((ta, sa, a_bytes, bm0, t.bm, "a"), (tb, sb, b_bytes, bn0, t.bn, "b")):
         dst = b.reg("u32")
         b.i(f"mad.lo.u32 {dst}, {s}, {nbytes}, {base}")
@@ -893,6 +913,8 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
                 continue
             b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], "
                 f"[{tmap[role]}, {{{c0}, {c1}}}], [{fb}]")
+    if side:
+        side[1](s, fb, kt, bm0, bn0)
     if trace:
         _trace_step(b, trace[0], gp, trace[1], 1, pt, "", trace[2])
         b.i(f"add.u32 {gp}, {gp}, 1")
