@@ -22,12 +22,12 @@ benchmarks/tma_step.py.
 
 Variations (PTX patches, each checked to change something):
 - `notma`: the producer arrives on full[s] with no TMA load: the consumers alone;
-- `noscale`: the scale loads replaced by 1.0 (scale_a's ld.shared from the stage's slot, scale_b's ld.global);
+- `noscale`: the scale loads (ld.shared from the stage's scale slots) replaced by 1.0;
 - `nopromote`: one promotion FMA per N half kept (the block accumulators stay live), the other 63 / 127 gone;
 - `stagger`: consumer warpgroup 1 spins DELAY cycles before its tile walk, so the two consumers' wgmma groups
   start one group apart (the DeepGEMM overlap: one's promotion under the other's wgmmas) instead of together.
-- `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's loads, ld.shared from the
-  stage's slot, or scale_b's, ld.global.nc, replaced by 1.0). Session 13's set 3 ran on the kernel that read
+- `--set 3` (which part of the scales costs): `noscale_a` / `noscale_b` (only scale_a's or scale_b's loads, both
+  ld.shared from the stage's scale slots, replaced by 1.0). Session 13's set 3 ran on the kernel that read
   both by ld.global (scale_a 8 rows' lines per warp load) with more cases (`scale_ca` / `scale_cg`: .ca / .cg
   loads; `scale_smem`: the same loads from shared memory; `scale_a_line`: scale_a's loads on one line):
   benchmarks/data/fp8_step_3*_h200_2026-12-02.json.
@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 L8, L4 = (8192, 8192, 8192), (4096, 4096, 4096)
 W256, W128 = (128, 256, 64), (128, 128, 64)
+SCALE_LOADS = re.compile(r"// scale_(a|b) of each [^\n]*\n(?:\s*ld\.shared\.f32 [^\n]*\n)+")
 DELAY = 300  # cycles: about one N half's wgmma group of a consumer (4 x m64n128k32 e4m3 = 256 MAC cycles)
 RAW_CTAS, RAW_STEPS = 8, 256
 # (name, shape, (bm, bn, tm), stages, patch, trace steps (0: --profile only), warm-up launches)
@@ -134,12 +135,10 @@ def patch(ptx: str, what: str) -> str:
         before = ptx
         if w == "notma":
             ptx = tma_patch(ptx, "notma", 2)
-        elif w in ("noscale", "noscale_a", "noscale_b"):  # scale loads -> 1.0: scale_a's are the kernel's only
-            # ld.shared.f32 (from the stage's slot), scale_b's its only ld.global.nc
-            if w != "noscale_b":
-                ptx = re.sub(r"ld\.shared\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \1, 0f3F800000;", ptx)
-            if w != "noscale_a":
-                ptx = re.sub(r"(@%p\d+ )?ld\.global\.nc\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \2, 0f3F800000;", ptx)
+        elif w in ("noscale", "noscale_a", "noscale_b"):  # scale loads (the ld.shared.f32 after the kernel's
+            # "// scale_a of each row" / "// scale_b of each N half" comments) -> 1.0
+            ptx = SCALE_LOADS.sub(lambda m, w=w: m.group(0) if w[-1] not in ("e", m.group(1)) else re.sub(
+                r"ld\.shared\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \1, 0f3F800000;", m.group(0)), ptx)
         elif w == "nopromote":  # keep the first promotion FMA after each "Promotion" comment
             out, keep = [], False
             for line in ptx.split("\n"):

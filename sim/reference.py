@@ -16,7 +16,8 @@ and ``gelu`` is the *tanh approximation* ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044
 ``block_scale: G`` (block-scaled fp8, DeepGEMM's form) replaces ``A @ B`` by
 ``sum_kb (A[:, kb] @ B[kb, :]) * scale_a[m, kb] * scale_b[n // G, kb]`` over the K blocks kb of G elements,
 the f32 buffers of roles ``scale_a`` (M x ceil(K/G), row-major; with ``scale_a_layout: mn4`` MN-major,
-``[ceil(K/G)][ceil(M/4)*4]``, DeepGEMM's TMA-aligned form) and ``scale_b`` (ceil(N/G) x ceil(K/G), row-major).
+``[ceil(K/G)][ceil(M/4)*4]``, DeepGEMM's TMA-aligned form) and ``scale_b`` (ceil(N/G) x ceil(K/G), row-major;
+with ``scale_b_layout: k4`` rows of ceil(K/G) rounded up to 4).
 The reference is not cast to ``out_dtype``; the tolerance absorbs the rounding.
 """
 
@@ -87,10 +88,11 @@ def _buffer(args: list[Arg], i: int, what: str) -> np.ndarray:
 
 
 def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: list[str],
-                  sa_layout: str = "row") -> np.ndarray:
+                  layouts: tuple[str, str] = ("row", "row")) -> np.ndarray:
     """sum over K blocks of G of (A_kb @ B_kb) * scale_a[m, kb] * scale_b[n // G, kb], in float64. scale_a is
     stored [M][KB] ("row") or [KB][M rounded up to 4] ("mn4": MN-major with 16-byte rows, DeepGEMM's TMA-aligned
-    form); scale_b [NB][KB]."""
+    form); scale_b [NB][KB] ("row") or [NB][KB rounded up to 4] ("k4": 16-byte rows)."""
+    sa_layout, sb_layout = layouts
     (M, K), N = A.shape, B.shape[1]
     kb, nb = -(-K // G), -(-N // G)
     found = [_find(roles, r) for r in ("scale_a", "scale_b")]
@@ -103,7 +105,10 @@ def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: 
         sa = _matrix(_buffer(args, found[0], "scale_a"), M, kb, "row", "scale_a")
     else:
         raise _bad(f"scale_a_layout must be 'row' or 'mn4', not {sa_layout!r}")
-    sb = _matrix(_buffer(args, found[1], "scale_b"), nb, kb, "row", "scale_b")
+    if sb_layout not in ("row", "k4"):
+        raise _bad(f"scale_b_layout must be 'row' or 'k4', not {sb_layout!r}")
+    kp = -(-kb // 4) * 4 if sb_layout == "k4" else kb
+    sb = _matrix(_buffer(args, found[1], "scale_b"), nb, kp, "row", "scale_b")[:, :kb]
     out = np.zeros((M, N))
     for k in range(kb):
         blk = A[:, k * G:(k + 1) * G] @ B[k * G:(k + 1) * G, :]
@@ -129,7 +134,8 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
     A = _matrix(_buffer(args, ia, "A"), M, K, la, "A")
     B = _matrix(_buffer(args, ib, "B"), K, N, lb, "B")
     G = int(check.get("block_scale", 0) or 0)
-    ref = alpha * (_block_scaled(A, B, G, args, roles, str(check.get("scale_a_layout", "row"))) if G else A @ B)
+    lays = (str(check.get("scale_a_layout", "row")), str(check.get("scale_b_layout", "row")))
+    ref = alpha * (_block_scaled(A, B, G, args, roles, lays) if G else A @ B)
     if beta != 0.0:
         ic = _find(roles, "C")
         if ic is None:  # in-place: D holds C before the run

@@ -158,6 +158,17 @@ class TensorMap:
     def box_bytes(self) -> int:
         return int(np.prod(self.counts)) * self.spec.esize
 
+    def misaligned(self, coords: tuple[int, ...]) -> str | None:
+        """Why a tiled box at ``coords`` cannot be copied, or None: its innermost coordinate must put the box's
+        rows on 16-byte boundaries (coords[0] x element size a multiple of 16; the H200 stops the kernel with
+        "an illegal instruction was encountered" otherwise: kernelgen's fp8 scale_b box at K block kb, measured
+        2026-12-02, docs/wgmma-fp8.md; Triton and TileLang guard the same rule)."""
+        if self.spec.im2col or coords[0] * self.spec.esize % 16 == 0:
+            return None
+        return (f"the box's innermost coordinate {coords[0]} x {self.spec.esize} bytes is not a multiple of 16 "
+                "bytes (a TMA tile copy's rows must start 16-byte aligned; the GPU stops with an illegal "
+                "instruction): align that coordinate")
+
     def element_addresses(self, coords: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(global byte address, inside the tensor) of every box element in shared-memory order
         (innermost dim fastest), for the box whose first element is at ``coords`` (signed)."""

@@ -115,11 +115,13 @@ def test_numpy_check_in_the_simulator():
     meta, before, out, chk = sim_check(FP8.emit(_spec(64, 264, 144), fp8_tiling(128, 256, 64, 3), {}), 1, 11)
     assert chk["max_rel_err"] < 5e-3, chk
     scales = [p for p in meta["params"] if p.get("role", "").startswith("scale_")]
-    assert [(p["count"], p["init"]) for p in scales] == [(64 * 2, "random"), (3 * 2, "random")]
-    assert [p["of"] for p in meta["params"] if p["kind"] == "tensormap"] == ["A", "B", "scale_a", "D"]
-    assert meta["check"]["scale_a_layout"] == "mn4"  # [KB][M rounded up to 4]: read as row-major, the check fails
-    as_row = {**meta, "check": {**meta["check"], "scale_a_layout": "row"}}
-    assert not check_from_metadata(as_row, before, out)["passed"]
+    assert [(p["count"], p["init"]) for p in scales] == [(64 * 2, "random"), (3 * 4, "random")]
+    assert [p["of"] for p in meta["params"] if p["kind"] == "tensormap"] == ["A", "B", "scale_a", "scale_b", "D"]
+    # scale_a [KB][M rounded up to 4], scale_b [NB][KB rounded up to 4]: read as row-major [M][KB] / [NB][KB], fails
+    assert (meta["check"]["scale_a_layout"], meta["check"]["scale_b_layout"]) == ("mn4", "k4")
+    for key in ("scale_a_layout", "scale_b_layout"):
+        as_row = {**meta, "check": {**meta["check"], key: "row"}}
+        assert not check_from_metadata(as_row, before, out)["passed"]
     unscaled = {**meta, "check": {k: v for k, v in meta["check"].items() if k != "block_scale"}}
     assert not check_from_metadata(unscaled, before, out)["passed"]
 
@@ -162,8 +164,8 @@ def test_profile_record_in_the_simulator():
     prof = meta["profile"]
     assert meta["params"][prof["param"]]["role"] == "profile"
     assert prof["slots"] == PROFILE_SLOTS and prof["records"] == 6 and prof["tiles_per_cta"] == [1] * 6
-    assert [p.get("role") for p in meta["params"][-2:]] == ["scale_b", "timer"]
-    assert [p["role"] for p in meta["params"] if p.get("hidden")] == ["A", "B", "scale_a"]
+    assert meta["params"][-1]["role"] == "timer"
+    assert [p["role"] for p in meta["params"] if p.get("hidden")] == ["A", "B", "scale_a", "scale_b"]
     assert prof["timer"]["param"] == len(meta["params"]) - 1 and meta["params"][-1]["count"] == 12
     rec = out[prof["param"]].view(np.uint64).reshape(-1, PROFILE_SLOTS).astype(np.int64)
     assert (rec[2:] == 0).all() and (np.diff(rec[:2], axis=1) > 0).all()
@@ -206,18 +208,16 @@ def test_header_maps_and_scales():
     assert [(m["of"], m["dims"], m["strides"], m["box"]) for m in maps] == [
         ("A", [272, 200], [272], [128, 128]), ("B", [272, 136], [272], [128, 128]),
         ("scale_a", [200, 3], [800], [128, 1]),  # MN-major f32: one 128-row column of one K block per stage
+        ("scale_b", [3, 2], [16], [4, 1]),  # rows of 4 f32 (KB 3 rounded up): K blocks kb.. of the tile's N block
         ("D", [136, 200], [272], [64, 64])]  # bf16 D through 64-row staging slabs of 128 bytes
-    assert [p["count"] for p in meta["params"] if p.get("role", "").startswith("scale")] == [200 * 3, 2 * 3]
-    assert "expect_tx.shared::cta.b64 _, [%r" in ptx and ", 33280;" in ptx  # two 128 x 128-byte boxes + 128 f32
+    assert [p["count"] for p in meta["params"] if p.get("role", "").startswith("scale")] == [200 * 3, 2 * 4]
+    assert "expect_tx.shared::cta.b64 _, [%r" in ptx and ", 33296;" in ptx  # 2 x 128 x 128 B + 128 + 4 f32
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
     assert meta["check"]["block_scale"] == 128 and meta["block"] == [384, 1, 1] and meta["grid"] == [4, 1, 1]
-    # the ring (4 x 32 KiB + mbarriers), the scale_a slots from the next 128-byte boundary (4 x 512 B), 1024-aligned,
-    # then 2 consumers x 2 slabs of 64 x 128 B
+    # the ring (4 x 32 KiB + mbarriers), the scale slots from the next 128-byte boundary (4 x 512 B of scale_a,
+    # 4 x 128 B of scale_b), 1024-aligned, then 2 consumers x 2 slabs of 64 x 128 B
     assert meta["dynamic_shared"] == 4 * 32768 + 3072 + 2 * 2 * 8192
-    # extents of the passed params (after the four maps) name scale_b's count in N, K
-    passed = [p for p in meta["params"] if p["kind"] != "tensormap" and not p.get("hidden")]
-    ext = {passed[int(k[1:]) - 4]["role"]: v for k, v in meta["extents"].items()}
-    assert "scale_a" not in ext and ext["scale_b"].endswith("*4") and "+127)/128" in ext["scale_b"]
+    assert not [p for p in meta["params"] if p.get("role", "").startswith("scale") and not p.get("hidden")]
 
 
 # ---- planner -------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ coordinates with its store, 1-D bulk copies, and the launch forms of a tensor ma
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -83,7 +84,7 @@ def swizzle_bytes(raw: np.ndarray, s: int) -> np.ndarray:
 def test_3d_box_at_negative_coordinates_and_its_store(tmp_path):
     ptxas_ok(BOX.read_text(), tmp_path)
     rng = np.random.default_rng(11)
-    dims, box, coords, sw = (24, 10, 6), (8, 4, 3), (-3, 7, -1), 32
+    dims, box, coords, sw = (24, 10, 6), (8, 4, 3), (-4, 7, -1), 32  # coords[0] x 4 bytes: 16-byte aligned
     t = rng.standard_normal(dims[::-1]).astype(np.float32)
     nbytes = int(np.prod(box)) * 4
     spec_in = TensorMapSpec("src", "f32", 4, dims, (dims[0] * 4, dims[0] * dims[1] * 4), box, sw)
@@ -199,3 +200,24 @@ def test_command_line_tensormap(tmp_path):
     assert len(lines) == 1 and "box and element_strides need 2 entries" in lines[0] and "write NAME=of=" in lines[0]
     r = _cli(tmp=tmp_path)
     assert r.returncode == 2 and "bind it with --tensormap tma_tile_param_1=of=" in r.stderr
+
+
+def test_box_with_an_unaligned_innermost_coordinate_is_rejected():
+    """The H200 stops a kernel whose TMA tile copy starts a box row off a 16-byte boundary (coords[0] x element
+    size not a multiple of 16: "an illegal instruction was encountered", kernelgen's fp8 scale_b box at K block kb,
+    2026-12-02); the simulator refuses it with the file, the line and the rule, as it does other invalid copies.
+    Aligned negative coordinates stay legal (the test above)."""
+    dims, box = (24, 10, 6), (8, 4, 3)
+    spec = TensorMapSpec("src", "f32", 4, dims, (dims[0] * 4, dims[0] * dims[1] * 4), box, 32)
+    nbytes = int(np.prod(box)) * 4
+    for c0 in (-3, 1, 6):
+        args = [Arg("buffer", "f32", array=np.zeros(nbytes // 4, np.float32), name="out"),
+                Arg("tensormap", "f32", name="tmap_in", tmap=spec),
+                Arg("tensormap", "f32", name="tmap_out", tmap=dataclasses.replace(spec, of="dst")),
+                Arg("scalar", "u32", value=nbytes), *(Arg("scalar", "s32", value=c) for c in (c0, 7, -1)),
+                Arg("buffer", "f32", array=np.ones(int(np.prod(dims)), np.float32), name="src", hidden=True),
+                Arg("buffer", "f32", array=np.ones(int(np.prod(dims)), np.float32), name="dst", hidden=True)]
+        why = r"tma_box\.ptx:\d+: the box's innermost coordinate .* not a multiple of 16"
+        with pytest.raises(ExecutionError, match=why):
+            run_functional(parse_ptx(BOX.read_text(), str(BOX)), Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args,
+                                                                         nbytes))

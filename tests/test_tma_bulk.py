@@ -161,7 +161,7 @@ def test_tensor_reduce_adds_the_box(tmp_path):
                                    "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group")
     ptxas_ok(text, tmp_path)
     rng = np.random.default_rng(4)
-    dims, box, coords = (24, 10, 6), (8, 4, 3), (-3, 7, -1)
+    dims, box, coords = (24, 10, 6), (8, 4, 3), (-4, 7, -1)  # coords[0] x 4 bytes: 16-byte aligned
     t = rng.standard_normal(dims[::-1]).astype(np.float32)
     base = rng.standard_normal(dims[::-1]).astype(np.float32)
     nbytes = int(np.prod(box)) * 4

@@ -7,7 +7,7 @@ Per K tile (= scale block), with C consumer warpgroups, one warp of each on ever
 - tensor: the C warpgroups' e4m3 wgmmas on the units, wgmma_unit_cycles per warp at [wgmma.fp8_macs]
   (tma_cycles' "tensor" term);
 - chain: one consumer's dependent path: its own wgmmas, then wait_group 0 ([wgmma.latency]) or its scale
-  loads from the L2 ([l2.hit_latency] + [pipes[lsu].latency]), whichever is later, then its loop body's
+  loads from the stage's scale slots in shared memory ([shared.latency]), whichever is later, then its loop body's
   instructions (the FMAs of the promotion among them) issued one per cycle ([core.issue_width]); a TILE_N 256
   tile runs its two 128-wide N halves one after the other through one block accumulator set (wgmmas, wait,
   promotion, then the next half), so the wait's [wgmma.latency] is on the path once per half;
@@ -41,11 +41,11 @@ def fp8_cycle_model(spec: GemmSpec, t: Tiling, hw: HwConfig, shape: tuple[int, i
     base = tma_cycle_model(spec, t, hw, shape, dram_cycles, miss_rate, c, grid_cap, boxes, store)
     T = base.terms
     pipes = {p.name: p for p in hw.pipes}
-    fma, lsu = pipes[hw.pipe_for("fma").name], pipes[hw.pipe_for("lsu").name]
+    fma = pipes[hw.pipe_for("fma").name]
     C = t.bm // t.tm  # consumer warpgroups: C warps per scheduler
     own = wgmma_unit_cycles(spec, t, hw)  # one warp's share of its warpgroup's wgmmas ([wgmma.fp8_macs])
     body = sum(c.iter.values()) / hw.core.issue_width  # [core.issue_width]
-    wait = max(own + halves * hw.wgmma.latency, hw.l2.hit_latency + lsu.latency)  # [wgmma.latency], [l2.hit_latency]
+    wait = max(own + halves * hw.wgmma.latency, hw.shared.latency)  # [wgmma.latency], [shared.latency]
     chain = wait + body
     per_warp_fma = -(-hw.warp_size // fma.lanes) * fma.interval  # [warp_size], [pipes[fma].lanes/interval]
     fma_busy = C * c.iter.get("fma", 0) * per_warp_fma

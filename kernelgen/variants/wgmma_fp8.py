@@ -13,19 +13,17 @@ arrive.expect_tx on full[s], waits on empty[s]), the grouped persistent tile ord
 accumulator epilogue (emit_acc_epilogue: alpha, beta C, bias, activation, cast).
 
 Consumer warpgroup c (rows c*64 .. c*64 + 63 of the tile; TILE_N <= 128, so the tile lies in one 128-wide
-N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales (scale_a of the
-thread's two rows by ld.shared from stage s's scale_a slot, which the producer fills by a third TMA box per
-stage, as DeepGEMM does; scale_b one value by ld.global), issued before the wait so their latency overlaps the
-MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two consumer warpgroups,
-one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
+N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales by plain
+ld.global (scale_a of the thread's two rows, scale_b one value), issued before the wait so their latency
+overlaps the MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two
+consumer warpgroups, one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
 
 --profile: wgmma_tma's record per persistent CTA (its _profile_setup / _profile_slot: clock64 at CTA start, tile
 walk start, after the last K loop, CTA end after the last TMA stores) and the %globaltimer pair (the "timer" param);
 benchmarks/fp8_cta.py reads it as benchmarks/top4.py does.
 
-Scale layouts (f32, KB = ceil(K / 128), NB = ceil(N / 128)): scale_a MN-major [KB][scale_rows(M)] (M rounded up
-to 4: a tensor map's 16-byte row stride, DeepGEMM's TMA-aligned form), scale_b row-major [NB][KB]. Rows past M
-read 0 (TMA's out-of-bounds fill; their D is never stored). K past the end is zero-filled by TMA, so a partial
+Scale layouts (row-major f32): scale_a[M][KB], scale_b[NB][KB], KB = ceil(K / 128), NB = ceil(N / 128).
+Rows past M read no scale (0: their D is never stored). K past the end is zero-filled by TMA, so a partial
 last K block contributes its valid part only.
 """
 
@@ -71,8 +69,9 @@ from kernelgen.variants.wgmma_tma import (
 from sim.hw import HwConfig
 
 TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte swizzle row
-# sim/reference.py's scale_a layout: stored [KB][scale_rows(M)] (MN-major, DeepGEMM's TMA-aligned form)
-SCALE_A_LAYOUT = "mn4"
+# sim/reference.py's scale layouts: scale_a stored [KB][scale_rows(M)] (MN-major, DeepGEMM's TMA-aligned form),
+# scale_b [NB][scale_rows(KB)] (DeepGEMM's [N/128][K/128] when K is a multiple of 512)
+SCALE_LAYOUTS = ("mn4", "k4")
 MMA_K = 32  # wgmma k32 for 8-bit floats: 32 bytes of K, as k16 of 16-bit types
 # --trace (benchmarks/fp8_step.py), per K block g: the producer's wake on empty[s] and the end of its TMA issues
 # (wgmma_tma's), then per consumer warpgroup c (its thread 0): full[s] seen, N half 0's wgmmas committed, its
@@ -83,9 +82,9 @@ TRACE_SLOTS = ("issue", "issued") + tuple(f"{x}{c}" for c in range(2) for x in (
 
 
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
-    """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale_a slots after them (from
-    wgmma_tma.scale_slots: TILE_M f32 per stage)."""
-    return tma_lib.scale_slots(spec, t) + t.stages * 4 * t.bm
+    """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale slots after them (from
+    wgmma_tma.scale_slots: per stage TILE_M f32 of scale_a and a 128-byte scale_b slot)."""
+    return tma_lib.scale_slots(spec, t) + t.stages * (4 * t.bm + tma_lib.SCALE_SLOT)
 
 
 def staging_offset(spec: GemmSpec, t: Tiling) -> int:
@@ -96,7 +95,7 @@ def staging_offset(spec: GemmSpec, t: Tiling) -> int:
 
 def scale_rows(m: int) -> int:
     """The leading dimension of scale_a's MN-major storage: M rounded up to 4 (a tensor map's 16-byte row
-    stride; DeepGEMM's get_tma_aligned_size(M, 4))."""
+    stride; DeepGEMM's get_tma_aligned_size(M, 4)); also scale_b's row length, KB rounded up to 4."""
     return -(-m // 4) * 4
 
 
@@ -111,15 +110,19 @@ def smem_bytes(spec: GemmSpec, t: Tiling) -> int:
 
 def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
     """The "tensormap" params of A (M x K) and B (N x K): one box [128, mn] of bytes per stage each; of scale_a
-    (MN-major f32, [KB][scale_rows(M)]): one box [TILE_M, 1] per stage, no swizzle (rows past M read 0); with
-    the TMA-store epilogue, D's (wgmma_tma.store_tensormap: one staging slab per box)."""
+    (MN-major f32, [KB][scale_rows(M)]): one box [TILE_M, 1] per stage (rows past M read 0); of scale_b (f32,
+    [NB][scale_rows(KB)]): one box [4, halves] per stage, K blocks kb & ~3 .. +3 of the tile's N blocks (a box's
+    innermost coordinate must be 16-byte aligned; past KB or N: 0); no swizzle; with the TMA-store epilogue,
+    D's (wgmma_tma.store_tensormap: one staging slab per box)."""
     M, N, K = spec.nominal()
     maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
              "strides": [K], "box": [TILE_K, mn], "swizzle": 128, "element_strides": [1, 1]}
             for r, ext, mn in (("A", M, t.bm), ("B", N, t.bn))]
-    maps.append({"name": f"{name}_tmap_sa", "kind": "tensormap", "of": "scale_a", "dtype": "f32",
-                 "dims": [M, ceil_div(K, SCALE_BLOCK)], "strides": [4 * scale_rows(M)], "box": [t.bm, 1],
-                 "swizzle": 0, "element_strides": [1, 1]})
+    KB, NB = ceil_div(K, SCALE_BLOCK), ceil_div(N, SCALE_BLOCK)
+    maps += [{"name": f"{name}_tmap_sa", "kind": "tensormap", "of": "scale_a", "dtype": "f32", "dims": [M, KB],
+              "strides": [4 * scale_rows(M)], "box": [t.bm, 1], "swizzle": 0, "element_strides": [1, 1]},
+             {"name": f"{name}_tmap_sb", "kind": "tensormap", "of": "scale_b", "dtype": "f32", "dims": [KB, NB],
+              "strides": [4 * scale_rows(KB)], "box": [4, halves_of(t)], "swizzle": 0, "element_strides": [1, 1]}]
     lib = tma_lib
     return maps + ([lib.store_tensormap(spec, t, name)] if lib.tma_store(spec) else [])
 
@@ -127,32 +130,9 @@ def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
 def _setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_bytes: tuple[int, int]):
     """Tensor-map addresses, the shared carve-up, the ring's mbarriers (thread 0) and the tile schedule
     (wgmma_tma.emit_setup; t.bk = TILE_K: one K tile per scale block)."""
-    su = emit_setup(b, name, t, P, stage_bytes, ("a", "b", "sa"),
+    su = emit_setup(b, name, t, P, stage_bytes, ("a", "b", "sa", "sb"),
                     ktiles_note=f"KB = ceil(K / {TILE_K}) K tiles (= scale blocks)")
     return su.tmap, (su.tid, su.wg), su.smem, su.sched
-
-
-def scale_params(name: str) -> list[Param]:
-    """scale_b, a kernel param (scale_a is read through its tensor map only)."""
-    return [Param("scale_b", f"{name}_scale_b", ".u64", "buffer", "f32")]
-
-
-def _scale_b_addrs(b: PtxBuilder, P: dict[str, str], nbase: str, ktiles: str, halves: int) -> list:
-    """Per tile: (address, in-range predicate) of scale_b[n block] for each 128-wide N half of the tile (kb = 0;
-    a half past N reads nothing); a K tile adds 4 * kb."""
-    nb, ib = b.reg("u32"), b.reg("u64")
-    b.i(f"shr.u32 {nb}, {nbase}, {log2(SCALE_BLOCK)}")
-    b.i(f"mul.lo.u32 {nb}, {nb}, {ktiles}")
-    b.i(f"mul.wide.u32 {ib}, {nb}, 4")
-    b.i(f"add.u64 {ib}, {ib}, {P['scale_b']}")
-    sb: list[tuple[str, str | None]] = [(ib, None)]
-    for h in range(1, halves):
-        p, n0, a = b.reg("pred"), b.reg("u32"), b.reg("u64")
-        b.i(f"add.u32 {n0}, {nbase}, {h * SCALE_BLOCK}")
-        b.i(f"setp.lt.u32 {p}, {n0}, {P['N']}")
-        b.i(f"mad.wide.u32 {a}, {ktiles}, {4 * h}, {ib}")
-        sb.append((a, p))
-    return sb
 
 
 def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN: int, half: int, pzero: str,
@@ -201,31 +181,21 @@ def halves_of(t: Tiling) -> int:
     return max(1, t.bn // SCALE_BLOCK)
 
 
-def _scales(b: PtxBuilder, sa_rows: tuple[str, list[int]], sb_addrs: list, kt: str,
-            halves: int) -> list[list[str]]:
+def _scales(b: PtxBuilder, slots: tuple[str, list[int], str], halves: int) -> list[list[str]]:
     """The K block's scale products, per N half: scale_a[row, kb] * scale_b[half's n block, kb] for each of the
-    thread's rows (issued while the first half's wgmmas run): scale_a by ld.shared from stage s's slot (TMA
-    wrote it with A's and B's boxes; 0 past M; sa_rows = (the thread's address in the slot, each row's byte
-    offset from it)), scale_b by ld.global.nc (one warp-uniform line; a half past N reads none)."""
-    koff = b.reg("u64")
-    b.i(f"mul.wide.u32 {koff}, {kt}, 4")
-    sbv = []
-    for a, p in sb_addrs:
-        v, ab = b.reg("f32"), b.reg("u64")
-        b.i(f"add.u64 {ab}, {a}, {koff}")
-        if p is None:
-            b.i(f"ld.global.nc.f32 {v}, [{ab}]")
-        else:
-            b.i(f"mov.f32 {v}, {f32_hex(0.0)}")
-            b.i(f"@{p} ld.global.nc.f32 {v}, [{ab}]")
-        sbv.append(v)
-    base, offs = sa_rows
-    b.comment("scale_a of each row")
-    sav = []
-    for off in offs:
+    thread's rows (issued while the first half's wgmmas run), by ld.shared from stage s's scale slots (what TMA
+    wrote with A's and B's boxes; 0 past M, N and KB): slots = (the thread's address in the scale_a slot, each
+    row's byte offset from it, the K block's word in the scale_b slot: N half h's value 16 h on)."""
+    base, offs, sbp = slots
+
+    def lds(addr: str, off: int) -> str:
         v = b.reg("f32")
-        b.i(f"ld.shared.f32 {v}, [{base}+{off}]" if off else f"ld.shared.f32 {v}, [{base}]")
-        sav.append(v)
+        b.i(f"ld.shared.f32 {v}, [{addr}+{off}]" if off else f"ld.shared.f32 {v}, [{addr}]")
+        return v
+    b.comment("scale_b of each N half")
+    sbv = [lds(sbp, 16 * h) for h in range(halves)]
+    b.comment("scale_a of each row")
+    sav = [lds(base, off) for off in offs]
     out = []
     for h in range(halves):
         prods = []
@@ -242,7 +212,7 @@ def _scales(b: PtxBuilder, sa_rows: tuple[str, list[int]], sb_addrs: list, kt: s
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
-             preds: tuple[str, str], scale_src: tuple[tuple[str, list[int]], list, str], release: Callable[[], None],
+             preds: tuple[str, str], scale_src: tuple[str, list[int], str], release: Callable[[], None],
              mark: Callable[[int], None] | None = None) -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
     scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`.
@@ -255,9 +225,8 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
         if mark:
             mark(1 + 2 * h)
         if h == 0:
-            b.comment("The K block's scales (in flight during the wgmmas): scale_b of each N half by ld.global, "
-                      "scale_a of each row from stage s's slot")
-            prods = _scales(b, *scale_src, H)
+            b.comment("The K block's scales from stage s's scale slots (TMA wrote them with A's and B's boxes)")
+            prods = _scales(b, scale_src, H)
         if h == H - 1:
             b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
             b.i("wgmma.wait_group.sync.aligned 0")
@@ -287,8 +256,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         gt = b.reg("u64")
         start = (emit_profile_start(b), gt)
         b.i(f"mov.u64 {gt}, %globaltimer")
-    params = ([p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
-              + scale_params(name))
+    params = [p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
     if start is not None:
         params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
     P = load_params(b, params)
@@ -308,7 +276,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"cvta.param.u64 {tmap_d}, {tmap_d}")
         b.i(f"add.u32 {sst}, {sa}, {staging_offset(spec, t)}")
     sc0 = b.reg("u32")
-    b.comment(f"scale_a slots: {S} x {t.bm} f32 from shared byte {tma_lib.scale_slots(spec, t)} (one TMA box each)")
+    b.comment(f"Scale slots from shared byte {tma_lib.scale_slots(spec, t)}: {S} x {t.bm} f32 of scale_a, then {S} x "
+              f"{tma_lib.SCALE_SLOT} B of scale_b (one TMA box each per stage)")
     b.i(f"add.u32 {sc0}, {sa}, {tma_lib.scale_slots(spec, t)}")
     pz = b.reg("pred")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
@@ -318,13 +287,19 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"@{pc} bra {consumer}")
 
     ns = len(TRACE_SLOTS)
-    def scale_box(s: str, fb: str, kt: str, bm0: str, bn0: str) -> None:
-        dst = b.reg("u32")
-        b.i(f"mad.lo.u32 {dst}, {s}, {t.bm * 4}, {sc0}")
-        b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], "
+    def scale_boxes(s: str, fb: str, kt: str, bm0: str, bn0: str) -> None:
+        da, db, nb, k4 = b.reg("u32"), b.reg("u32"), b.reg("u32"), b.reg("u32")
+        b.i(f"mad.lo.u32 {da}, {s}, {t.bm * 4}, {sc0}")
+        b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{da}], "
             f"[{tmap['sa']}, {{{bm0}, {kt}}}], [{fb}]")
+        b.i(f"mad.lo.u32 {db}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
+        b.i(f"add.u32 {db}, {db}, {S * t.bm * 4}")
+        b.i(f"shr.u32 {nb}, {bn0}, {log2(SCALE_BLOCK)}")
+        b.i(f"and.b32 {k4}, {kt}, -4")  # a box's innermost coordinate: 16-byte aligned (the H200 faults otherwise)
+        b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{db}], "
+            f"[{tmap['sb']}, {{{k4}, {nb}}}], [{fb}]")
     _producer(b, spec, t, (ta, tb), smem, tmap, sched, pz, "",
-              (_trace_base(b, P, trace, ns), trace, ns) if trace else None, (t.bm * 4, scale_box))
+              (_trace_base(b, P, trace, ns), trace, ns) if trace else None, (t.bm * 4 + 16 * H, scale_boxes))
 
     b.put_label(consumer)
     if C == 2:
@@ -378,8 +353,6 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"setp.ge.u32 {pe}, {tile}, {ntiles}")
     b.i(f"@{pe} bra {cend}")
     bm0, bn0 = _tile_origin(b, tile, (tiles_m, tiles_n), t)
-    b.comment("The tile's scale_b addresses")
-    sb_addrs = _scale_b_addrs(b, P, bn0, ktiles, H)
 
     def zero() -> None:
         for blk_j in acc:
@@ -403,9 +376,14 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"mad.lo.u32 {eb}, {s}, 8, {empty0}")
         b.i(f"mbarrier.arrive.shared::cta.b64 _, [{eb}]")
         _advance_ring(b, s, ph, S)
-    sap = b.reg("u32")
+    sap, sbp = b.reg("u32"), b.reg("u32")
     b.i(f"mad.lo.u32 {sap}, {s}, {t.bm * 4}, {sab}")
-    _k_block(b, acc, blk, (da, db), (pzero, pone), ((sap, sa_offs), sb_addrs, kt), release, mark)
+    k3 = b.reg("u32")
+    b.i(f"and.b32 {k3}, {kt}, 3")
+    b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
+    b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
+    b.i(f"add.u32 {sbp}, {sbp}, {S * t.bm * 4}")
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), release, mark)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
@@ -428,26 +406,20 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
 
 def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], prediction: dict[str, Any],
                  trace: int = 0) -> dict:
-    """emit_common.metadata of D, M, N, K, alpha (beta, C, bias), then scale_b (random f32: fresh scales, not
-    ones), A, B and scale_a (random f32) hidden behind their tensor maps (scale_a MN-major: the check's
-    scale_a_layout), the persistent grid, the producer warpgroup, the dynamic shared bytes and the check's
+    """emit_common.metadata of D, M, N, K, alpha (beta, C, bias); A, B, scale_a and scale_b (random f32: fresh
+    scales, not ones) hidden behind their tensor maps (the scales' padded layouts: the check's scale_a_layout
+    and scale_b_layout), the persistent grid, the producer warpgroup, the dynamic shared bytes and the check's
     block_scale; with --profile (wgmma_tma.tma_metadata's form) one record per persistent CTA, each CTA's tile
     count, and the timer buffer last."""
-    base = [p for p in params if p.role not in ("scale_b", "timer")]
+    base = [p for p in params if p.role != "timer"]
     sc = {p.role: p for p in params}
     meta = metadata(spec, t, name, base, prediction)
     M, N, K = spec.nominal()
     KB = ceil_div(K, SCALE_BLOCK)
-    idx = {p.role: i for i, p in enumerate(base)}
-    pn, pk = (f"p{idx[r]}" for r in ("N", "K"))
-    p = sc["scale_b"]
-    meta["params"].append({"name": p.ptx_name, "kind": "buffer", "dtype": "f32", "role": p.role,
-                           "count": ceil_div(N, SCALE_BLOCK) * KB, "init": "random"})
-    kb = f"(({pk}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})"
-    meta["extents"][f"p{len(base)}"] = f"(({pn}+{SCALE_BLOCK - 1})/{SCALE_BLOCK})*{kb}*4"
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
                "hidden": True} for r, dt, n in (("A", "e4m3", M * K), ("B", "e4m3", K * N),
-                                                ("scale_a", "f32", scale_rows(M) * KB))]
+                                                ("scale_a", "f32", scale_rows(M) * KB),
+                                                ("scale_b", "f32", ceil_div(N, SCALE_BLOCK) * scale_rows(KB)))]
     maps = tensormaps(spec, t, name)
     meta["params"] = hidden + maps + meta["params"]
     for key in ("ranges", "extents"):
@@ -472,7 +444,7 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
     meta["block"] = [t.threads + 128, 1, 1]
     meta["dynamic_shared"] = smem_bytes(spec, t)
     meta["check"]["block_scale"] = SCALE_BLOCK
-    meta["check"]["scale_a_layout"] = SCALE_A_LAYOUT
+    meta["check"]["scale_a_layout"], meta["check"]["scale_b_layout"] = SCALE_LAYOUTS
     return meta
 
 

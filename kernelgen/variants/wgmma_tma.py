@@ -123,16 +123,16 @@ def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
     end = t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
     if t.variant != "wgmma_fp8":
         return end
-    return -(-(scale_slots(spec, t) + t.stages * 4 * t.bm) // ATOM) * ATOM
+    return -(-(scale_slots(spec, t) + t.stages * (4 * t.bm + SCALE_SLOT)) // ATOM) * ATOM
 
 
 SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every TMA shared buffer to 128 bytes)
 
 
 def scale_slots(spec: GemmSpec, t: Tiling) -> int:
-    """wgmma_fp8: the shared byte of its scale_a slots, the first 128-byte boundary after the full/empty
-    mbarriers: one per stage, TILE_M f32 of one K block (4 x TILE_M bytes: 128-byte multiples), a TMA box
-    without swizzle."""
+    """wgmma_fp8: the shared byte of its scale slots, the first 128-byte boundary after the full/empty mbarriers:
+    per stage one scale_a slot (TILE_M f32 of one K block: 4 x TILE_M bytes) and after the stages' scale_a slots
+    one 128-byte scale_b slot per stage (a [4, halves] f32 box), each a TMA box without swizzle."""
     ta, tb = operand_tiles(spec, t)
     return -(-(t.stages * (ta.stage_bytes + tb.stage_bytes + 16)) // SCALE_SLOT) * SCALE_SLOT
 

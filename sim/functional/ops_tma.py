@@ -124,6 +124,8 @@ def _tensor_copy(w: Warp, ins: Instruction, tm: TensorMap, coords: tuple[int, ..
                    "(docs/kernel-metadata.md)")
     if offsets is None and tm.spec.im2col:
         raise _err(w, ins, "the tensor map is an im2col one: only .im2col loads (with im2col offsets) use it")
+    if offsets is None and (why := tm.misaligned(coords)):
+        raise _err(w, ins, why)
     addrs, inside = tm.im2col_addresses(coords, offsets) if offsets is not None else tm.element_addresses(coords)
     chunks = swizzled(smem + 16 * np.arange(nbytes // 16, dtype=np.int64), sw)  # where each 16-byte piece lies
     sh = w.cta.shared.data

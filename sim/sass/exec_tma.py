@@ -265,6 +265,8 @@ def b_utmaldg(cx: Ctx) -> Exec:
         offs = tuple((int(ur[x]) >> (bits * i)) & ((1 << bits) - 1) for i in range(rank - 2)) if im2col else None
         if tm.spec.im2col != im2col:
             raise Fault(0, 0, "the tensor map's mode (tiled / im2col) does not match the UTMALDG")
+        if why := tm.misaligned(coords):
+            raise Fault(0, 0, why)
         addrs, inside = tm.im2col_addresses(coords, offs) if offs is not None else tm.element_addresses(coords)
         dst = int(ur[a]) & OFFSET_BITS
         mbar = int(ur[a + 1]) & OFFSET_BITS
@@ -300,6 +302,8 @@ def b_utmastg(cx: Ctx, red: bool = False) -> Exec:
         if tm.spec.im2col:
             raise Fault(0, 0, "UTMASTG with an im2col tensor map is not modelled")
         coords = tuple(int(np.uint32(ur[a + 1 + i]).view(np.int32)) for i in range(rank))
+        if why := tm.misaligned(coords):
+            raise Fault(0, 0, why)
         addrs, inside = tm.element_addresses(coords)
         src = int(ur[a]) & OFFSET_BITS
         es, nbytes = tm.spec.esize, tm.box_bytes
