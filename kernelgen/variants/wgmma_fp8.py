@@ -13,18 +13,20 @@ arrive.expect_tx on full[s], waits on empty[s]), the grouped persistent tile ord
 accumulator epilogue (emit_acc_epilogue: alpha, beta C, bias, activation, cast).
 
 Consumer warpgroup c (rows c*64 .. c*64 + 63 of the tile; TILE_N <= 128, so the tile lies in one 128-wide
-N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales by plain
-ld.global (scale_a of the thread's two rows, scale_b one value), issued before the wait so their latency
-overlaps the MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two
-consumer warpgroups, one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
+N block of scale_b), per K tile: wait full[s]; wgmma.fence, 4 k32 wgmmas, commit; the scales by ld.shared from
+stage s's scale slots (scale_a of the thread's two rows, scale_b one value per N half), which the producer fills
+with two more TMA boxes per stage as DeepGEMM stages scale_a, issued before the wait so their latency overlaps
+the MMAs; wait_group 0; arrive on empty[s] (the stage is read no more); the FMAs. With two consumer warpgroups,
+one's promotion overlaps the other's wgmmas (DeepGEMM's overlap).
 
 --profile: wgmma_tma's record per persistent CTA (its _profile_setup / _profile_slot: clock64 at CTA start, tile
 walk start, after the last K loop, CTA end after the last TMA stores) and the %globaltimer pair (the "timer" param);
 benchmarks/fp8_cta.py reads it as benchmarks/top4.py does.
 
-Scale layouts (row-major f32): scale_a[M][KB], scale_b[NB][KB], KB = ceil(K / 128), NB = ceil(N / 128).
-Rows past M read no scale (0: their D is never stored). K past the end is zero-filled by TMA, so a partial
-last K block contributes its valid part only.
+Scale layouts (f32, KB = ceil(K / 128), NB = ceil(N / 128); both read through tensor maps, whose rows are 16-byte
+multiples): scale_a MN-major [KB][scale_rows(M)] (M rounded up to 4: DeepGEMM's TMA-aligned form), scale_b
+[NB][scale_rows(KB)]. Rows past M and halves past N read 0 (TMA's out-of-bounds fill; their D is never
+stored). K past the end is zero-filled by TMA, so a partial last K block contributes its valid part only.
 """
 
 from __future__ import annotations
