@@ -183,11 +183,11 @@ def halves_of(t: Tiling) -> int:
     return max(1, t.bn // SCALE_BLOCK)
 
 
-def _scales(b: PtxBuilder, slots: tuple[str, list[int], str], halves: int) -> list[list[str]]:
-    """The K block's scale products, per N half: scale_a[row, kb] * scale_b[half's n block, kb] for each of the
-    thread's rows (issued while the first half's wgmmas run), by ld.shared from stage s's scale slots (what TMA
-    wrote with A's and B's boxes; 0 past M, N and KB): slots = (the thread's address in the scale_a slot, each
-    row's byte offset from it, the K block's word in the scale_b slot: N half h's value 16 h on)."""
+def _scales(b: PtxBuilder, slots: tuple[str, list[int], str], halves: int) -> tuple[list[str], list[str]]:
+    """The K block's scales (issued while the first half's wgmmas run), by ld.shared from stage s's scale slots
+    (what TMA wrote with A's and B's boxes; 0 past M, N and KB): slots = (the thread's address in the scale_a
+    slot, each row's byte offset from it, the K block's word in the scale_b slot: N half h's value 16 h on).
+    Returns (scale_b per N half, scale_a per row)."""
     base, offs, sbp = slots
 
     def lds(addr: str, off: int) -> str:
@@ -198,37 +198,49 @@ def _scales(b: PtxBuilder, slots: tuple[str, list[int], str], halves: int) -> li
     sbv = [lds(sbp, 16 * h) for h in range(halves)]
     b.comment("scale_a of each row")
     sav = [lds(base, off) for off in offs]
+    return sbv, sav
+
+
+def _products(b: PtxBuilder, scales: tuple[list[str], list[str]], pin: tuple[str, str]) -> list[list[str]]:
+    """Per N half, scale_a[row, kb] * scale_b[half's n block, kb] for each of the thread's rows, written after the
+    first half's wait_group and pinned there: each scale_a goes through selp(block accumulator, scale_a, p) with p
+    false at run time (M == 0) but not to ptxas, so no product (and no wgmma issue behind it in program order)
+    waits for the shared loads while the wgmmas are being issued."""
+    sbv, sav = scales
+    acc0, pm0 = pin
+    ys = []
+    for v in sav:
+        y = b.reg("f32")
+        b.i(f"selp.f32 {y}, {acc0}, {v}, {pm0}")
+        ys.append(y)
     out = []
-    for h in range(halves):
+    for h in range(len(sbv)):
         prods = []
-        for v in sav:
-            if halves == 1:
-                b.i(f"mul.f32 {v}, {v}, {sbv[0]}")
-                prods.append(v)
-            else:
-                x = b.reg("f32")
-                b.i(f"mul.f32 {x}, {v}, {sbv[h]}")
-                prods.append(x)
+        for y in ys:
+            x = b.reg("f32")
+            b.i(f"mul.f32 {x}, {y}, {sbv[h]}")
+            prods.append(x)
         out.append(prods)
     return out
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
              preds: tuple[str, str], scale_src: tuple[str, list[int], str], release: Callable[[], None],
-             mark: Callable[[int], None] | None = None) -> None:
+             mark: Callable[[int], None] | None = None, pm0: str = "") -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
     scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`.
     `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the
     last promotion (j = 5)."""
     WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
     prods: list[list[str]] = []
+    scales: tuple[list[str], list[str]] = ([], [])
     for h in range(H):
         _wgmma_block(b, blk, descs, WN, h, *preds)
         if mark:
             mark(1 + 2 * h)
         if h == 0:
             b.comment("The K block's scales from stage s's scale slots (TMA wrote them with A's and B's boxes)")
-            prods = _scales(b, scale_src, H)
+            scales = _scales(b, scale_src, H)
         if h == H - 1:
             b.comment("wait_group 0: the block accumulators are final and stage s is read no more: release it")
             b.i("wgmma.wait_group.sync.aligned 0")
@@ -240,6 +252,9 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
             b.i("wgmma.wait_group.sync.aligned 0")
             if mark:
                 mark(2 + 2 * h)
+        if h == 0:
+            b.comment("The scale products, pinned after the first wait_group (_products)")
+            prods = _products(b, scales, (blk[0][0], pm0))
         _promote(b, [a[h * WN // 2:(h + 1) * WN // 2] for a in acc], blk, prods[h])
     if mark:
         mark(5)
@@ -281,8 +296,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.comment(f"Scale slots from shared byte {tma_lib.scale_slots(spec, t)}: {S} x {t.bm} f32 of scale_a, then {S} x "
               f"{tma_lib.SCALE_SLOT} B of scale_b (one TMA box each per stage)")
     b.i(f"add.u32 {sc0}, {sa}, {tma_lib.scale_slots(spec, t)}")
-    pz = b.reg("pred")
+    pz, pm0 = b.reg("pred"), b.reg("pred")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
+    b.i(f"setp.eq.u32 {pm0}, {P['M']}, 0")  # false wherever a K loop runs; ptxas cannot fold it (_products)
     consumer = b.label("consumer")
     pc = b.reg("pred")
     b.i(f"setp.ne.u32 {pc}, {wg}, 0")
@@ -385,7 +401,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
     b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
     b.i(f"add.u32 {sbp}, {sbp}, {S * t.bm * 4}")
-    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), release, mark)
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), release, mark, pm0)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
