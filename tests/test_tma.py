@@ -221,3 +221,24 @@ def test_box_with_an_unaligned_innermost_coordinate_is_rejected():
         with pytest.raises(ExecutionError, match=why):
             run_functional(parse_ptx(BOX.read_text(), str(BOX)), Launch("tma_box3d", (1, 1, 1), (128, 1, 1), args,
                                                                          nbytes))
+
+
+@pytest.mark.parametrize("x,status", [(4, "ok"), (1, "violated"), (-3, "violated")])
+def test_verifier_proves_the_innermost_coordinate_aligned(x, status):
+    """`bounds` proves every tile-mode tensor copy's innermost coordinate x element bytes a multiple of 16 (the
+    rule the H200 enforces by stopping the kernel): tma_box3d with x fixed by the header's range, f32 elements:
+    x = 4 passes (16 bytes), x = 1 and x = -3 are violations naming the copy and the coordinate."""
+    from validation.formal.cli import verify_text
+
+    meta = json.loads(json.dumps(HEADER_META))
+    meta["ranges"] = {"p3": [384, 384], "p4": [x, x], "p5": [0, 0], "p6": [0, 0]}
+    meta["extents"] = {"p0": "384"}
+    text = "// @workbench " + json.dumps({"version": 1, **meta}) + "\n" + BOX.read_text()
+    args = type("A", (), dict(kernel=None, grid=None, block=None, param=[], extent=[], dynamic_shared=None,
+                              timeout=60.0, tensormap=[]))()
+    rep = verify_text(text, str(BOX), args)
+    b = next(p for p in rep["properties"] if p["name"] == "bounds")
+    if status == "ok":
+        assert b["status"] == "proved", b
+    else:
+        assert b["status"] == "violated" and f"innermost coordinate {x} x 4 bytes" in b["detail"], b

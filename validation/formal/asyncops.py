@@ -222,6 +222,7 @@ class AsyncOpsMixin(ExecutorBase):
                 return
             n = z3.BitVecVal(self.ctx.tensormaps[maps[0]], 32)
             self.record(st, ins, "shared", "bulk", ops[0], n)
+            self.tma_coord(st, ins, ops[1], maps[0])
             mbar = ops[2]
         elif "tensor" not in ins.mods and len(ops) >= 4 and ops[2].kind in ("imm", "reg"):
             n = self.val(st, ops[2], 32)
@@ -246,6 +247,12 @@ class AsyncOpsMixin(ExecutorBase):
         self.mbar_event(st, ins, "copy", bar=bar, nbytes=n, dst=dst, cta=bcta)
         self.write_pseudo(st, ins, TXB, self.read(st, TXB) - n)
 
+    def tma_coord(self, st: State, ins: Instruction, op, tmap: str) -> None:
+        """Record a tile-mode tensor copy's innermost coordinate for `bounds` (im2col copies are not checked)."""
+        es = self.ctx.tmap_esize.get(tmap)
+        if self.recording and es and "im2col" not in ins.mods and op.items and op.items[0].kind in ("reg", "imm"):
+            self.tma_coords.append((ins.line, ins.text, self.access_pc(st, ins), self.val(st, op.items[0], 32), es))
+
     def do_bulk_store(self, st: State, ins: Instruction) -> None:
         """cp.async.bulk(.tensor) shared -> global in a bulk group: an async-proxy read of the shared source
         (a "read" record, also in bulk_stores) that lasts until a cp.async.bulk.wait_group(.read) covers its
@@ -267,6 +274,7 @@ class AsyncOpsMixin(ExecutorBase):
                                                    "the map's box and dtype in the @workbench header)"))
                 return
             n = z3.BitVecVal(self.ctx.tensormaps[maps[0]], 32)
+            self.tma_coord(st, ins, ops[0], maps[0])
             src = ops[1]
         elif role == "store" and len(ops) >= 3 and ops[2].kind in ("imm", "reg"):
             n = self.val(st, ops[2], 32)

@@ -70,6 +70,9 @@ class ExecutorBase:
         # path condition, the address's rank byte, the CTA-independent parts: offset, bytes); see asyncprops
         self.remote: list[tuple[int, str, z3.BoolRef, z3.BitVecRef, list]] = []
         self.untracked_copies: list[int] = []  # lines of bulk copies into shared memory whose bytes are unknown
+        # tile-mode tensor copies (load or store): (line, text, path condition, innermost coordinate, element
+        # bytes); `bounds` proves each coordinate x element bytes a multiple of 16 (the GPU faults otherwise)
+        self.tma_coords: list[tuple[int, str, z3.BoolRef, z3.BitVecRef, int]] = []
         self.solver_timeout_ms = SUMMARY_TIMEOUT_MS
         self.solver_rlimit = SUMMARY_RLIMIT
         # summary queries (loop forms, Houdini) the solver gave up on: each leaves a weaker summary, so a

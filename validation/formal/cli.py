@@ -173,6 +173,7 @@ def build_context(text: str, file: str, args) -> Context:
     dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
     tmaps = tensormap_box_bytes(meta)
     tmaps.update(cli_tensormaps(getattr(args, "tensormap", []) or [], k))
+    esize = tensormap_esize(meta, getattr(args, "tensormap", []) or [], k)
     req = k.directives.get("reqnctapercluster") if isinstance(k.directives, dict) else None
     dims = [int(v) for v in meta["cluster"]] if meta.get("cluster") else [int(v) for v in req] if req else []
     if getattr(args, "cluster", None):
@@ -180,7 +181,7 @@ def build_context(text: str, file: str, args) -> Context:
     cluster = (dims + [1, 1, 1])[0], (dims + [1, 1, 1])[1], (dims + [1, 1, 1])[2]
     cluster_shape = cluster if dims else None
     ctx = Context(prog, k, grid=grid, block=block, ranges=ranges, extents=None, dynamic_shared=dyn, tensormaps=tmaps,
-                  cluster=cluster_shape)
+                  cluster=cluster_shape, tensormap_esize=esize)
     hidden = {p.get("name") for p in meta.get("params") or [] if p.get("hidden")}
     ext_specs: dict[str, tuple[str, str]] = {}
     for key, val in (meta.get("extents") or {}).items():
@@ -204,7 +205,7 @@ def build_context(text: str, file: str, args) -> Context:
     check_extents(ctx, terms)
     # rebuild with extents (the buffer facts are part of the assumptions)
     return Context(prog, k, grid=grid, block=block, ranges=ranges, extents=extents, dynamic_shared=dyn,
-                   tensormaps=tmaps, cluster=cluster_shape)
+                   tensormaps=tmaps, cluster=cluster_shape, tensormap_esize=esize)
 
 
 def tensormap_box_bytes(meta: dict) -> dict[str, int]:
@@ -217,6 +218,19 @@ def tensormap_box_bytes(meta: dict) -> dict[str, int]:
             out[p["name"]] = TYPES[p["dtype"]].size * int(i2c.get("channels", 0)) * int(i2c.get("pixels", 0))
         elif p.get("kind") == "tensormap" and p.get("box") and p.get("dtype") in TYPES:
             out[p["name"]] = TYPES[p["dtype"]].size * math.prod(int(b) for b in p["box"])
+    return out
+
+
+def tensormap_esize(meta: dict, specs: list[str], k) -> dict[str, int]:
+    """Element bytes of each tensor-map parameter (the header's dtype, or --tensormap's dtype=): what the rule
+    on a tile copy's innermost coordinate (16-byte aligned) is counted in."""
+    out = {p["name"]: TYPES[p["dtype"]].size for p in meta.get("params") or []
+           if p.get("kind") == "tensormap" and p.get("dtype") in TYPES}
+    for spec in specs:
+        name, _, body = spec.partition("=")
+        m = re.search(r"(?:^|,)\s*dtype=([\w.]+)", body)
+        if m and m.group(1) in TYPES:
+            out[_param_name(k, name.strip(), "--tensormap")] = TYPES[m.group(1)].size
     return out
 
 

@@ -20,7 +20,7 @@ class Context:
 
     def __init__(self, prog: Program, k: Kernel, grid=None, block=None, ranges=None, extents=None,
                  dynamic_shared: int | None = None, tensormaps: dict[str, int] | None = None,
-                 cluster: tuple[int, int, int] | None = None):
+                 cluster: tuple[int, int, int] | None = None, tensormap_esize: dict[str, int] | None = None):
         self.prog, self.k = prog, k
         # the thread block cluster shape (the header's "cluster" or .reqnctapercluster): the cluster special
         # registers become functions of %ctaid (sim/cluster.py's definitions); None: they stay unconstrained
@@ -29,6 +29,7 @@ class Context:
         # handles, not scalars; `mov.u64 %rd, MAP` gives the map's parameter address (a symbol of its own)
         self.tensormaps: dict[str, int] = dict(tensormaps or {})
         self.tmap_syms = {name: z3.BitVec(f"&{name}", 64) for name in self.tensormaps}
+        self.tmap_esize: dict[str, int] = dict(tensormap_esize or {})  # element bytes per map (its dtype)
         self.layout = make_layout(k, prog)
         self.assumptions: list[z3.BoolRef] = []
         self.tid = [z3.BitVec(f"tid.{c}", 32) for c in "xyz"]

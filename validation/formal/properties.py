@@ -400,6 +400,18 @@ class Verifier:
                 return dep
             if res == z3.unknown and not nonlinear(a.addr, nl_cache) and not self.int_proof(a.pc, goal):
                 r.unknown(a.line, self.gave_up_why(f"solver gave up on '{a.text}' (timeout)"))
+        for line, text, pc, c0, es in self.ex.tma_coords:  # a tile copy's rows start 16-byte aligned
+            r.checks += 1
+            res, m = self.check(pc, (c0 * es) & 15 != 0)
+            if res == z3.sat and m is not None:
+                wit = self.witness(m, coordinate=_signed(m.eval(c0, model_completion=True).as_long(), 32),
+                                   element_bytes=es, access=text)
+                r.violated(line, wit, f"the tensor copy '{text}' starts its box at innermost coordinate "
+                                      f"{wit['coordinate']} x {es} bytes, not a multiple of 16 (the GPU stops "
+                                      "with an illegal instruction): align that coordinate")
+                return dep
+            if res == z3.unknown:
+                r.unknown(line, self.gave_up_why(f"solver gave up on the coordinate of '{text}' (timeout)"))
         return dep
 
     def int_proof(self, pc, goal) -> bool:
