@@ -90,7 +90,7 @@ def ring_end(spec: GemmSpec, t: Tiling) -> int:
 
 
 def staging_offset(spec: GemmSpec, t: Tiling) -> int:
-    """Where the TMA-store staging slabs start: after the ring, its mbarriers and the scale_a slots, 1024-byte
+    """Where the TMA-store staging slabs start: after the ring, its mbarriers and the scale slots, 1024-byte
     aligned (the 128-byte swizzle's atom; wgmma_tma.ring_bytes, from which store_slabs counts the room left)."""
     return tma_lib.ring_bytes(spec, t)
 
