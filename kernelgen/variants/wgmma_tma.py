@@ -833,7 +833,7 @@ def _producer(b: PtxBuilder, spec: GemmSpec, t: Tiling, tiles: tuple[OperandTile
     each and multicasts it to every CTA of the cluster (ctaMask all ones), completing its bytes on full[s] of
     each; each CTA still expects the whole stage. empty[s] then counts both CTAs' consumers, so a stage is
     refilled only when the partner has read it too, and before exiting thread 0 waits for every stage's
-    last release (the partner's remote arrives must land while this CTA lives). `side` (wgmma_fp8's scale_a
+    last release (the partner's remote arrives must land while this CTA lives). `side` (wgmma_fp8's scale
     slots): (bytes per stage, emit(s, full[s], kt, bm0, bn0)) issues more copies per stage on full[s], their
     bytes expected with A's and B's."""
     ta, tb = tiles
