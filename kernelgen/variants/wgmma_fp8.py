@@ -86,7 +86,7 @@ TRACE_SLOTS = ("issue", "issued") + tuple(f"{x}{c}" for c in range(2) for x in (
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
     """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale slots after them (from
     wgmma_tma.scale_slots: per stage TILE_M f32 of scale_a and a 128-byte scale_b slot)."""
-    return tma_lib.scale_slots(spec, t) + t.stages * (4 * t.bm + tma_lib.SCALE_SLOT)
+    return tma_lib.scale_end(spec, t)
 
 
 def staging_offset(spec: GemmSpec, t: Tiling) -> int:
@@ -311,7 +311,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{da}], "
             f"[{tmap['sa']}, {{{bm0}, {kt}}}], [{fb}]")
         b.i(f"mad.lo.u32 {db}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
-        b.i(f"add.u32 {db}, {db}, {S * t.bm * 4}")
+        b.i(f"add.u32 {db}, {db}, {tma_lib.scale_b_slots(t)}")
         b.i(f"shr.u32 {nb}, {bn0}, {log2(SCALE_BLOCK)}")
         b.i(f"and.b32 {k4}, {kt}, -4")  # a box's innermost coordinate: 16-byte aligned (the H200 faults otherwise)
         b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{db}], "
@@ -400,7 +400,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"and.b32 {k3}, {kt}, 3")
     b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
     b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
-    b.i(f"add.u32 {sbp}, {sbp}, {S * t.bm * 4}")
+    b.i(f"add.u32 {sbp}, {sbp}, {tma_lib.scale_b_slots(t)}")
     _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), release, mark, pm0)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")

@@ -115,15 +115,18 @@ def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
     return ([ROW // tile.elem_shared, mn], 1) if kmajor(tile) else ([64, 64], mn // 64)
 
 
+def _ring_and_barriers(spec: GemmSpec, t: Tiling) -> int:
+    ta, tb = operand_tiles(spec, t)
+    return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+
+
 def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
     """The stage ring and its full/empty mbarriers (8 bytes each); a wgmma_fp8 tiling's ring also holds its
-    scale slots after the mbarriers (scale_slots) and ends at the next 1024-byte boundary, where its TMA-store
-    staging starts (the 128-byte swizzle's atom)."""
-    ta, tb = operand_tiles(spec, t)
-    end = t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
+    scale slots after the mbarriers (scale_slots .. scale_end) and ends at the next 1024-byte boundary, where its
+    TMA-store staging starts (the 128-byte swizzle's atom)."""
     if t.variant != "wgmma_fp8":
-        return end
-    return -(-(scale_slots(spec, t) + t.stages * (4 * t.bm + SCALE_SLOT)) // ATOM) * ATOM
+        return _ring_and_barriers(spec, t)
+    return -(-scale_end(spec, t) // ATOM) * ATOM
 
 
 SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every TMA shared buffer to 128 bytes)
@@ -132,9 +135,18 @@ SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every T
 def scale_slots(spec: GemmSpec, t: Tiling) -> int:
     """wgmma_fp8: the shared byte of its scale slots, the first 128-byte boundary after the full/empty mbarriers:
     per stage one scale_a slot (TILE_M f32 of one K block: 4 x TILE_M bytes) and after the stages' scale_a slots
-    one 128-byte scale_b slot per stage (a [4, halves] f32 box), each a TMA box without swizzle."""
-    ta, tb = operand_tiles(spec, t)
-    return -(-(t.stages * (ta.stage_bytes + tb.stage_bytes + 16)) // SCALE_SLOT) * SCALE_SLOT
+    (scale_b_slots) one 128-byte scale_b slot per stage (a [4, halves] f32 box), each a TMA box without swizzle."""
+    return -(-_ring_and_barriers(spec, t) // SCALE_SLOT) * SCALE_SLOT
+
+
+def scale_b_slots(t: Tiling) -> int:
+    """wgmma_fp8: bytes from the first scale_a slot to the first scale_b slot (the stages' scale_a slots)."""
+    return t.stages * 4 * t.bm
+
+
+def scale_end(spec: GemmSpec, t: Tiling) -> int:
+    """wgmma_fp8: the shared byte after its last scale_b slot."""
+    return scale_slots(spec, t) + scale_b_slots(t) + t.stages * SCALE_SLOT
 
 
 def tma_store(spec: GemmSpec) -> bool:
