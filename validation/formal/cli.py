@@ -171,9 +171,9 @@ def build_context(text: str, file: str, args) -> Context:
         key, val = spec.split("=", 1)
         ranges[_param_name(k, key.strip(), "--param")] = parse_range(val.strip(), f"--param {spec}")
     dyn = args.dynamic_shared if args.dynamic_shared is not None else meta.get("dynamic_shared")
-    tmaps = tensormap_box_bytes(meta)
-    tmaps.update(cli_tensormaps(getattr(args, "tensormap", []) or [], k))
-    esize = tensormap_esize(meta, getattr(args, "tensormap", []) or [], k)
+    cli_maps = cli_tensormaps(getattr(args, "tensormap", []) or [], k)
+    tmaps = tensormap_box_bytes(meta) | {n: nbytes for n, (nbytes, _) in cli_maps.items()}
+    esize = tensormap_esize(meta) | {n: es for n, (_, es) in cli_maps.items()}
     req = k.directives.get("reqnctapercluster") if isinstance(k.directives, dict) else None
     dims = [int(v) for v in meta["cluster"]] if meta.get("cluster") else [int(v) for v in req] if req else []
     if getattr(args, "cluster", None):
@@ -221,22 +221,16 @@ def tensormap_box_bytes(meta: dict) -> dict[str, int]:
     return out
 
 
-def tensormap_esize(meta: dict, specs: list[str], k) -> dict[str, int]:
-    """Element bytes of each tensor-map parameter (the header's dtype, or --tensormap's dtype=): what the rule
-    on a tile copy's innermost coordinate (16-byte aligned) is counted in."""
-    out = {p["name"]: TYPES[p["dtype"]].size for p in meta.get("params") or []
-           if p.get("kind") == "tensormap" and p.get("dtype") in TYPES}
-    for spec in specs:
-        name, _, body = spec.partition("=")
-        m = re.search(r"(?:^|,)\s*dtype=([\w.]+)", body)
-        if m and m.group(1) in TYPES:
-            out[_param_name(k, name.strip(), "--tensormap")] = TYPES[m.group(1)].size
-    return out
+def tensormap_esize(meta: dict) -> dict[str, int]:
+    """Element bytes of each tensor-map parameter of the header (its dtype): what the rule on a tile copy's
+    innermost coordinate (16-byte aligned) is counted in."""
+    return {p["name"]: TYPES[p["dtype"]].size for p in meta.get("params") or []
+            if p.get("kind") == "tensormap" and p.get("dtype") in TYPES}
 
 
-def cli_tensormaps(specs: list[str], k) -> dict[str, int]:
-    """``--tensormap NAME=dtype=T,box=AxB`` (or ``channels=C,pixels=P`` for im2col) -> {PTX parameter name: box
-    bytes}, as tensormap_box_bytes reads the header."""
+def cli_tensormaps(specs: list[str], k) -> dict[str, tuple[int, int]]:
+    """``--tensormap NAME=dtype=T,box=AxB`` (or ``channels=C,pixels=P`` for im2col) -> {PTX parameter name: (box
+    bytes, element bytes)}, as tensormap_box_bytes and tensormap_esize read the header."""
     out = {}
     for spec in specs:
         name, _, body = spec.partition("=")
@@ -252,10 +246,11 @@ def cli_tensormaps(specs: list[str], k) -> dict[str, int]:
             dtype = f["dtype"]
             if dtype not in TYPES:
                 raise ValueError(f"unknown dtype {dtype!r}")
+            es = TYPES[dtype].size
             if "channels" in f:
-                out[pname] = TYPES[dtype].size * int(f["channels"], 0) * int(f["pixels"], 0)
+                out[pname] = (es * int(f["channels"], 0) * int(f["pixels"], 0), es)
             else:
-                out[pname] = TYPES[dtype].size * math.prod(ints(f["box"], "box"))
+                out[pname] = (es * math.prod(ints(f["box"], "box")), es)
         except KeyError as e:
             raise UsageError(f"--tensormap {spec}: '{e.args[0]}=' is missing; {fix}") from None
         except ValueError as e:
