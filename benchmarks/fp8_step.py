@@ -137,7 +137,8 @@ def patch(ptx: str, what: str) -> str:
             ptx = tma_patch(ptx, "notma", 2)
         elif w in ("noscale", "noscale_a", "noscale_b"):  # scale loads (the ld.shared.f32 after the kernel's
             # "// scale_a of each row" / "// scale_b of each N half" comments) -> 1.0
-            ptx = SCALE_LOADS.sub(lambda m, w=w: m.group(0) if w[-1] not in ("e", m.group(1)) else re.sub(
+            arrays = {"noscale": "ab", "noscale_a": "a", "noscale_b": "b"}[w]
+            ptx = SCALE_LOADS.sub(lambda m, arrays=arrays: m.group(0) if m.group(1) not in arrays else re.sub(
                 r"ld\.shared\.f32 (%f\d+), \[[^\]]+\];", r"mov.f32 \1, 0f3F800000;", m.group(0)), ptx)
         elif w == "nopromote":  # keep the first promotion FMA after each "Promotion" comment
             out, keep = [], False
