@@ -225,11 +225,11 @@ def _products(b: PtxBuilder, scales: tuple[list[str], list[str]], pin: tuple[str
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
-             preds: tuple[str, str], scale_src: tuple[str, list[int], str], release: Callable[[], None],
-             mark: Callable[[int], None] | None = None, pm0: str = "") -> None:
+             preds: tuple[str, str], scale_src: tuple[str, list[int], str], pm0: str, release: Callable[[], None],
+             mark: Callable[[int], None] | None = None) -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
-    scale loads, wait_group 0, (last half) `release` of the stage, the promotion into the half's slice of `acc`.
-    `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the
+    scale loads, wait_group 0, (last half) `release` of the stage, (first half) the scale products pinned on the
+    run-time-false predicate `pm0` (_products), the promotion into the half's slice of `acc`. `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the
     last promotion (j = 5)."""
     WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
     prods: list[list[str]] = []
@@ -401,7 +401,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
     b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
     b.i(f"add.u32 {sbp}, {sbp}, {tma_lib.scale_b_slots(t)}")
-    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), release, mark, pm0)
+    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), pm0, release, mark)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
