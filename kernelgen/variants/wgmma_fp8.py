@@ -229,8 +229,9 @@ def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: t
              mark: Callable[[int], None] | None = None) -> None:
     """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
     scale loads, wait_group 0, (last half) `release` of the stage, (first half) the scale products pinned on the
-    run-time-false predicate `pm0` (_products), the promotion into the half's slice of `acc`. `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the
-    last promotion (j = 5)."""
+    run-time-false predicate `pm0` (_products), the promotion into the half's slice of `acc`. `mark(j)` (the
+    trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the last promotion
+    (j = 5)."""
     WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
     prods: list[list[str]] = []
     scales: tuple[list[str], list[str]] = ([], [])
