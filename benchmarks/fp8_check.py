@@ -56,6 +56,12 @@ CHECKS = [
     (1000, 520, 784, ["TILE_N in [256, 256]", "STAGES in [4, 4]"], "bf16", {}),
     (200, 264, 272, ["TILE_N in [256, 256]"], "bf16", {"beta": -1.0, "epilogue": ["bias", "gelu"]}),
     (4096, 4096, 4096, ["TILE_N in [256, 256]", "STAGES in [4, 4]"], "bf16", {}),
+    # e5m2 A and B, and e4m3 x e5m2 either way round ("ab": A's and B's types; wgmma .f32.<a>.<b>)
+    (200, 136, 272, [], "bf16", {"ab": ("e5m2", "e5m2")}),
+    (1000, 520, 784, ["TILE_N in [256, 256]", "STAGES in [4, 4]"], "bf16", {"ab": ("e4m3", "e5m2")}),
+    (200, 264, 272, ["TILE_N in [256, 256]"], "f32", {"ab": ("e5m2", "e4m3"), "beta": -1.0,
+                                                       "epilogue": ["bias", "gelu"]}),
+    (4096, 4096, 4096, [], "bf16", {"ab": ("e5m2", "e5m2")}),
 ]
 SPEED = [(4096, 4096, 4096), (8192, 8192, 8192)]
 # forced beside the planner's pick at every SPEED shape (a duplicate of the pick is skipped)
@@ -66,8 +72,10 @@ DEEPGEMM_TOL = 1e-3  # deepseek-ai/DeepGEMM tests/test_core.py: assert calc_diff
 
 
 def compile_case(M: int, N: int, K: int, tiling: list[str], out: str, extra: dict, d: Path) -> Path:
-    spec: dict = {"M": M, "N": N, "K": K, "dtype": {"a": "e4m3", "b": "e4m3", "out": out}, "scale": "block128",
-                  **extra}
+    """The kernel of one CHECKS row into d (extra: spec keys, and "ab": A's and B's types, e4m3 by default)."""
+    a, b = extra.get("ab", ("e4m3", "e4m3"))
+    spec: dict = {"M": M, "N": N, "K": K, "dtype": {"a": a, "b": b, "out": out}, "scale": "block128",
+                  **{k: v for k, v in extra.items() if k != "ab"}}
     if tiling:
         spec["tiling"] = tiling
     return compile_spec(spec, "wgmma_fp8", d)
@@ -80,7 +88,8 @@ def _tag(tiling: list[str]) -> str:
 def run_checks(out: Path, timeout: int) -> list[dict]:
     rows = []
     for M, N, K, tiling, dout, extra in CHECKS:
-        name = f"fp8_{M}x{N}x{K}_{dout}{_tag(tiling)}" + ("_epi" if extra else "")
+        name = (f"fp8_{M}x{N}x{K}_{dout}{_tag(tiling)}" + ("_epi" if set(extra) - {"ab"} else "")
+                + ("_{}x{}".format(*extra["ab"]) if "ab" in extra else ""))
         row: dict = {"case": name, "M": M, "N": N, "K": K, "out": dout, "tiling_ranges": tiling, "extra": extra}
         rows.append(gpu_case(row, partial(compile_case, M, N, K, tiling, dout, extra, out / "k" / name), timeout))
     return rows

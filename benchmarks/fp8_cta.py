@@ -4,6 +4,7 @@ at the SM clock each kernel ran at. One invocation, one JSON under OUT:
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
     python3 benchmarks/fp8_cta.py --out $OUT          # on the H200 (~1-2 minutes)
     python3 benchmarks/fp8_cta.py --out DIR --fake    # here: compile, plan, JSON from a made-up measurement
+    python3 benchmarks/fp8_cta.py --out $OUT --ab e5m2,e5m2 --shape 4096x4096x4096   # e5m2 A and B, one shape
 
 At 4096^3 and 8192^3 (bf16 D; fp8_check.SPEED) the planner's pick and fp8_check.SPEED_TILINGS beside it (a
 duplicate of the pick skipped) are emitted with --profile (wgmma_fp8: wgmma_tma's record per persistent CTA,
@@ -44,18 +45,21 @@ CHECKS = [((1000, 520, 784), ["TILE_M in [128, 128]", "TILE_N in [256, 256]", "S
           ((200, 136, 272), ["TILE_M in [64, 64]", "TILE_N in [64, 64]"], "f32")]
 
 
-def spec_of(shape: tuple[int, int, int], tiling: list[str], out: str = "bf16"):
+def spec_of(shape: tuple[int, int, int], tiling: list[str], out: str = "bf16", ab: tuple[str, str] = ("e4m3", "e4m3")):
+    """The block-scaled fp8 spec (A's and B's types `ab`: e4m3 or e5m2 each) at `shape` with the tiling ranges."""
     from kernelgen.spec import parse_spec
 
     M, N, K = shape
-    d: dict = {"M": M, "N": N, "K": K, "dtype": {"a": "e4m3", "b": "e4m3", "out": out}, "scale": "block128"}
+    d: dict = {"M": M, "N": N, "K": K, "dtype": {"a": ab[0], "b": ab[1], "out": out}, "scale": "block128"}
     if tiling:
         d["tiling"] = tiling
     return parse_spec(d)
 
 
-def compile_profiled(shape: tuple[int, int, int], tiling: list[str], d: Path, out: str = "bf16") -> dict:
-    """Plan (h200.yaml, --variant wgmma_fp8, the tiling ranges) and emit the pick with --profile into
+def compile_profiled(shape: tuple[int, int, int], tiling: list[str], d: Path, out: str = "bf16",
+                     ab: tuple[str, str] = ("e4m3", "e4m3")) -> dict:
+    """Plan (h200.yaml, --variant wgmma_fp8, the tiling ranges, A and B of types `ab`) and emit the pick with
+    --profile into
     d/kernel.ptx; the row: shape, ranges, tiling key, the plan's cycles and cycles per CTA (at the planner's
     clock), its predicted phases (top4._phases) and the header's tiles per CTA."""
     from benchmarks.top4 import _phases
@@ -63,14 +67,15 @@ def compile_profiled(shape: tuple[int, int, int], tiling: list[str], d: Path, ou
     from kernelgen.variants import get
     from sim.hw import load_hw
 
-    spec = spec_of(shape, tiling, out)
+    spec = spec_of(shape, tiling, out, ab)
     p = plan(spec, load_hw("h200"), "wgmma_fp8")
     ev = p.best
     d.mkdir(parents=True, exist_ok=True)
     ptx = get("wgmma_fp8").emit(spec, ev.tiling, prediction_dict(p), profile=True)
     (d / "kernel.ptx").write_text(ptx)
     terms = getattr(ev.model, "terms", None) or {}
-    return {"shape": list(shape), "out": out, "tiling_ranges": tiling, "pick": not tiling, "tiling": ev.tiling.key(),
+    return {"shape": list(shape), "out": out, "ab": list(ab), "tiling_ranges": tiling, "pick": not tiling,
+            "tiling": ev.tiling.key(),
             "ptx": str(d / "kernel.ptx"), "predicted_cycles": ev.cycles, "predicted_cycles_per_cta": ev.cycles_per_cta,
             "predicted_bound": ev.model.bound, "predicted_k_tile_terms": {
                 k: round(float(terms[k]), 1) for k in ("tensor", "chain", "promote_fma", "issue", "tma_transfer",
@@ -84,7 +89,7 @@ def at_clock(row: dict, clock_mhz: float) -> dict:
     top4.at_clock's way, the fp8 spec): cycles per CTA and the phases."""
     from benchmarks.top4 import _phases, plan_at_clock
 
-    spec = spec_of(tuple(row["shape"]), [], row.get("out", "bf16"))
+    spec = spec_of(tuple(row["shape"]), [], row.get("out", "bf16"), tuple(row.get("ab", ("e4m3", "e4m3"))))
     ev = plan_at_clock(spec, "wgmma_fp8", row["tiling"], clock_mhz)
     if ev is None:
         raise ValueError(f"no wgmma_fp8 tiling {row['tiling']} for {row['shape']}")
@@ -93,12 +98,12 @@ def at_clock(row: dict, clock_mhz: float) -> dict:
             **{k.replace("predicted_", "predicted_at_clock_"): v for k, v in ph.items()}}
 
 
-def fast_e4m3(count: int, rng: np.random.Generator) -> np.ndarray:
-    """sim.launch.random_array's e4m3 distribution (normal values rounded to e4m3), drawn from a pool of 2^22
-    of its values: its own rounding of 67M values takes ~15 s on a host core."""
+def fast_e4m3(count: int, rng: np.random.Generator, kind: str = "e4m3") -> np.ndarray:
+    """sim.launch.random_array's fp8 distribution (normal values rounded to `kind`, e4m3 or e5m2), drawn from a
+    pool of 2^22 of its values: its own rounding of 67M values takes ~15 s on a host core."""
     from sim.launch import random_array
 
-    pool = random_array("e4m3", min(count, 1 << 22), rng)
+    pool = random_array(kind, min(count, 1 << 22), rng)
     return pool[rng.integers(0, len(pool), size=count)] if count > len(pool) else pool
 
 
@@ -115,7 +120,7 @@ def child(ptxs: list[str], results: Path, repeats: int) -> int:
         if not inputs:
             for p in meta["params"]:
                 if p.get("role") in ("A", "B") and p.get("kind") == "buffer":
-                    inputs[p["role"]] = fast_e4m3(int(p["count"]), rng)
+                    inputs[p["role"]] = fast_e4m3(int(p["count"]), rng, p["dtype"])
         t0 = time.time()
         try:
             r = run_kernel(Path(ptx), repeats, False, inputs=inputs, last=True)
@@ -174,15 +179,17 @@ def analyse(row: dict, m: dict) -> None:
             row["measured_base"] = float(np.mean(busiest)) - top * row["measured_per_tile"]
 
 
-def run_gpu_checks(kdir: Path, timeout: int) -> list[dict]:
-    """Each CHECKS kernel (profiled) through ``python -m validation gpu KERNEL.ptx --json`` under `timeout`."""
+def run_gpu_checks(kdir: Path, timeout: int, ab: tuple[str, str] = ("e4m3", "e4m3")) -> list[dict]:
+    """Each CHECKS kernel (profiled; A and B of types `ab`) through ``python -m validation gpu KERNEL.ptx --json``
+    under `timeout`."""
     from benchmarks.gpucommon import _child
 
     rows = []
     for shape, tiling, out in CHECKS:
-        row: dict = {"shape": list(shape), "out": out, "tiling_ranges": tiling}
+        row: dict = {"shape": list(shape), "out": out, "ab": list(ab), "tiling_ranges": tiling}
         try:
-            c = compile_profiled(shape, tiling, kdir / f"check_{'x'.join(map(str, shape))}_{out}{_tag(tiling)}", out)
+            c = compile_profiled(shape, tiling, kdir / f"check_{'x'.join(map(str, shape))}_{out}{_tag(tiling)}", out,
+                                 ab)
             row["tiling"] = c["tiling"]
             d = _child(row, [sys.executable, "-m", "validation", "gpu", c["ptx"], "--json", "--repeats", "3"],
                        timeout, (0, 1))
@@ -238,6 +245,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=150, help="seconds per shape's child process (default 150)")
     ap.add_argument("--fake", action="store_true", help="no GPU: a made-up measurement (tests the JSON assembly)")
     ap.add_argument("--no-checks", action="store_true")
+    ap.add_argument("--ab", default="e4m3,e4m3", help="A's and B's fp8 types of the timed kernels (default e4m3,e4m3)")
+    ap.add_argument("--shape", help="time this SPEED shape only (MxNxK)")
     ap.add_argument("--table", help="print the markdown table of a run's JSON and stop")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--results", help=argparse.SUPPRESS)
@@ -252,19 +261,25 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    ab = tuple(a.ab.split(","))
+    if len(ab) != 2 or set(ab) - {"e4m3", "e5m2"}:
+        ap.error(f"--ab expects two of e4m3, e5m2 joined by a comma, got {a.ab!r}")
+    shapes = [s for s in SPEED if a.shape in (None, "x".join(map(str, s)))]
+    if not shapes:
+        ap.error(f"--shape {a.shape} is none of {', '.join('x'.join(map(str, s)) for s in SPEED)}")
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "fake": a.fake,
-                 "repeats": a.repeats}
+                 "repeats": a.repeats, "ab": list(ab)}
     from benchmarks.gpucommon import nvidia_smi
 
     res["device"] = nvidia_smi("name,driver_version,clocks.max.sm,power.limit")
     kdir = Path(tempfile.mkdtemp(prefix="fp8_cta_"))  # the PTX stays off OUT (few files come back)
-    res["checks"] = [] if (a.fake or a.no_checks) else run_gpu_checks(kdir, 90)
+    res["checks"] = [] if (a.fake or a.no_checks) else run_gpu_checks(kdir, 90, ab)
     rows: list[dict] = []
-    for shape in SPEED:
+    for shape in shapes:
         srows: list[dict] = []
         for tiling in [[]] + SPEED_TILINGS:
             try:
-                r = compile_profiled(shape, tiling, kdir / f"{'x'.join(map(str, shape))}{_tag(tiling)}")
+                r = compile_profiled(shape, tiling, kdir / f"{'x'.join(map(str, shape))}{_tag(tiling)}", "bf16", ab)
             except Exception as e:  # noqa: BLE001 - record and go on
                 srows.append({"shape": list(shape), "tiling_ranges": tiling, "pick": not tiling, "tiling": None,
                               "error": f"compile: {type(e).__name__}: {e}"[:300]})

@@ -135,7 +135,7 @@ def write_atomically(out: Path, files: dict[str, str]) -> None:
         raise
 
 
-DTYPE_CHOICES = ["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32", "e4m3", "fp8"]
+DTYPE_CHOICES = ["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32", "e4m3", "fp8", "e5m2"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
                                    "K may be a range LO..HI")
     c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES,
-                   help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32; e4m3 = fp8, block-scaled: "
+                   help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32; e4m3 = fp8 and e5m2, block-scaled: "
                         "scale block128)")
     c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
                    help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")

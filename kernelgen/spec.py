@@ -9,7 +9,7 @@ YAML form (every key optional except M, N, K)::
     K: {range: [16, 4096], multiple_of: 16}
     # shapes: [[64, 64, 16], [64, 64, 4096]]   # instead of M, N, K: equal M and N, K from min to max
     dtype: {a: f16, b: f16, acc: f32, out: f32}   # or one string for a and b: "dtype: f16"; fp16, fp32 too
-    # scale: block128          # with dtype e4m3 (fp8) only, and then required: DeepGEMM's block scaling,
+    # scale: block128          # with fp8 A and B (e4m3, e5m2, mixed) only, and then required: DeepGEMM block scaling,
     #                          # f32 scales sa[M, ceil(K/128)] (row x 128-K block of A) and
     #                          # sb[ceil(N/128), ceil(K/128)] (128 x 128 block of B); out bf16 (default) or f32
     layout: {a: row, b: col, c: row}   # row | col | blocked-PxQ | striped-N (sim/layouts.py)
@@ -43,12 +43,14 @@ from sim.errors import UsageError
 from sim.hw import HwConfigKeyError, strict_yaml
 from sim.layouts import canonical, parse_layout
 
-DTYPES_IN = ("f32", "f16", "bf16", "s8", "s4", "e4m3")  # s4: two per byte, planned as packed bytes (kernelgen/int4.py)
+# s4: two per byte, planned as packed bytes (kernelgen/int4.py)
+DTYPES_IN = ("f32", "f16", "bf16", "s8", "s4", "e4m3", "e5m2")
 DTYPES_OUT = ("f32", "f16", "bf16", "s32")
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4, "e4m3": 1}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4, "e4m3": 1, "e5m2": 1}
+FP8 = ("e4m3", "e5m2")  # the OCP fp8 formats wgmma takes (A and B each either: .e4m3.e5m2 etc.)
 # the seeds' spellings
 DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32", "int4": "s4", "fp8": "e4m3",
-                 "e4m3fn": "e4m3"}
+                 "e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "fp8_e5m2": "e5m2"}
 SCALES = ("block128",)  # spec key `scale`: block-scaled fp8 (DeepGEMM): per (row, 128 K) of A, per 128 x 128 of B
 SCALE_BLOCK = 128  # elements of K (and of N, for B) one block scale covers
 LAYOUTS = ("row", "col")  # and blocked-PxQ, striped-N: sim/layouts.py
@@ -137,7 +139,7 @@ class GemmSpec:
     source: str = "<spec>"
     expressions: tuple[TileExpr, ...] = ()  # .dgemm constraints over TILE_* (kernelgen.constraints)
     packed_s4: bool = False  # an s4 GEMM planned and emitted as s8 over packed bytes (kernelgen/int4.py)
-    scale: str = ""  # "" or "block128" (SCALES): block-scaled e4m3, scale_a / scale_b f32 buffers
+    scale: str = ""  # "" or "block128" (SCALES): block-scaled fp8, scale_a / scale_b f32 buffers
 
     def __hash__(self) -> int:
         # the dataclass's hash (of its fields' tuple), kept: the planner's caches are keyed by the spec
@@ -348,8 +350,8 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
     integer = da in ("s8", "s4")
     dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
-    dout = _choice(src, "dtype.out", dt.get("out", "bf16" if da == "e4m3" else "f32"), DTYPES_OUT)
-    if da != db:
+    dout = _choice(src, "dtype.out", dt.get("out", "bf16" if da in FP8 else "f32"), DTYPES_OUT)
+    if da != db and not (da in FP8 and db in FP8):
         raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
     if dout == "s32" and not integer:
         raise _err(src, "dtype.out", f"s32 output needs s8 or s4 A and B (got {da}); use f32, f16 or bf16")
@@ -408,19 +410,20 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
 
 
 def _scale(src: str, v: Any, da: str, dout: str, layouts: tuple[str, str]) -> str:
-    """The `scale` key: required with e4m3 A and B (block128), refused otherwise."""
+    """The `scale` key: required with fp8 A and B (block128), refused otherwise."""
     if v is None:
-        if da == "e4m3":
-            raise _err(src, "scale", "e4m3 A and B need 'scale: block128' (f32 scales per row x 128 K of A and per "
+        if da in FP8:
+            raise _err(src, "scale", f"{da} A and B need 'scale: block128' (f32 scales per row x 128 K of A and per "
                        "128 x 128 block of B, as DeepGEMM); unscaled fp8 is not supported")
         return ""
     v = _choice(src, "scale", v, SCALES)
-    if da != "e4m3":
-        raise _err(src, "scale", f"{v} scales e4m3 inputs only (dtype a is {da}); use dtype: e4m3 or drop scale")
+    if da not in FP8:
+        raise _err(src, "scale", f"{v} scales fp8 inputs only (dtype a is {da}); use dtype: e4m3 or e5m2, or drop "
+                   "scale")
     if dout not in ("bf16", "f32"):
-        raise _err(src, "dtype.out", f"block-scaled e4m3 writes bf16 or f32, not {dout}")
+        raise _err(src, "dtype.out", f"block-scaled fp8 writes bf16 or f32, not {dout}")
     if layouts != ("row", "col"):
-        raise _err(src, "layout", f"e4m3 wgmma reads K-major operands only: layout a row, b col (got a={layouts[0]} "
+        raise _err(src, "layout", f"fp8 wgmma reads K-major operands only: layout a row, b col (got a={layouts[0]} "
                    f"b={layouts[1]}); transpose the operand in memory")
     return str(v)
 
@@ -448,10 +451,10 @@ def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
     data: dict[str, Any] = {"M": m, "N": n, "K": k, "dtype": {"a": dtype, "b": dtype, "out": out}}
     if DTYPE_ALIASES.get(dtype, dtype) == "s4" and isinstance(k, list):
         data["K"] = {"range": k, "multiple_of": 2}  # s4 packs two values per byte along K: even K only
-    if DTYPE_ALIASES.get(dtype, dtype) == "e4m3":  # fp8 exists here only block-scaled
+    if DTYPE_ALIASES.get(dtype, dtype) in FP8:  # fp8 exists here only block-scaled
         data["scale"] = "block128"
     return parse_spec(data, "--gemm")
 
 
 __all__ = ["Dim", "Constraint", "TileRange", "GemmSpec", "parse_spec", "load_spec", "shorthand",
-           "DTYPE_BYTES"]
+           "DTYPE_BYTES", "FP8"]

@@ -45,6 +45,7 @@ DTYPES: dict[str, np.dtype] = {
     "u32": np.dtype(np.uint32),
     "u64": np.dtype(np.uint64),
     "e4m3": np.dtype(np.uint8),  # fp8 e4m3 (OCP FN) bit patterns, decoded by sim.functional.types.FP8_VALUES
+    "e5m2": np.dtype(np.uint8),  # fp8 e5m2 (OCP, IEEE-like: infinities and NaNs) bit patterns, likewise
     # PTX spellings
     "s8": np.dtype(np.int8),
     "s16": np.dtype(np.int16),
@@ -127,8 +128,8 @@ def buffer_to_float64(arr: np.ndarray, dtype_name: str) -> np.ndarray:
         return unpack_s4(arr).astype(np.float64)
     if normalize_dtype(dtype_name) == "bf16":
         return bf16_to_f32(np.asarray(arr, dtype=np.uint16)).astype(np.float64)
-    if normalize_dtype(dtype_name) == "e4m3":
-        return FP8_VALUES["e4m3"][np.asarray(arr, dtype=np.uint8)]
+    if normalize_dtype(dtype_name) in FP8_VALUES:
+        return FP8_VALUES[normalize_dtype(dtype_name)][np.asarray(arr, dtype=np.uint8)]
     return np.asarray(arr).astype(np.float64)
 
 
@@ -402,7 +403,7 @@ def poison_array(dtype_name: str, count: int) -> np.ndarray:
     n = normalize_dtype(dtype_name)
     if n == "bf16":
         return np.full(count, 0x7FC0, dtype=np.uint16)
-    if n == "e4m3":
+    if n in FP8_VALUES:  # 0x7F: NaN in e4m3 and in e5m2
         return np.full(count, 0x7F, dtype=np.uint8)
     if n in _FLOAT_NAMES:
         return np.full(count, np.nan, dtype=DTYPES[n])
@@ -412,8 +413,8 @@ def poison_array(dtype_name: str, count: int) -> np.ndarray:
 def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.ndarray:
     """Random host data: normal floats cast to the dtype, small integers; never all zeros."""
     n = normalize_dtype(dtype_name)
-    if n == "e4m3":  # normal values rounded to the nearest e4m3 (the decoded value is exact in float64)
-        return e4m3_bits(rng.standard_normal(count))
+    if n in FP8_VALUES:  # normal values rounded to the nearest fp8 value (the decoded value is exact in float64)
+        return fp8_bits(rng.standard_normal(count), n)
     if n in _FLOAT_NAMES:
         vals = rng.standard_normal(count)
         if count and not np.any(vals.astype(np.float32)):
@@ -432,10 +433,10 @@ def random_array(dtype_name: str, count: int, rng: np.random.Generator) -> np.nd
     return arr
 
 
-def e4m3_bits(x: Any) -> np.ndarray:
-    """float values -> the bit patterns of the nearest finite e4m3 values (ties to the lower pattern), np.uint8;
-    never all zeros."""
-    table = FP8_VALUES["e4m3"]
+def fp8_bits(x: Any, kind: str = "e4m3") -> np.ndarray:
+    """float values -> the bit patterns of the nearest finite fp8 values of `kind` (e4m3 or e5m2; ties to the
+    lower pattern, past the largest finite value clamped to it), np.uint8; never all zeros."""
+    table = FP8_VALUES[kind]
     finite = np.flatnonzero(np.isfinite(table))
     order = finite[np.argsort(table[finite], kind="stable")]
     vals = table[order]
@@ -444,8 +445,13 @@ def e4m3_bits(x: Any) -> np.ndarray:
     i -= (x - vals[i - 1]) <= (vals[i] - x)
     out = order[i].astype(np.uint8)
     if out.size and not np.any(table[out]):
-        out[0] = 0x38  # 1.0
+        out[0] = int(np.flatnonzero(table == 1.0)[0])  # 1.0
     return out
+
+
+def e4m3_bits(x: Any) -> np.ndarray:
+    """fp8_bits(x, "e4m3")."""
+    return fp8_bits(x, "e4m3")
 
 
 def make_buffer(dtype_name: str, count: int, init: str, rng: np.random.Generator) -> np.ndarray:

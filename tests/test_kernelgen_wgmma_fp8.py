@@ -20,7 +20,7 @@ from kernelgen.variants.wgmma_fp8 import fp8_tiling
 from sim.errors import UsageError
 from sim.functional.types import FP8_VALUES
 from sim.hw import load_hw
-from sim.launch import Arg, buffer_to_float64, e4m3_bits, random_array, read_metadata
+from sim.launch import Arg, buffer_to_float64, e4m3_bits, fp8_bits, poison_array, random_array, read_metadata
 from sim.reference import gemm_reference
 from tests.kernel_checks import ptxas_clean, sim_check
 
@@ -41,13 +41,35 @@ def test_spec_scale_block128():
     assert s.to_json()["scale"] == "block128" and "scale" not in parse_spec({"M": 8, "N": 8, "K": 8}).to_json()
 
 
+def test_spec_e5m2_and_mixed_fp8():
+    """e5m2, and e4m3 with e5m2 either way round (wgmma takes .e4m3.e5m2 etc.: DeepGEMM's backward pass form)."""
+    for a, b in (("e5m2", "e5m2"), ("e4m3", "e5m2"), ("fp8_e5m2", "fp8")):
+        s = parse_spec({"M": 64, "N": 64, "K": 64, "dtype": {"a": a, "b": b}, "scale": "block128"})
+        assert (s.dtype_a, s.dtype_b, s.dtype_out) == (a.replace("fp8_", "").replace("fp8", "e4m3"),
+                                                       b.replace("fp8_", "").replace("fp8", "e4m3"), "bf16")
+        assert not FP8.unavailable(s, load_hw("h200"))
+        for v in ("simt", "mma", "wgmma", "wgmma_tma"):
+            assert get(v).unavailable(s, load_hw("h200"))
+
+
+def test_cli_dtype_e5m2(tmp_path: Path):
+    assert main(["compile", "--hw", "h200", "--gemm", "200x136x272", "--dtype", "e5m2", "--out-dtype", "bf16",
+                 "--variant", "wgmma_fp8", "-o", str(tmp_path / "o")]) == 0
+    ptx = (tmp_path / "o" / "kernel.ptx").read_text()
+    assert ".f32.e5m2.e5m2 " in ptx and ".e4m3" not in ptx
+    assert [p["dtype"] for p in read_metadata(ptx)["params"][:2]] == ["e5m2", "e5m2"]
+
+
 @pytest.mark.parametrize("data,msg", [
     ({"dtype": "e4m3"}, "need 'scale: block128'"),
-    ({"dtype": "bf16", "scale": "block128"}, "scales e4m3 inputs only"),
+    ({"dtype": "bf16", "scale": "block128"}, "scales fp8 inputs only"),
     ({"dtype": "e4m3", "scale": "block64"}, "not one of block128"),
     ({"dtype": {"a": "e4m3", "b": "e4m3", "out": "f16"}, "scale": "block128"}, "bf16 or f32"),
     ({"dtype": "e4m3", "scale": "block128", "layout": {"b": "row"}}, "K-major operands only"),
     ({"dtype": {"a": "e4m3", "b": "bf16"}, "scale": "block128"}, "share a dtype"),
+    ({"dtype": {"a": "e5m2", "b": "bf16"}, "scale": "block128"}, "share a dtype"),
+    ({"dtype": "e5m2"}, "e5m2 A and B need 'scale: block128'"),
+    ({"dtype": {"a": "e5m2", "b": "e4m3", "out": "f16"}, "scale": "block128"}, "bf16 or f32"),
 ])
 def test_spec_errors(data, msg):
     with pytest.raises(UsageError, match=msg):
@@ -82,6 +104,19 @@ def test_e4m3_buffers_round_to_nearest_and_decode_exactly():
     v = buffer_to_float64(r, "e4m3")
     assert r.dtype == np.uint8 and np.all(np.isfinite(v)) and len(set(r.tolist())) > 64 and np.any(v)
     assert np.array_equal(v, FP8_VALUES["e4m3"][r])
+
+
+def test_e5m2_buffers_round_to_nearest_and_decode_exactly():
+    x = np.array([0.0, 1.0, 1.1, -3.3, 6e4, -1e6, 1e-6, 0.3])
+    bits = fp8_bits(x, "e5m2")
+    # 2 mantissa bits: 1.1 -> 1, 3.3 -> 3.5, 0.3 -> 0.3125; past 57344 (the largest finite) clamped to it
+    assert list(buffer_to_float64(bits, "e5m2")) == [0.0, 1.0, 1.0, -3.5, 57344.0, -57344.0, 0.0, 0.3125]
+    assert bits[1] == 0x3C and fp8_bits(np.zeros(3), "e5m2")[0] == 0x3C  # never all zeros: 1.0
+    r = random_array("e5m2", 4096, np.random.default_rng(0))
+    v = buffer_to_float64(r, "e5m2")
+    assert r.dtype == np.uint8 and np.all(np.isfinite(v)) and len(set(r.tolist())) > 32 and np.any(v)
+    assert np.array_equal(v, FP8_VALUES["e5m2"][r])
+    assert np.all(np.isnan(buffer_to_float64(poison_array("e5m2", 4), "e5m2")))
 
 
 def test_block_scaled_reference_against_the_per_element_sum():
@@ -137,6 +172,32 @@ def test_numpy_check_one_k_block_in_the_simulator():
     assert not check_from_metadata(unscaled, before, out)["passed"]
 
 
+@pytest.mark.parametrize("ab", [("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3")], ids="x".join)
+def test_e5m2_and_mixed_numpy_check_in_the_simulator(ab):
+    """The 128 x 256 kernel at 64 x 264 x 144 with e5m2 operands: wgmma .f32.<a>.<b>, A's and B's tensor maps and
+    buffers of their own types, checked against the float64 reference of the decoded values. The same kernel with
+    its wgmmas retyped to e4m3.e4m3 (the operand bytes read as the other format) fails the check."""
+    from sim.functional.runner import run_functional
+    from sim.launch import launch_from_metadata
+    from sim.ptx.parser import parse_ptx
+    from sim.reference import check_from_metadata
+
+    a, b = ab
+    spec = parse_spec({"M": 64, "N": 264, "K": 144, "dtype": {"a": a, "b": b}, "scale": "block128"})
+    ptx = FP8.emit(spec, fp8_tiling(128, 256, 64, 3), {})
+    assert ptx.count(f"m64n128k32.f32.{a}.{b} ") == 8 and ".e4m3.e4m3" not in ptx
+    meta, _, _, chk = sim_check(ptx, 1, 11)
+    assert chk["max_rel_err"] < 5e-3, chk
+    assert [(p["role"], p["dtype"]) for p in meta["params"][:2]] == [("A", a), ("B", b)]
+    assert [m["dtype"] for m in meta["params"] if m["kind"] == "tensormap"][:2] == [a, b]
+    wrong = ptx.replace(f".f32.{a}.{b} ", ".f32.e4m3.e4m3 ")
+    launch = launch_from_metadata(meta, np.random.default_rng(11))
+    before = launch.copy()
+    res = run_functional(parse_ptx(wrong, "wrong.ptx"), launch)
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert not check_from_metadata(meta, before, res.outputs)["passed"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [((128, 64, 64, 3), "bf16", {}), ((128, 256, 64, 3), "bf16", {"beta": 0.5}),
                                   ((128, 128, 64, 4), "f32", {}), ((64, 64, 64, 5), "bf16", {}),
@@ -187,6 +248,13 @@ def test_assembles_without_spills(tiling, tmp_path):
     spec = _spec(4096, 4096, 4096, "f32" if tiling[0] == 64 else "bf16")
     t = fp8_tiling(*tiling)
     ptxas_clean(FP8.emit(spec, t, {}), tmp_path, t.grid_m == 2)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
+@pytest.mark.parametrize("ab", [("e5m2", "e5m2"), ("e4m3", "e5m2")], ids="x".join)
+def test_e5m2_assembles_without_spills(ab, tmp_path):
+    spec = parse_spec({"M": 4096, "N": 4096, "K": 4096, "dtype": {"a": ab[0], "b": ab[1]}, "scale": "block128"})
+    ptxas_clean(FP8.emit(spec, fp8_tiling(128, 256, 64, 4), {}), tmp_path, True)
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")

@@ -4,7 +4,8 @@ what it does per 128-K block. No constant is fitted to a measurement.
 
 Per K tile (= scale block), with C consumer warpgroups, one warp of each on every scheduler:
 
-- tensor: the C warpgroups' e4m3 wgmmas on the units, wgmma_unit_cycles per warp at [wgmma.fp8_macs]
+- tensor: the C warpgroups' fp8 wgmmas (e4m3 and e5m2 alike) on the units, wgmma_unit_cycles per warp at
+  [wgmma.fp8_macs]
   (tma_cycles' "tensor" term);
 - chain: one consumer's dependent path: its own wgmmas, then wait_group 0 ([wgmma.latency]) or its scale
   loads from the stage's scale slots in shared memory ([shared.latency]), whichever is later, then its loop body's

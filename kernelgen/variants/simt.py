@@ -30,7 +30,7 @@ from kernelgen.models.movement import site_score
 from kernelgen.models.schedule import CycleModel
 from kernelgen.models.sync import SyncPlan
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
-from kernelgen.spec import GemmSpec
+from kernelgen.spec import FP8, GemmSpec
 from kernelgen.tiling import OperandTile, Site, Tiling, log2, operand_tiles, tile_values
 from kernelgen.variants import shared_model
 from sim.hw import HwConfig, RegisterFile
@@ -211,8 +211,8 @@ class Simt:
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.dtype_a == "s8":
             return "s8 GEMMs run on the tensor-core path only (variant mma: mma.sync m16n8k32)"
-        if spec.dtype_a == "e4m3":
-            return "block-scaled e4m3 GEMMs run on wgmma only (--variant wgmma_fp8)"
+        if spec.dtype_a in FP8:
+            return f"block-scaled {spec.dtype_a} GEMMs run on wgmma only (--variant wgmma_fp8)"
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:

@@ -1,9 +1,9 @@
 """Block-scaled fp8 GEMM, DeepGEMM's method, on wgmma_tma's warp-specialised persistent kernel:
 D = sum over K blocks kb of (A_kb . B_kb^T) * scale_a[m, kb] * scale_b[n / 128, kb], A (M x K) and B
-(N x K, "col") e4m3, K-major; D bf16 (or f32).
+(N x K, "col") fp8 (e4m3 or e5m2, each operand either), K-major; D bf16 (or f32).
 
 Hopper's fp8 wgmma accumulates with reduced precision, so, as DeepGEMM does, each 128-wide K block (one
-K tile: TILE_K = 128 e4m3 = one 128-byte swizzle row) is summed by wgmma.m64nNk32.f32.e4m3.e4m3 into a
+K tile: TILE_K = 128 fp8 = one 128-byte swizzle row) is summed by wgmma.m64nNk32.f32.<a>.<b> into a
 block accumulator set started fresh (scale-d false on the first k32 step), then promoted on the CUDA
 cores: acc[i] = fma(blk[i], scale_a[row(i), kb] * scale_b[n block, kb], acc[i]), per K block.
 
@@ -49,7 +49,7 @@ from kernelgen.emit_common import (
 from kernelgen.models.fp8_cycles import fp8_cycle_model
 from kernelgen.models.schedule import CycleModel
 from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
-from kernelgen.spec import SCALE_BLOCK, GemmSpec
+from kernelgen.spec import FP8, SCALE_BLOCK, GemmSpec
 from kernelgen.tiling import Tiling, log2, operand_tiles
 from kernelgen.variants import wgmma_tma as tma_lib  # its TMA-store epilogue: store_slabs, emit_store_epilogue, ...
 from kernelgen.variants.wgmma import ATOM, BLOCK, ROW, desc_high, emit_acc_epilogue, emit_descriptors
@@ -70,7 +70,7 @@ from kernelgen.variants.wgmma_tma import (
 )
 from sim.hw import HwConfig
 
-TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 e4m3 = one 128-byte swizzle row
+TILE_K = SCALE_BLOCK  # one K tile = one scale block = 128 fp8 = one 128-byte swizzle row
 # sim/reference.py's scale layouts: scale_a stored [KB][scale_rows(M)] (MN-major, DeepGEMM's TMA-aligned form),
 # scale_b [NB][scale_rows(KB)] (DeepGEMM's [N/128][K/128] when K is a multiple of 512)
 SCALE_LAYOUTS = ("mn4", "k4")
@@ -117,9 +117,9 @@ def tensormaps(spec: GemmSpec, t: Tiling, name: str) -> list[dict[str, Any]]:
     innermost coordinate must be 16-byte aligned; past KB or N: 0); no swizzle; with the TMA-store epilogue,
     D's (wgmma_tma.store_tensormap: one staging slab per box)."""
     M, N, K = spec.nominal()
-    maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": "e4m3", "dims": [K, ext],
+    maps = [{"name": f"{name}_tmap_{r.lower()}", "kind": "tensormap", "of": r, "dtype": dt, "dims": [K, ext],
              "strides": [K], "box": [TILE_K, mn], "swizzle": 128, "element_strides": [1, 1]}
-            for r, ext, mn in (("A", M, t.bm), ("B", N, t.bn))]
+            for r, dt, ext, mn in (("A", spec.dtype_a, M, t.bm), ("B", spec.dtype_b, N, t.bn))]
     KB, NB = ceil_div(K, SCALE_BLOCK), ceil_div(N, SCALE_BLOCK)
     maps += [{"name": f"{name}_tmap_sa", "kind": "tensormap", "of": "scale_a", "dtype": "f32", "dims": [M, KB],
               "strides": [4 * scale_rows(M)], "box": [t.bm, 1], "swizzle": 0, "element_strides": [1, 1]},
@@ -137,11 +137,16 @@ def _setup(b: PtxBuilder, name: str, t: Tiling, P: dict[str, str], stage_bytes: 
     return su.tmap, (su.tid, su.wg), su.smem, su.sched
 
 
-def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN: int, half: int, pzero: str,
-                 pone: str) -> None:
-    """One K block of one 128-wide N half (BN = the wgmma's N, half: which N half of the tile's B): fence,
-    TILE_K / 32 k32 steps x len(blk) m64 wgmmas into the block accumulators (the first step with scale-d false:
-    D = A.B, no zeroing), commit."""
+def _types(a: str, b: str) -> str:
+    """The operand types in comments: "e4m3", or "e4m3.e5m2" when A's and B's differ."""
+    return a if a == b else f"{a}.{b}"
+
+
+def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], ab: tuple[str, str], BN: int,
+                 half: int, pzero: str, pone: str) -> None:
+    """One K block of one 128-wide N half (BN = the wgmma's N, half: which N half of the tile's B, ab: A's and
+    B's fp8 types): fence, TILE_K / 32 k32 steps x len(blk) m64 wgmmas into the block accumulators (the first
+    step with scale-d false: D = A.B, no zeroing), commit."""
     da, db = descs
 
     def compute() -> None:
@@ -158,12 +163,12 @@ def _wgmma_block(b: PtxBuilder, blk: list[list[str]], descs: tuple[str, str], BN
                 if off:
                     dak = b.reg("u64")
                     b.i(f"add.s64 {dak}, {da}, {off}")
-                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.e4m3.e4m3 {{{', '.join(acc)}}}, {dak}, {dbk}, "
+                b.i(f"wgmma.mma_async.sync.aligned.m64n{BN}k32.f32.{ab[0]}.{ab[1]} {{{', '.join(acc)}}}, {dak}, {dbk}, "
                     f"{pzero if kk == 0 else pone}, 1, 1")
         b.i("wgmma.commit_group.sync.aligned")
     b.comment(f"K block{f' (N half {half})' if half else ''}: {TILE_K // MMA_K} k32 steps x {len(blk)} wgmma "
-              f"m64n{BN}k32 e4m3 into the block accumulators")
-    b.part(("wgmma_fp8.compute", len(blk), BN, half), compute)
+              f"m64n{BN}k32 {_types(*ab)} into the block accumulators")
+    b.part(("wgmma_fp8.compute", len(blk), BN, half, ab), compute)
 
 
 def _promote(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], scales: list[str]) -> None:
@@ -225,18 +230,18 @@ def _products(b: PtxBuilder, scales: tuple[list[str], list[str]], pin: tuple[str
 
 
 def _k_block(b: PtxBuilder, acc: list[list[str]], blk: list[list[str]], descs: tuple[str, str],
-             preds: tuple[str, str], scale_src: tuple[str, list[int], str], pm0: str, release: Callable[[], None],
-             mark: Callable[[int], None] | None = None) -> None:
-    """One K block, N half by N half through the block accumulators `blk`: the half's wgmmas, (first half) the
-    scale loads, wait_group 0, (last half) `release` of the stage, (first half) the scale products pinned on the
-    run-time-false predicate `pm0` (_products), the promotion into the half's slice of `acc`. `mark(j)` (the
-    trace): after half h's commit (j = 1 + 2h), after its wait_group 0 (j = 2 + 2h), after the last promotion
-    (j = 5)."""
+             ab: tuple[str, str], preds: tuple[str, str], scale_src: tuple[str, list[int], str], pm0: str,
+             release: Callable[[], None], mark: Callable[[int], None] | None = None) -> None:
+    """One K block, N half by N half through the block accumulators `blk` (ab: A's and B's fp8 types): the
+    half's wgmmas, (first half) the scale loads, wait_group 0, (last half) `release` of the stage, (first half)
+    the scale products pinned on the run-time-false predicate `pm0` (_products), the promotion into the half's
+    slice of `acc`. `mark(j)` (the trace): after half h's commit (j = 1 + 2h), after its wait_group 0
+    (j = 2 + 2h), after the last promotion (j = 5)."""
     WN, H = 2 * len(blk[0]), len(acc[0]) // len(blk[0])
     prods: list[list[str]] = []
     scales: tuple[list[str], list[str]] = ([], [])
     for h in range(H):
-        _wgmma_block(b, blk, descs, WN, h, *preds)
+        _wgmma_block(b, blk, descs, ab, WN, h, *preds)
         if mark:
             mark(1 + 2 * h)
         if h == 0:
@@ -402,7 +407,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
     b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
     b.i(f"add.u32 {sbp}, {sbp}, {tma_lib.scale_b_slots(t)}")
-    _k_block(b, acc, blk, (da, db), (pzero, pone), (sap, sa_offs, sbp), pm0, release, mark)
+    _k_block(b, acc, blk, (da, db), (spec.dtype_a, spec.dtype_b), (pzero, pone), (sap, sa_offs, sbp), pm0, release,
+             mark)
     if mark:
         b.i(f"add.u32 {gc}, {gc}, 1")
     pl = b.reg("pred")
@@ -436,7 +442,7 @@ def fp8_metadata(spec: GemmSpec, t: Tiling, name: str, params: list[Param], pred
     M, N, K = spec.nominal()
     KB = ceil_div(K, SCALE_BLOCK)
     hidden = [{"name": f"{name}_{r}", "kind": "buffer", "dtype": dt, "role": r, "count": n, "init": "random",
-               "hidden": True} for r, dt, n in (("A", "e4m3", M * K), ("B", "e4m3", K * N),
+               "hidden": True} for r, dt, n in (("A", spec.dtype_a, M * K), ("B", spec.dtype_b, K * N),
                                                 ("scale_a", "f32", scale_rows(M) * KB),
                                                 ("scale_b", "f32", ceil_div(N, SCALE_BLOCK) * scale_rows(KB)))]
     maps = tensormaps(spec, t, name)
@@ -475,7 +481,8 @@ def emit(spec: GemmSpec, t: Tiling, prediction: dict[str, Any], name: str | None
     b, params = _build(spec, t, name, False, profile, trace)
     meta = fp8_metadata(spec, t, name, params, prediction, trace)
     title = (f"Block-scaled fp8 GEMM (DeepGEMM) {t.key()}: TMA 128B swizzle, {t.stages}-stage mbarrier ring, wgmma "
-             f"m64n{t.bn}k32 e4m3 per 128-K block, promoted with f32 FMAs; D {spec.dtype_out} {spec.layout_c}")
+             f"m64n{t.bn}k32 {_types(spec.dtype_a, spec.dtype_b)} per 128-K block, promoted with f32 FMAs; "
+             f"D {spec.dtype_out} {spec.layout_c}")
     tm_params = [(f"{m['name']}[128]", ".align 64 .b8") for m in tensormaps(spec, t, name)]
     ptx = render_kernel(header_json(meta), name, tm_params + [(p.ptx_name, p.ptx_type) for p in params], [], b,
                         title)
@@ -496,10 +503,10 @@ class WgmmaFp8(WgmmaTma):
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None or hw.tma is None:
             return f"{hw.name} has no wgmma/tma section (the fp8 variant needs sm_90a's wgmma and TMA)"
-        if spec.scale != "block128" or spec.dtype_a != "e4m3":
-            return "wgmma_fp8 computes block-scaled e4m3 GEMMs only (dtype: e4m3 with scale: block128)"
+        if spec.scale != "block128" or spec.dtype_a not in FP8 or spec.dtype_b not in FP8:
+            return "wgmma_fp8 computes block-scaled fp8 GEMMs only (dtype: e4m3 or e5m2 with scale: block128)"
         if spec.K.align(16) < 16:
-            return "K must be a multiple of 16 (16-byte TMA row strides of the e4m3 A and B)"
+            return "K must be a multiple of 16 (16-byte TMA row strides of the fp8 A and B)"
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
