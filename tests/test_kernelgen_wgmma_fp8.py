@@ -60,6 +60,17 @@ def test_cli_dtype_e5m2(tmp_path: Path):
     assert [p["dtype"] for p in read_metadata(ptx)["params"][:2]] == ["e5m2", "e5m2"]
 
 
+@pytest.mark.parametrize("example", ["gemm_fp8.yaml", "gemm_fp8_mixed.yaml"])
+def test_examples_compile_and_pass_in_the_simulator(example, tmp_path: Path):
+    """The bundled fp8 specs as their comments run them: kernelgen compile --variant wgmma_fp8, then the kernel's
+    numpy check in the simulator (header's grid)."""
+    spec = Path(__file__).parent.parent / "examples" / example
+    assert main(["compile", "--hw", "h200", "--op", str(spec), "--variant", "wgmma_fp8", "-o", str(tmp_path)]) == 0
+    ptx = (tmp_path / "kernel.ptx").read_text()
+    meta, _, _, _ = sim_check(ptx, read_metadata(ptx)["grid"][0], 3)
+    assert [p["dtype"] for p in meta["params"][:2]] == (["e4m3", "e5m2"] if "mixed" in example else ["e4m3"] * 2)
+
+
 @pytest.mark.parametrize("data,msg", [
     ({"dtype": "e4m3"}, "need 'scale: block128'"),
     ({"dtype": "bf16", "scale": "block128"}, "scales fp8 inputs only"),
