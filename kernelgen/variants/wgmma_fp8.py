@@ -83,16 +83,32 @@ TRACE_SLOTS = ("issue", "issued") + tuple(f"{x}{c}" for c in range(2) for x in (
     "full", "commit0_", "waited0_", "commit1_", "waited1_", "promoted"))
 
 
+SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every TMA shared buffer to 128 bytes)
+
+
+def scale_slots(spec: GemmSpec, t: Tiling) -> int:
+    """The shared byte of the scale slots, the first 128-byte boundary after the full/empty mbarriers: per stage
+    one scale_a slot (TILE_M f32 of one K block: 4 x TILE_M bytes) and after the stages' scale_a slots
+    (scale_b_slots) one 128-byte scale_b slot per stage (a [4, halves] f32 box), each a TMA box without swizzle."""
+    return -(-tma_lib.ring_and_barriers(spec, t) // SCALE_SLOT) * SCALE_SLOT
+
+
+def scale_b_slots(t: Tiling) -> int:
+    """Bytes from the first scale_a slot to the first scale_b slot (the stages' scale_a slots)."""
+    return t.stages * 4 * t.bm
+
+
 def ring_end(spec: GemmSpec, t: Tiling) -> int:
-    """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale slots after them (from
-    wgmma_tma.scale_slots: per stage TILE_M f32 of scale_a and a 128-byte scale_b slot)."""
-    return tma_lib.scale_end(spec, t)
+    """Bytes of the stage ring, its full/empty mbarriers (8 B each) and the scale slots after them: the shared
+    byte after the last scale_b slot."""
+    return scale_slots(spec, t) + scale_b_slots(t) + t.stages * SCALE_SLOT
 
 
 def staging_offset(spec: GemmSpec, t: Tiling) -> int:
     """Where the TMA-store staging slabs start: after the ring, its mbarriers and the scale slots, 1024-byte
-    aligned (the 128-byte swizzle's atom; wgmma_tma.ring_bytes, from which store_slabs counts the room left)."""
-    return tma_lib.ring_bytes(spec, t)
+    aligned (the 128-byte swizzle's atom; WgmmaFp8.ring_bytes, from which wgmma_tma.store_slabs counts the room
+    left)."""
+    return -(-ring_end(spec, t) // ATOM) * ATOM
 
 
 def scale_rows(m: int) -> int:
@@ -299,9 +315,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"cvta.param.u64 {tmap_d}, {tmap_d}")
         b.i(f"add.u32 {sst}, {sa}, {staging_offset(spec, t)}")
     sc0 = b.reg("u32")
-    b.comment(f"Scale slots from shared byte {tma_lib.scale_slots(spec, t)}: {S} x {t.bm} f32 of scale_a, then {S} x "
-              f"{tma_lib.SCALE_SLOT} B of scale_b (one TMA box each per stage)")
-    b.i(f"add.u32 {sc0}, {sa}, {tma_lib.scale_slots(spec, t)}")
+    b.comment(f"Scale slots from shared byte {scale_slots(spec, t)}: {S} x {t.bm} f32 of scale_a, then {S} x "
+              f"{SCALE_SLOT} B of scale_b (one TMA box each per stage)")
+    b.i(f"add.u32 {sc0}, {sa}, {scale_slots(spec, t)}")
     pz, pm0 = b.reg("pred"), b.reg("pred")
     b.i(f"setp.eq.u32 {pz}, {ktiles}, 0")
     b.i(f"setp.eq.u32 {pm0}, {P['M']}, 0")  # false wherever a K loop runs; ptxas cannot fold it (_products)
@@ -316,8 +332,8 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
         b.i(f"mad.lo.u32 {da}, {s}, {t.bm * 4}, {sc0}")
         b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{da}], "
             f"[{tmap['sa']}, {{{bm0}, {kt}}}], [{fb}]")
-        b.i(f"mad.lo.u32 {db}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
-        b.i(f"add.u32 {db}, {db}, {tma_lib.scale_b_slots(t)}")
+        b.i(f"mad.lo.u32 {db}, {s}, {SCALE_SLOT}, {sc0}")
+        b.i(f"add.u32 {db}, {db}, {scale_b_slots(t)}")
         b.i(f"shr.u32 {nb}, {bn0}, {log2(SCALE_BLOCK)}")
         b.i(f"and.b32 {k4}, {kt}, -4")  # a box's innermost coordinate: 16-byte aligned (the H200 faults otherwise)
         b.i(f"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{db}], "
@@ -404,9 +420,9 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     b.i(f"mad.lo.u32 {sap}, {s}, {t.bm * 4}, {sab}")
     k3 = b.reg("u32")
     b.i(f"and.b32 {k3}, {kt}, 3")
-    b.i(f"mad.lo.u32 {sbp}, {s}, {tma_lib.SCALE_SLOT}, {sc0}")
+    b.i(f"mad.lo.u32 {sbp}, {s}, {SCALE_SLOT}, {sc0}")
     b.i(f"mad.lo.u32 {sbp}, {k3}, 4, {sbp}")
-    b.i(f"add.u32 {sbp}, {sbp}, {tma_lib.scale_b_slots(t)}")
+    b.i(f"add.u32 {sbp}, {sbp}, {scale_b_slots(t)}")
     _k_block(b, acc, blk, (da, db), (spec.dtype_a, spec.dtype_b), (pzero, pone), (sap, sa_offs, sbp), pm0, release,
              mark)
     if mark:
@@ -499,6 +515,10 @@ class WgmmaFp8(WgmmaTma):
     name = "wgmma_fp8"
     opt_in = True
     profiles = True  # --profile: wgmma_tma's record per persistent CTA (_build)
+
+    def ring_bytes(self, spec: GemmSpec, t: Tiling) -> int:
+        """The ring, its mbarriers and the scale slots, 1024-byte aligned (staging_offset)."""
+        return staging_offset(spec, t)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if hw.wgmma is None or hw.tma is None:

@@ -115,38 +115,20 @@ def box(tile: OperandTile, mn: int) -> tuple[list[int], int]:
     return ([ROW // tile.elem_shared, mn], 1) if kmajor(tile) else ([64, 64], mn // 64)
 
 
-def _ring_and_barriers(spec: GemmSpec, t: Tiling) -> int:
+def ring_and_barriers(spec: GemmSpec, t: Tiling) -> int:
+    """Bytes of the stage ring and its full/empty mbarriers (8 bytes each)."""
     ta, tb = operand_tiles(spec, t)
     return t.stages * (ta.stage_bytes + tb.stage_bytes) + 16 * t.stages
 
 
 def ring_bytes(spec: GemmSpec, t: Tiling) -> int:
-    """The stage ring and its full/empty mbarriers (8 bytes each); a wgmma_fp8 tiling's ring also holds its
-    scale slots after the mbarriers (scale_slots .. scale_end) and ends at the next 1024-byte boundary, where its
-    TMA-store staging starts (the 128-byte swizzle's atom)."""
-    if t.variant != "wgmma_fp8":
-        return _ring_and_barriers(spec, t)
-    return -(-scale_end(spec, t) // ATOM) * ATOM
+    """Where the shared memory after the ring starts (the TMA-store staging): the tiling's variant's
+    `ring_bytes` (wgmma_tma: the ring and its mbarriers; wgmma_fp8 adds its scale slots and aligns)."""
+    from kernelgen.variants import get
 
-
-SCALE_SLOT = 128  # bytes: a TMA destination's alignment (CUTLASS aligns every TMA shared buffer to 128 bytes)
-
-
-def scale_slots(spec: GemmSpec, t: Tiling) -> int:
-    """wgmma_fp8: the shared byte of its scale slots, the first 128-byte boundary after the full/empty mbarriers:
-    per stage one scale_a slot (TILE_M f32 of one K block: 4 x TILE_M bytes) and after the stages' scale_a slots
-    (scale_b_slots) one 128-byte scale_b slot per stage (a [4, halves] f32 box), each a TMA box without swizzle."""
-    return -(-_ring_and_barriers(spec, t) // SCALE_SLOT) * SCALE_SLOT
-
-
-def scale_b_slots(t: Tiling) -> int:
-    """wgmma_fp8: bytes from the first scale_a slot to the first scale_b slot (the stages' scale_a slots)."""
-    return t.stages * 4 * t.bm
-
-
-def scale_end(spec: GemmSpec, t: Tiling) -> int:
-    """wgmma_fp8: the shared byte after its last scale_b slot."""
-    return scale_slots(spec, t) + scale_b_slots(t) + t.stages * SCALE_SLOT
+    v = get(t.variant)
+    assert isinstance(v, WgmmaTma), t.variant
+    return v.ring_bytes(spec, t)
 
 
 def tma_store(spec: GemmSpec) -> bool:
@@ -1020,6 +1002,11 @@ class WgmmaTma(Wgmma):
     name = "wgmma_tma"
     opt_in = False
     profiles = True  # --profile: one clock64 record per persistent CTA (_profile_setup)
+
+    def ring_bytes(self, spec: GemmSpec, t: Tiling) -> int:
+        """The shared bytes before the TMA-store staging (module function ring_bytes): the ring and its
+        mbarriers."""
+        return ring_and_barriers(spec, t)
 
     def unavailable(self, spec: GemmSpec, hw: HwConfig) -> str | None:
         if spec.packed_s4:
