@@ -190,9 +190,9 @@ def _plan(spec: GemmSpec, hw: HwConfig, variant: str | None, verbose: bool, only
     if variant:
         why = get(variant).unavailable(spec, hw)
         if why:
-            others = [n for n in names() if n != variant and not (get(n).opt_in or get(n).unavailable(spec, hw))]
-            raise UsageError(f"--variant {variant} impossible: {why}"
-                             + (f"; use --variant {' or '.join(others)}" if others else ""))
+            others = [n for n in names() if n != variant and not get(n).unavailable(spec, hw)]  # opt-in ones too
+            hint = f"; use --variant {' or '.join(others)}" if others and "use --variant" not in why else ""
+            raise UsageError(f"--variant {variant} impossible: {why}{hint}")
     variants = [variant] if variant else [n for n in names() if not (get(n).opt_in or get(n).unavailable(spec, hw))]
     # the search's clock (Plan.seconds) starts here: after the variant plug-ins are loaded (get imports each
     # module the first time it is asked: 0.07 s of the seed's first plan where no bytecode is cached, 0.005 s

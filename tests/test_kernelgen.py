@@ -363,3 +363,17 @@ def test_simt_copy_latencies_follow_the_l1_lines():
     lims = tuple((ext[x.col_dim], ext[x.row_dim], ext[x.col_dim]) for x in tiles)
     (first, _), = copy_line_latencies(geo, t.threads, 32, lims, t.bk, 1, 128, 64, 4, 682.0, 278.0, 33.0)
     assert t.threads == 256 and sorted(first) == [33.0, 682.0]
+
+
+def test_impossible_variant_names_the_alternative_once():
+    """A variant's own reason may already say which variant to use (wgmma_tma on an s8 GEMM with K % 16: "...; use
+    --variant mma"); the planner's hint is not appended a second time. Without one, the planner adds it, naming
+    opt-in variants too (an fp8 spec on wgmma_tma: wgmma_fp8)."""
+    from sim.hw import load_hw
+
+    with pytest.raises(UsageError) as e:
+        plan(shorthand("1000x520x264", "s8", "s32"), load_hw("h200"), "wgmma_tma")
+    assert str(e.value).count("use --variant") == 1 and "use --variant mma" in str(e.value)
+    with pytest.raises(UsageError) as e:
+        plan(shorthand("64x64x64", "e4m3", "bf16"), load_hw("h200"), "wgmma_tma")
+    assert str(e.value).endswith("; use --variant wgmma_fp8"), str(e.value)  # opt-in variants are named too
