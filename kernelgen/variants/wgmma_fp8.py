@@ -40,10 +40,7 @@ from kernelgen.emit_common import (
     PROFILE_SLOTS,
     Param,
     ceil_div,
-    emit_profile_start,
     header_json,
-    kernel_params,
-    load_params,
     metadata,
 )
 from kernelgen.models.fp8_cycles import fp8_cycle_model
@@ -52,9 +49,8 @@ from kernelgen.ptxbuild import PtxBuilder, f32_hex, render_kernel
 from kernelgen.spec import FP8, SCALE_BLOCK, GemmSpec
 from kernelgen.tiling import Tiling, log2, operand_tiles
 from kernelgen.variants import wgmma_tma as tma_lib  # its TMA-store epilogue: store_slabs, emit_store_epilogue, ...
-from kernelgen.variants.wgmma import ATOM, BLOCK, ROW, desc_high, emit_acc_epilogue, emit_descriptors
+from kernelgen.variants.wgmma import ATOM, BLOCK, desc_high, emit_acc_epilogue, emit_descriptors
 from kernelgen.variants.wgmma_tma import (
-    CONSUMER_REGS,
     PERSISTENT_CTAS,
     SHARED_LIMIT,
     WgmmaTma,
@@ -66,6 +62,8 @@ from kernelgen.variants.wgmma_tma import (
     _tile_origin,
     _trace_base,
     _wait,
+    build_start,
+    consumer_entry,
     emit_setup,
 )
 from sim.hw import HwConfig
@@ -289,16 +287,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     the last epilogue) and the %globaltimer pair at CTA start and end (the last param, "timer"); `trace` > 0 (a
     measurement tool, benchmarks/fp8_step.py): the record and, for the CTA's first `trace` K blocks, TRACE_SLOTS
     clock64 values per K block after the records."""
-    b = PtxBuilder(counting)
-    start = None
-    if profile or trace:
-        gt = b.reg("u64")
-        start = (emit_profile_start(b), gt)
-        b.i(f"mov.u64 {gt}, %globaltimer")
-    params = [p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
-    if start is not None:
-        params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
-    P = load_params(b, params)
+    b, start, params, P = build_start(spec, name, counting, profile or bool(trace))
     ta, tb = operand_tiles(spec, t)
     S, C = t.stages, t.grid_m
     ms, BN, H = t.tm // 64, t.bn, halves_of(t)
@@ -341,19 +330,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     _producer(b, spec, t, (ta, tb), smem, tmap, sched, pz, "",
               (_trace_base(b, P, trace, ns), trace, ns) if trace else None, (t.bm * 4 + 16 * H, scale_boxes))
 
-    b.put_label(consumer)
-    if C == 2:
-        b.i(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
-    b.comment(f"Consumers: warpgroup c = wg - 1 owns rows c*{t.tm}.. of each tile; q = warp % 4, g = lane / 4, "
-              "t4 = lane % 4")
-    cw, lane, q, g, t4, wga = b.regs("u32", 6)
-    b.i(f"sub.u32 {cw}, {wg}, 1")
-    b.i(f"and.b32 {lane}, {tid}, 31")
-    b.i(f"shr.u32 {q}, {tid}, 5")
-    b.i(f"and.b32 {q}, {q}, 3")
-    b.i(f"shr.u32 {g}, {lane}, 2")
-    b.i(f"and.b32 {t4}, {lane}, 3")
-    b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    cw, lane, q, g, t4, wga = consumer_entry(b, t, consumer, (tid, wg), C)
     b.comment("This thread's rows in the tile (accumulator map of ops_wgmma: c*TILE_M/C + 64j + 16q + g + 8h): "
               "their scale_a words in a slot")
     sab = b.reg("u32")

@@ -440,18 +440,47 @@ def _profile_setup(b: PtxBuilder, P: dict[str, str], start: tuple[str, str], tid
     return Profile(start[0], w, a, _trace_base(b, P, steps, slots) if steps else "", steps, ta, slots)
 
 
-def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
-           trace: int = 0) -> tuple[PtxBuilder, list[Param]]:
+def consumer_entry(b: PtxBuilder, t: Tiling, label: str, tid_wg: tuple[str, str], C: int) -> list[str]:
+    """The consumers' entry at `label`: with two consumer warpgroups setmaxnreg.inc to CONSUMER_REGS; then each
+    thread's cw (its consumer warpgroup, wg - 1), lane, q (warp in the warpgroup), g (lane / 4), t4 (lane % 4)
+    and wga (its warpgroup's row offset in a stage: cw * TILE_M/C rows of 128 bytes)."""
+    tid, wg = tid_wg
+    b.put_label(label)
+    if C == 2:
+        b.i(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
+    b.comment(f"Consumers: warpgroup c = wg - 1 owns rows c*{t.tm}.. of each tile; q = warp % 4, g = lane / 4, "
+              "t4 = lane % 4")
+    cw, lane, q, g, t4, wga = regs = b.regs("u32", 6)
+    b.i(f"sub.u32 {cw}, {wg}, 1")
+    b.i(f"and.b32 {lane}, {tid}, 31")
+    b.i(f"shr.u32 {q}, {tid}, 5")
+    b.i(f"and.b32 {q}, {q}, 3")
+    b.i(f"shr.u32 {g}, {lane}, 2")
+    b.i(f"and.b32 {t4}, {lane}, 3")
+    b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    return regs
+
+
+def build_start(spec: GemmSpec, name: str, counting: bool, profiled: bool
+                ) -> tuple[PtxBuilder, tuple[str, str] | None, list[Param], dict[str, str]]:
+    """A TMA kernel's opening: the builder; when `profiled`, the CTA's start clock64 and %globaltimer (`start`:
+    their registers) and the "timer" param appended; the params (A and B leave through their tensor maps, not
+    as params) and their loaded registers P."""
     b = PtxBuilder(counting)
     start = None
-    if profile or trace:
+    if profiled:
         gt = b.reg("u64")
         start = (emit_profile_start(b), gt)
         b.i(f"mov.u64 {gt}, %globaltimer")
-    params = [p for p in kernel_params(spec, name, profile or bool(trace)) if p.role not in ("A", "B")]
+    params = [p for p in kernel_params(spec, name, profiled) if p.role not in ("A", "B")]
     if start is not None:
         params.append(Param("timer", f"{name}_timer", ".u64", "buffer", "u64"))
-    P = load_params(b, params)
+    return b, start, params, load_params(b, params)
+
+
+def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool = False,
+           trace: int = 0) -> tuple[PtxBuilder, list[Param]]:
+    b, start, params, P = build_start(spec, name, counting, profile or bool(trace))
     ta, tb = operand_tiles(spec, t)
     S, C, ab = t.stages, t.grid_m, spec.dtype_a
     ms, BN = t.tm // 64, t.bn
@@ -476,19 +505,7 @@ def _build(spec: GemmSpec, t: Tiling, name: str, counting: bool, profile: bool =
     _producer(b, spec, t, (ta, tb), (sa, sb, full0, empty0), tmap, (tiles_m, tiles_n, ntiles, ktiles, nct), pz,
               su.rank, (_trace_base(b, P, trace), trace, len(TRACE_SLOTS)) if trace else None)
 
-    b.put_label(consumer)
-    if C == 2:
-        b.i(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS}")
-    b.comment(f"Consumers: warpgroup c = wg - 1 owns rows c*{t.tm}.. of each tile; q = warp % 4, g = lane / 4, "
-              "t4 = lane % 4")
-    cw, lane, q, g, t4, wga = b.regs("u32", 6)
-    b.i(f"sub.u32 {cw}, {wg}, 1")
-    b.i(f"and.b32 {lane}, {tid}, 31")
-    b.i(f"shr.u32 {q}, {tid}, 5")
-    b.i(f"and.b32 {q}, {q}, 3")
-    b.i(f"shr.u32 {g}, {lane}, 2")
-    b.i(f"and.b32 {t4}, {lane}, 3")
-    b.i(f"mul.lo.u32 {wga}, {cw}, {t.tm * ROW}")
+    cw, lane, q, g, t4, wga = consumer_entry(b, t, consumer, (tid, wg), C)
     store = _store_setup(b, spec, t, (tid, cw, q, g, t4), sst, tmap.get("d")) if slabs else None
     prof = _profile_setup(b, P, start, tid, trace) if start is not None else None
     _profile_slot(b, prof, 1, "as the consumers start their tile walk")
