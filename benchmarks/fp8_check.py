@@ -2,6 +2,7 @@
 then times at 4096^3 and 8192^3 against torch's fp8 GEMMs. One invocation, JSON under OUT:
 
     source .devwheels/install.sh && python3 benchmarks/fp8_check.py --out $OUT
+    ... python3 benchmarks/fp8_check.py --out $OUT --skip-checks --ab e4m3,e5m2   # the speed part, mixed operands
 
 1. checks: each (shape, tiling, out dtype, epilogue) kernel is compiled here (kernelgen compile from a YAML
    spec), then run by ``python -m validation gpu KERNEL.ptx --json`` in its own process under a timeout (a
@@ -95,17 +96,20 @@ def run_checks(out: Path, timeout: int) -> list[dict]:
     return rows
 
 
-def torch_baselines(M: int, N: int, K: int, repeats: int) -> dict:
-    """torch._scaled_mm e4m3 x e4m3 -> bf16 (A row-major, B column-major) with per-tensor, row-wise and block
-    scales, and bf16 torch.matmul: TFLOP/s each, or the error this torch gives."""
+def torch_baselines(M: int, N: int, K: int, repeats: int, ab: tuple[str, str] = ("e4m3", "e4m3")) -> dict:
+    """torch._scaled_mm A x B -> bf16 (A row-major, B column-major; fp8 types `ab`, e4m3 = float8_e4m3fn) with
+    per-tensor, row-wise and block scales, and bf16 torch.matmul: TFLOP/s each, or the error this torch gives
+    (cuBLAS refuses e5m2 x e5m2)."""
     try:
         import torch
     except ImportError as e:
         return {"error": f"no torch: {e}"}
     out: dict = {"torch": torch.__version__}
     flop = 2 * M * N * K
-    a = (torch.randn(M, K, device="cuda") * 0.5).to(torch.float8_e4m3fn)
-    b = (torch.randn(N, K, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+    fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    out["ab"] = list(ab)
+    a = (torch.randn(M, K, device="cuda") * 0.5).to(fp8[ab[0]])
+    b = (torch.randn(N, K, device="cuda") * 0.5).to(fp8[ab[1]])
     kb, nb = -(-K // 128), -(-N // 128)
     one = torch.tensor(1.0, device="cuda")
     forms = {
@@ -136,9 +140,10 @@ def torch_baselines(M: int, N: int, K: int, repeats: int) -> dict:
     return out
 
 
-def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
-    """Per SPEED shape: the planner's pick and each SPEED_TILINGS kernel (skipped when it is the pick), then
-    torch's forms once; every kernel row gets its ratios to torch's per-tensor and block-scaled forms."""
+def run_speed(out: Path, repeats: int, timeout: int, ab: tuple[str, str] = ("e4m3", "e4m3")) -> list[dict]:
+    """Per SPEED shape: the planner's pick and each SPEED_TILINGS kernel (skipped when it is the pick), A and B
+    of fp8 types `ab`, then torch's forms once on the same types; every kernel row gets its ratios to torch's
+    per-tensor and block-scaled forms."""
     from sim.hw import load_hw
 
     clock = load_hw("h200").clock_mhz
@@ -146,9 +151,11 @@ def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
     for M, N, K in SPEED:
         kernels: list[dict] = []
         for tiling in [[]] + SPEED_TILINGS:
-            make = partial(compile_case, M, N, K, tiling, "bf16", {}, out / "k" / f"speed_{M}x{N}x{K}{_tag(tiling)}")
-            row = timed_case({"M": M, "N": N, "K": K, "tiling_ranges": tiling, "pick": not tiling}, make, repeats,
-                             M * N * K <= 4096**3, timeout, clock, kernels[0].get("tiling") if tiling else None)
+            make = partial(compile_case, M, N, K, tiling, "bf16", {"ab": ab},
+                           out / "k" / f"speed_{M}x{N}x{K}{_tag(tiling)}")
+            row = timed_case({"M": M, "N": N, "K": K, "ab": list(ab), "tiling_ranges": tiling, "pick": not tiling},
+                             make, repeats, M * N * K <= 4096**3, timeout, clock,
+                             kernels[0].get("tiling") if tiling else None)
             if row is None:
                 continue  # the pick itself
             err = (row.get("check") or {}).get("max_rel_err")
@@ -157,7 +164,7 @@ def run_speed(out: Path, repeats: int, timeout: int) -> list[dict]:
                 row["deepgemm_tolerance_met"] = err * err < DEEPGEMM_TOL
             kernels.append(row)
             print(json.dumps(row), flush=True)
-        base = torch_baselines(M, N, K, repeats)
+        base = torch_baselines(M, N, K, repeats, ab)
         print(json.dumps({"M": M, "N": N, "K": K, "torch": base}), flush=True)
         for row in kernels:
             row["torch"] = base
@@ -174,7 +181,12 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=90, help="seconds per kernel process (default 90)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--skip-checks", action="store_true")
+    ap.add_argument("--ab", default="e4m3,e4m3", help="A's and B's fp8 types of the timed kernels and of torch's "
+                    "(default e4m3,e4m3; the checks cover every pair)")
     a = ap.parse_args()
+    ab = tuple(a.ab.split(","))
+    if len(ab) != 2 or set(ab) - {"e4m3", "e5m2"}:
+        ap.error(f"--ab expects two of e4m3, e5m2 joined by a comma, got {a.ab!r}")
     if not a.out:
         ap.error("--out is required")
     out = Path(a.out)
@@ -184,7 +196,7 @@ def main() -> int:
     res["device"] = nvidia_smi("name,driver_version,clocks.max.sm")
     kernels = Path(tempfile.mkdtemp(prefix="fp8_check_"))  # the PTX stays off OUT (few files come back)
     res["checks"] = [] if a.skip_checks else run_checks(kernels, a.timeout)
-    res["speed"] = run_speed(kernels, a.repeats, 300)
+    res["speed"] = run_speed(kernels, a.repeats, 300, ab)
     res["seconds"] = time.time() - t0
     (out / "fp8_check.json").write_text(json.dumps(res, indent=1))
     bad = [r["case"] for r in res["checks"] if not r.get("passed")]
