@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+import re
 import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
@@ -241,6 +242,14 @@ def _plan(spec: GemmSpec, hw: HwConfig, variant: str | None, verbose: bool, only
                 reject("tiling", expr.text, lhs, t)
                 continue
         ranged.append(t)
+    if tilings and not ranged and spec.tiling:
+        # a range that no candidate meets on its own is the one to name (each candidate was rejected by the first
+        # range it failed, so the most frequent rejection may be another range)
+        alone = next((r for r in spec.tiling if not any(r.allows(TILE_VARS[r.key](t)) for t in tilings)), None)
+        if alone is not None:
+            have = sorted({TILE_VARS[alone.key](t) for t in tilings})
+            raise UsageError(f"no feasible kernel: {alone.text()}, but no {' or '.join(variants)} candidate has such "
+                             f"a {alone.key} (they have {', '.join(map(str, have))}): relax it")
     layers_log = [("tiling", total, len(ranged))]
 
     # layer 1: data movement
@@ -401,7 +410,7 @@ def _plan(spec: GemmSpec, hw: HwConfig, variant: str | None, verbose: bool, only
                                                                         if before != after else ""))
     log += extra_log
     if not alive:
-        raise UsageError(_infeasible(rejections, layers_log))
+        raise UsageError(_infeasible(rejections, layers_log, spec.tiling))
 
     # Pareto frontier: predicted cycles vs registers vs shared memory
     pts = sorted(alive, key=lambda e: (e.score, e.registers.per_thread, e.movement.smem_bytes))
@@ -581,7 +590,10 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     return [out[i] for i in sorted(out)], untimed, rejected
 
 
-def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) -> str:
+def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]], ranges: tuple = ()) -> str:
+    """The one-line reason no candidate survived: the layer that removed the last ones, its most frequent
+    rejection and the nearest candidate to it (for a tiling range: the value closest to the range, then the
+    fewest of the spec's `ranges` missed)."""
     last = next((layer for layer, b, a in layers_log if b and not a), layers_log[0][0])
     here = [r for r in rej if r.layer == last] or rej
     if not here:
@@ -593,6 +605,15 @@ def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]]) ->
     lower_is_better = not any(s in binding for s in (">=", "occupancy", "utilization"))
     exact = [r for r in counts[binding] if not r.on_bound] or counts[binding]  # on_bound: metric is a bound
     near = (min if lower_is_better else max)(exact, key=lambda r: r.metric)
+    if last == "tiling" and binding.split()[0] in TILE_VARS:  # a range or an expression over tile variables
+        m = re.match(r"\w+ in \[(-?\d+), (-?\d+)\]", binding)
+        if m:  # the nearest: the candidate whose value lies closest to the range
+            lo, hi = int(m.group(1)), int(m.group(2))
+            near = min(counts[binding], key=lambda r: (max(lo - r.metric, r.metric - hi, 0),
+                                                       sum(not x.allows(TILE_VARS[x.key](r.tiling)) for x in ranges)))
+        has = f"has {binding.split()[0]} = {near.metric:g}" if m else f"gives {near.metric:g}"
+        return (f"no feasible kernel: {binding}, but the nearest candidate ({near.tiling.key()}) {has}: relax it, "
+                "or widen the tiling ranges")
     what = {"tiling": "value", "movement": "bytes", "registers": "registers"}.get(last, "value")
     if binding.startswith("bank_conflict_score"):
         what = "(bank-conflict score)"

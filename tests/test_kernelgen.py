@@ -377,3 +377,31 @@ def test_impossible_variant_names_the_alternative_once():
     with pytest.raises(UsageError) as e:
         plan(shorthand("64x64x64", "e4m3", "bf16"), load_hw("h200"), "wgmma_tma")
     assert str(e.value).endswith("; use --variant wgmma_fp8"), str(e.value)  # opt-in variants are named too
+
+
+def test_infeasible_tiling_range_names_the_range_no_candidate_meets(tmp_path, capsys):
+    """codegen --tile-k 64 on the fp8 variant (its K tile is one 128-wide scale block): the range that no candidate
+    meets is named with the values the candidates have, not whichever range each candidate failed first (it said
+    "TILE_M in [128, 128], but the nearest candidate (...64x64...) needs 64 value")."""
+    args = ["codegen", "--hw", "h200", "--gemm", "256x256x256", "--tile-m", "128", "--tile-n", "128", "--tile-k",
+            "64", "--dtype", "e4m3", "--out-dtype", "bf16", "--variant", "wgmma_fp8", "-o", str(tmp_path / "o")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("no feasible kernel: TILE_K in [64, 64], but no wgmma_fp8 candidate has such a TILE_K (they "
+                   "have 128): relax it"), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_infeasible_tiling_ranges_name_the_nearest_candidate():
+    """Each range alone is met (TILE_M 256, TILE_N 256 both exist) but not together: the nearest candidate is the
+    one whose TILE_M lies closest to the range, and among those the one that misses fewest ranges (128x256),
+    said as "has TILE_M = 128"."""
+    from sim.hw import load_hw
+
+    spec = parse_spec({"M": 512, "N": 512, "K": 512, "dtype": "e4m3", "scale": "block128",
+                       "tiling": ["TILE_M in [256, 256]", "TILE_N in [256, 256]"]})
+    with pytest.raises(UsageError) as e:
+        plan(spec, load_hw("h200"), "wgmma_fp8")
+    assert str(e.value) == ("no feasible kernel: TILE_M in [256, 256], but the nearest candidate "
+                            "(wgmma_fp8_128x256x128_t64x256_s3_p0.0_v16.16_k32) has TILE_M = 128: relax it, or "
+                            "widen the tiling ranges"), str(e.value)
