@@ -23,6 +23,7 @@ from sim.hw import load_hw
 from sim.launch import Arg, buffer_to_float64, e4m3_bits, fp8_bits, poison_array, random_array, read_metadata
 from sim.reference import gemm_reference
 from tests.kernel_checks import ptxas_clean, sim_check
+from tests.test_sass_exec import needs_tools
 
 FP8 = get("wgmma_fp8")
 
@@ -207,6 +208,28 @@ def test_e5m2_and_mixed_numpy_check_in_the_simulator(ab):
     res = run_functional(parse_ptx(wrong, "wrong.ptx"), launch)
     with np.errstate(invalid="ignore", over="ignore"):
         assert not check_from_metadata(meta, before, res.outputs)["passed"]
+
+
+@needs_tools
+def test_mixed_fp8_sass_mode_equals_ptx_mode():
+    """The e5m2 x e4m3 kernel as ptxas compiles it (QGMMA with its operand types in the encoding) run in SASS mode:
+    D equals PTX mode's byte for byte and passes the check."""
+    from sim.functional.runner import run_functional
+    from sim.launch import launch_from_metadata
+    from sim.ptx.parser import parse_ptx
+    from sim.reference import check_from_metadata
+    from sim.sass.exec import run_sass_functional
+
+    spec = parse_spec({"M": 64, "N": 264, "K": 144, "dtype": {"a": "e5m2", "b": "e4m3"}, "scale": "block128"})
+    ptx = FP8.emit(spec, fp8_tiling(128, 256, 64, 3), {})
+    meta = read_metadata(ptx)
+    meta["grid"] = [1, 1, 1]
+    launch = launch_from_metadata(meta, np.random.default_rng(5))
+    want = run_functional(parse_ptx(ptx, "k.ptx"), launch.copy()).outputs
+    got = run_sass_functional(ptx, launch.copy(), file="k.ptx").outputs
+    d = next(i for i, p in enumerate(meta["params"]) if p.get("role") == "D")
+    assert np.array_equal(want[d], got[d])
+    assert check_from_metadata(meta, launch, got)["passed"]
 
 
 @pytest.mark.slow
