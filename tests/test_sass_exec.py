@@ -256,3 +256,41 @@ def test_records_name_the_instruction_lanes_and_accesses():
     addrs = np.concatenate([x.addrs for x in stores])
     assert np.array_equal(np.diff(addrs.astype(np.int64)), np.full(47, 4))
     assert r.outputs[0].tolist() == list(range(48))
+
+
+TIMERS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry timers(.param .u64 out)
+{
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u64 %rd2, %globaltimer;
+    mov.u64 %rd3, %clock64;
+    mov.u64 %rd4, %globaltimer;
+    st.global.u64 [%rd1], %rd2;
+    st.global.u64 [%rd1+8], %rd3;
+    st.global.u64 [%rd1+16], %rd4;
+    ret;
+}
+"""
+
+
+@needs_tools
+def test_globaltimer_64_bit_read_is_the_clock():
+    """`mov.u64 %r, %globaltimer` is `CS2R R, SR_GLOBALTIMERLO` (a kernelgen --profile kernel's timer pair): SASS mode
+    reads the simulator's clock for it, as PTX mode does for %globaltimer; it stopped with "CS2R of
+    SR_GLOBALTIMERLO is not modelled". Functional and timed, the three reads rise in program order."""
+    from sim.hw import load_hw
+    from sim.launch import Arg
+    from sim.sass import disassemble
+    from sim.sass.timing import simulate_sass
+
+    assert "CS2R R4, SR_GLOBALTIMERLO" in [i.text for i in disassemble(TIMERS_PTX)["timers"].instructions]
+
+    def launch() -> Launch:
+        return Launch("timers", (1, 1, 1), (1, 1, 1), [Arg("buffer", "u64", array=np.zeros(3, np.uint64))])
+    for out in (run_sass_functional(TIMERS_PTX, launch(), file="timers.ptx").outputs[0],
+                simulate_sass(TIMERS_PTX, launch(), load_hw("h200"), "timers.ptx").outputs[0]):
+        assert 0 < out[0] < out[1] < out[2], out

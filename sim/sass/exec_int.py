@@ -323,7 +323,7 @@ def b_cs2r(cx: Ctx) -> Exec:
     w64 = cx.w64(d)
     if name == "SRZ":
         return lambda w, m: w64(w, U64(0), m)
-    if name != "SR_CLOCKLO":
+    if name not in ("SR_CLOCKLO", "SR_GLOBALTIMERLO"):  # %clock64, %globaltimer: the clock (as PTX mode)
         raise cx.err(f"CS2R of {name} is not modelled")
     return lambda w, m: w64(w, U64(w.L.clock), m)
 
