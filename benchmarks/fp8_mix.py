@@ -5,6 +5,8 @@ although the model has them run beside the other consumer's wgmmas.) One invocat
     source .devwheels/install.sh >/dev/null 2>&1; export PYTHONPATH="$PWD:$PYTHONPATH"
     python3 benchmarks/fp8_mix.py --out $OUT         # writes $OUT/fp8_mix.json
     python3 benchmarks/fp8_mix.py --out DIR --check  # here: ptxas -arch=sm_90a accepts every kernel
+    python3 benchmarks/fp8_mix.py --out DIR --sim --measured benchmarks/data/fp8_mix_h200_2026-12-02.json
+                                                     # here: the simulator (PTX, SASS mode) beside the H200
 
 One CTA of two warpgroups (256 threads); after bar.sync each warpgroup runs its role, clock64-bracketed per warp
 (lane 0 writes start, end):
@@ -171,13 +173,61 @@ def check() -> int:
     return 0
 
 
+def _launch():
+    from sim.launch import Arg, Launch
+
+    return Launch("fp8_mix", (1, 1, 1), (256, 1, 1),
+                  [Arg("buffer", "uint64", array=np.zeros(8 * 3, dtype=np.uint64)), Arg("scalar", "f32", value=1.0),
+                   Arg("buffer", "float32", array=np.ones(1024, dtype=np.float32))])
+
+
+def _per_iter(out: np.ndarray, roles: tuple[str, str]) -> dict[str, float]:
+    """Per non-idle warpgroup: the median over its 4 warps of (clock64 after - before) / the loop's trips."""
+    s = np.asarray(out).view(np.uint64).reshape(8, 3).astype(np.int64)
+    return {f"wg{w}_{role}_cycles_per_iter": float(np.median([(s[k, 1] - s[k, 0]) / (FREPS if role == "ffma" else REPS)
+                                                              for k in range(4 * w, 4 * w + 4)]))
+            for w, role in enumerate(roles) if role != "idle"}
+
+
+def simulate_cases(measured: Path | None) -> dict:
+    """Every case in the simulator (h200.yaml), PTX mode and SASS mode, beside the H200's figures of `measured`
+    (a fp8_mix.json): cycles per loop iteration of each warpgroup."""
+    from sim.hw import load_hw
+    from sim.ptx.parser import parse_ptx
+    from sim.sass.timing import simulate_sass
+    from sim.timing import simulate
+
+    hw = load_hw("h200")
+    gpu = {r["case"]: r for r in json.loads(measured.read_text())["rows"]} if measured else {}
+    rows = []
+    for roles in CASES:
+        text, case = ptx(roles), "+".join(roles)
+        row: dict = {"case": case}
+        for mode in ("ptx", "sass"):
+            r = (simulate(parse_ptx(text, "fp8_mix.ptx"), _launch(), hw) if mode == "ptx"
+                 else simulate_sass(text, _launch(), hw, "fp8_mix.ptx"))
+            row.update({f"{mode}_{k}": v for k, v in _per_iter(r.outputs[0], roles).items()})
+        row.update({f"gpu_{k}": v for k, v in gpu.get(case, {}).items() if k.endswith("_cycles_per_iter")})
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "hw": "h200",
+            "measured": str(measured) if measured else None, "rows": rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--sim", action="store_true", help="here: simulate every case (PTX and SASS mode) instead")
+    ap.add_argument("--measured", help="with --sim: an H200 fp8_mix.json to set beside the simulated figures")
     a = ap.parse_args()
     if a.check:
         return check()
+    if a.sim:
+        res = simulate_cases(Path(a.measured) if a.measured else None)
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "fp8_mix_sim.json").write_text(json.dumps(res, indent=1))
+        return 0
     from benchmarks.gpucommon import nvidia_smi
     from sim.launch import Arg, Launch
     from validation.gpu import run_on_gpu
