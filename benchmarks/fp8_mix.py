@@ -189,7 +189,7 @@ def _per_iter(out: np.ndarray, roles: tuple[str, str]) -> dict[str, float]:
             for w, role in enumerate(roles) if role != "idle"}
 
 
-def simulate_cases(measured: Path | None) -> dict:
+def simulate_cases(measured: Path | None, cases: tuple = CASES) -> dict:
     """Every case in the simulator (h200.yaml), PTX mode and SASS mode, beside the H200's figures of `measured`
     (a fp8_mix.json): cycles per loop iteration of each warpgroup."""
     from sim.hw import load_hw
@@ -200,7 +200,7 @@ def simulate_cases(measured: Path | None) -> dict:
     hw = load_hw("h200")
     gpu = {r["case"]: r for r in json.loads(measured.read_text())["rows"]} if measured else {}
     rows = []
-    for roles in CASES:
+    for roles in cases:
         text, case = ptx(roles), "+".join(roles)
         row: dict = {"case": case}
         for mode in ("ptx", "sass"):
