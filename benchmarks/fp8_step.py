@@ -109,6 +109,20 @@ CASES3 = tuple((f"8192_w256_s4_{p.replace(',', '_') or 'base'}_prof", L8, W256, 
     ("8192_w128_s3_base_prof", L8, W128, 3, "", 0, 40), ("8192_w128_s3_noscale_prof", L8, W128, 3, "noscale", 0, 40),
     ("8192_w128_s3_notma_noscale_prof", L8, W128, 3, "notma,noscale", 0, 40))
 
+# `--set 4`: one CTA (one 128 x 256 or 128 x 128 tile, K 16384: 128 K blocks, all traced), on the H200 and, with
+# --sim, in the simulator (the same trace read the same way): where does the H200's K block (1,119 cycles for the
+# 128x256 pick's tile, benchmarks/hopper_sim.py) spend what the simulator's (1,024) does not?
+O256, O128 = (128, 256, 16384), (128, 128, 16384)
+CASES4 = (
+    ("one_w256_s4", O256, W256, 4, "", 128, 5),
+    ("one_w256_s4_prof", O256, W256, 4, "", 0, 5),
+    ("one_w256_s4_notma", O256, W256, 4, "notma", 128, 5),
+    ("one_w256_s4_notma_prof", O256, W256, 4, "notma", 0, 5),
+    ("one_w256_s4_notma_noscale_nopromote_prof", O256, W256, 4, "notma,noscale,nopromote", 0, 5),
+    ("one_w128_s3", O128, W128, 3, "", 128, 5),
+    ("one_w128_s3_prof", O128, W128, 3, "", 0, 5),
+)
+
 STAGGER = """\t{{
 \t.reg .pred %sg_p;
 \t.reg .u64 %sg_t0, %sg_t1;
@@ -232,13 +246,39 @@ def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: 
     return out
 
 
+def simulated(text: str, launch, isa: str, row: dict) -> tuple[np.ndarray, np.ndarray]:
+    """One run of the kernel in the simulator (h200.yaml, `isa` ptx or sass, inputs warm in the L2 as after their
+    upload): its profile and timer buffers, as measure() returns the GPU's."""
+    from sim.hw import load_hw
+    from sim.launch import launch_from_metadata, read_metadata
+    from sim.ptx.parser import parse_ptx
+    from sim.sass.timing import simulate_sass
+    from sim.timing import simulate
+
+    full = launch_from_metadata(read_metadata(text), np.random.default_rng(1))  # with the tensor maps
+    given = {x.role: x.array for x in launch.args if x.kind == "buffer" and x.role in ("A", "B")}
+    for x in full.args:
+        if x.role in given:
+            x.array = given[x.role]
+    launch = full
+    roles = [x.role for x in launch.args]
+    hw = load_hw("h200")
+    t0 = time.time()
+    r = (simulate(parse_ptx(text, row["case"]), launch, hw, warm_l2=True) if isa == "ptx"
+         else simulate_sass(text, launch, hw, row["case"], warm_l2=True))
+    row["sim_seconds"] = round(time.time() - t0, 1)
+    return np.asarray(r.outputs[roles.index("profile")]), np.asarray(r.outputs[roles.index("timer")])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which no case is started")
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--compile-only", action="store_true", help="emit, patch and ptxas-check every case, no GPU")
-    ap.add_argument("--set", default="1", choices=("1", "2", "3"), help="the case table: CASES (run 1), CASES2, CASES3")
+    ap.add_argument("--set", default="1", choices=("1", "2", "3", "4"),
+                    help="the case table: CASES (run 1), CASES2, CASES3, CASES4 (one CTA)")
+    ap.add_argument("--sim", choices=("ptx", "sass"), help="here: run the cases in the simulator (h200.yaml) instead")
     a = ap.parse_args()
     from benchmarks.fp8_cta import fast_e4m3
     from benchmarks.gpucommon import nvidia_smi
@@ -253,7 +293,9 @@ def main() -> int:
     inputs: dict = {}
     from benchmarks.tma_step import case_rows
 
-    table = {"1": CASES, "2": CASES2, "3": CASES3}[a.set]
+    table = {"1": CASES, "2": CASES2, "3": CASES3, "4": CASES4}[a.set]
+    if a.sim:
+        res["device"] = f"simulator ({a.sim} mode, h200.yaml)"
     for row, (_, shape, tile, stages, what, steps, warm) in case_rows(table, a.only, a.budget, res):
         try:
             text, info = emit(shape, tile, stages, what, steps)
@@ -282,7 +324,7 @@ def main() -> int:
                     if key not in inputs:
                         inputs[key] = fast_e4m3(arr.size, rng).reshape(arr.shape).astype(arr.dtype)
                     x.array = inputs[key]
-            got = measure(text, launch, shape, warm, 10, row)
+            got = simulated(text, launch, a.sim, row) if a.sim else measure(text, launch, shape, warm, 10, row)
             if got is not None:
                 row.update(analyse(*got, meta["grid"][0], stages, info["ktiles"], info["halves"],
                                    meta["profile"]["tiles_per_cta"], steps))
@@ -294,7 +336,8 @@ def main() -> int:
             brief["stats"] = {k: round(v["med"]) for k, v in brief["stats"].items() if v}
         print(json.dumps(brief, default=float)[:1600], flush=True)
         res["seconds"] = time.time() - t0
-        (out / f"fp8_step{'' if a.set == '1' else '_' + a.set}.json").write_text(json.dumps(res, default=float))
+        (out / f"fp8_step{'' if a.set == '1' else '_' + a.set}{'_sim_' + a.sim if a.sim else ''}.json").write_text(
+            json.dumps(res, default=float))
     if a.compile_only:
         (out / f"fp8_step{'' if a.set == '1' else '_' + a.set}.json").write_text(json.dumps(res, default=float))
     return 0
