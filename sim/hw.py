@@ -218,7 +218,8 @@ class Wgmma:
     # measured issue-bound spacing of back-to-back wgmmas (cycles): one warpgroup alone (`issue_lone`), and per wgmma
     # of the SM when two warpgroups issue at once (`issue_shared`); a lone warpgroup's wgmmas are further spaced by
     # `lone_gap` beyond their MACs (hidden when two warpgroups alternate). None: not measured (0). The wgmma_tma
-    # model's consumer K step and tensor term read them; the simulator does not
+    # model's consumer K step and tensor term read them; SASS-mode timing holds a GMMA's scheduler for
+    # `issue_shared` cycles (sim/sass/timing.py _gmma_issue); PTX-mode timing reads none
     issue_lone: float | None = None
     issue_shared: float | None = None
     lone_gap: float | None = None

@@ -17,7 +17,8 @@ round-robin). A warp may issue when
 - DEPBAR.LE SB0, N: at most N of its LDGDEPBAR groups (the LDGSTS issued before each) are still in flight;
   WARPGROUP.DEPBAR.LE gsb0, N: at most N of its GMMA groups (closed by a GMMA with gsb0) are incomplete.
 A warpgroup MMA (HGMMA / QGMMA / IGMMA) holds its tensor unit wgmma.issue cycles and queues its warp's
-16 x N x K MACs there at wgmma.<type>_macs per cycle; its group completes wgmma.latency after them.
+16 x N x K MACs there at wgmma.<type>_macs per cycle; its group completes wgmma.latency after them; its
+scheduler issues nothing else for wgmma.issue_shared cycles (the H200's wgmma issue rate).
 An instruction occupies its pipe unit (Pipe.count per core, unit = scheduler % count) for warp_size / lanes
 cycles (HMMA: m*n*k MACs / lanes) times Pipe.interval; a warp whose next instruction's unit is busy waits.
 CTAs are dealt to cores round-robin, up to
@@ -190,6 +191,7 @@ class _CoreT:
         self.last = [0] * hw.core.schedulers
         self.pipe_free: dict[tuple[str, int], int] = {}  # (pipe class, unit) -> cycle it takes the next op
         self.macs_free: dict[int, int] = {}  # tensor unit -> cycle its queued GMMA MACs are done
+        self.gmma_frac: dict[int, float] = {}  # scheduler -> the carried fraction of its GMMA issue holds
         self.tma = TmaEngine(hw.tma, self.mem) if hw.tma is not None else None  # the SM's TMA unit
         self.sched_start: list[int] | None = None  # cycle each scheduler issues its first instruction (cold code)
         # a scheduler that found no warp to issue: until when that holds and why (SassTiming.run; 0: look again)
@@ -362,6 +364,7 @@ class SassTiming:
                 taken, port = c.stores.take(t, self._store_units(c, access)), "store"
         if role == "gmma":
             done = self._gmma(c, s, wt, ins)
+            self._gmma_issue(c, s, wt)
         elif access is not None and lanes_any(access.mask):
             done = taken + self._latency(c, taken, ins, access)
         else:
@@ -485,6 +488,23 @@ class SassTiming:
             got = self.const_ops[pc] = tuple((int(op.bank or 0), int(op.value or 0))
                                              for op in ins.operands if op.kind == "const")
         return got
+
+    def _gmma_issue(self, c: _CoreT, s: int, wt: _WarpT) -> None:
+        """A GMMA's issue as the H200 spaces it (wgmma.issue_shared, wgmma.issue_lone; benchmarks/micro_wgmma's
+        issue-bound m64n8k16 loops): its scheduler issues nothing else for issue_shared cycles, and its warp
+        nothing for issue_lone cycles (a lone warpgroup's wgmmas 23.7 apart, two warpgroups' 18.35 apart on the
+        SM). The fractions are carried per scheduler, so the spacing averages the measured figure."""
+        wg = self.hw.wgmma
+        assert wg is not None
+        if not wg.issue_shared:
+            return
+        hold_f = c.gmma_frac.get(s, 0.0) + wg.issue_shared
+        hold = int(hold_f)
+        c.gmma_frac[s] = hold_f - hold
+        t = self.t
+        for other in c.scheds[s]:
+            if other.ready < t + hold:
+                other.ready = t + hold
 
     def _gmma(self, c: _CoreT, s: int, wt: _WarpT, ins: SassInstruction) -> int:
         """A warp's share of a warpgroup MMA, as PTX mode times wgmma.mma_async (sim/timing/static.py):
