@@ -33,6 +33,7 @@ A malformed spec raises ``sim.errors.UsageError`` with one line naming the key.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -336,6 +337,10 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         if k not in data:
             raise _err(src, k, "missing (a value or [lo, hi])")
     M, N, K = (_dim(src, k, data[k]) for k in ("M", "N", "K"))
+    for (a, da_), (b, db_) in ((("M", M), ("K", K)), (("K", K), ("N", N)), (("M", M), ("N", N))):
+        if da_.hi * db_.hi >= 1 << 32:  # docs/kernelgen.md: M*K, K*N, M*N must fit in 32 bits
+            raise _err(src, a, f"{a} x {b} = {da_.hi} x {db_.hi} = {da_.hi * db_.hi:,} elements do not fit the "
+                               f"kernels' 32-bit element indices (at most {(1 << 32) - 1:,}); give smaller extents")
 
     dt = data.get("dtype", "f16")
     if isinstance(dt, str):
@@ -346,13 +351,16 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
     if bad:
         raise _err(src, f"dtype.{sorted(bad)[0]}", "unknown key (a, b, acc, out)")
     dt = {k: DTYPE_ALIASES.get(v, v) if isinstance(v, str) else v for k, v in dt.items()}
-    da = _choice(src, "dtype.a", dt.get("a", "f16"), DTYPES_IN)
+    # one of a and b given: both that type (the error names the key given)
+    da = _choice(src, "dtype.a" if "a" in dt or "b" not in dt else "dtype.b", dt.get("a", dt.get("b", "f16")),
+                 DTYPES_IN)
     db = _choice(src, "dtype.b", dt.get("b", da), DTYPES_IN)
     integer = da in ("s8", "s4")
     dacc = _choice(src, "dtype.acc", dt.get("acc", "s32" if integer else "f32"), ("s32",) if integer else ("f32",))
     dout = _choice(src, "dtype.out", dt.get("out", "bf16" if da in FP8 else "f32"), DTYPES_OUT)
     if da != db and not (da in FP8 and db in FP8):
-        raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})")
+        raise _err(src, "dtype.b", f"A and B must share a dtype ({da} vs {db})"
+                   + ("; fp8 mixes with fp8 only: e4m3 or e5m2" if da in FP8 or db in FP8 else ""))
     if dout == "s32" and not integer:
         raise _err(src, "dtype.out", f"s32 output needs s8 or s4 A and B (got {da}); use f32, f16 or bf16")
     if da == "s4":
@@ -376,6 +384,8 @@ def parse_spec(data: Any, src: str = "<spec>") -> GemmSpec:
         v = data.get(k, dflt)
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise _err(src, k, f"expected a number, got {v!r}")
+        if not math.isfinite(v):
+            raise _err(src, k, f"expected a finite number, got {v!r}")
         scal[k] = float(v)
 
     ep = data.get("epilogue", [])
@@ -453,6 +463,11 @@ def shorthand(gemm: str, dtype: str = "f16", out: str = "f32") -> GemmSpec:
         data["K"] = {"range": k, "multiple_of": 2}  # s4 packs two values per byte along K: even K only
     if DTYPE_ALIASES.get(dtype, dtype) in FP8:  # fp8 exists here only block-scaled
         data["scale"] = "block128"
+        if isinstance(k, list):  # TMA row strides of 1-byte elements: K a multiple of 16 (as s4's even K above)
+            if k[0] % 16 or k[1] % 16:
+                raise UsageError(f"--gemm {gemm}: an fp8 K range runs K in multiples of 16 (16-byte TMA row "
+                                 f"strides); give LO and HI multiples of 16, e.g. {m}x{n}x16..4096")
+            data["K"] = {"range": k, "multiple_of": 16}
     return parse_spec(data, "--gemm")
 
 

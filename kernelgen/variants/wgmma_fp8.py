@@ -503,7 +503,9 @@ class WgmmaFp8(WgmmaTma):
         if spec.scale != "block128" or spec.dtype_a not in FP8 or spec.dtype_b not in FP8:
             return "wgmma_fp8 computes block-scaled fp8 GEMMs only (dtype: e4m3 or e5m2 with scale: block128)"
         if spec.K.align(16) < 16:
-            return "K must be a multiple of 16 (16-byte TMA row strides of the fp8 A and B)"
+            return "K must be a multiple of 16 (16-byte TMA row strides of the fp8 A and B)" + (
+                "" if spec.K.fixed else f"; give the range as K: {{range: [{spec.K.lo}, {spec.K.hi}], "
+                                        "multiple_of: 16}")
         return None
 
     def tilings(self, spec: GemmSpec) -> list[Tiling]:
