@@ -170,7 +170,7 @@ def cmd_check_all(path: str) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from sim.errors import UsageError
     from sim.hw import load_hw
-    from sim.launch import read_metadata
+    from sim.launch import at_header, read_metadata
     from sim.ptx.parser import parse_file
 
     if args.check_all:
@@ -191,7 +191,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     hw = load_hw(args.hw)
     meta = read_metadata(prog.text, args.ptx)
     rng = cast("np.random.Generator", _LazyGenerator(args.seed))  # (a string: np.random is not touched)
-    launch = build_launch(prog, args, meta, rng)
+    try:
+        launch = build_launch(prog, args, meta, rng)
+    except UsageError as e:
+        raise at_header(e, prog.text, args.ptx) from None
     check_memory_of(prog, launch, hw)
     estimate = None
     if args.isa != "sass":
@@ -248,7 +251,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if meta and not args.arg and meta.get("check"):  # (sim.reference and its layouts imported only for a check)
         from sim.reference import check_from_metadata
 
-        chk = check_from_metadata(meta, before, outputs, args.sample_ctas is not None)
+        try:
+            chk = check_from_metadata(meta, before, outputs, args.sample_ctas is not None)
+        except UsageError as e:
+            raise at_header(e, prog.text, args.ptx) from None
     if chk is not None:
         result["check"] = chk
     if args.out:

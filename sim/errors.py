@@ -51,6 +51,11 @@ class UsageError(WorkbenchError):
     """A wrong command-line argument."""
 
 
+class HeaderError(UsageError):
+    """A malformed ``@workbench`` header (sim.launch, sim.reference); the command that read the PTX names
+    the file and the header's line (:func:`sim.launch.at_header`)."""
+
+
 class WorkbenchWarning(UserWarning):
     """A run goes on, but the user should know (``file:line: message``); the command lines print it
     as one line ``warning: ...`` on stderr."""

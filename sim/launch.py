@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from sim.errors import UsageError
+from sim.errors import HeaderError, UsageError
 from sim.functional.types import FP8_VALUES, bf16_to_f32, f32_to_bf16
 from sim.limits import check_dims
 from sim.tensormap import CLI_FORM, TensorMapSpec, ints, make_spec, parse_cli
@@ -246,6 +246,15 @@ def read_metadata(ptx_text: str, file: str | None = None) -> dict | None:
     return None
 
 
+def at_header(e: UsageError, ptx_text: str, file: str | None) -> UsageError:
+    """``e`` (a :class:`HeaderError` that names no file) naming ``file`` and the line of the ``@workbench``
+    header; any other error unchanged."""
+    if not isinstance(e, HeaderError) or e.file is not None or not file:
+        return e
+    line = next((i for i, t in enumerate(ptx_text.splitlines(), start=1) if _META_RE.match(t)), None)
+    return HeaderError(e.message, file, line)
+
+
 # --------------------------------------------------------------------------------------------
 # command-line specs
 
@@ -467,7 +476,7 @@ def make_buffer(dtype_name: str, count: int, init: str, rng: np.random.Generator
 def launch_from_metadata(meta: dict, rng: np.random.Generator) -> Launch:
     """Build the launch a kernelgen header describes, with fresh host data from ``rng``."""
     def bad(msg: str) -> UsageError:
-        return UsageError(f"@workbench metadata: {msg}; fix the header or regenerate the kernel")
+        return HeaderError(f"@workbench metadata: {msg}; fix the header or regenerate the kernel")
 
     kernel = meta.get("kernel")
     if not isinstance(kernel, str) or not kernel:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import UsageError
+from sim.errors import HeaderError, UsageError
 from sim.launch import Arg, Launch, buffer_to_float64
 from sim.layouts import NAMES, parse_layout
 
@@ -36,7 +36,7 @@ DEFAULT_RTOL = 1e-2
 
 
 def _bad(msg: str) -> UsageError:
-    return UsageError(f"gemm check: {msg}; fix the @workbench header")
+    return HeaderError(f"gemm check: {msg}; fix the @workbench header")
 
 
 def _find(roles: list[str], role: str) -> int | None:
@@ -80,6 +80,15 @@ def _scalar_from(check: dict, key: str, args: list[Arg], roles: list[str], defau
     return default
 
 
+def _number(check: dict, key: str, args: list[Arg], roles: list[str], default: Any, kind: type) -> Any:
+    """_scalar_from as an int or float; a value that is not one is a header error, not a crash."""
+    v = _scalar_from(check, key, args, roles, default)
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or (
+            kind is int and not float(v).is_integer()):
+        raise _bad(f"{key} must be {'an integer' if kind is int else 'a number'}, not {v!r}")
+    return kind(v)
+
+
 def _buffer(args: list[Arg], i: int, what: str) -> np.ndarray:
     a = args[i]
     if a.kind != "buffer" or a.array is None:
@@ -112,19 +121,17 @@ def _block_scaled(A: np.ndarray, B: np.ndarray, G: int, args: list[Arg], roles: 
     out = np.zeros((M, N))
     for k in range(kb):
         blk = A[:, k * G:(k + 1) * G] @ B[k * G:(k + 1) * G, :]
-        out += blk * sa[:, k][:, None] * np.repeat(sb[:, k], G)[:N][None, :]
+        out += blk * sa[:, k][:, None] * sb[np.arange(N) // G, k][None, :]
     return out
 
 
 def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray:
     """The float64 M x N reference D from the *input* host arrays of ``args``."""
-    M = int(_scalar_from(check, "M", args, roles, 0))
-    N = int(_scalar_from(check, "N", args, roles, 0))
-    K = int(_scalar_from(check, "K", args, roles, 0))
+    M, N, K = (_number(check, k, args, roles, 0, int) for k in ("M", "N", "K"))
     if M < 1 or N < 1 or K < 0:
         raise _bad(f"M, N, K must be positive (got {M}, {N}, {K})")
-    alpha = float(_scalar_from(check, "alpha", args, roles, 1.0))
-    beta = float(_scalar_from(check, "beta", args, roles, 0.0))
+    alpha = _number(check, "alpha", args, roles, 1.0, float)
+    beta = _number(check, "beta", args, roles, 0.0, float)
     ia, ib = _find(roles, "A"), _find(roles, "B")
     if ia is None or ib is None:
         raise _bad("no parameter has role 'A' or 'B'")
@@ -133,7 +140,9 @@ def gemm_reference(check: dict, args: list[Arg], roles: list[str]) -> np.ndarray
     lc = check.get("layout_c", "row")
     A = _matrix(_buffer(args, ia, "A"), M, K, la, "A")
     B = _matrix(_buffer(args, ib, "B"), K, N, lb, "B")
-    G = int(check.get("block_scale", 0) or 0)
+    G = check.get("block_scale", 0) or 0
+    if isinstance(G, bool) or not isinstance(G, int) or G < 0:
+        raise _bad(f"block_scale must be a positive integer (the K block of the scales, e.g. 128), not {G!r}")
     lays = (str(check.get("scale_a_layout", "row")), str(check.get("scale_b_layout", "row")))
     ref = alpha * (_block_scaled(A, B, G, args, roles, lays) if G else A @ B)
     if beta != 0.0:
@@ -193,7 +202,10 @@ def check_gemm(check: dict, args: list[Arg], outputs: dict[int, np.ndarray], rol
     ``max_rel_err`` is the relative Frobenius norm error.
     """
     roles = list(roles) + [""] * (len(args) - len(roles))
-    rtol = float(check.get("rtol", DEFAULT_RTOL))
+    rtol = check.get("rtol", DEFAULT_RTOL)
+    if isinstance(rtol, bool) or not isinstance(rtol, int | float) or not rtol >= 0:
+        raise _bad(f"rtol must be a non-negative number, not {rtol!r}")
+    rtol = float(rtol)
     ref = gemm_reference(check, args, roles)
     M, N = ref.shape
     idd = _find(roles, "D")

@@ -3,13 +3,18 @@ the fix, exit 2, nothing half-written, no traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kernelgen.cli import main as kernelgen_main
 from kernelgen.spec import parse_spec, shorthand
+from sim.cli import main as sim_main
 from sim.errors import UsageError
+from sim.launch import Arg
+from sim.reference import check_gemm
 
 
 def _fp8(**extra):
@@ -58,3 +63,45 @@ def test_yaml_k_range_names_multiple_of(tmp_path: Path, capsys):
                            "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "multiple_of: 16" in err[0] and not (tmp_path / "o").exists()
+
+
+def _compiled(tmp_path: Path) -> tuple[str, dict]:
+    assert kernelgen_main(["compile", "--hw", "h200", "--gemm", "64x64x128", "--dtype", "e5m2", "--variant",
+                           "wgmma_fp8", "-o", str(tmp_path / "k")]) == 0
+    text = (tmp_path / "k" / "kernel.ptx").read_text()
+    first, rest = text.split("\n", 1)
+    return rest, json.loads(first[len("// @workbench "):])
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda m: m["check"].update(block_scale=-128), "block_scale must be a positive integer"),
+    (lambda m: m["check"].update(block_scale="128"), "block_scale must be a positive integer"),
+    (lambda m: m["check"].update(rtol="x"), "rtol must be a non-negative number"),
+    (lambda m: m["check"].update(K="many"), "K must be an integer"),
+    (lambda m: m["params"][0].update(dtype="e6m2"), "unknown dtype 'e6m2'"),
+])
+def test_sim_header_errors_name_the_file_and_line(tmp_path: Path, capsys, edit, msg):
+    """A bad header or check in an fp8 kernel: one line 'FILE:1: ...', exit 2 (block_scale -128 and rtol 'x' were
+    'internal error: ValueError'; header errors named no file)."""
+    rest, meta = _compiled(tmp_path)
+    edit(meta)
+    bad = tmp_path / "bad.ptx"
+    bad.write_text("// @workbench " + json.dumps(meta) + "\n" + rest)
+    capsys.readouterr()
+    assert sim_main(["run", str(bad), "--hw", "h200", "--functional"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{bad}:1: ") and msg in err[0], err
+
+
+def test_block_scale_larger_than_n_is_cheap():
+    """The reference spreads scale_b over N by index (it built G copies per K block: block_scale 1e9 took 33 s)."""
+    rng = np.random.default_rng(0)
+    M, N, K, G = 4, 3, 8, 10 ** 9
+    A, B = rng.standard_normal(M * K), rng.standard_normal(K * N)
+    sa, sb, D = np.full(M, 2.0), np.full(1, 3.0), np.zeros(M * N)
+    args = [Arg("buffer", "f64", array=a, role=r) for a, r in ((A, "A"), (B, "B"), (sa, "scale_a"), (sb, "scale_b"),
+                                                                (D, "D"))]
+    roles = ["A", "B", "scale_a", "scale_b", "D"]
+    want = 6.0 * (A.reshape(M, K) @ B.reshape(K, N))
+    r = check_gemm({"op": "gemm", "M": M, "N": N, "K": K, "block_scale": G}, args, {4: want.ravel()}, roles)
+    assert r["passed"] and r["max_rel_err"] < 1e-12
