@@ -149,11 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gemm", help="MxNxK shorthand")
     c.add_argument("--shape", help="MxNxK sizes for a .dgemm or --op gemm (overrides a .dgml's shape); "
                                    "K may be a range LO..HI")
-    c.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES,
-                   help="A and B dtype (--gemm; int8 = s8, fp16 = f16, fp32 = f32; e4m3 = fp8 and e5m2, block-scaled: "
-                        "scale block128)")
-    c.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"],
-                   help="D dtype (--gemm; s32 = the exact sums of an s8 GEMM)")
+    c.add_argument("--dtype", choices=DTYPE_CHOICES,
+                   help="A and B dtype (--gemm or --op gemm, default f16; int8 = s8, fp16 = f16, fp32 = f32; e4m3 = "
+                        "fp8 and e5m2, block-scaled: scale block128)")
+    c.add_argument("--out-dtype", choices=["f32", "f16", "bf16", "s32", "int32"],
+                   help="D dtype (--gemm or --op gemm, default f32; s32 = the exact sums of an s8 GEMM)")
     c.add_argument("--variant", choices=names(), help="restrict to one emitter")
     c.add_argument("-o", "--output", "--out", dest="out", required=True,
                    help="output directory, or X.ko for a module over the spec's K range")
@@ -205,6 +205,7 @@ def _run(argv: list[str]) -> int:
     op = args.spec or args.op
     if not (op or args.gemm):
         raise UsageError("give a spec (F.dgml, --op F.dgemm|F.yaml) or --gemm MxNxK")
+    _given_once(args, op)
     if args.out.endswith(".ko"):
         return _run_module(args, op)
     files = compile_kernel(args.hw, op, args.gemm, args.dtype, args.out_dtype, args.variant,
@@ -212,6 +213,22 @@ def _run(argv: list[str]) -> int:
     write_atomically(Path(args.out), files)
     print(f"kernelgen: wrote {args.out}/{', '.join(files)}", file=sys.stderr)
     return 0
+
+
+def _given_once(args: argparse.Namespace, op: str | None) -> None:
+    """A spec file sets its own dtypes (and a YAML its own M, N, K): --dtype, --out-dtype (and --shape) beside it
+    were silently dropped, so refuse them; then the shorthand's defaults f16 -> f32."""
+    named = op is not None and not (op == "gemm" and not Path(op).exists())  # a file, not --op gemm
+    for flag, value, ignored in (("--dtype", args.dtype, named), ("--out-dtype", args.out_dtype, named),
+                                 ("--shape", args.shape, args.gemm is not None or (
+                                     named and Path(op or "").suffix not in (".dgemm", ".dgml")))):
+        if value is not None and ignored:
+            if args.gemm is not None:
+                raise UsageError(f"{flag} {value}: --gemm {args.gemm} gives the shape; drop {flag}")
+            raise UsageError(f"{flag} {value} would be ignored: the spec file sets it; edit the file or drop {flag}",
+                             file=op)
+    args.dtype = args.dtype or "f16"
+    args.out_dtype = args.out_dtype or "f32"
 
 
 def _run_codegen(args: argparse.Namespace) -> int:

@@ -105,3 +105,23 @@ def test_block_scale_larger_than_n_is_cheap():
     want = 6.0 * (A.reshape(M, K) @ B.reshape(K, N))
     r = check_gemm({"op": "gemm", "M": M, "N": N, "K": K, "block_scale": G}, args, {4: want.ravel()}, roles)
     assert r["passed"] and r["max_rel_err"] < 1e-12
+
+
+@pytest.mark.parametrize("extra,flag", [
+    (["--shape", "256x256x256"], "--shape"),
+    (["--dtype", "e5m2"], "--dtype"),
+    (["--out-dtype", "f32"], "--out-dtype"),
+])
+def test_compile_refuses_flags_a_yaml_spec_overrides(tmp_path: Path, capsys, extra, flag):
+    """--shape / --dtype / --out-dtype beside a YAML spec were dropped without a word (the spec's 200x136x272 e4m3 x
+    e5m2 kernel came out for --shape 256x256x250 or --dtype f16)."""
+    spec = Path(__file__).parent.parent / "examples" / "gemm_fp8_mixed.yaml"
+    out = tmp_path / "o"
+    assert kernelgen_main(["compile", "--hw", "h200", "--op", str(spec), *extra, "--variant", "wgmma_fp8",
+                           "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{spec}: {flag} ") and "drop " + flag in err[0], err
+    assert not out.exists()
+    assert kernelgen_main(["compile", "--hw", "h200", "--gemm", "64x64x64", "--shape", "32x32x32",
+                           "-o", str(out)]) == 2
+    assert "drop --shape" in capsys.readouterr().err and not out.exists()
