@@ -135,7 +135,8 @@ def write_atomically(out: Path, files: dict[str, str]) -> None:
         raise
 
 
-DTYPE_CHOICES = ["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32", "e4m3", "fp8", "e5m2"]
+DTYPE_CHOICES = ["f32", "f16", "bf16", "s8", "int8", "s4", "int4", "fp16", "fp32", "e4m3", "fp8", "e5m2", "e4m3fn",
+                 "float8_e4m3fn", "float8_e5m2"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("m", "n", "k"):
         cg.add_argument(f"--tile-{name}", type=int, required=True, help=f"TILE_{name.upper()}")
     cg.add_argument("--dtype", default="f16", choices=DTYPE_CHOICES)
-    cg.add_argument("--out-dtype", default="f32", choices=["f32", "f16", "bf16", "s32", "int32"])
+    cg.add_argument("--out-dtype", choices=["f32", "f16", "bf16", "s32", "int32"],
+                    help="D dtype (default f32; bf16 with an fp8 --dtype)")
     cg.add_argument("--epilogue", help="e.g. 'alpha * acc + beta * C + bias', 'relu(acc + bias)', or the "
                                       "seed's 'alpha * C + beta * D' (docs/kernelgen.md)")
     cg.add_argument("--variant", choices=names(), help="restrict to one emitter")
@@ -227,16 +229,21 @@ def _given_once(args: argparse.Namespace, op: str | None) -> None:
                 raise UsageError(f"{flag} {value}: --gemm {args.gemm} gives the shape; drop {flag}")
             raise UsageError(f"{flag} {value} would be ignored: the spec file sets it; edit the file or drop {flag}",
                              file=op)
+    from kernelgen.spec import DTYPE_ALIASES, FP8
+
     args.dtype = args.dtype or "f16"
-    args.out_dtype = args.out_dtype or "f32"
+    # block-scaled fp8 writes bf16 by default, as a YAML spec with dtype e4m3 / e5m2 does (DeepGEMM's D)
+    args.out_dtype = args.out_dtype or ("bf16" if DTYPE_ALIASES.get(args.dtype, args.dtype) in FP8 else "f32")
 
 
 def _run_codegen(args: argparse.Namespace) -> int:
     from kernelgen.codegen import codegen_spec
+    from kernelgen.spec import DTYPE_ALIASES, FP8
     from sim.atomic import write_with
     from sim.hw import load_hw
 
-    spec = codegen_spec(args.gemm, args.dtype, args.out_dtype,
+    out = args.out_dtype or ("bf16" if DTYPE_ALIASES.get(args.dtype, args.dtype) in FP8 else "f32")
+    spec = codegen_spec(args.gemm, args.dtype, out,
                         {"TILE_M": args.tile_m, "TILE_N": args.tile_n, "TILE_K": args.tile_k}, args.epilogue)
     files = compile_spec(spec, load_hw(args.hw), args.variant, False, args.profile, args.dump_ir)
     if args.out.endswith(".ptx"):

@@ -51,7 +51,8 @@ DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "s8": 1, "s32": 4, "e4m3": 1, "e5m
 FP8 = ("e4m3", "e5m2")  # the OCP fp8 formats wgmma takes (A and B each either: .e4m3.e5m2 etc.)
 # the seeds' spellings
 DTYPE_ALIASES = {"fp16": "f16", "fp32": "f32", "int8": "s8", "int32": "s32", "int4": "s4", "fp8": "e4m3",
-                 "e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "fp8_e5m2": "e5m2"}
+                 "e4m3fn": "e4m3", "fp8_e4m3": "e4m3", "fp8_e5m2": "e5m2",
+                 "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}  # torch's names too
 SCALES = ("block128",)  # spec key `scale`: block-scaled fp8 (DeepGEMM): per (row, 128 K) of A, per 128 x 128 of B
 SCALE_BLOCK = 128  # elements of K (and of N, for B) one block scale covers
 LAYOUTS = ("row", "col")  # and blocked-PxQ, striped-N: sim/layouts.py

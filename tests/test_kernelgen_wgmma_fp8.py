@@ -476,3 +476,15 @@ def test_trace_in_the_simulator():
     assert a["steps"] == 5 and a["ctas"] == 4
     prof_only = FP8.emit(spec, t, {}, profile=True)
     assert prof_only != ptx and "trace" not in read_metadata(prof_only)["profile"]
+
+
+def test_cli_fp8_defaults_to_bf16_out_and_takes_torch_names(tmp_path: Path):
+    """`--gemm ... --dtype e5m2` without --out-dtype writes bf16 D, as a YAML spec with dtype e5m2 does (it wrote
+    f32); torch's dtype names are accepted (float8_e4m3fn, float8_e5m2), in YAML too."""
+    assert main(["compile", "--hw", "h200", "--gemm", "200x136x272", "--dtype", "float8_e5m2", "--variant",
+                 "wgmma_fp8", "-o", str(tmp_path / "o")]) == 0
+    meta = read_metadata((tmp_path / "o" / "kernel.ptx").read_text())
+    assert meta["check"]["out_dtype"] == "bf16" and [p["dtype"] for p in meta["params"][:2]] == ["e5m2", "e5m2"]
+    s = parse_spec({"M": 8, "N": 8, "K": 16, "dtype": {"a": "float8_e4m3fn", "b": "float8_e5m2"},
+                    "scale": "block128"})
+    assert (s.dtype_a, s.dtype_b, s.dtype_out) == ("e4m3", "e5m2", "bf16")
