@@ -364,7 +364,7 @@ class SassTiming:
                 taken, port = c.stores.take(t, self._store_units(c, access)), "store"
         if role == "gmma":
             done = self._gmma(c, s, wt, ins)
-            self._gmma_issue(c, s, wt)
+            self._gmma_issue(c, s)
         elif access is not None and lanes_any(access.mask):
             done = taken + self._latency(c, taken, ins, access)
         else:
@@ -489,11 +489,12 @@ class SassTiming:
                                              for op in ins.operands if op.kind == "const")
         return got
 
-    def _gmma_issue(self, c: _CoreT, s: int, wt: _WarpT) -> None:
-        """A GMMA's issue as the H200 spaces it (wgmma.issue_shared, wgmma.issue_lone; benchmarks/micro_wgmma's
-        issue-bound m64n8k16 loops): its scheduler issues nothing else for issue_shared cycles, and its warp
-        nothing for issue_lone cycles (a lone warpgroup's wgmmas 23.7 apart, two warpgroups' 18.35 apart on the
-        SM). The fractions are carried per scheduler, so the spacing averages the measured figure."""
+    def _gmma_issue(self, c: _CoreT, s: int) -> None:
+        """A GMMA's issue as the H200 spaces it (wgmma.issue_shared: two warpgroups' wgmmas 18.35 cycles apart
+        on the SM): scheduler `s` issues nothing else, from any warp, for issue_shared cycles. A lone
+        warpgroup's 23.7-cycle spacing (wgmma.issue_lone) follows from it plus the loop's own instructions
+        (benchmarks/micro_wgmma/sass_compare.py), so it is not a second rule. The fraction is carried per
+        scheduler, so the spacing averages the measured figure."""
         wg = self.hw.wgmma
         assert wg is not None
         if not wg.issue_shared:
