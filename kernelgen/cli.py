@@ -229,21 +229,24 @@ def _given_once(args: argparse.Namespace, op: str | None) -> None:
                 raise UsageError(f"{flag} {value}: --gemm {args.gemm} gives the shape; drop {flag}")
             raise UsageError(f"{flag} {value} would be ignored: the spec file sets it; edit the file or drop {flag}",
                              file=op)
+    args.dtype = args.dtype or "f16"
+    args.out_dtype = args.out_dtype or default_out_dtype(args.dtype)
+
+
+def default_out_dtype(dtype: str) -> str:
+    """D's dtype when the command line gives none: bf16 for block-scaled fp8, as a YAML spec with dtype e4m3 /
+    e5m2 has it (DeepGEMM's D), else f32."""
     from kernelgen.spec import DTYPE_ALIASES, FP8
 
-    args.dtype = args.dtype or "f16"
-    # block-scaled fp8 writes bf16 by default, as a YAML spec with dtype e4m3 / e5m2 does (DeepGEMM's D)
-    args.out_dtype = args.out_dtype or ("bf16" if DTYPE_ALIASES.get(args.dtype, args.dtype) in FP8 else "f32")
+    return "bf16" if DTYPE_ALIASES.get(dtype, dtype) in FP8 else "f32"
 
 
 def _run_codegen(args: argparse.Namespace) -> int:
     from kernelgen.codegen import codegen_spec
-    from kernelgen.spec import DTYPE_ALIASES, FP8
     from sim.atomic import write_with
     from sim.hw import load_hw
 
-    out = args.out_dtype or ("bf16" if DTYPE_ALIASES.get(args.dtype, args.dtype) in FP8 else "f32")
-    spec = codegen_spec(args.gemm, args.dtype, out,
+    spec = codegen_spec(args.gemm, args.dtype, args.out_dtype or default_out_dtype(args.dtype),
                         {"TILE_M": args.tile_m, "TILE_N": args.tile_n, "TILE_K": args.tile_k}, args.epilogue)
     files = compile_spec(spec, load_hw(args.hw), args.variant, False, args.profile, args.dump_ir)
     if args.out.endswith(".ptx"):
