@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-import re
 import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from kernelgen.models.schedule import (
     schedule,
 )
 from kernelgen.models.sync import SyncPlan, sync_plan
-from kernelgen.spec import CONSTRAINTS, Constraint, GemmSpec
+from kernelgen.spec import CONSTRAINTS, Constraint, GemmSpec, TileRange
 from kernelgen.tiling import Tiling, operand_tiles
 from kernelgen.variants import get, names
 from sim.errors import UsageError
@@ -590,7 +589,8 @@ def _bounded(spec: GemmSpec, hw: HwConfig, shape: tuple[int, int, int], staged: 
     return [out[i] for i in sorted(out)], untimed, rejected
 
 
-def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]], ranges: tuple = ()) -> str:
+def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]],
+                ranges: tuple[TileRange, ...] = ()) -> str:
     """The one-line reason no candidate survived: the layer that removed the last ones, its most frequent
     rejection and the nearest candidate to it (for a tiling range: the value closest to the range, then the
     fewest of the spec's `ranges` missed)."""
@@ -606,12 +606,11 @@ def _infeasible(rej: list[Rejection], layers_log: list[tuple[str, int, int]], ra
     exact = [r for r in counts[binding] if not r.on_bound] or counts[binding]  # on_bound: metric is a bound
     near = (min if lower_is_better else max)(exact, key=lambda r: r.metric)
     if last == "tiling" and binding.split()[0] in TILE_VARS:  # a range or an expression over tile variables
-        m = re.match(r"\w+ in \[(-?\d+), (-?\d+)\]", binding)
-        if m:  # the nearest: the candidate whose value lies closest to the range
-            lo, hi = int(m.group(1)), int(m.group(2))
-            near = min(counts[binding], key=lambda r: (max(lo - r.metric, r.metric - hi, 0),
+        rng = next((x for x in ranges if x.text() == binding), None)
+        if rng is not None:  # the nearest: the candidate whose value lies closest to the range
+            near = min(counts[binding], key=lambda r: (max(rng.lo - r.metric, r.metric - rng.hi, 0),
                                                        sum(not x.allows(TILE_VARS[x.key](r.tiling)) for x in ranges)))
-        has = f"has {binding.split()[0]} = {near.metric:g}" if m else f"gives {near.metric:g}"
+        has = f"has {rng.key} = {near.metric:g}" if rng is not None else f"gives {near.metric:g}"
         return (f"no feasible kernel: {binding}, but the nearest candidate ({near.tiling.key()}) {has}: relax it, "
                 "or widen the tiling ranges")
     what = {"tiling": "value", "movement": "bytes", "registers": "registers"}.get(last, "value")
