@@ -192,20 +192,15 @@ def _per_iter(out: np.ndarray, roles: tuple[str, str]) -> dict[str, float]:
 def simulate_cases(measured: Path | None, cases: tuple = CASES) -> dict:
     """Every case in the simulator (h200.yaml), PTX mode and SASS mode, beside the H200's figures of `measured`
     (a fp8_mix.json): cycles per loop iteration of each warpgroup."""
-    from sim.hw import load_hw
-    from sim.ptx.parser import parse_ptx
-    from sim.sass.timing import simulate_sass
-    from sim.timing import simulate
+    from benchmarks.gpucommon import simulate_isa
 
-    hw = load_hw("h200")
     gpu = {r["case"]: r for r in json.loads(measured.read_text())["rows"]} if measured else {}
     rows = []
     for roles in cases:
         text, case = ptx(roles), "+".join(roles)
         row: dict = {"case": case}
         for mode in ("ptx", "sass"):
-            r = (simulate(parse_ptx(text, "fp8_mix.ptx"), _launch(), hw) if mode == "ptx"
-                 else simulate_sass(text, _launch(), hw, "fp8_mix.ptx"))
+            r = simulate_isa(text, _launch(), mode, "fp8_mix.ptx")
             row.update({f"{mode}_{k}": v for k, v in _per_iter(r.outputs[0], roles).items()})
         row.update({f"gpu_{k}": v for k, v in gpu.get(case, {}).items() if k.endswith("_cycles_per_iter")})
         rows.append(row)
@@ -229,7 +224,6 @@ def main() -> int:
         (Path(a.out) / "fp8_mix_sim.json").write_text(json.dumps(res, indent=1))
         return 0
     from benchmarks.gpucommon import nvidia_smi
-    from sim.launch import Arg, Launch
     from validation.gpu import run_on_gpu
 
     res: dict = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -241,12 +235,7 @@ def main() -> int:
         try:
             samples = []
             for _ in range(5):
-                out = np.zeros(8 * 3, dtype=np.uint64)
-                src = np.ones(1024, dtype=np.float32)
-                launch = Launch("fp8_mix", (1, 1, 1), (256, 1, 1),
-                                [Arg("buffer", "uint64", array=out), Arg("scalar", "f32", value=1.0),
-                                 Arg("buffer", "float32", array=src)])
-                m = run_on_gpu(ptx(roles), launch, warmup=2, repeats=3)
+                m = run_on_gpu(ptx(roles), _launch(), warmup=2, repeats=3)
                 samples.append(np.asarray(m.outputs[0]).view(np.uint64).reshape(8, 3))
             for w, role in enumerate(roles):
                 if role == "idle":

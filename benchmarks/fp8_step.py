@@ -249,11 +249,8 @@ def analyse(buf: np.ndarray, timer: np.ndarray, grid: int, stages: int, ktiles: 
 def simulated(text: str, launch, isa: str, row: dict) -> tuple[np.ndarray, np.ndarray]:
     """One run of the kernel in the simulator (h200.yaml, `isa` ptx or sass, inputs warm in the L2 as after their
     upload): its profile and timer buffers, as measure() returns the GPU's."""
-    from sim.hw import load_hw
+    from benchmarks.gpucommon import simulate_isa
     from sim.launch import launch_from_metadata, read_metadata
-    from sim.ptx.parser import parse_ptx
-    from sim.sass.timing import simulate_sass
-    from sim.timing import simulate
 
     full = launch_from_metadata(read_metadata(text), np.random.default_rng(1))  # with the tensor maps
     given = {x.role: x.array for x in launch.args if x.kind == "buffer" and x.role in ("A", "B")}
@@ -262,10 +259,8 @@ def simulated(text: str, launch, isa: str, row: dict) -> tuple[np.ndarray, np.nd
             x.array = given[x.role]
     launch = full
     roles = [x.role for x in launch.args]
-    hw = load_hw("h200")
     t0 = time.time()
-    r = (simulate(parse_ptx(text, row["case"]), launch, hw, warm_l2=True) if isa == "ptx"
-         else simulate_sass(text, launch, hw, row["case"], warm_l2=True))
+    r = simulate_isa(text, launch, isa, row["case"], warm_l2=True)
     row["sim_seconds"] = round(time.time() - t0, 1)
     return np.asarray(r.outputs[roles.index("profile")]), np.asarray(r.outputs[roles.index("timer")])
 

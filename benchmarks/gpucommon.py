@@ -1,7 +1,7 @@
 """What the H200 scripts share (fp8_check.py, s8_check.py, tma_check.py, gpu_bench.py): compile a spec with
 kernelgen, check a kernel with ``python -m validation gpu`` in its own process under a timeout, time a kernel
 (CUDA events, validation.gpu.run_on_gpu; in a child process: ``python3 benchmarks/gpucommon.py --time PTX``)
-and time a torch op."""
+and time a torch op; and run a kernel in the simulator in either mode (simulate_isa), beside the GPU's figure."""
 
 from __future__ import annotations
 
@@ -53,6 +53,20 @@ def write_probe(out: Path, name: str, dev: Any, source_file: str, rows: list[dic
            **extra, "load_average": os.getloadavg()[0], "source_file": source_file, "rows": rows}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(res, indent=1))
+
+
+def simulate_isa(text: str, launch: Any, isa: str, file: str, warm_l2: bool = False) -> Any:
+    """The PTX `text` timed on h200.yaml in PTX mode (`isa` "ptx", sim.timing) or SASS mode ("sass",
+    sim.sass.timing): the SimResult."""
+    from sim.hw import load_hw
+    from sim.ptx.parser import parse_ptx
+    from sim.sass.timing import simulate_sass
+    from sim.timing import simulate
+
+    hw = load_hw("h200")
+    if isa == "ptx":
+        return simulate(parse_ptx(text, file), launch, hw, warm_l2=warm_l2)
+    return simulate_sass(text, launch, hw, file, warm_l2=warm_l2)
 
 
 def compile_spec(spec: dict, variant: str, d: Path) -> Path:

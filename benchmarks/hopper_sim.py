@@ -74,13 +74,9 @@ def _profile_cycles(meta: dict, outputs: dict) -> float:
 
 
 def cmd_simulate(d: Path, out: Path) -> None:
-    from sim.hw import load_hw
+    from benchmarks.gpucommon import simulate_isa
     from sim.launch import launch_from_metadata, read_metadata
-    from sim.ptx.parser import parse_ptx
-    from sim.sass.timing import simulate_sass
-    from sim.timing import simulate
 
-    hw = load_hw("h200")
     rows = []
     for name, variant, _ in CASES:
         text = (d / name / "kernel.ptx").read_text()
@@ -89,8 +85,7 @@ def cmd_simulate(d: Path, out: Path) -> None:
         for mode in ("ptx", "sass"):
             t0 = time.time()
             launch = launch_from_metadata(meta, np.random.default_rng(0))
-            r = (simulate(parse_ptx(text, name), launch, hw, warm_l2=True) if mode == "ptx"
-                 else simulate_sass(text, launch, hw, name, warm_l2=True))
+            r = simulate_isa(text, launch, mode, name, warm_l2=True)
             row[f"{mode}_profile_cycles"] = _profile_cycles(meta, r.outputs)
             row[f"{mode}_cycles"] = r.cycles
             row[f"{mode}_seconds"] = round(time.time() - t0, 1)
