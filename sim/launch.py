@@ -458,11 +458,6 @@ def fp8_bits(x: Any, kind: str = "e4m3") -> np.ndarray:
     return out
 
 
-def e4m3_bits(x: Any) -> np.ndarray:
-    """fp8_bits(x, "e4m3")."""
-    return fp8_bits(x, "e4m3")
-
-
 def make_buffer(dtype_name: str, count: int, init: str, rng: np.random.Generator) -> np.ndarray:
     if init == "random":
         return random_array(dtype_name, count, rng)
